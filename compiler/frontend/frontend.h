@@ -1,0 +1,53 @@
+// The TileLang source frontend: Python source text of a TileLang kernel plus
+// parameter bindings in, a specialized tile IR program out.
+//
+// Both of TileLang's forms are accepted:
+//  - the factory form: `def f(M, N, ..., dtype="float16"):` containing a
+//    `@T.prim_func def main(A: T.Tensor((M, K), dtype), ...)` and `return main`
+//    (or a top-level @T.prim_func);
+//  - the @tilelang.jit form: `M, N = T.const("M, N")`, `A: T.Tensor(...)`
+//    annotations on arguments, `C = T.empty(...)`, `return C`.
+// The Python around the kernel is evaluated at compile time; nothing runs on
+// the host. Anything outside the supported subset is a located error
+// ("file:line:col: message").
+// Thread-safe (no shared state).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::frontend {
+
+// A value bound to a parameter or T.const symbol by name.
+struct BindingValue {
+  enum class Kind : uint8_t { kInt, kFloat, kBool, kString };
+  Kind kind = Kind::kInt;
+  int64_t ival = 0;
+  double fval = 0.0;
+  bool bval = false;
+  std::string sval;  // strings; dtype names ("float16") are strings too
+  bool operator==(const BindingValue&) const = default;
+};
+
+// Parses the text of a --bind value: an integer, a float, True/False (or
+// true/false), and anything else is a string (e.g. "float16" or "T.float16").
+BindingValue ParseBindingText(std::string_view text);
+
+struct FrontendOptions {
+  std::string file_name = "<input>";  // used in diagnostics only
+  // The kernel function to compile. Empty: the only candidate in the file
+  // (a function decorated with @tilelang.jit / @jit / @T.prim_func, or a
+  // function whose body defines a @T.prim_func); several candidates are an
+  // error that lists them.
+  std::string entry;
+  std::vector<std::pair<std::string, BindingValue>> bindings;
+};
+
+absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options);
+
+}  // namespace kiln::frontend

@@ -1,0 +1,15 @@
+// The canonical form of a program, the thing that is hashed into cache keys:
+// every name renamed by order of definition (symbols s0.., params p0..,
+// block vars b0.., buffers t0.., loop vars i0..), locations, program name and
+// source name cleared, expressions simplified. Two programs that differ only
+// in names, comments or formatting have the same canonical form.
+// Thread-safe (pure function).
+#pragma once
+
+#include "compiler/ir/ir.h"
+
+namespace kiln::ir {
+
+Program Canonicalize(const Program& program);
+
+}  // namespace kiln::ir

@@ -1,0 +1,275 @@
+// The Kiln tile IR: the program a client sends, after the frontend has bound
+// its parameters and evaluated the Python around the kernel.
+//
+// The IR is a plain value tree (vectors of values, no shared pointers), so a
+// copy is deep and `==` is structural. Source locations take part in `==`;
+// use StripLocations() (ir_util.h) before comparing for structure only.
+//
+// Identity is by name: buffers, symbols, loop and block variables are
+// referred to by their name, which the verifier checks is unique within the
+// program. Expressions are fully typed: every binary operation has operands of
+// one dtype (the frontend inserts explicit casts), comparisons yield bool.
+//
+// Thread-safety: plain data; no internal synchronization.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::ir {
+
+enum class DType : uint8_t {
+  kBool,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kUInt16,
+  kUInt32,
+  kUInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kFloat8E4M3,
+  kFloat8E5M2,
+};
+
+// A position in the tile program's source (1-based); 0:0 means unknown.
+struct Loc {
+  int32_t line = 0;
+  int32_t col = 0;
+  bool operator==(const Loc&) const = default;
+};
+
+enum class BinOp : uint8_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,       // true division for floats, truncating for integers
+  kFloorDiv,  // rounds toward -inf
+  kFloorMod,  // sign of the divisor (Python's %)
+  kMin,
+  kMax,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kAnd,  // logical, bool operands
+  kOr,   // logical, bool operands
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShl,
+  kShr,
+};
+
+enum class UnOp : uint8_t { kNeg, kNot, kBitNot };
+
+// Math intrinsics callable from tile programs (T.exp, T.sqrt, ...).
+enum class Intrinsic : uint8_t {
+  kExp,
+  kExp2,
+  kLog,
+  kLog2,
+  kSqrt,
+  kRsqrt,
+  kAbs,
+  kPow,  // two arguments
+  kTanh,
+  kFloor,
+  kCeil,
+  kSin,
+  kCos,
+  kRound,
+  kTrunc,
+  kSigmoid,
+};
+
+enum class ExprKind : uint8_t {
+  kInt,        // integer or bool literal: ival (bool: 0/1)
+  kFloat,      // floating literal: fval (may be +-inf or nan)
+  kVar,        // name: symbol, scalar param, loop var or block var
+  kLoad,       // name = buffer; args = indices (one per dimension)
+  kBinary,     // bop; args = {lhs, rhs}
+  kUnary,      // uop; args = {x}
+  kCall,       // fn; args
+  kCast,       // dtype is the target type; args = {x}
+  kSelect,     // if_then_else: args = {cond, true_value, false_value}
+  kThreadIdx,  // the thread index along dimension ival (T.get_thread_binding)
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kInt;
+  DType dtype = DType::kInt32;
+  int64_t ival = 0;
+  double fval = 0.0;
+  std::string name;
+  BinOp bop = BinOp::kAdd;
+  UnOp uop = UnOp::kNeg;
+  Intrinsic fn = Intrinsic::kExp;
+  std::vector<Expr> args;
+  Loc loc;
+  bool operator==(const Expr&) const = default;
+};
+
+enum class Scope : uint8_t {
+  kGlobal,
+  kShared,
+  kSharedDyn,
+  kFragment,
+  kLocal,
+  kVar,  // a mutable scalar (T.alloc_var): shape {1}
+};
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Scope scope = Scope::kGlobal;
+  std::vector<Expr> shape;  // one extent per dimension; may be symbolic
+  bool has_init = false;    // kVar only: initial value in `init`
+  Expr init;
+  Loc loc;
+  bool operator==(const Buffer&) const = default;
+};
+
+// One dimension of a region: [min, min + extent).
+struct Range {
+  Expr min;
+  Expr extent;
+  bool operator==(const Range&) const = default;
+};
+
+// A rectangular part of a buffer. A whole buffer is the region with min 0
+// and extent shape[d] on every dimension. Regions always have one range per
+// buffer dimension; the frontend fills in extents for TileLang's start-corner
+// form (T.copy(A[by * bm, k * bk], A_shared)) from the other operand.
+struct Region {
+  std::string buffer;
+  std::vector<Range> ranges;
+  Loc loc;
+  bool operator==(const Region&) const = default;
+};
+
+enum class StmtKind : uint8_t {
+  kAlloc,           // buffer
+  kCopy,            // regions = {src, dst}
+  kGemm,            // regions = {A, B, C}; gemm fields
+  kFill,            // regions = {dst}; value (dtype of the buffer)
+  kReduce,          // regions = {src, dst}; reduce_kind, dim, clear
+  kAtomic,          // atomic_op; regions = {dst} and value, or {dst, src}
+  kFor,             // for_kind, loop_vars, extents, stages, body
+  kIf,              // cond, body, else_body
+  kStore,           // name = buffer, indices, value
+  kAnnotateLayout,  // name = buffer, layout = layout kind (e.g. "swizzled")
+  kUseSwizzle,      // panel_size, swizzle_order ("row"|"col"), enable
+};
+
+enum class ForKind : uint8_t { kSerial, kUnroll, kVectorized, kParallel, kPipelined };
+enum class ReduceKind : uint8_t { kSum, kMax, kMin, kAbsSum, kAbsMax };
+enum class AtomicOp : uint8_t { kAdd, kMax, kMin };
+enum class GemmPolicy : uint8_t { kSquare, kFullRow, kFullCol };
+
+struct Stmt {
+  StmtKind kind = StmtKind::kStore;
+  Loc loc;
+
+  // kAlloc.
+  Buffer buffer;
+
+  // kCopy, kGemm, kFill, kReduce, kAtomic: operands as regions.
+  std::vector<Region> regions;
+
+  // kFill (fill value), kAtomic with a scalar source, kStore (stored value).
+  bool has_value = false;
+  Expr value;
+
+  // kGemm.
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool clear_accum = false;
+  int32_t k_pack = 1;
+  GemmPolicy policy = GemmPolicy::kSquare;
+
+  // kReduce.
+  ReduceKind reduce_kind = ReduceKind::kSum;
+  int32_t dim = 0;
+  bool clear = true;
+
+  // kAtomic.
+  AtomicOp atomic_op = AtomicOp::kAdd;
+
+  // kFor. Serial/unroll/vectorized/pipelined loops have one variable;
+  // parallel loops have one or more (a multi-dimensional T.Parallel).
+  ForKind for_kind = ForKind::kSerial;
+  std::vector<std::string> loop_vars;
+  std::vector<Expr> extents;  // each loop variable runs over [0, extent)
+  int32_t num_stages = 0;     // kPipelined: 0 means "not given"
+  std::vector<int32_t> order;  // kPipelined, optional
+  std::vector<int32_t> stage;  // kPipelined, optional
+
+  // kIf.
+  Expr cond;
+  std::vector<Stmt> body;       // kFor body, kIf then-branch
+  std::vector<Stmt> else_body;  // kIf else-branch
+
+  // kStore (name = buffer), kAnnotateLayout (name = buffer).
+  std::string name;
+  std::vector<Expr> indices;
+
+  // kAnnotateLayout.
+  std::string layout;
+
+  // kUseSwizzle.
+  int32_t panel_size = 0;
+  std::string swizzle_order = "row";
+  bool enable = true;
+
+  bool operator==(const Stmt&) const = default;
+};
+
+// The single `with T.Kernel(...)` block of a program.
+struct Kernel {
+  std::vector<Expr> grid;               // 1 to 3 extents (blockIdx.x, .y, .z)
+  std::vector<std::string> block_vars;  // names bound to blockIdx.{x,y,z}
+  std::vector<int64_t> threads;         // 1 to 3 constant extents
+  std::vector<Stmt> body;
+  Loc loc;
+  bool operator==(const Kernel&) const = default;
+};
+
+// A dynamic shape symbol (an unbound T.const / T.symbolic name).
+struct Symbol {
+  std::string name;
+  DType dtype = DType::kInt32;
+  Loc loc;
+  bool operator==(const Symbol&) const = default;
+};
+
+// A kernel argument: a global tensor (buffer.scope == kGlobal) or a scalar
+// (is_scalar; buffer.name and buffer.dtype describe it, shape is empty).
+struct Param {
+  Buffer buffer;
+  bool is_scalar = false;
+  bool is_output = false;  // T.empty(...) in the @tilelang.jit form, or out_idx
+  bool operator==(const Param&) const = default;
+};
+
+struct Program {
+  std::string name;         // the kernel function's name (not hashed)
+  std::string source_name;  // file name for diagnostics (not hashed)
+  std::vector<Symbol> symbols;
+  std::vector<Param> params;
+  Kernel kernel;
+  // Compile-affecting annotations from the source (e.g. "fast_math" ->
+  // "true"). Hashed.
+  std::map<std::string, std::string> attrs;
+  bool operator==(const Program&) const = default;
+};
+
+}  // namespace kiln::ir

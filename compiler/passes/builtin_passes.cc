@@ -1,0 +1,17 @@
+// The list of built-in passes. Each pass file defines one Register*Pass()
+// function; add it here when you add a pass.
+#include "compiler/passes/pass_registry.h"
+
+namespace kiln::passes {
+
+void RegisterVerifyPass();
+void RegisterSimplifyPass();
+void RegisterCanonicalizePass();
+
+void RegisterBuiltinPasses() {
+  RegisterVerifyPass();
+  RegisterSimplifyPass();
+  RegisterCanonicalizePass();
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,45 @@
+// Named IR-to-IR passes. Each pass lives in its own file and registers
+// itself under one name, used everywhere: `--passes=NAME` on kiln-opt, the
+// file compiler/passes/NAME_WITH_UNDERSCORES.cc and golden tests in
+// tests/golden/passes/NAME.kir.
+// Thread-safe: registration happens once under a std::call_once.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::passes {
+
+struct PassContext {
+  std::string target = "cpu";  // "cuda:sm_90", "hip:gfx942", "cpu"
+};
+
+using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  PassFn run;
+};
+
+// Adds a pass to the registry (replacing one of the same name). The built-in
+// passes are registered by RegisterBuiltinPasses() (builtin_passes.cc), which
+// AllPasses() and RunPasses() call once; static registrars are avoided
+// because a static library drops object files nothing refers to.
+void RegisterPass(PassInfo info);
+void RegisterBuiltinPasses();
+
+// Registered passes sorted by name.
+std::vector<const PassInfo*> AllPasses();
+
+// Runs the named passes in order. Unknown names are an InvalidArgument error
+// listing the known ones; a failing pass stops the pipeline.
+absl::Status RunPasses(ir::Program& program, const std::vector<std::string>& names,
+                       const PassContext& ctx = {});
+
+}  // namespace kiln::passes
