@@ -1,1 +1,213 @@
-int main() { return 0; }
+// kiln-opt: runs Kiln's frontend and IR passes on one file and prints the
+// result. The basis of the golden tests.
+//
+//   kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]
+//            [--emit=ir|proto|json|none] [--hash] [--target T] [--print-locs]
+//            [--no-verify] [-o OUT]
+//
+// FILE is TileLang source (.py) or textual IR (.kir; detected by content);
+// "-" reads standard input. The program is verified after parsing unless
+// --no-verify. Exit status: 0 success, 1 the program has an error (the
+// located diagnostic is on stderr), 2 bad command line or unreadable file.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/hash.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/proto_convert.h"
+#include "compiler/ir/text_parser.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/pass_registry.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
+    "                [--emit=ir|proto|json|none] [--hash] [--target T] [--print-locs]\n"
+    "                [--no-verify] [-o OUT] [--list-passes]\n";
+
+struct Args {
+  std::string file;
+  std::string entry;
+  std::vector<std::pair<std::string, kiln::frontend::BindingValue>> bindings;
+  std::vector<std::string> passes;
+  std::string emit = "ir";
+  std::string target = "cpu";
+  std::string out;
+  bool hash = false;
+  bool print_locs = false;
+  bool verify = true;
+  bool list_passes = false;
+};
+
+int UsageError(const std::string& message) {
+  std::cerr << "kiln-opt: " << message << "\n" << kUsage;
+  return 2;
+}
+
+// Accepts "--name=value" and "--name value"; returns true and advances i.
+bool TakeValue(int argc, char** argv, int& i, const std::string& name, std::string* value) {
+  std::string arg = argv[i];
+  if (arg == name) {
+    if (i + 1 >= argc) return false;
+    *value = argv[++i];
+    return true;
+  }
+  if (arg.rfind(name + "=", 0) == 0) {
+    *value = arg.substr(name.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+int ParseArgs(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (TakeValue(argc, argv, i, "--bind", &value)) {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) return UsageError("--bind expects NAME=VALUE");
+      args->bindings.emplace_back(value.substr(0, eq),
+                                  kiln::frontend::ParseBindingText(value.substr(eq + 1)));
+    } else if (TakeValue(argc, argv, i, "--entry", &value)) {
+      args->entry = value;
+    } else if (TakeValue(argc, argv, i, "--passes", &value)) {
+      for (absl::string_view p : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        args->passes.emplace_back(p);
+      }
+    } else if (TakeValue(argc, argv, i, "--emit", &value)) {
+      if (value != "ir" && value != "proto" && value != "json" && value != "none") {
+        return UsageError("--emit must be ir, proto, json or none");
+      }
+      args->emit = value;
+    } else if (TakeValue(argc, argv, i, "--target", &value)) {
+      args->target = value;
+    } else if (TakeValue(argc, argv, i, "-o", &value)) {
+      args->out = value;
+    } else if (arg == "--hash") {
+      args->hash = true;
+    } else if (arg == "--print-locs") {
+      args->print_locs = true;
+    } else if (arg == "--no-verify") {
+      args->verify = false;
+    } else if (arg == "--list-passes") {
+      args->list_passes = true;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      return UsageError("unknown option '" + arg + "'");
+    } else if (args->file.empty()) {
+      args->file = arg;
+    } else {
+      return UsageError("more than one input file");
+    }
+  }
+  if (args->file.empty() && !args->list_passes) return UsageError("no input file");
+  return 0;
+}
+
+bool ReadInput(const std::string& path, std::string* text) {
+  if (path == "-") {
+    text->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return true;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text) {
+  std::string name = args.file == "-" ? "<stdin>" : args.file;
+  if (kiln::ir::LooksLikeIrText(text)) {
+    if (!args.bindings.empty()) {
+      return absl::InvalidArgumentError(name + ": --bind applies to TileLang source, not IR text");
+    }
+    return kiln::ir::ParseProgramText(text, name);
+  }
+  kiln::frontend::FrontendOptions options;
+  options.file_name = name;
+  options.entry = args.entry;
+  options.bindings = args.bindings;
+  return kiln::frontend::CompileSource(text, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (int rc = ParseArgs(argc, argv, &args); rc != 0) return rc;
+  if (args.list_passes) {
+    for (const kiln::passes::PassInfo* p : kiln::passes::AllPasses()) {
+      std::cout << p->name << "\t" << p->summary << "\n";
+    }
+    return 0;
+  }
+  std::string text;
+  if (!ReadInput(args.file, &text)) {
+    std::cerr << "kiln-opt: cannot read '" << args.file << "'\n";
+    return 2;
+  }
+  absl::StatusOr<kiln::ir::Program> program = Load(args, text);
+  if (!program.ok()) {
+    std::cerr << program.status().message() << "\n";
+    return 1;
+  }
+  if (args.verify) {
+    if (absl::Status s = kiln::ir::Verify(*program); !s.ok()) {
+      std::cerr << s.message() << "\n";
+      return 1;
+    }
+  }
+  kiln::passes::PassContext ctx;
+  ctx.target = args.target;
+  if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 1;
+  }
+
+  std::string output;
+  if (args.hash) {
+    kiln::ir::KeyContext key;
+    key.target = args.target;
+    output = kiln::ir::ProgramKey(*program, key) + "\n";
+  } else if (args.emit == "ir") {
+    kiln::ir::PrintOptions options;
+    options.locations = args.print_locs;
+    output = kiln::ir::PrintProgram(*program, options);
+  } else if (args.emit == "proto" || args.emit == "json") {
+    kiln::v1::Program proto;
+    kiln::ir::ToProto(*program, &proto);
+    if (args.emit == "proto") {
+      output = proto.SerializeAsString();
+    } else {
+      google::protobuf::util::JsonPrintOptions json;
+      json.add_whitespace = true;
+      json.preserve_proto_field_names = true;
+      if (!google::protobuf::util::MessageToJsonString(proto, &output, json).ok()) {
+        std::cerr << "kiln-opt: cannot render JSON\n";
+        return 1;
+      }
+    }
+  }
+  if (args.out.empty()) {
+    std::cout << output;
+  } else {
+    std::ofstream out(args.out, std::ios::binary);
+    out << output;
+    if (!out) {
+      std::cerr << "kiln-opt: cannot write '" << args.out << "'\n";
+      return 2;
+    }
+  }
+  return 0;
+}

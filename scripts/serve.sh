@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds kilnd (Release) and starts it with the embedded defaults: listening
+# on 127.0.0.1:7070, local cache in ~/.cache/kiln, CPU-only without a GPU.
+# Extra arguments go to kilnd (e.g. --listen=0.0.0.0:7070).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+jobs=${KILN_JOBS:-2}
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF > /dev/null
+cmake --build build-release -j "$jobs" --target kilnd
+exec build-release/kilnd "$@"
