@@ -100,7 +100,7 @@ enum class PyStmtKind : uint8_t {
                  // target or a kNone-kind expression when absent; body
   kFunctionDef,  // str = name, params, decorators, exprs = return annotation
                  // (zero or one), body
-  kClassDef,     // str = name, exprs = bases, decorators, body
+  kClassDef,     // str = name, exprs = bases, keywords, decorators, body
   kReturn,       // exprs = zero or one value
   kPass,
   kBreak,
@@ -123,6 +123,7 @@ struct PyStmt {
   std::vector<PyExpr> targets;
   std::vector<PyExpr> exprs;
   std::vector<PyExpr> decorators;
+  std::vector<Keyword> keywords;  // kClassDef: keyword arguments (metaclass=...)
   std::vector<Param> params;
   std::vector<std::string> names;
   std::vector<std::string> aliases;

@@ -62,7 +62,8 @@ TEST_F(KilndTest, HealthCheckServes) {
   // HealthCheckResponse{status: SERVING} encodes as field 1 varint 1.
   grpc::GenericStub generic(channel_);
   grpc::ClientContext ctx;
-  grpc::ByteBuffer request;
+  grpc::Slice empty("", 0);
+  grpc::ByteBuffer request(&empty, 1);
   grpc::ByteBuffer response;
   grpc::Status status;
   bool done = false;

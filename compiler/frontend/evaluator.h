@@ -1,0 +1,230 @@
+// The compile-time (meta) evaluator: runs the Python around a TileLang kernel
+// and lowers the kernel body to tile IR as it goes. One Evaluator compiles one
+// entry function of one parsed module; CompileSource (frontend.cc) drives it.
+//
+// How it works, in short:
+//  1. Module-level names (defs, imports, NAME = ... constants) are bound
+//     lazily: a constant is evaluated the first time the kernel needs it, so
+//     test drivers and argparse code at the bottom of example files never run.
+//  2. The entry function runs with its parameters bound from the bindings.
+//     Python statements execute at compile time; values known at compile
+//     time stay Python values, everything that depends on a loop or block
+//     variable or a dynamic symbol is an IR expression.
+//  3. `with T.Kernel(...)` switches statement execution into lowering mode:
+//     tile ops, stores, IR loops and IR ifs are appended to the current IR
+//     statement list (`sink_`). Python-level bindings made inside an IR loop
+//     or branch are undone when it closes, so a name bound to a loop variable
+//     never leaks out of its loop.
+// Implementation is split by responsibility: evaluator.cc (statements and
+// entry), eval_expr.cc (expressions and Python builtins), tl_builtins.cc
+// (the T.* namespace and allocations), tile_ops.cc (regions and tile ops),
+// kernel_lowering.cc (T.Kernel and loops).
+//
+// Errors: every failure is a located InvalidArgument ("file:line:col: ...").
+// Limits: nesting depth and compile-time work are bounded.
+// Thread-safety: an Evaluator is single-threaded; distinct instances are
+// independent.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/frontend/arith.h"
+#include "compiler/frontend/ast.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/frontend/value.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::frontend {
+
+// An evaluated call argument (positional when name is empty).
+struct Arg {
+  Value value;
+  Loc loc;            // of the value
+  std::string name;   // keyword name; empty for positional arguments
+  Loc name_loc;       // of the keyword
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Module& module, const FrontendOptions& options);
+
+  // Selects the entry, runs it and returns the lowered program.
+  absl::StatusOr<ir::Program> Run();
+
+ private:
+  struct Frame {
+    absl::flat_hash_map<std::string, Value> vars;
+    int parent = -1;  // enclosing frame (closure); -1 for the module frame
+  };
+  struct BufferInfo {
+    ir::Buffer buffer;
+    bool is_param = false;
+  };
+  // A lazily evaluated module-level binding.
+  struct ModuleName {
+    const PyStmt* stmt = nullptr;
+    bool evaluating = false;
+  };
+  enum class Flow { kNormal, kReturn, kBreak, kContinue };
+  // What an IR-level operand of a tile op denotes.
+  struct Operand {
+    int buffer = -1;
+    enum Form { kWhole, kCorner, kRegion } form = kWhole;
+    std::vector<ir::Expr> mins;
+    std::vector<ir::Expr> extents;  // empty for kCorner
+    Loc loc;
+  };
+
+  // ---- evaluator.cc: entry, statements, scopes.
+  absl::Status IndexModule();
+  absl::StatusOr<const PyStmt*> SelectEntry();
+  absl::Status RunEntry(const PyStmt& entry);
+  absl::Status ApplyJitDecorator(const PyExpr& call);
+  absl::Status BindEntryParams(const PyStmt& entry, int frame);
+  absl::Status CheckBindingsUsed();
+  absl::Status LowerPrimFunc(const PyStmt& def);
+  absl::StatusOr<Flow> ExecBlock(const std::vector<PyStmt>& body);
+  absl::StatusOr<Flow> ExecStmt(const PyStmt& s);
+  absl::StatusOr<Flow> ExecAssign(const PyStmt& s);
+  absl::StatusOr<Flow> ExecAugAssign(const PyStmt& s);
+  absl::StatusOr<Flow> ExecAnnAssign(const PyStmt& s);
+  absl::StatusOr<Flow> ExecIf(const PyStmt& s);
+  absl::StatusOr<Flow> ExecWith(const PyStmt& s);
+  absl::StatusOr<Flow> ExecFunctionDef(const PyStmt& s);
+  absl::StatusOr<Flow> ExecImport(const PyStmt& s, int frame);
+  absl::StatusOr<Flow> ExecCompileTimeFor(const PyStmt& s, const Value& iterable);
+  absl::Status Assign(const PyExpr& target, const Value& v);
+  absl::Status StoreTo(const Value& access, const Value& v, Loc loc);
+  void Bind(const std::string& name, Value v);
+  std::optional<Value> LookupLocal(const std::string& name);
+  absl::StatusOr<Value> LookupName(const std::string& name, Loc loc);
+  absl::StatusOr<Value> LookupModuleName(const std::string& name, Loc loc);
+  // Undo log for bindings made inside IR loops and branches.
+  size_t OpenScope();
+  void CloseScope(size_t mark);
+
+  // ---- eval_expr.cc: expressions, Python builtins, calls of user code.
+  absl::StatusOr<Value> Eval(const PyExpr& e);
+  // Eval and turn a buffer access into a load (a value usable in arithmetic).
+  absl::StatusOr<Value> EvalScalar(const PyExpr& e);
+  absl::StatusOr<Value> Materialize(const Value& v, Loc loc);
+  absl::StatusOr<Value> EvalAttribute(const PyExpr& e);
+  absl::StatusOr<Value> EvalSubscript(const PyExpr& e);
+  absl::StatusOr<Value> EvalCall(const PyExpr& e);
+  absl::StatusOr<Value> EvalCompare(const PyExpr& e);
+  absl::StatusOr<Value> EvalBoolOp(const PyExpr& e);
+  absl::StatusOr<Value> EvalComprehension(const PyExpr& e);
+  absl::StatusOr<std::vector<Arg>> EvalArgs(const PyExpr& call);
+  absl::StatusOr<Value> CallValue(const Value& callee, std::vector<Arg> args, const PyExpr& call);
+  absl::StatusOr<Value> CallUserFunction(const Value& fn, std::vector<Arg> args, Loc loc);
+  absl::StatusOr<Value> CallPythonBuiltin(const std::string& name, std::vector<Arg>& args,
+                                          Loc loc);
+  absl::StatusOr<Value> CallMethod(const Value& method, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<std::vector<Value>> Iterate(const Value& v, Loc loc);
+  absl::StatusOr<Value> IndexSequence(const Value& seq, const Value& index, Loc loc);
+  absl::StatusOr<Value> ResolveModuleAttr(const std::string& path, Loc loc);
+
+  // ---- tl_builtins.cc: T.* calls, dtypes, allocations, symbols.
+  absl::StatusOr<Value> CallTBuiltin(const std::string& name, std::vector<Arg>& args,
+                                     const PyExpr& call);
+  absl::StatusOr<Value> CallMath(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> Allocate(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> DeclareSymbols(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> DeclareOutput(std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> MakeTensorType(const Value& shape, const Value& dtype, Loc loc);
+  absl::StatusOr<ir::DType> ToDType(const Value& v, Loc loc);
+  absl::StatusOr<std::vector<ir::Expr>> ToShape(const Value& v, Loc loc);
+  absl::StatusOr<int> AddParamBuffer(const std::string& name, const Value& type, Loc loc,
+                                     bool is_output);
+  absl::StatusOr<Value> AddScalarParam(const std::string& name, ir::DType dtype, Loc loc,
+                                       ir::Param* out);
+
+  // ---- tile_ops.cc: operands, regions and the tile-op statements.
+  absl::StatusOr<Value> CallTileOp(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Operand> ToOperand(const Arg& arg, std::string_view op);
+  absl::StatusOr<ir::Region> OperandRegion(const Operand& op, const std::vector<ir::Expr>& other,
+                                           std::string_view what);
+  absl::StatusOr<Value> LowerCopy(std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerGemm(std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerFill(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerReduce(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerAtomic(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerAnnotateLayout(std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> LowerUseSwizzle(std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<ir::Expr> LoadOf(const Value& access, Loc loc);
+  absl::StatusOr<std::vector<ir::Expr>> ScalarIndices(const Value& access, Loc loc);
+
+  // ---- kernel_lowering.cc: T.Kernel and loops.
+  absl::StatusOr<Flow> LowerKernel(const PyStmt& with, const PyExpr& call, const PyExpr& target);
+  absl::StatusOr<Flow> ExecFor(const PyStmt& s);
+  absl::StatusOr<Flow> LowerLoop(const PyStmt& s, const std::string& kind,
+                                 std::vector<Arg>& args, Loc loc);
+
+  // ---- helpers.
+  absl::Status Error(Loc loc, std::string_view message) const;
+  ArithContext Ctx(Loc loc) const { return ArithContext{options_.file_name, loc}; }
+  absl::Status RequireKernel(Loc loc, std::string_view what) const;
+  // A fresh IR name based on `hint` (a validated Python identifier).
+  std::string UniqueName(std::string_view hint);
+  void Emit(ir::Stmt s) { sink_->push_back(std::move(s)); }
+  absl::Status EnterNesting(Loc loc);
+  void LeaveNesting() { --depth_; }
+  absl::Status Step(Loc loc);
+
+  const Module& module_;
+  const FrontendOptions& options_;
+
+  std::vector<std::unique_ptr<Frame>> frames_;  // frames_[0]: module
+  int frame_ = 0;                               // current frame
+  absl::flat_hash_map<std::string, ModuleName> module_names_;
+  absl::flat_hash_map<std::string, const BrokenStmt*> broken_names_;
+
+  struct UndoEntry {
+    int frame;
+    std::string name;
+    std::optional<Value> old;
+  };
+  std::vector<UndoEntry> undo_;
+  int open_scopes_ = 0;
+
+  std::vector<BufferInfo> buffers_;
+  ir::Program program_;
+  absl::flat_hash_set<std::string> used_names_;
+  bool kernel_seen_ = false;
+  bool in_kernel_ = false;
+  std::vector<ir::Stmt>* sink_ = nullptr;
+  std::string name_hint_;  // the assignment target an allocation is named after
+  std::string call_hint_;  // name_hint_ as seen by the call being dispatched
+  int ct_loop_depth_ = 0;  // compile-time for loops being executed
+  int user_calls_in_kernel_ = 0;
+  int call_scope_base_ = 0;  // open_scopes_ when the innermost user call began
+
+  // The entry function and its parameters.
+  const PyStmt* entry_ = nullptr;
+  bool prim_func_lowered_ = false;
+  const PyStmt* prim_func_ = nullptr;
+  // Tensor parameters of the @tilelang.jit form, by position in the entry's
+  // parameter list; outputs from T.empty in order of creation.
+  std::vector<std::pair<int, ir::Param>> jit_inputs_;
+  std::vector<ir::Param> jit_outputs_;
+  absl::flat_hash_map<std::string, int> entry_param_index_;
+  absl::flat_hash_set<std::string> pending_tensor_params_;
+  std::vector<int64_t> out_idx_;
+  std::vector<std::string> binding_names_valid_;
+  absl::flat_hash_set<std::string> bindings_used_;
+  Value return_value_;
+
+  int depth_ = 0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace kiln::frontend

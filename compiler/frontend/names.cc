@@ -1,0 +1,200 @@
+#include "compiler/frontend/names.h"
+
+#include <array>
+#include <utility>
+
+#include "compiler/ir/dtype.h"
+
+namespace kiln::frontend {
+namespace {
+
+template <size_t N>
+bool In(const std::array<std::string_view, N>& table, std::string_view s) {
+  for (std::string_view t : table) {
+    if (t == s) return true;
+  }
+  return false;
+}
+
+constexpr std::array<std::string_view, 58> kReserved = {
+    "program", "attr", "sym", "param", "kernel", "grid", "threads", "as", "alloc", "copy",
+    "gemm", "fill", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
+    "atomic_add", "atomic_max", "atomic_min", "for", "in", "serial", "unroll", "vectorized",
+    "pipelined", "parallel", "if", "else", "annotate_layout", "use_swizzle", "true", "false",
+    "inf", "nan", "min", "max", "select", "cast", "thread_idx", "exp", "exp2", "log", "log2",
+    "sqrt", "rsqrt", "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc",
+    "sigmoid", "loc", "out"};
+
+constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = {{
+    {"float", ir::DType::kFloat32},
+    {"half", ir::DType::kFloat16},
+    {"double", ir::DType::kFloat64},
+    {"int", ir::DType::kInt32},
+    {"long", ir::DType::kInt64},
+    {"short", ir::DType::kInt16},
+    {"uint", ir::DType::kUInt32},
+    {"ulong", ir::DType::kUInt64},
+    {"float8_e4m3fn", ir::DType::kFloat8E4M3},
+}};
+
+constexpr std::array<std::pair<std::string_view, ir::DType>, 21> kTorchDTypes = {{
+    {"float16", ir::DType::kFloat16},   {"half", ir::DType::kFloat16},
+    {"bfloat16", ir::DType::kBFloat16}, {"float32", ir::DType::kFloat32},
+    {"float", ir::DType::kFloat32},     {"float64", ir::DType::kFloat64},
+    {"double", ir::DType::kFloat64},    {"int8", ir::DType::kInt8},
+    {"int16", ir::DType::kInt16},       {"short", ir::DType::kInt16},
+    {"int32", ir::DType::kInt32},       {"int", ir::DType::kInt32},
+    {"int64", ir::DType::kInt64},       {"long", ir::DType::kInt64},
+    {"uint8", ir::DType::kUInt8},       {"uint16", ir::DType::kUInt16},
+    {"uint32", ir::DType::kUInt32},     {"uint64", ir::DType::kUInt64},
+    {"bool", ir::DType::kBool},         {"float8_e4m3fn", ir::DType::kFloat8E4M3},
+    {"float8_e5m2", ir::DType::kFloat8E5M2},
+}};
+
+constexpr std::array<std::string_view, 25> kPythonBuiltins = {
+    "range", "len",   "min",       "max",   "abs",   "int",        "float",
+    "bool",  "str",   "tuple",     "list",  "dict",  "sum",        "any",
+    "all",   "round", "enumerate", "zip",   "print", "isinstance", "sorted",
+    "reversed", "divmod", "type", "getattr"};
+
+constexpr std::array<std::string_view, 75> kTBuiltins = {
+    // Kernel, types, symbols.
+    "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
+    "GemmWarpPolicy",
+    // Allocation.
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
+    // Tile ops.
+    "copy", "gemm", "fill", "clear", "reduce_max", "reduce_min", "reduce_sum", "reduce_abssum",
+    "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "use_swizzle", "annotate_layout",
+    // Loops.
+    "Parallel", "Pipelined", "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized",
+    // Scalar functions.
+    "min", "max", "if_then_else", "cast", "infinity", "ceildiv", "floordiv", "floormod",
+    "truncdiv", "get_thread_binding", "max_value", "min_value", "exp", "exp2", "log", "log2",
+    "sqrt", "rsqrt", "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc",
+    "sigmoid", "print",
+    // Layouts (also reachable as tilelang.layout.*).
+    "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
+    "make_quarter_bank_swizzled_layout",
+    // Aliases.
+    "ceil_div", "if_then_else_", "Cast", "device_assert"};
+
+constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kLayouts = {{
+    {"make_swizzled_layout", "swizzled"},
+    {"make_full_bank_swizzled_layout", "full_bank_swizzled"},
+    {"make_half_bank_swizzled_layout", "half_bank_swizzled"},
+    {"make_quarter_bank_swizzled_layout", "quarter_bank_swizzled"},
+}};
+
+constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kPassConfigKeys = {{
+    {"TL_SIMPLIFY", "tl.Simplify"},
+    {"TL_DISABLE_BUFFER_INIT_CHECK", "tl.disable_buffer_init_check"},
+    {"TL_DISABLE_DATA_RACE_CHECK", "tl.disable_data_race_check"},
+    {"TL_DISABLE_WARP_SPECIALIZED", "tl.disable_warp_specialized"},
+    {"TL_ENABLE_FAST_MATH", "tl.enable_fast_math"},
+    {"TL_PTXAS_REGISTER_USAGE_LEVEL", "tl.ptxas_register_usage_level"},
+    {"TL_DEVICE_COMPILE_FLAGS", "tl.device_compile_flags"},
+    {"TL_EMIT_LINE_DIRECTIVES", "tl.emit_line_directives"},
+    {"TL_CONFIG_INDEX_BITWIDTH", "tl.config_index_bitwidth"},
+    {"TL_LAYOUT_COST_MODEL", "tl.layout_cost_model"},
+    {"TL_DISABLE_TMA_LOWER", "tl.disable_tma_lower"},
+    {"TL_DISABLE_SAFE_MEMORY_ACCESS", "tl.disable_safe_memory_legalize"},
+    {"TL_DISABLE_VECTORIZE_256", "tl.disable_vectorize_256"},
+    {"TL_ENABLE_ASYNC_COPY", "tl.enable_async_copy"},
+    {"TL_ENABLE_LOWER_LDGSTG", "tl.enable_lower_ldgstg"},
+    {"TL_DISABLE_WGMMA", "tl.disable_wgmma"},
+    {"TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE", "tl.enable_aggressive_shared_memory_merge"},
+    {"TL_DISABLE_SHARED_MEMORY_REUSE", "tl.disable_shared_memory_reuse"},
+    {"TL_DISABLE_SHUFFLE_ELECT", "tl.disable_shuffle_elect"},
+    {"TL_DISABLE_LOOP_UNSWITCHING", "tl.disable_loop_unswitching"},
+    {"TL_DISABLE_THREAD_STORAGE_SYNC", "tl.disable_thread_storage_sync"},
+    {"TL_FORCE_LET_INLINE", "tl.force_let_inline"},
+    {"TL_STORAGE_REWRITE_DETECT_INPLACE", "tl.storage_rewrite_detect_inplace"},
+    {"TL_DISABLE_OUT_OF_BOUND_WARNING", "tl.disable_out_of_bound_warning"},
+    {"TL_ENABLE_DUMP_IR", "tl.enable_dump_ir"},
+    {"TIR_DISABLE_CSE", "tirx.disable_cse_tir"},
+    {"TIR_SIMPLIFY", "tirx.Simplify"},
+    {"TIR_DISABLE_STORAGE_REWRITE", "tirx.disable_storage_rewrite"},
+    {"TIR_DISABLE_VECTORIZE", "tirx.disable_vectorize"},
+    {"TIR_USE_ASYNC_COPY", "tirx.use_async_copy"},
+}};
+
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || s.size() > 256 || !IsAlpha(s[0])) return false;
+  for (char c : s) {
+    if (!IsAlpha(c) && !IsDigit(c)) return false;
+  }
+  return true;
+}
+
+bool IsReservedIrName(std::string_view s) { return In(kReserved, s); }
+
+std::optional<ir::DType> ParseDTypeAlias(std::string_view name) {
+  if (std::optional<ir::DType> t = ir::ParseDType(name)) return t;
+  for (const auto& [alias, t] : kDTypeAliases) {
+    if (alias == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<ir::DType> TorchDType(std::string_view name) {
+  for (const auto& [n, t] : kTorchDTypes) {
+    if (n == name) return t;
+  }
+  return std::nullopt;
+}
+
+bool IsPythonBuiltin(std::string_view name) { return In(kPythonBuiltins, name); }
+
+bool IsTBuiltin(std::string_view name) { return In(kTBuiltins, name); }
+
+std::optional<std::string> LayoutKind(std::string_view fn) {
+  for (const auto& [f, kind] : kLayouts) {
+    if (f == fn) return std::string(kind);
+  }
+  return std::nullopt;
+}
+
+std::string CanonicalModule(std::string_view path) {
+  if (path == "tilelang.language" || path == "tilelang.language.v2") return "T";
+  return std::string(path);
+}
+
+std::optional<std::string> PassConfigKeyValue(std::string_view member) {
+  for (const auto& [m, v] : kPassConfigKeys) {
+    if (m == member) return std::string(v);
+  }
+  return std::nullopt;
+}
+
+bool IsConfigKey(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    if (!IsAlpha(c) && !IsDigit(c) && c != '.') return false;
+  }
+  return true;
+}
+
+bool IsSafeText(std::string_view s) {
+  if (s.size() > 256) return false;
+  for (char c : s) {
+    if (!IsAlpha(c) && !IsDigit(c) && std::string_view(".+-:/=, ").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsPrintableText(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+}  // namespace kiln::frontend

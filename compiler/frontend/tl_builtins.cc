@@ -1,0 +1,545 @@
+// The T.* namespace: scalar functions, dtypes, tensor types, symbols,
+// outputs and allocations. Tile ops are in tile_ops.cc, T.Kernel and loops in
+// kernel_lowering.cc.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/frontend/args.h"
+#include "compiler/frontend/evaluator.h"
+#include "compiler/frontend/names.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/dtype.h"
+#include "util/status_macros.h"
+
+namespace kiln::frontend {
+namespace {
+
+bool IsLoopBuiltin(std::string_view fn) {
+  return fn == "Parallel" || fn == "Pipelined" || fn == "serial" || fn == "Serial" ||
+         fn == "unroll" || fn == "Unroll" || fn == "vectorized" || fn == "Vectorized";
+}
+
+bool IsTileOp(std::string_view fn) {
+  return fn == "copy" || fn == "gemm" || fn == "fill" || fn == "clear" || fn == "reduce_max" ||
+         fn == "reduce_min" || fn == "reduce_sum" || fn == "reduce_abssum" ||
+         fn == "reduce_absmax" || fn == "atomic_add" || fn == "atomic_max" ||
+         fn == "atomic_min" || fn == "use_swizzle" || fn == "annotate_layout";
+}
+
+struct MathFn {
+  std::string_view name;
+  ir::Intrinsic fn;
+  int arity;
+  bool float_only;  // integer arguments are converted to float32
+};
+
+constexpr MathFn kMath[] = {
+    {"exp", ir::Intrinsic::kExp, 1, true},       {"exp2", ir::Intrinsic::kExp2, 1, true},
+    {"log", ir::Intrinsic::kLog, 1, true},       {"log2", ir::Intrinsic::kLog2, 1, true},
+    {"sqrt", ir::Intrinsic::kSqrt, 1, true},     {"rsqrt", ir::Intrinsic::kRsqrt, 1, true},
+    {"abs", ir::Intrinsic::kAbs, 1, false},      {"pow", ir::Intrinsic::kPow, 2, true},
+    {"tanh", ir::Intrinsic::kTanh, 1, true},     {"floor", ir::Intrinsic::kFloor, 1, false},
+    {"ceil", ir::Intrinsic::kCeil, 1, false},    {"sin", ir::Intrinsic::kSin, 1, true},
+    {"cos", ir::Intrinsic::kCos, 1, true},       {"round", ir::Intrinsic::kRound, 1, false},
+    {"trunc", ir::Intrinsic::kTrunc, 1, false},  {"sigmoid", ir::Intrinsic::kSigmoid, 1, true},
+};
+
+// Largest finite value of a float dtype.
+double MaxFinite(ir::DType t) {
+  switch (t) {
+    case ir::DType::kFloat16:
+      return 65504.0;
+    case ir::DType::kBFloat16:
+      return 3.3895313892515355e38;
+    case ir::DType::kFloat32:
+      return std::numeric_limits<float>::max();
+    case ir::DType::kFloat8E4M3:
+      return 448.0;
+    case ir::DType::kFloat8E5M2:
+      return 57344.0;
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ir::DType> Evaluator::ToDType(const Value& v, Loc loc) {
+  if (v.kind == ValueKind::kDType) return v.dtype;
+  if (v.kind == ValueKind::kString) {
+    if (std::optional<ir::DType> t = ParseDTypeAlias(v.s)) return *t;
+    if (IsSafeText(v.s) && !v.s.empty()) {
+      return Error(loc, absl::StrCat("unknown dtype '", v.s, "'"));
+    }
+    return Error(loc, "unknown dtype");
+  }
+  if (v.kind == ValueKind::kBuiltin && (v.s == "int" || v.s == "float" || v.s == "bool")) {
+    // Python's own types name dtypes too (int -> int32, float -> float32).
+    return v.s == "int" ? ir::DType::kInt32
+                        : (v.s == "float" ? ir::DType::kFloat32 : ir::DType::kBool);
+  }
+  return Error(loc, absl::StrCat("expected a dtype, got ", TypeName(v)));
+}
+
+absl::StatusOr<std::vector<ir::Expr>> Evaluator::ToShape(const Value& v, Loc loc) {
+  ValueList dims;
+  if (v.is_sequence()) {
+    dims = v.elts();
+  } else {
+    dims.push_back(v);
+  }
+  if (dims.empty()) return Error(loc, "shape must have at least one dimension");
+  if (dims.size() > 8) return Error(loc, "shapes of more than 8 dimensions are not supported");
+  std::vector<ir::Expr> out;
+  for (const Value& raw : dims) {
+    ASSIGN_OR_RETURN(Value d, Materialize(raw, loc));
+    if (d.kind == ValueKind::kInt) {
+      if (d.i <= 0) return Error(loc, absl::StrCat("shape dimension must be positive, got ", d.i));
+      if (d.i > std::numeric_limits<int32_t>::max()) {
+        out.push_back(ir::IntImm(d.i, ir::DType::kInt64, loc));
+      } else {
+        out.push_back(ir::IntImm(d.i, ir::DType::kInt32, loc));
+      }
+      continue;
+    }
+    if (d.is_expr() && ir::IsInteger(d.expr->dtype)) {
+      out.push_back(*d.expr);
+      continue;
+    }
+    return Error(loc, absl::StrCat("shape dimension must be an integer, got ", TypeName(d)));
+  }
+  return out;
+}
+
+absl::StatusOr<Value> Evaluator::MakeTensorType(const Value& shape, const Value& dtype, Loc loc) {
+  ASSIGN_OR_RETURN(std::vector<ir::Expr> dims, ToShape(shape, loc));
+  ASSIGN_OR_RETURN(ir::DType t, ToDType(dtype, loc));
+  Value v;
+  v.kind = ValueKind::kTensorType;
+  v.dtype = t;
+  ValueList items;
+  for (ir::Expr& d : dims) {
+    items.push_back(d.kind == ir::ExprKind::kInt ? Value::Int(d.ival) : Value::Expr(std::move(d)));
+  }
+  v.items = std::make_shared<ValueList>(std::move(items));
+  return v;
+}
+
+absl::StatusOr<int> Evaluator::AddParamBuffer(const std::string& name, const Value& type, Loc loc,
+                                              bool is_output) {
+  BufferInfo info;
+  info.is_param = true;
+  info.buffer.name = UniqueName(name);
+  info.buffer.dtype = type.dtype;
+  info.buffer.scope = ir::Scope::kGlobal;
+  info.buffer.loc = loc;
+  ASSIGN_OR_RETURN(info.buffer.shape, ToShape(Value::Tuple(type.elts()), loc));
+  buffers_.push_back(std::move(info));
+  return static_cast<int>(buffers_.size()) - 1;
+}
+
+absl::StatusOr<Value> Evaluator::AddScalarParam(const std::string& name, ir::DType dtype, Loc loc,
+                                                ir::Param* out) {
+  out->is_scalar = true;
+  out->buffer.name = UniqueName(name);
+  out->buffer.dtype = dtype;
+  out->buffer.scope = ir::Scope::kGlobal;
+  out->buffer.loc = loc;
+  return Value::Expr(ir::VarRef(out->buffer.name, dtype, loc));
+}
+
+absl::StatusOr<Value> Evaluator::DeclareSymbols(const std::string& fn, std::vector<Arg>& args,
+                                                Loc loc) {
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, fn, args, {"name", "dtype"}, 1));
+  if (m[0]->kind != ValueKind::kString) {
+    return Error(ArgLoc(args, {"name", "dtype"}, 0, loc),
+                 absl::StrCat(fn, "() expects a string of names such as \"M, N\""));
+  }
+  ir::DType dtype = ir::DType::kInt32;
+  if (m[1].has_value()) {
+    ASSIGN_OR_RETURN(dtype, ToDType(*m[1], ArgLoc(args, {"name", "dtype"}, 1, loc)));
+    if (!ir::IsInteger(dtype)) return Error(loc, "shape symbols must have an integer dtype");
+  }
+  std::vector<std::string> names =
+      absl::StrSplit(m[0]->s, absl::ByAnyChar(", \t"), absl::SkipEmpty());
+  if (names.empty()) return Error(loc, absl::StrCat(fn, "() needs at least one name"));
+  ValueList out;
+  for (const std::string& n : names) {
+    if (!IsIdentifier(n)) return Error(loc, absl::StrCat(fn, "(): invalid symbol name"));
+    binding_names_valid_.push_back(n);
+    const BindingValue* binding = nullptr;
+    for (const auto& [bn, bv] : options_.bindings) {
+      if (bn == n) binding = &bv;
+    }
+    if (binding) {
+      bindings_used_.insert(n);
+      if (binding->kind != BindingValue::Kind::kInt) {
+        return Error(loc, absl::StrCat("binding for '", n, "' must be an integer"));
+      }
+      out.push_back(Value::Int(binding->ival));
+      continue;
+    }
+    ir::Symbol sym;
+    sym.name = UniqueName(n);
+    sym.dtype = dtype;
+    sym.loc = loc;
+    out.push_back(Value::Expr(ir::VarRef(sym.name, dtype, loc)));
+    program_.symbols.push_back(std::move(sym));
+  }
+  if (out.size() == 1) return out[0];
+  return Value::Tuple(std::move(out));
+}
+
+absl::StatusOr<Value> Evaluator::DeclareOutput(std::vector<Arg>& args, Loc loc) {
+  if (in_kernel_) return Error(loc, "T.empty cannot be used inside T.Kernel");
+  if (prim_func_lowered_ || kernel_seen_) {
+    return Error(loc, "T.empty must come before the kernel of a @tilelang.jit function");
+  }
+  Value shape;
+  Value dtype = Value::DType(ir::DType::kFloat32);
+  ValueList positional;
+  for (const Arg& a : args) {
+    if (a.name.empty()) {
+      positional.push_back(a.value);
+    } else if (a.name == "dtype") {
+      dtype = a.value;
+    } else {
+      return Error(a.name_loc,
+                   absl::StrCat("empty() got an unexpected keyword argument '", a.name, "'"));
+    }
+  }
+  if (positional.empty()) return Error(loc, "T.empty needs a shape");
+  if (positional[0].is_sequence()) {
+    shape = positional[0];
+    if (positional.size() > 2) return Error(loc, "T.empty(shape, dtype) takes two arguments");
+    if (positional.size() == 2) dtype = positional[1];
+  } else {
+    shape = Value::Tuple(positional);
+  }
+  ASSIGN_OR_RETURN(Value type, MakeTensorType(shape, dtype, loc));
+  std::string hint = call_hint_.empty() ? "out" : call_hint_;
+  ASSIGN_OR_RETURN(int id, AddParamBuffer(hint, type, loc, true));
+  ir::Param p;
+  p.buffer = buffers_[id].buffer;
+  p.is_output = true;
+  jit_outputs_.push_back(std::move(p));
+  return Value::Buffer(id);
+}
+
+absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<Arg>& args,
+                                          Loc loc) {
+  std::string fn = name.substr(2);
+  RETURN_IF_ERROR(RequireKernel(loc, absl::StrCat("T.", fn)));
+  const std::string& file = options_.file_name;
+  Value shape, dtype, scope, init;
+  bool has_init = false;
+  if (fn == "alloc_var") {
+    // alloc_var(dtype, [init | scope | init, scope], scope=, init=)
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, fn, args, {"dtype", "a1", "a2", "scope", "init"},
+                                       1, 3));
+    dtype = *m[0];
+    scope = Value::Str("local.var");
+    if (m[1].has_value() && m[2].has_value()) {
+      init = *m[1];
+      scope = *m[2];
+      has_init = true;
+    } else if (m[1].has_value()) {
+      if (m[1]->kind == ValueKind::kString) {
+        scope = *m[1];
+      } else {
+        init = *m[1];
+        has_init = true;
+      }
+    }
+    if (m[3].has_value()) scope = *m[3];
+    if (m[4].has_value() && !m[4]->is_none()) {
+      if (has_init) return Error(loc, "alloc_var() initializer given twice");
+      init = *m[4];
+      has_init = true;
+    }
+    shape = Value::Int(1);
+  } else {
+    std::string default_scope = fn == "alloc_shared"     ? "shared.dyn"
+                                : fn == "alloc_fragment" ? "local.fragment"
+                                : fn == "alloc_local"    ? "local"
+                                                         : "global";
+    size_t positional = fn == "alloc_buffer" ? 2 : 3;
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, fn, args, {"shape", "dtype", "scope"},
+                                       fn == "alloc_buffer" ? 1 : 2, positional));
+    shape = *m[0];
+    dtype = m[1].has_value() ? *m[1] : Value::Str("float32");
+    scope = m[2].has_value() ? *m[2] : Value::Str(default_scope);
+  }
+  ir::Buffer b;
+  ASSIGN_OR_RETURN(b.dtype, ToDType(dtype, loc));
+  ASSIGN_OR_RETURN(b.shape, ToShape(shape, loc));
+  if (scope.kind != ValueKind::kString) return Error(loc, "scope must be a string");
+  const std::string& sc = scope.s;
+  if (sc == "shared") {
+    b.scope = ir::Scope::kShared;
+  } else if (sc == "shared.dyn") {
+    b.scope = ir::Scope::kSharedDyn;
+  } else if (sc == "local.fragment" || sc == "fragment") {
+    b.scope = ir::Scope::kFragment;
+  } else if (sc == "local") {
+    b.scope = ir::Scope::kLocal;
+  } else if (sc == "local.var") {
+    b.scope = ir::Scope::kVar;
+  } else if (sc == "global") {
+    return Error(loc, "global allocations inside T.Kernel are not supported");
+  } else {
+    return Error(loc, IsSafeText(sc) ? absl::StrCat("unknown scope '", sc, "'")
+                                     : std::string("unknown scope"));
+  }
+  if (b.scope == ir::Scope::kVar) {
+    if (b.shape.size() != 1 || b.shape[0].kind != ir::ExprKind::kInt || b.shape[0].ival != 1) {
+      return Error(loc, "a local.var buffer must have shape [1]");
+    }
+    if (has_init) {
+      ASSIGN_OR_RETURN(Value iv, Materialize(init, loc));
+      ASSIGN_OR_RETURN(b.init, ToExprOf(Ctx(loc), iv, b.dtype));
+      b.has_init = true;
+    }
+  }
+  b.name = UniqueName(call_hint_.empty() ? "buf" : call_hint_);
+  call_hint_.clear();
+  b.loc = loc;
+  ir::Stmt st;
+  st.kind = ir::StmtKind::kAlloc;
+  st.loc = loc;
+  st.buffer = b;
+  Emit(std::move(st));
+  buffers_.push_back(BufferInfo{std::move(b), false});
+  return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
+}
+
+absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args,
+                                          Loc loc) {
+  const MathFn* spec = nullptr;
+  for (const MathFn& m : kMath) {
+    if (m.name == fn) spec = &m;
+  }
+  ValueList vals;
+  for (const Arg& a : args) {
+    if (!a.name.empty()) {
+      return Error(a.name_loc,
+                   absl::StrCat(fn, "() got an unexpected keyword argument '", a.name, "'"));
+    }
+    ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
+    if (!v.is_number() && !v.is_expr()) {
+      return Error(a.loc, absl::StrCat("T.", fn, "() expects a number or expression, got ",
+                                       TypeName(v)));
+    }
+    vals.push_back(std::move(v));
+  }
+  if (static_cast<int>(vals.size()) != spec->arity) {
+    return Error(loc, absl::StrCat("T.", fn, "() takes ", spec->arity, " argument",
+                                   spec->arity == 1 ? "" : "s", " but ", vals.size(),
+                                   " were given"));
+  }
+  std::vector<ir::Expr> xs;
+  if (spec->arity == 2) {
+    ir::Expr x, y;
+    RETURN_IF_ERROR(PromotePair(Ctx(loc), vals[0], vals[1], &x, &y));
+    xs.push_back(std::move(x));
+    xs.push_back(std::move(y));
+  } else {
+    ASSIGN_OR_RETURN(ir::Expr x, ToExpr(Ctx(loc), vals[0]));
+    xs.push_back(std::move(x));
+  }
+  ir::DType t = xs[0].dtype;
+  if (!ir::IsFloat(t)) {
+    if (spec->float_only) {
+      for (ir::Expr& x : xs) x = CastExpr(std::move(x), ir::DType::kFloat32, loc);
+    } else if (spec->fn != ir::Intrinsic::kAbs) {
+      return Value::Expr(std::move(xs[0]));  // floor/ceil/round/trunc of an integer
+    } else if (ir::IsBool(t)) {
+      return Error(loc, "T.abs() of a bool is not supported");
+    }
+  }
+  return Value::Expr(ir::Call(spec->fn, std::move(xs), loc));
+}
+
+absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vector<Arg>& args,
+                                              const PyExpr& call) {
+  Loc loc = call.loc;
+  const std::string& file = options_.file_name;
+  if (name.rfind("tilelang.", 0) == 0) {
+    return Error(loc, absl::StrCat("'", name, "' cannot be called here"));
+  }
+  std::string fn = name.substr(2);
+  if (IsTileOp(fn)) return CallTileOp(fn, args, loc);
+  if (fn.rfind("alloc_", 0) == 0) return Allocate(name, args, loc);
+  if (fn == "const" || fn == "dynamic" || fn == "symbolic") {
+    return DeclareSymbols(absl::StrCat("T.", fn), args, loc);
+  }
+  if (fn == "empty") return DeclareOutput(args, loc);
+  if (fn == "Tensor" || fn == "Buffer") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"shape", "dtype"}, 1));
+    return MakeTensorType(*m[0], m[1].has_value() ? *m[1] : Value::Str("float32"), loc);
+  }
+  if (fn == "Kernel") return Error(loc, "T.Kernel must be used as 'with T.Kernel(...) as ...:'");
+  if (IsLoopBuiltin(fn)) {
+    return Error(loc, absl::StrCat("T.", fn, " can only be used as the iterator of a for loop"));
+  }
+  if (fn == "prim_func" || fn == "macro") {
+    return Error(loc, absl::StrCat("T.", fn, " can only be used as a decorator"));
+  }
+  if (fn == "GemmWarpPolicy") {
+    return Error(loc, "T.GemmWarpPolicy is not callable; use T.GemmWarpPolicy.Square etc.");
+  }
+  if (fn == "device_assert") return Error(loc, "T.device_assert is not supported");
+  if (std::optional<std::string> kind = LayoutKind(fn)) {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"buffer"}, 1));
+    if (m[0]->kind != ValueKind::kBuffer) {
+      return Error(ArgLoc(args, {"buffer"}, 0, loc),
+                   absl::StrCat(name, "() expects a buffer, got ", TypeName(*m[0])));
+    }
+    Value l;
+    l.kind = ValueKind::kLayout;
+    l.s = *kind;
+    l.i = m[0]->i;
+    return l;
+  }
+  if (fn == "min" || fn == "max") {
+    if (args.size() < 2) return Error(loc, absl::StrCat(name, "() needs at least two arguments"));
+    ValueList vals;
+    for (const Arg& a : args) {
+      if (!a.name.empty()) {
+        return Error(a.name_loc, absl::StrCat(name, "() got an unexpected keyword argument '",
+                                              a.name, "'"));
+      }
+      ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
+      vals.push_back(std::move(v));
+    }
+    Value acc = vals[0];
+    for (size_t k = 1; k < vals.size(); ++k) {
+      ASSIGN_OR_RETURN(acc, ApplyMinMax(Ctx(loc), fn == "max", acc, vals[k]));
+    }
+    if (!acc.is_expr()) {
+      ASSIGN_OR_RETURN(ir::Expr e, ToExpr(Ctx(loc), acc));
+      return Value::Expr(std::move(e));
+    }
+    return acc;
+  }
+  if (fn == "if_then_else" || fn == "if_then_else_") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"cond", "t", "f"}, 3));
+    ASSIGN_OR_RETURN(Value c, Materialize(*m[0], loc));
+    ASSIGN_OR_RETURN(Value t, Materialize(*m[1], loc));
+    ASSIGN_OR_RETURN(Value f, Materialize(*m[2], loc));
+    ir::Expr x, y;
+    RETURN_IF_ERROR(PromotePair(Ctx(loc), t, f, &x, &y));
+    bool known = true;
+    bool truth = Truthy(c, &known);
+    if (known) return Value::Expr(truth ? std::move(x) : std::move(y));
+    ASSIGN_OR_RETURN(ir::Expr ce, ToCondition(Ctx(ArgLoc(args, {"cond"}, 0, loc)), c));
+    return Value::Expr(ir::Select(std::move(ce), std::move(x), std::move(y), loc));
+  }
+  if (fn == "cast" || fn == "Cast") {
+    std::vector<std::string_view> names = {"value", "dtype"};
+    if (fn == "Cast") names = {"dtype", "value"};
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, names, 2));
+    const Value& value = fn == "cast" ? *m[0] : *m[1];
+    const Value& dtype = fn == "cast" ? *m[1] : *m[0];
+    ASSIGN_OR_RETURN(ir::DType t, ToDType(dtype, loc));
+    ASSIGN_OR_RETURN(Value v, Materialize(value, loc));
+    ASSIGN_OR_RETURN(ir::Expr e, ToExprOf(Ctx(loc), v, t));
+    return Value::Expr(std::move(e));
+  }
+  if (fn == "infinity" || fn == "max_value" || fn == "min_value") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"dtype"}, 1));
+    ASSIGN_OR_RETURN(ir::DType t, ToDType(*m[0], ArgLoc(args, {"dtype"}, 0, loc)));
+    if (fn == "infinity") {
+      if (!ir::IsFloat(t)) {
+        return Error(loc, absl::StrCat("T.infinity needs a float dtype, got ",
+                                       std::string(ir::DTypeName(t))));
+      }
+      return Value::Expr(ir::FloatImm(INFINITY, t, loc));
+    }
+    bool is_max = fn == "max_value";
+    if (ir::IsFloat(t)) return Value::Expr(ir::FloatImm(is_max ? MaxFinite(t) : -MaxFinite(t), t, loc));
+    if (ir::IsBool(t)) return Value::Expr(ir::BoolImm(is_max, loc));
+    int bits = ir::DTypeBits(t);
+    int64_t v;
+    if (ir::IsUnsigned(t)) {
+      if (!is_max) {
+        v = 0;
+      } else if (bits == 64) {
+        return Error(loc, "T.max_value(uint64) is not representable");
+      } else {
+        v = (int64_t{1} << bits) - 1;
+      }
+    } else if (bits == 64) {
+      v = is_max ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    } else {
+      v = is_max ? (int64_t{1} << (bits - 1)) - 1 : -(int64_t{1} << (bits - 1));
+    }
+    return Value::Expr(ir::IntImm(v, t, loc));
+  }
+  if (fn == "ceildiv" || fn == "ceil_div" || fn == "floordiv" || fn == "floormod" ||
+      fn == "truncdiv") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"a", "b"}, 2));
+    ASSIGN_OR_RETURN(Value a, Materialize(*m[0], loc));
+    ASSIGN_OR_RETURN(Value b, Materialize(*m[1], loc));
+    if (fn == "floordiv") return ApplyBinary(Ctx(loc), "//", a, b);
+    if (fn == "floormod") return ApplyBinary(Ctx(loc), "%", a, b);
+    if (fn == "truncdiv") {
+      if (a.is_int() && b.is_int()) {
+        if (b.i == 0) return Error(loc, "integer division by zero");
+        if (a.i == std::numeric_limits<int64_t>::min() && b.i == -1) {
+          return Error(loc, "integer overflow in compile-time arithmetic");
+        }
+        return Value::Int(a.i / b.i);
+      }
+      ir::Expr x, y;
+      RETURN_IF_ERROR(PromotePair(Ctx(loc), a, b, &x, &y));
+      return Value::Expr(ir::Binary(ir::BinOp::kDiv, std::move(x), std::move(y), loc));
+    }
+    // ceildiv: constants fold with Python semantics; symbolic (a + b - 1) // b.
+    if (a.is_int() && b.is_int()) {
+      if (b.i == 0) return Error(loc, "T.ceildiv by zero");
+      ASSIGN_OR_RETURN(Value neg, ApplyUnary(Ctx(loc), "-", a));
+      ASSIGN_OR_RETURN(Value q, ApplyBinary(Ctx(loc), "//", neg, b));
+      return ApplyUnary(Ctx(loc), "-", q);
+    }
+    if ((!a.is_int() && !a.is_expr()) || (!b.is_int() && !b.is_expr()) ||
+        (a.is_expr() && !ir::IsInteger(a.expr->dtype)) ||
+        (b.is_expr() && !ir::IsInteger(b.expr->dtype))) {
+      return Error(loc, "T.ceildiv expects integer arguments");
+    }
+    Value num;
+    if (b.is_int()) {
+      if (b.i <= 0) return Error(loc, "T.ceildiv divisor must be positive");
+      ASSIGN_OR_RETURN(num, ApplyBinary(Ctx(loc), "+", a, Value::Int(b.i - 1)));
+    } else {
+      ASSIGN_OR_RETURN(Value sum, ApplyBinary(Ctx(loc), "+", a, b));
+      ASSIGN_OR_RETURN(num, ApplyBinary(Ctx(loc), "-", sum, Value::Int(1)));
+    }
+    return ApplyBinary(Ctx(loc), "//", num, b);
+  }
+  if (fn == "get_thread_binding") {
+    RETURN_IF_ERROR(RequireKernel(loc, "T.get_thread_binding"));
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"dim"}, 0));
+    int64_t dim = 0;
+    if (m[0].has_value()) {
+      if (m[0]->kind != ValueKind::kInt) return Error(loc, "dim must be a compile-time integer");
+      dim = m[0]->i;
+    }
+    if (dim < 0 || dim >= static_cast<int64_t>(program_.kernel.threads.size())) {
+      return Error(loc, absl::StrCat("T.get_thread_binding: dim ", dim,
+                                     " is out of range for the kernel's ",
+                                     program_.kernel.threads.size(), "-d thread block"));
+    }
+    return Value::Expr(ir::ThreadIdx(static_cast<int>(dim), loc));
+  }
+  for (const MathFn& m : kMath) {
+    if (m.name == fn) return CallMath(fn, args, loc);
+  }
+  return Error(loc, absl::StrCat("'", name, "' is not supported"));
+}
+
+}  // namespace kiln::frontend

@@ -1,0 +1,120 @@
+#include "compiler/ir/ir_util.h"
+
+#include <utility>
+
+namespace kiln::ir {
+namespace {
+
+void StripExpr(Expr* e) {
+  e->loc = Loc{};
+  for (Expr& a : e->args) StripExpr(&a);
+}
+
+void StripBuffer(Buffer* b) {
+  b->loc = Loc{};
+  for (Expr& e : b->shape) StripExpr(&e);
+  StripExpr(&b->init);
+}
+
+// Clears every Loc of every field, used or not, so that `==` after
+// stripping compares structure only.
+void StripStmts(std::vector<Stmt>* stmts) {
+  for (Stmt& s : *stmts) {
+    s.loc = Loc{};
+    StripBuffer(&s.buffer);
+    for (Region& r : s.regions) {
+      r.loc = Loc{};
+      for (Range& range : r.ranges) {
+        StripExpr(&range.min);
+        StripExpr(&range.extent);
+      }
+    }
+    StripExpr(&s.value);
+    StripExpr(&s.cond);
+    for (Expr& e : s.extents) StripExpr(&e);
+    for (Expr& e : s.indices) StripExpr(&e);
+    StripStmts(&s.body);
+    StripStmts(&s.else_body);
+  }
+}
+
+// Calls fn on the expression fields that are meaningful for the statement's
+// kind, in source order; the same order serves reading and rewriting.
+// StmtT is Stmt or const Stmt.
+template <typename StmtT, typename Fn>
+void ForEachStmtExprSlot(StmtT& s, Fn&& fn) {
+  if (s.kind == StmtKind::kAlloc) {
+    for (auto& e : s.buffer.shape) fn(e);
+    if (s.buffer.has_init) fn(s.buffer.init);
+  }
+  for (auto& r : s.regions) {
+    for (auto& range : r.ranges) {
+      fn(range.min);
+      fn(range.extent);
+    }
+  }
+  if (s.kind == StmtKind::kFor) {
+    for (auto& e : s.extents) fn(e);
+  }
+  if (s.kind == StmtKind::kIf) fn(s.cond);
+  if (s.kind == StmtKind::kStore) {
+    for (auto& e : s.indices) fn(e);
+  }
+  if (s.has_value || s.kind == StmtKind::kStore || s.kind == StmtKind::kFill) fn(s.value);
+}
+
+void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& fn) {
+  fn(e);
+  for (const Expr& a : e.args) VisitExpr(a, fn);
+}
+
+void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn) {
+  for (Stmt& s : *stmts) {
+    ForEachStmtExprSlot(s, [&](Expr& e) { RewriteExpr(&e, fn); });
+    RewriteStmts(&s.body, fn);
+    RewriteStmts(&s.else_body, fn);
+  }
+}
+
+} // namespace
+
+void StripLocations(Program* program) {
+  for (Symbol& s : program->symbols) s.loc = Loc{};
+  for (Param& p : program->params) StripBuffer(&p.buffer);
+  program->kernel.loc = Loc{};
+  for (Expr& e : program->kernel.grid) StripExpr(&e);
+  StripStmts(&program->kernel.body);
+}
+
+void ForEachStmt(const std::vector<Stmt>& stmts, const std::function<void(const Stmt&)>& fn) {
+  for (const Stmt& s : stmts) {
+    fn(s);
+    ForEachStmt(s.body, fn);
+    ForEachStmt(s.else_body, fn);
+  }
+}
+
+void ForEachExpr(const Program& program, const std::function<void(const Expr&)>& fn) {
+  for (const Param& p : program.params) {
+    for (const Expr& e : p.buffer.shape) VisitExpr(e, fn);
+  }
+  for (const Expr& e : program.kernel.grid) VisitExpr(e, fn);
+  ForEachStmt(program.kernel.body, [&](const Stmt& s) {
+    ForEachStmtExprSlot(s, [&](const Expr& e) { VisitExpr(e, fn); });
+  });
+}
+
+void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn) {
+  for (Param& p : program->params) {
+    for (Expr& e : p.buffer.shape) RewriteExpr(&e, fn);
+  }
+  for (Expr& e : program->kernel.grid) RewriteExpr(&e, fn);
+  RewriteStmts(&program->kernel.body, fn);
+}
+
+void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn) {
+  for (Expr& a : expr->args) RewriteExpr(&a, fn);
+  *expr = fn(std::move(*expr));
+}
+
+} // namespace kiln::ir

@@ -1,0 +1,372 @@
+#include "compiler/ir/printer.h"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/text_lexer.h"
+
+namespace kiln::ir {
+namespace {
+
+using text::BinOpPrecedence;
+using text::kAtomPrecedence;
+using text::kUnaryPrecedence;
+
+std::string DTypeText(DType t) {
+  if (static_cast<size_t>(t) >= AllDTypes().size()) return "?";
+  return std::string(DTypeName(t));
+}
+
+std::string ScopeText(Scope s) {
+  if (static_cast<size_t>(s) > static_cast<size_t>(Scope::kVar)) return "?";
+  return std::string(ScopeName(s));
+}
+
+// Shortest text that reads back to exactly `v`, always recognisable as a
+// float (it has a `.`, an exponent, or is inf/nan).
+std::string FloatText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, ec == std::errc() ? end : buf);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string S(std::string_view sv) { return std::string(sv); }
+
+std::string LocText(Loc loc) { return absl::StrCat(loc.line, ":", loc.col); }
+
+std::string Quoted(const std::string& s) { return text::QuoteString(s); }
+
+// A name the lexer reads as one token, or a quoted string.
+std::string WordOrString(const std::string& s) {
+  return text::IsDottedIdentifier(s) ? s : Quoted(s);
+}
+
+class Printer {
+ public:
+  explicit Printer(bool locations) : locations_(locations) {}
+
+  // The precedence of `e` as printed: atoms (including annotated, which
+  // are wrapped in parentheses) bind tightest.
+  int Precedence(const Expr& e, Loc parent) const {
+    if (NeedsAnnotation(e.loc, parent)) return kAtomPrecedence;
+    if (e.kind == ExprKind::kBinary) {
+      int p = BinOpPrecedence(e.bop);
+      return p == 0 ? kAtomPrecedence : p; // min/max print as calls
+    }
+    if (e.kind == ExprKind::kUnary) return kUnaryPrecedence;
+    return kAtomPrecedence;
+  }
+
+  void Expr_(const Expr& e, Loc parent, std::string* out) const {
+    bool annotate = NeedsAnnotation(e.loc, parent);
+    // A compound expression with its own location is parenthesised so that
+    // the postfix `@L:C` attaches to all of it.
+    bool wrap = annotate && (e.kind == ExprKind::kUnary ||
+                             (e.kind == ExprKind::kBinary && BinOpPrecedence(e.bop) != 0));
+    if (wrap) out->push_back('(');
+    Bare(e, out);
+    if (wrap) out->push_back(')');
+    if (annotate) absl::StrAppend(out, "@", LocText(e.loc));
+  }
+
+  void Region_(const Region& r, Loc parent, std::string* out) const {
+    absl::StrAppend(out, r.buffer, "[");
+    for (size_t i = 0; i < r.ranges.size(); ++i) {
+      if (i > 0) out->append(", ");
+      Expr_(r.ranges[i].min, r.loc, out);
+      out->append(" +: ");
+      Expr_(r.ranges[i].extent, r.loc, out);
+    }
+    out->push_back(']');
+    if (NeedsAnnotation(r.loc, parent)) absl::StrAppend(out, "@", LocText(r.loc));
+  }
+
+  void Program_(const Program& p, std::string* out) {
+    std::string name = text::IsIdentifier(p.name) ? p.name : Quoted(p.name);
+    absl::StrAppend(out, "program @", name, " {\n");
+    for (const auto& [key, value] : p.attrs) {
+      absl::StrAppend(out, "  attr ", WordOrString(key), " = ", Quoted(value), "\n");
+    }
+    for (const Symbol& s : p.symbols) {
+      absl::StrAppend(out, "  sym ", s.name, ": ", DTypeText(s.dtype), StmtLoc(s.loc), "\n");
+    }
+    for (const Param& param : p.params) {
+      const Buffer& b = param.buffer;
+      absl::StrAppend(out, "  param ", b.name, ": ");
+      if (param.is_scalar) {
+        absl::StrAppend(out, "scalar ", DTypeText(b.dtype));
+      } else {
+        absl::StrAppend(out, ScopeText(b.scope), " ", DTypeText(b.dtype));
+        ExprList(b.shape, b.loc, "[", "]", out);
+      }
+      if (param.is_output) out->append(" out");
+      absl::StrAppend(out, StmtLoc(b.loc), "\n");
+    }
+    const Kernel& k = p.kernel;
+    out->append("  kernel grid");
+    ExprList(k.grid, k.loc, "(", ")", out);
+    out->append(" threads(");
+    for (size_t i = 0; i < k.threads.size(); ++i) {
+      absl::StrAppend(out, i > 0 ? ", " : "", k.threads[i]);
+    }
+    out->push_back(')');
+    if (!k.block_vars.empty()) {
+      absl::StrAppend(out, " as (", absl::StrJoin(k.block_vars, ", "), ")");
+    }
+    absl::StrAppend(out, StmtLoc(k.loc), " {\n");
+    Block(k.body, 2, out);
+    out->append("  }\n}\n");
+  }
+
+ private:
+  bool NeedsAnnotation(Loc loc, Loc parent) const { return locations_ && !(loc == parent); }
+
+  // ` loc(L:C)` for statement-level constructs. In location mode it is
+  // printed even when unknown (0:0): without it the parser would use the
+  // position in the text.
+  std::string StmtLoc(Loc loc) const {
+    return locations_ ? absl::StrCat(" loc(", LocText(loc), ")") : std::string();
+  }
+
+  void ExprList(const std::vector<Expr>& es, Loc parent, std::string_view open,
+                std::string_view close, std::string* out) const {
+    out->append(open);
+    for (size_t i = 0; i < es.size(); ++i) {
+      if (i > 0) out->append(", ");
+      Expr_(es[i], parent, out);
+    }
+    out->append(close);
+  }
+
+  // Operand `i` of `e`, printed with parentheses if it binds looser than
+  // `min_prec`. Missing operands (a corrupt tree) print as `?`.
+  void Operand(const Expr& e, size_t i, int min_prec, std::string* out) const {
+    if (i >= e.args.size()) {
+      out->push_back('?');
+      return;
+    }
+    const Expr& a = e.args[i];
+    bool parens = Precedence(a, e.loc) < min_prec;
+    if (parens) out->push_back('(');
+    Expr_(a, e.loc, out);
+    if (parens) out->push_back(')');
+  }
+
+  void Args(const Expr& e, std::string* out) const { ExprList(e.args, e.loc, "(", ")", out); }
+
+  void Bare(const Expr& e, std::string* out) const {
+    switch (e.kind) {
+    case ExprKind::kInt: {
+      if (e.dtype == DType::kInt32) {
+        absl::StrAppend(out, e.ival);
+      } else if (e.dtype == DType::kBool && (e.ival == 0 || e.ival == 1)) {
+        out->append(e.ival ? "true" : "false");
+      } else {
+        absl::StrAppend(out, DTypeText(e.dtype), "(", e.ival, ")");
+      }
+      return;
+    }
+    case ExprKind::kFloat:
+      if (e.dtype == DType::kFloat32) {
+        out->append(FloatText(e.fval));
+      } else {
+        absl::StrAppend(out, DTypeText(e.dtype), "(", FloatText(e.fval), ")");
+      }
+      return;
+    case ExprKind::kVar:
+      out->append(e.name);
+      return;
+    case ExprKind::kLoad:
+      out->append(e.name);
+      ExprList(e.args, e.loc, "[", "]", out);
+      return;
+    case ExprKind::kBinary: {
+      int p = BinOpPrecedence(e.bop);
+      if (p == 0) {
+        out->append(e.bop == BinOp::kMin ? "min" : "max");
+        Args(e, out);
+        return;
+      }
+      Operand(e, 0, p, out);
+      absl::StrAppend(out, " ", S(text::BinOpSpelling(e.bop)), " ");
+      Operand(e, 1, p + 1, out); // left-associative
+      return;
+    }
+    case ExprKind::kUnary:
+      if (e.uop == UnOp::kNeg) {
+        // Always parenthesised so that `-(5)` and the literal `-5` differ.
+        out->append("-(");
+        Operand(e, 0, 0, out);
+        out->push_back(')');
+      } else {
+        out->push_back(e.uop == UnOp::kNot ? '!' : '~');
+        Operand(e, 0, kUnaryPrecedence, out);
+      }
+      return;
+    case ExprKind::kCall:
+      out->append(S(text::IntrinsicName(e.fn)));
+      Args(e, out);
+      return;
+    case ExprKind::kCast:
+      absl::StrAppend(out, "cast<", DTypeText(e.dtype), ">");
+      Args(e, out);
+      return;
+    case ExprKind::kSelect:
+      out->append("select");
+      Args(e, out);
+      return;
+    case ExprKind::kThreadIdx:
+      absl::StrAppend(out, "thread_idx(", e.ival, ")");
+      return;
+    }
+    out->push_back('?');
+  }
+
+  void Indent(int level, std::string* out) const { out->append(2 * level, ' '); }
+
+  void Block(const std::vector<Stmt>& body, int level, std::string* out) {
+    for (const Stmt& s : body) Stmt_(s, level, out);
+  }
+
+  const Region& RegionAt(const Stmt& s, size_t i) const {
+    static const Region* const kMissing = new Region{"?", {}, {}};
+    return i < s.regions.size() ? s.regions[i] : *kMissing;
+  }
+
+  static std::string IntList(const std::vector<int32_t>& v) {
+    return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+  }
+
+  void Stmt_(const Stmt& s, int level, std::string* out) {
+    Indent(level, out);
+    Loc l = s.loc;
+    switch (s.kind) {
+    case StmtKind::kAlloc: {
+      const Buffer& b = s.buffer;
+      absl::StrAppend(out, "alloc ", b.name);
+      if (NeedsAnnotation(b.loc, l)) absl::StrAppend(out, "@", LocText(b.loc));
+      absl::StrAppend(out, ": ", ScopeText(b.scope), " ", DTypeText(b.dtype));
+      ExprList(b.shape, b.loc, "[", "]", out);
+      if (b.has_init) {
+        out->append(" = ");
+        Expr_(b.init, b.loc, out);
+      }
+      break;
+    }
+    case StmtKind::kCopy:
+      out->append("copy ");
+      Region_(RegionAt(s, 0), l, out);
+      out->append(" -> ");
+      Region_(RegionAt(s, 1), l, out);
+      break;
+    case StmtKind::kGemm:
+      out->append("gemm ");
+      for (size_t i = 0; i < 3; ++i) {
+        if (i > 0) out->append(", ");
+        Region_(RegionAt(s, i), l, out);
+      }
+      absl::StrAppend(out, " transpose_a=", Bool(s.transpose_a),
+                      " transpose_b=", Bool(s.transpose_b), " clear_accum=", Bool(s.clear_accum),
+                      " k_pack=", s.k_pack, " policy=", S(text::GemmPolicyName(s.policy)));
+      break;
+    case StmtKind::kFill:
+      out->append("fill ");
+      Region_(RegionAt(s, 0), l, out);
+      out->append(", ");
+      Expr_(s.value, l, out);
+      break;
+    case StmtKind::kReduce:
+      absl::StrAppend(out, S(text::ReduceKindName(s.reduce_kind)), " ");
+      Region_(RegionAt(s, 0), l, out);
+      out->append(" -> ");
+      Region_(RegionAt(s, 1), l, out);
+      absl::StrAppend(out, " dim=", s.dim, " clear=", Bool(s.clear));
+      break;
+    case StmtKind::kAtomic:
+      absl::StrAppend(out, S(text::AtomicOpName(s.atomic_op)), " ");
+      Region_(RegionAt(s, 0), l, out);
+      if (s.has_value) {
+        out->append(", ");
+        Expr_(s.value, l, out);
+      } else {
+        out->append(" <- ");
+        Region_(RegionAt(s, 1), l, out);
+      }
+      break;
+    case StmtKind::kFor:
+      absl::StrAppend(out, "for ", absl::StrJoin(s.loop_vars, ", "), " in ",
+                      S(text::ForKindName(s.for_kind)));
+      ExprList(s.extents, l, "(", ")", out);
+      if (s.for_kind == ForKind::kPipelined) {
+        absl::StrAppend(out, " stages=", s.num_stages);
+        if (!s.order.empty()) absl::StrAppend(out, " order=", IntList(s.order));
+        if (!s.stage.empty()) absl::StrAppend(out, " stage=", IntList(s.stage));
+      }
+      absl::StrAppend(out, StmtLoc(l), " {\n");
+      Block(s.body, level + 1, out);
+      Indent(level, out);
+      out->append("}\n");
+      return;
+    case StmtKind::kIf:
+      out->append("if ");
+      Expr_(s.cond, l, out);
+      absl::StrAppend(out, StmtLoc(l), " {\n");
+      Block(s.body, level + 1, out);
+      Indent(level, out);
+      out->push_back('}');
+      if (!s.else_body.empty()) {
+        out->append(" else {\n");
+        Block(s.else_body, level + 1, out);
+        Indent(level, out);
+        out->push_back('}');
+      }
+      out->push_back('\n');
+      return;
+    case StmtKind::kStore:
+      out->append(s.name);
+      ExprList(s.indices, l, "[", "]", out);
+      out->append(" = ");
+      Expr_(s.value, l, out);
+      break;
+    case StmtKind::kAnnotateLayout:
+      absl::StrAppend(out, "annotate_layout ", s.name, " ", WordOrString(s.layout));
+      break;
+    case StmtKind::kUseSwizzle:
+      absl::StrAppend(out, "use_swizzle panel=", s.panel_size,
+                      " order=", WordOrString(s.swizzle_order), " enable=", Bool(s.enable));
+      break;
+    default:
+      out->append("?");
+      break;
+    }
+    absl::StrAppend(out, StmtLoc(l), "\n");
+  }
+
+  static const char* Bool(bool b) { return b ? "true" : "false"; }
+
+  bool locations_;
+};
+
+} // namespace
+
+std::string PrintProgram(const Program& program, const PrintOptions& options) {
+  std::string out;
+  Printer(options.locations).Program_(program, &out);
+  return out;
+}
+
+std::string PrintExpr(const Expr& expr) {
+  std::string out;
+  Printer(false).Expr_(expr, expr.loc, &out);
+  return out;
+}
+
+} // namespace kiln::ir

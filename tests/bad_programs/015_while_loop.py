@@ -1,0 +1,13 @@
+# EXPECT: 12:9: 'while' loops are not supported
+# BIND: N=256 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        i = 0
+        while i < 4:
+            i += 1

@@ -1,0 +1,12 @@
+# EXPECT: 10:12: f-strings are not supported
+# BIND: N=256 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    name = f"kernel_{block}"
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        A[bx, 0] = 0

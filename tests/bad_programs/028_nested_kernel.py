@@ -1,0 +1,12 @@
+# EXPECT: 11:9: nested T.Kernel is not supported
+# BIND: N=256 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        with T.Kernel(2, threads=32) as by:
+            A[by, 0] = 0

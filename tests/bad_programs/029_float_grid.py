@@ -1,0 +1,11 @@
+# EXPECT: 10:19: grid extent must be an integer, got float
+# BIND: N=256 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    with T.Kernel(N / block, threads=128) as bx:
+        A[bx, 0] = 0

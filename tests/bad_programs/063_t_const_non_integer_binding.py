@@ -1,0 +1,11 @@
+# EXPECT: 8:9: binding for 'N' must be an integer
+# BIND: N=1.5 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        A[bx, 0] = 0

@@ -1,0 +1,13 @@
+# EXPECT: 11:5: 'del' statements are not supported
+# BIND: N=256 block=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N, N), T.float16)
+    tmp = 1
+    del tmp
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        A[bx, 0] = 0

@@ -1,0 +1,148 @@
+#include <string>
+#include <vector>
+
+#include "compiler/ir/builder.h"
+#include "compiler/ir/canonicalize.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/pass_registry.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/ir/gemm_program.h"
+
+namespace kiln::ir {
+namespace {
+
+using namespace ::kiln::ir::test; // NOLINT: the test program and its builders
+
+bool AnyLocation(const Expr& e) {
+  if (e.loc.line != 0 || e.loc.col != 0) return true;
+  for (const Expr& a : e.args) {
+    if (AnyLocation(a)) return true;
+  }
+  return false;
+}
+
+bool AnyLocation(const std::vector<Stmt>& stmts) {
+  for (const Stmt& s : stmts) {
+    if (s.loc.line != 0 || s.buffer.loc.line != 0 || AnyLocation(s.value) || AnyLocation(s.cond) ||
+        AnyLocation(s.body) || AnyLocation(s.else_body)) {
+      return true;
+    }
+    for (const Region& r : s.regions) {
+      if (r.loc.line != 0) return true;
+      for (const Range& range : r.ranges) {
+        if (AnyLocation(range.min) || AnyLocation(range.extent)) return true;
+      }
+    }
+    for (const Expr& e : s.indices) {
+      if (AnyLocation(e)) return true;
+    }
+  }
+  return false;
+}
+
+TEST(CanonicalizeTest, RenamesByOrderOfDefinition) {
+  Program c = Canonicalize(Valid());
+  EXPECT_EQ(c.name, "");
+  EXPECT_EQ(c.source_name, "");
+  EXPECT_EQ(c.symbols[0].name, "s0");
+  std::vector<std::string> params;
+  for (const Param& p : c.params) params.push_back(p.buffer.name);
+  EXPECT_EQ(params, (std::vector<std::string>{"p0", "p1", "p2", "p3"}));
+  EXPECT_EQ(c.kernel.block_vars, (std::vector<std::string>{"b0", "b1"}));
+  const std::vector<Stmt>& body = c.kernel.body;
+  EXPECT_EQ(body[kAllocA].buffer.name, "t0");
+  EXPECT_EQ(body[kAllocCnt].buffer.name, "t4");
+  EXPECT_EQ(body[kPipe].loop_vars, (std::vector<std::string>{"i0"}));
+  EXPECT_EQ(body[kPar].loop_vars, (std::vector<std::string>{"i1", "i2"}));
+  // Uses follow their definitions.
+  EXPECT_EQ(c.params[0].buffer.shape[0], VarRef("s0"));
+  const Stmt& copy_a = body[kPipe].body[kCopyA];
+  EXPECT_EQ(copy_a.regions[0].buffer, "p0");
+  EXPECT_EQ(copy_a.regions[1].buffer, "t0");
+  EXPECT_EQ(copy_a.regions[0].ranges[1].min, Mul(VarRef("i0"), IntImm(32)));
+  EXPECT_EQ(body[kPar].body[0].name, "t2");
+  EXPECT_EQ(body[kLayout].name, "t0");
+  EXPECT_FALSE(AnyLocation(body));
+  EXPECT_EQ(c.kernel.loc, Loc{});
+  EXPECT_EQ(c.params[0].buffer.loc, Loc{});
+  EXPECT_EQ(c.symbols[0].loc, Loc{});
+  EXPECT_TRUE(Verify(c).ok()) << Verify(c);
+}
+
+TEST(CanonicalizeTest, CosmeticEditsKeepTheCanonicalForm) {
+  const Program base = Valid();
+  const Program edited = CosmeticallyEdited(base);
+  ASSERT_NE(edited, base);
+  ASSERT_TRUE(Verify(edited).ok()) << Verify(edited);
+  EXPECT_EQ(Canonicalize(edited), Canonicalize(base));
+}
+
+TEST(CanonicalizeTest, EveryKindOfNameCanBeRenamed) {
+  const Program base = Valid();
+  const Program canonical = Canonicalize(base);
+  struct Case {
+    const char* kind;
+    std::string from, to;
+  };
+  const std::vector<Case> cases = {
+      {"symbol", "M", "N_rows"},
+      {"tensor parameter", "A", "lhs"},
+      {"scalar parameter", "alpha", "scale"},
+      {"block variable", "by", "block_row"},
+      {"shared buffer", "A_s", "a_tile"},
+      {"fragment buffer", "C_l", "accum"},
+      {"var buffer", "cnt", "n_done"},
+      {"pipelined loop variable", "k", "kk"},
+      {"parallel loop variable", "j", "col"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.kind);
+    Cosmetic edit;
+    edit.rename = {{c.from, c.to}};
+    Program renamed = edit(base);
+    ASSERT_NE(renamed, base);
+    EXPECT_EQ(Canonicalize(renamed), canonical);
+  }
+}
+
+TEST(CanonicalizeTest, SimplifiesExpressionsAfterRenaming) {
+  Program p = Valid();
+  // by*128 + (i + 1) - 1: terms are ordered by canonical names, so renaming
+  // `by` to `zz` (which sorts after `i`) does not change the result.
+  Stmt& store = ParStore(p);
+  store.indices[0] = Binary(BinOp::kSub, Add(Mul(V("by"), I(0)), Add(V("i"), I(1))), I(1));
+  Program c = Canonicalize(p);
+  EXPECT_EQ(c.kernel.body[kPar].body[0].indices[0], VarRef("i1"));
+  Cosmetic edit;
+  edit.rename = {{"by", "zz"}, {"i", "a"}};
+  EXPECT_EQ(Canonicalize(edit(p)), c);
+  // Grid extent (M + 127) // 128 stays symbolic but simplified.
+  EXPECT_EQ(c.kernel.grid[0], IntImm(2));
+}
+
+TEST(CanonicalizeTest, Idempotent) {
+  for (const Program& p : {Valid(), CosmeticallyEdited(Valid())}) {
+    Program once = Canonicalize(p);
+    EXPECT_EQ(Canonicalize(once), once);
+  }
+}
+
+TEST(CanonicalizeTest, Passes) {
+  Program p = Valid();
+  ASSERT_TRUE(passes::RunPasses(p, {"verify", "simplify", "canonicalize", "verify"}).ok());
+  EXPECT_EQ(p, Canonicalize(Valid()));
+
+  Program q = Valid();
+  ParStore(q).indices[1] = Binary(BinOp::kSub, Add(V("j"), I(5)), I(5), L(18, 20));
+  ASSERT_TRUE(passes::RunPasses(q, {"simplify"}).ok());
+  EXPECT_EQ(ParStore(q).indices[1], V("j", DType::kInt32, L(18, 20)));
+  EXPECT_EQ(ParStore(q).loc, L(18, 13)) << "simplify keeps statement locations";
+
+  Program bad = Valid();
+  bad.kernel.threads = {0};
+  absl::Status status = passes::RunPasses(bad, {"verify"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+} // namespace
+} // namespace kiln::ir
