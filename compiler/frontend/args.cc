@@ -8,9 +8,9 @@
 
 namespace kiln::frontend {
 
-absl::StatusOr<std::vector<std::optional<Value>>> MatchArgs(
-    std::string_view file, ir::Loc loc, std::string_view fn, const std::vector<Arg>& args,
-    const std::vector<std::string_view>& names, size_t required, size_t positional) {
+absl::StatusOr<std::vector<std::optional<Value>>>
+MatchArgs(std::string_view file, ir::Loc loc, std::string_view fn, const std::vector<Arg>& args,
+          const std::vector<std::string_view>& names, size_t required, size_t positional) {
   std::vector<std::optional<Value>> out(names.size());
   const std::string fname(fn);
   size_t max_positional = std::min(positional, names.size());
@@ -19,9 +19,8 @@ absl::StatusOr<std::vector<std::optional<Value>>> MatchArgs(
     if (!a.name.empty()) continue;
     if (pos >= max_positional) {
       return ir::ErrorAt(file, a.loc,
-                         absl::StrCat(fname, "() takes ", max_positional,
-                                      " positional argument", max_positional == 1 ? "" : "s",
-                                      " but more were given"));
+                         absl::StrCat(fname, "() takes ", max_positional, " positional argument",
+                                      max_positional == 1 ? "" : "s", " but more were given"));
     }
     out[pos++] = a.value;
   }
@@ -37,23 +36,21 @@ absl::StatusOr<std::vector<std::optional<Value>>> MatchArgs(
       ++idx;
     }
     if (!found) {
-      return ir::ErrorAt(file, a.name_loc,
-                         absl::StrCat(fname, "() got an unexpected keyword argument '", a.name,
-                                      "'"));
+      return ir::ErrorAt(
+          file, a.name_loc,
+          absl::StrCat(fname, "() got an unexpected keyword argument '", a.name, "'"));
     }
     if (out[idx].has_value()) {
       return ir::ErrorAt(file, a.name_loc,
-                         absl::StrCat(fname, "() got multiple values for argument '", a.name,
-                                      "'"));
+                         absl::StrCat(fname, "() got multiple values for argument '", a.name, "'"));
     }
     out[idx] = a.value;
   }
   size_t idx = 0;
   for (std::string_view n : names) {
     if (idx < required && !out[idx].has_value()) {
-      return ir::ErrorAt(file, loc,
-                         absl::StrCat(fname, "() missing required argument '", std::string(n),
-                                      "'"));
+      return ir::ErrorAt(
+          file, loc, absl::StrCat(fname, "() missing required argument '", std::string(n), "'"));
     }
     ++idx;
   }
@@ -76,4 +73,4 @@ ir::Loc ArgLoc(const std::vector<Arg>& args, const std::vector<std::string_view>
   return call_loc;
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -4,7 +4,6 @@
 // Thread-safe (pure functions).
 #pragma once
 
-#include <string_view>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -21,12 +20,13 @@ struct Arg;
 // `names` lists the parameters in order; the first `required` must be given.
 // Parameters from index `positional` on are keyword-only (SIZE_MAX: none).
 // Errors are located at the offending argument, or at `loc` for a missing one.
-absl::StatusOr<std::vector<std::optional<Value>>> MatchArgs(
-    std::string_view file, ir::Loc loc, std::string_view fn, const std::vector<Arg>& args,
-    const std::vector<std::string_view>& names, size_t required, size_t positional = ~size_t{0});
+absl::StatusOr<std::vector<std::optional<Value>>>
+MatchArgs(std::string_view file, ir::Loc loc, std::string_view fn, const std::vector<Arg>& args,
+          const std::vector<std::string_view>& names, size_t required,
+          size_t positional = ~size_t{0});
 
 // The location of the argument bound to parameter `index` (call loc if none).
 ir::Loc ArgLoc(const std::vector<Arg>& args, const std::vector<std::string_view>& names,
                size_t index, ir::Loc call_loc);
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

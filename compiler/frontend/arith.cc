@@ -95,15 +95,15 @@ absl::StatusOr<Value> NumericBinary(const ArithContext& ctx, std::string_view op
       }
       return Value::Int(result);
     }
-    if (op == "&") return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool
-                              ? Value::Bool(x & y)
-                              : Value::Int(x & y);
-    if (op == "|") return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool
-                              ? Value::Bool(x | y)
-                              : Value::Int(x | y);
-    if (op == "^") return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool
-                              ? Value::Bool(x ^ y)
-                              : Value::Int(x ^ y);
+    if (op == "&")
+      return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool ? Value::Bool(x & y)
+                                                                      : Value::Int(x & y);
+    if (op == "|")
+      return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool ? Value::Bool(x | y)
+                                                                      : Value::Int(x | y);
+    if (op == "^")
+      return a.kind == ValueKind::kBool && b.kind == ValueKind::kBool ? Value::Bool(x ^ y)
+                                                                      : Value::Int(x ^ y);
     if (op == "<<" || op == ">>") {
       if (y < 0) return Err(ctx, "negative shift count");
       if (op == ">>") return Value::Int(y >= 64 ? (x < 0 ? -1 : 0) : (x >> y));
@@ -186,7 +186,7 @@ ir::Expr Literal(const Value& v, DType dtype, ir::Loc loc) {
   return ir::IntImm(iv, dtype, loc);
 }
 
-}  // namespace
+} // namespace
 
 DType PromoteDTypes(DType a, DType b) {
   if (a == b) return a;
@@ -194,7 +194,7 @@ DType PromoteDTypes(DType a, DType b) {
   if (fa && fb) {
     int ba = ir::DTypeBits(a), bb = ir::DTypeBits(b);
     if (ba != bb) return ba > bb ? a : b;
-    return DType::kFloat32;  // float16 vs bfloat16, e4m3 vs e5m2
+    return DType::kFloat32; // float16 vs bfloat16, e4m3 vs e5m2
   }
   if (fa) return a;
   if (fb) return b;
@@ -213,7 +213,7 @@ ir::Expr CastExpr(ir::Expr e, DType dtype, ir::Loc loc) {
     Value v = e.kind == ir::ExprKind::kInt ? Value::Int(e.ival) : Value::Float(e.fval);
     if (e.kind == ir::ExprKind::kFloat && !ir::IsFloat(dtype) && !ir::IsBool(dtype)) {
       if (!std::isfinite(e.fval)) return ir::Cast(dtype, std::move(e), loc);
-      v = Value::Int(static_cast<int64_t>(e.fval));  // truncation, as a cast does
+      v = Value::Int(static_cast<int64_t>(e.fval)); // truncation, as a cast does
     }
     return Literal(v, dtype, e.loc);
   }
@@ -222,16 +222,16 @@ ir::Expr CastExpr(ir::Expr e, DType dtype, ir::Loc loc) {
 
 absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
   switch (v.kind) {
-    case ValueKind::kBool:
-      return ir::BoolImm(v.i != 0, ctx.loc);
-    case ValueKind::kInt:
-      return ir::IntImm(v.i, FitsInt32(v.i) ? DType::kInt32 : DType::kInt64, ctx.loc);
-    case ValueKind::kFloat:
-      return ir::FloatImm(v.f, DType::kFloat32, ctx.loc);
-    case ValueKind::kExpr:
-      return *v.expr;
-    default:
-      return Err(ctx, absl::StrCat("expected a number or expression, got ", TypeName(v)));
+  case ValueKind::kBool:
+    return ir::BoolImm(v.i != 0, ctx.loc);
+  case ValueKind::kInt:
+    return ir::IntImm(v.i, FitsInt32(v.i) ? DType::kInt32 : DType::kInt64, ctx.loc);
+  case ValueKind::kFloat:
+    return ir::FloatImm(v.f, DType::kFloat32, ctx.loc);
+  case ValueKind::kExpr:
+    return *v.expr;
+  default:
+    return Err(ctx, absl::StrCat("expected a number or expression, got ", TypeName(v)));
   }
 }
 
@@ -309,8 +309,8 @@ absl::StatusOr<Value> ApplyBinary(const ArithContext& ctx, std::string_view op, 
     if (ir::IsBool(t) && (op == "&" || op == "|")) {
       bop = op == "&" ? ir::BinOp::kAnd : ir::BinOp::kOr;
     } else if (is_float) {
-      return Err(ctx, absl::StrCat("operator '", std::string(op),
-                                   "' needs integer operands, got ", std::string(ir::DTypeName(t))));
+      return Err(ctx, absl::StrCat("operator '", std::string(op), "' needs integer operands, got ",
+                                   std::string(ir::DTypeName(t))));
     } else if (op == "&") {
       bop = ir::BinOp::kBitAnd;
     } else if (op == "|") {
@@ -352,12 +352,12 @@ absl::StatusOr<Value> ApplyUnary(const ArithContext& ctx, std::string_view op, c
       return Value::Int(-a.i);
     }
     if (op == "~" && a.is_int()) return Value::Int(~a.i);
-    return Err(ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '",
-                                 TypeName(a), "'"));
+    return Err(
+        ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '", TypeName(a), "'"));
   }
   if (!a.is_expr()) {
-    return Err(ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '",
-                                 TypeName(a), "'"));
+    return Err(
+        ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '", TypeName(a), "'"));
   }
   ir::Expr x = *a.expr;
   if (op == "+") return a;
@@ -389,8 +389,8 @@ absl::StatusOr<Value> ApplyUnary(const ArithContext& ctx, std::string_view op, c
 absl::StatusOr<ir::Expr> ToCondition(const ArithContext& ctx, const Value& v) {
   ASSIGN_OR_RETURN(ir::Expr e, ToExpr(ctx, v));
   if (ir::IsBool(e.dtype)) return e;
-  ir::Expr zero = ir::IsFloat(e.dtype) ? ir::FloatImm(0, e.dtype, ctx.loc)
-                                       : ir::IntImm(0, e.dtype, ctx.loc);
+  ir::Expr zero =
+      ir::IsFloat(e.dtype) ? ir::FloatImm(0, e.dtype, ctx.loc) : ir::IntImm(0, e.dtype, ctx.loc);
   return ir::Binary(ir::BinOp::kNe, std::move(e), std::move(zero), ctx.loc);
 }
 
@@ -505,4 +505,4 @@ absl::StatusOr<Value> ApplyMinMax(const ArithContext& ctx, bool is_max, const Va
       ir::Binary(is_max ? ir::BinOp::kMax : ir::BinOp::kMin, std::move(x), std::move(y), ctx.loc));
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

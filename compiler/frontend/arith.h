@@ -66,4 +66,4 @@ ir::DType PromoteDTypes(ir::DType a, ir::DType b);
 // Value as a boolean IR condition (non-bool expressions compare != 0).
 absl::StatusOr<ir::Expr> ToCondition(const ArithContext& ctx, const Value& v);
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

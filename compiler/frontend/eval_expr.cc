@@ -16,29 +16,13 @@
 namespace kiln::frontend {
 namespace {
 
-constexpr size_t kMaxIterate = 1 << 20;
-
-Value MakeDict() {
-  Value d;
-  d.kind = ValueKind::kDict;
-  d.items = std::make_shared<ValueList>();
-  d.values = std::make_shared<ValueList>();
-  return d;
-}
-
 Value BoundMethod(std::string name, const Value& self) {
   Value m = Value::Builtin(absl::StrCat("method:", name));
   m.items = std::make_shared<ValueList>(ValueList{self});
   return m;
 }
 
-int64_t RangeLength(int64_t start, int64_t stop, int64_t step) {
-  if (step > 0 && start < stop) return (stop - start - 1) / step + 1;
-  if (step < 0 && start > stop) return (start - stop - 1) / (-step) + 1;
-  return 0;
-}
-
-}  // namespace
+} // namespace
 
 absl::StatusOr<Value> Evaluator::EvalScalar(const PyExpr& e) {
   ASSIGN_OR_RETURN(Value v, Eval(e));
@@ -58,136 +42,136 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
     ~Leave() { ev->LeaveNesting(); }
   } leave{this};
   switch (e.kind) {
-    case PyExprKind::kName: {
-      ASSIGN_OR_RETURN(Value v, LookupName(e.str, e.loc));
-      if (v.kind == ValueKind::kBuffer && buffers_[v.i].buffer.scope == ir::Scope::kVar) {
-        // Reading a T.alloc_var name reads its value.
-        const ir::Buffer& b = buffers_[v.i].buffer;
-        return Value::Expr(ir::Load(b.name, b.dtype, {ir::IntImm(0, ir::DType::kInt32, e.loc)},
-                                    e.loc));
-      }
-      if (v.kind == ValueKind::kOpaque) {
-        return Error(e.loc, absl::StrCat("'", e.str, "' (", v.s, ") cannot be used here"));
-      }
-      return v;
+  case PyExprKind::kName: {
+    ASSIGN_OR_RETURN(Value v, LookupName(e.str, e.loc));
+    if (v.kind == ValueKind::kBuffer && buffers_[v.i].buffer.scope == ir::Scope::kVar) {
+      // Reading a T.alloc_var name reads its value.
+      const ir::Buffer& b = buffers_[v.i].buffer;
+      return Value::Expr(
+          ir::Load(b.name, b.dtype, {ir::IntImm(0, ir::DType::kInt32, e.loc)}, e.loc));
     }
-    case PyExprKind::kInt:
-      return Value::Int(e.ival);
-    case PyExprKind::kFloat:
-      return Value::Float(e.fval);
-    case PyExprKind::kString:
-      if (e.is_fstring) return Error(e.loc, "f-strings are not supported");
-      return Value::Str(e.str);
-    case PyExprKind::kBool:
-      return Value::Bool(e.ival != 0);
-    case PyExprKind::kNone:
-      return Value::None();
-    case PyExprKind::kEllipsis:
-      return Error(e.loc, "'...' is not supported");
-    case PyExprKind::kTuple:
-    case PyExprKind::kList: {
-      ValueList out;
-      out.reserve(e.elts.size());
-      for (const PyExpr& x : e.elts) {
-        if (x.kind == PyExprKind::kStarred) {
-          ASSIGN_OR_RETURN(Value seq, Eval(x.elts[0]));
-          ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(seq, x.loc));
-          out.insert(out.end(), items.begin(), items.end());
-          continue;
-        }
-        ASSIGN_OR_RETURN(Value v, Eval(x));
-        out.push_back(std::move(v));
-      }
-      return e.kind == PyExprKind::kTuple ? Value::Tuple(std::move(out))
-                                          : Value::List(std::move(out));
+    if (v.kind == ValueKind::kOpaque) {
+      return Error(e.loc, absl::StrCat("'", e.str, "' (", v.s, ") cannot be used here"));
     }
-    case PyExprKind::kDict: {
-      Value d = MakeDict();
-      for (size_t k = 0; k < e.elts.size() && k < e.values.size(); ++k) {
-        if (e.elts[k].is_star || e.elts[k].kind == PyExprKind::kNone) {
-          ASSIGN_OR_RETURN(Value other, Eval(e.values[k]));
-          if (other.kind != ValueKind::kDict) return Error(e.values[k].loc, "'**' needs a dict");
-          for (size_t j = 0; j < other.items->size(); ++j) {
-            d.items->push_back((*other.items)[j]);
-            d.values->push_back((*other.values)[j]);
-          }
-          continue;
+    return v;
+  }
+  case PyExprKind::kInt:
+    return Value::Int(e.ival);
+  case PyExprKind::kFloat:
+    return Value::Float(e.fval);
+  case PyExprKind::kString:
+    if (e.is_fstring) return Error(e.loc, "f-strings are not supported");
+    return Value::Str(e.str);
+  case PyExprKind::kBool:
+    return Value::Bool(e.ival != 0);
+  case PyExprKind::kNone:
+    return Value::None();
+  case PyExprKind::kEllipsis:
+    return Error(e.loc, "'...' is not supported");
+  case PyExprKind::kTuple:
+  case PyExprKind::kList: {
+    ValueList out;
+    out.reserve(e.elts.size());
+    for (const PyExpr& x : e.elts) {
+      if (x.kind == PyExprKind::kStarred) {
+        ASSIGN_OR_RETURN(Value seq, Eval(x.elts[0]));
+        ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(seq, x.loc));
+        out.insert(out.end(), items.begin(), items.end());
+        continue;
+      }
+      ASSIGN_OR_RETURN(Value v, Eval(x));
+      out.push_back(std::move(v));
+    }
+    return e.kind == PyExprKind::kTuple ? Value::Tuple(std::move(out))
+                                        : Value::List(std::move(out));
+  }
+  case PyExprKind::kDict: {
+    Value d = Value::Dict();
+    for (size_t k = 0; k < e.elts.size() && k < e.values.size(); ++k) {
+      if (e.elts[k].is_star || e.elts[k].kind == PyExprKind::kNone) {
+        ASSIGN_OR_RETURN(Value other, Eval(e.values[k]));
+        if (other.kind != ValueKind::kDict) return Error(e.values[k].loc, "'**' needs a dict");
+        for (size_t j = 0; j < other.items->size(); ++j) {
+          d.items->push_back((*other.items)[j]);
+          d.values->push_back((*other.values)[j]);
         }
-        ASSIGN_OR_RETURN(Value key, Eval(e.elts[k]));
-        ASSIGN_OR_RETURN(Value val, Eval(e.values[k]));
-        bool replaced = false;
-        for (size_t j = 0; j < d.items->size(); ++j) {
-          bool known = true;
-          if (PyEquals((*d.items)[j], key, &known) && known) {
-            (*d.values)[j] = val;
-            replaced = true;
-          }
-        }
-        if (!replaced) {
-          d.items->push_back(std::move(key));
-          d.values->push_back(std::move(val));
+        continue;
+      }
+      ASSIGN_OR_RETURN(Value key, Eval(e.elts[k]));
+      ASSIGN_OR_RETURN(Value val, Eval(e.values[k]));
+      bool replaced = false;
+      for (size_t j = 0; j < d.items->size(); ++j) {
+        bool known = true;
+        if (PyEquals((*d.items)[j], key, &known) && known) {
+          (*d.values)[j] = val;
+          replaced = true;
         }
       }
-      return d;
-    }
-    case PyExprKind::kSet:
-      return Error(e.loc, "set literals are not supported");
-    case PyExprKind::kAttribute:
-      return EvalAttribute(e);
-    case PyExprKind::kCall:
-      return EvalCall(e);
-    case PyExprKind::kSubscript:
-      return EvalSubscript(e);
-    case PyExprKind::kSlice: {
-      ValueList parts;
-      for (const PyExpr& x : e.elts) {
-        if (x.kind == PyExprKind::kNone) {
-          parts.push_back(Value::None());
-          continue;
-        }
-        ASSIGN_OR_RETURN(Value v, EvalScalar(x));
-        parts.push_back(std::move(v));
+      if (!replaced) {
+        d.items->push_back(std::move(key));
+        d.values->push_back(std::move(val));
       }
-      while (parts.size() < 3) parts.push_back(Value::None());
-      Value s;
-      s.kind = ValueKind::kSlice;
-      s.items = std::make_shared<ValueList>(std::move(parts));
-      return s;
     }
-    case PyExprKind::kBinOp: {
-      ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
-      ASSIGN_OR_RETURN(Value b, EvalScalar(e.elts[1]));
-      return ApplyBinary(Ctx(e.loc), e.str, a, b);
+    return d;
+  }
+  case PyExprKind::kSet:
+    return Error(e.loc, "set literals are not supported");
+  case PyExprKind::kAttribute:
+    return EvalAttribute(e);
+  case PyExprKind::kCall:
+    return EvalCall(e);
+  case PyExprKind::kSubscript:
+    return EvalSubscript(e);
+  case PyExprKind::kSlice: {
+    ValueList parts;
+    for (const PyExpr& x : e.elts) {
+      if (x.kind == PyExprKind::kNone) {
+        parts.push_back(Value::None());
+        continue;
+      }
+      ASSIGN_OR_RETURN(Value v, EvalScalar(x));
+      parts.push_back(std::move(v));
     }
-    case PyExprKind::kUnaryOp: {
-      ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
-      return ApplyUnary(Ctx(e.loc), e.str, a);
-    }
-    case PyExprKind::kCompare:
-      return EvalCompare(e);
-    case PyExprKind::kBoolOp:
-      return EvalBoolOp(e);
-    case PyExprKind::kIfExp: {
-      ASSIGN_OR_RETURN(Value test, EvalScalar(e.elts[1]));
-      bool known = true;
-      bool t = Truthy(test, &known);
-      if (known) return Eval(t ? e.elts[0] : e.elts[2]);
-      if (!test.is_expr()) return Error(e.elts[1].loc, "unsupported condition");
-      ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
-      ASSIGN_OR_RETURN(Value b, EvalScalar(e.elts[2]));
-      ir::Expr x, y;
-      RETURN_IF_ERROR(PromotePair(Ctx(e.loc), a, b, &x, &y));
-      ASSIGN_OR_RETURN(ir::Expr c, ToCondition(Ctx(e.elts[1].loc), test));
-      return Value::Expr(ir::Select(std::move(c), std::move(x), std::move(y), e.loc));
-    }
-    case PyExprKind::kLambda:
-      return Error(e.loc, "lambda is not supported");
-    case PyExprKind::kStarred:
-      return Error(e.loc, "starred expression is not supported here");
-    case PyExprKind::kComprehension:
-      return EvalComprehension(e);
-    case PyExprKind::kNamedExpr:
-      return Error(e.loc, "assignment expressions (':=') are not supported");
+    while (parts.size() < 3) parts.push_back(Value::None());
+    Value s;
+    s.kind = ValueKind::kSlice;
+    s.items = std::make_shared<ValueList>(std::move(parts));
+    return s;
+  }
+  case PyExprKind::kBinOp: {
+    ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
+    ASSIGN_OR_RETURN(Value b, EvalScalar(e.elts[1]));
+    return ApplyBinary(Ctx(e.loc), e.str, a, b);
+  }
+  case PyExprKind::kUnaryOp: {
+    ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
+    return ApplyUnary(Ctx(e.loc), e.str, a);
+  }
+  case PyExprKind::kCompare:
+    return EvalCompare(e);
+  case PyExprKind::kBoolOp:
+    return EvalBoolOp(e);
+  case PyExprKind::kIfExp: {
+    ASSIGN_OR_RETURN(Value test, EvalScalar(e.elts[1]));
+    bool known = true;
+    bool t = Truthy(test, &known);
+    if (known) return Eval(t ? e.elts[0] : e.elts[2]);
+    if (!test.is_expr()) return Error(e.elts[1].loc, "unsupported condition");
+    ASSIGN_OR_RETURN(Value a, EvalScalar(e.elts[0]));
+    ASSIGN_OR_RETURN(Value b, EvalScalar(e.elts[2]));
+    ir::Expr x, y;
+    RETURN_IF_ERROR(PromotePair(Ctx(e.loc), a, b, &x, &y));
+    ASSIGN_OR_RETURN(ir::Expr c, ToCondition(Ctx(e.elts[1].loc), test));
+    return Value::Expr(ir::Select(std::move(c), std::move(x), std::move(y), e.loc));
+  }
+  case PyExprKind::kLambda:
+    return Error(e.loc, "lambda is not supported");
+  case PyExprKind::kStarred:
+    return Error(e.loc, "starred expression is not supported here");
+  case PyExprKind::kComprehension:
+    return EvalComprehension(e);
+  case PyExprKind::kNamedExpr:
+    return Error(e.loc, "assignment expressions (':=') are not supported");
   }
   return Error(e.loc, "unsupported expression");
 }
@@ -220,7 +204,7 @@ absl::StatusOr<Value> Evaluator::EvalBoolOp(const PyExpr& e) {
     bool known = true;
     bool t = Truthy(result, &known);
     if (known) {
-      if (is_and != t) return result;  // short circuit
+      if (is_and != t) return result; // short circuit
       ASSIGN_OR_RETURN(result, EvalScalar(e.elts[k]));
       continue;
     }
@@ -245,7 +229,7 @@ absl::StatusOr<Value> Evaluator::EvalComprehension(const PyExpr& e) {
   int frame = static_cast<int>(frames_.size()) - 1;
   frames_[frame]->parent = frame_;
   int saved = std::exchange(frame_, frame);
-  Value out = e.str == "dict" ? MakeDict() : Value::List({});
+  Value out = e.str == "dict" ? Value::Dict() : Value::List({});
   // Iterates clause `level`; emits an element when all clauses are bound.
   std::function<absl::Status(size_t)> run = [&](size_t level) -> absl::Status {
     if (level == e.comps.size()) {
@@ -337,67 +321,74 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
   ASSIGN_OR_RETURN(Value obj, Eval(e.elts[0]));
   const std::string& attr = e.str;
   switch (obj.kind) {
-    case ValueKind::kModule:
-      return ResolveModuleAttr(absl::StrCat(obj.s, ".", attr), e.loc);
-    case ValueKind::kBuffer: {
-      const ir::Buffer& b = buffers_[obj.i].buffer;
-      if (attr == "dtype") return Value::DType(b.dtype);
-      if (attr == "shape") {
-        ValueList dims;
-        for (const ir::Expr& d : b.shape) {
-          dims.push_back(d.kind == ir::ExprKind::kInt ? Value::Int(d.ival) : Value::Expr(d));
-        }
-        return Value::Tuple(std::move(dims));
+  case ValueKind::kModule: {
+    // Module attributes (T.copy, T.float16, ...) resolve the same way every
+    // time a node is evaluated; cache them per node and module.
+    auto it = module_attr_cache_.find(&e);
+    if (it != module_attr_cache_.end() && it->second.first == obj.s) return it->second.second;
+    ASSIGN_OR_RETURN(Value v, ResolveModuleAttr(absl::StrCat(obj.s, ".", attr), e.loc));
+    module_attr_cache_[&e] = {obj.s, v};
+    return v;
+  }
+  case ValueKind::kBuffer: {
+    const ir::Buffer& b = buffers_[obj.i].buffer;
+    if (attr == "dtype") return Value::DType(b.dtype);
+    if (attr == "shape") {
+      ValueList dims;
+      for (const ir::Expr& d : b.shape) {
+        dims.push_back(d.kind == ir::ExprKind::kInt ? Value::Int(d.ival) : Value::Expr(d));
       }
-      if (attr == "ndim") return Value::Int(static_cast<int64_t>(b.shape.size()));
-      return Error(e.loc, absl::StrCat("buffer has no attribute '", attr, "'"));
+      return Value::Tuple(std::move(dims));
     }
-    case ValueKind::kTensorType:
-      if (attr == "dtype") return Value::DType(obj.dtype);
-      if (attr == "shape") return Value::Tuple(obj.elts());
-      break;
-    case ValueKind::kAccess:
-    case ValueKind::kExpr: {
-      ASSIGN_OR_RETURN(Value x, Materialize(obj, e.loc));
-      if (attr == "dtype") return Value::DType(x.expr->dtype);
-      if (attr == "astype") return BoundMethod("astype", x);
-      break;
+    if (attr == "ndim") return Value::Int(static_cast<int64_t>(b.shape.size()));
+    return Error(e.loc, absl::StrCat("buffer has no attribute '", attr, "'"));
+  }
+  case ValueKind::kTensorType:
+    if (attr == "dtype") return Value::DType(obj.dtype);
+    if (attr == "shape") return Value::Tuple(obj.elts());
+    break;
+  case ValueKind::kAccess:
+  case ValueKind::kExpr: {
+    ASSIGN_OR_RETURN(Value x, Materialize(obj, e.loc));
+    if (attr == "dtype") return Value::DType(x.expr->dtype);
+    if (attr == "astype") return BoundMethod("astype", x);
+    break;
+  }
+  case ValueKind::kDType:
+    if (attr == "bits") return Value::Int(ir::DTypeBits(obj.dtype));
+    if (attr == "bytes") return Value::Int((ir::DTypeBits(obj.dtype) + 7) / 8);
+    break;
+  case ValueKind::kDict:
+    if (attr == "items" || attr == "keys" || attr == "values" || attr == "get") {
+      return BoundMethod(attr, obj);
     }
-    case ValueKind::kDType:
-      if (attr == "bits") return Value::Int(ir::DTypeBits(obj.dtype));
-      if (attr == "bytes") return Value::Int((ir::DTypeBits(obj.dtype) + 7) / 8);
-      break;
-    case ValueKind::kDict:
-      if (attr == "items" || attr == "keys" || attr == "values" || attr == "get") {
-        return BoundMethod(attr, obj);
+    break;
+  case ValueKind::kList:
+    if (attr == "append" || attr == "extend") return BoundMethod(attr, obj);
+    break;
+  case ValueKind::kBuiltin:
+    if (obj.s == "T.GemmWarpPolicy") {
+      Value p;
+      p.kind = ValueKind::kPolicy;
+      if (attr == "Square") {
+        p.i = static_cast<int>(ir::GemmPolicy::kSquare);
+      } else if (attr == "FullRow") {
+        p.i = static_cast<int>(ir::GemmPolicy::kFullRow);
+      } else if (attr == "FullCol") {
+        p.i = static_cast<int>(ir::GemmPolicy::kFullCol);
+      } else {
+        return Error(e.loc, absl::StrCat("unknown GemmWarpPolicy '", attr,
+                                         "' (expected Square, FullRow or FullCol)"));
       }
-      break;
-    case ValueKind::kList:
-      if (attr == "append" || attr == "extend") return BoundMethod(attr, obj);
-      break;
-    case ValueKind::kBuiltin:
-      if (obj.s == "T.GemmWarpPolicy") {
-        Value p;
-        p.kind = ValueKind::kPolicy;
-        if (attr == "Square") {
-          p.i = static_cast<int>(ir::GemmPolicy::kSquare);
-        } else if (attr == "FullRow") {
-          p.i = static_cast<int>(ir::GemmPolicy::kFullRow);
-        } else if (attr == "FullCol") {
-          p.i = static_cast<int>(ir::GemmPolicy::kFullCol);
-        } else {
-          return Error(e.loc, absl::StrCat("unknown GemmWarpPolicy '", attr,
-                                           "' (expected Square, FullRow or FullCol)"));
-        }
-        return p;
-      }
-      if (obj.s == "tilelang.PassConfigKey") {
-        if (std::optional<std::string> v = PassConfigKeyValue(attr)) return Value::Str(*v);
-        return Error(e.loc, absl::StrCat("unknown PassConfigKey '", attr, "'"));
-      }
-      break;
-    default:
-      break;
+      return p;
+    }
+    if (obj.s == "tilelang.PassConfigKey") {
+      if (std::optional<std::string> v = PassConfigKeyValue(attr)) return Value::Str(*v);
+      return Error(e.loc, absl::StrCat("unknown PassConfigKey '", attr, "'"));
+    }
+    break;
+  default:
+    break;
   }
   return Error(e.loc, absl::StrCat("'", TypeName(obj), "' has no attribute '", attr, "'"));
 }
@@ -414,10 +405,10 @@ absl::StatusOr<Value> Evaluator::EvalSubscript(const PyExpr& e) {
       parts.push_back(&index);
     }
     if (parts.size() != b.shape.size()) {
-      return Error(e.loc, absl::StrCat("buffer '", b.name, "' has ", b.shape.size(),
-                                       " dimension", b.shape.size() == 1 ? "" : "s", " but ",
-                                       parts.size(), parts.size() == 1 ? " index was" : " indices were",
-                                       " given"));
+      return Error(e.loc,
+                   absl::StrCat("buffer '", b.name, "' has ", b.shape.size(), " dimension",
+                                b.shape.size() == 1 ? "" : "s", " but ", parts.size(),
+                                parts.size() == 1 ? " index was" : " indices were", " given"));
     }
     ValueList items;
     for (size_t d = 0; d < parts.size(); ++d) {
@@ -518,11 +509,12 @@ absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& in
       for (const Value& c : out) s += c.s;
       return Value::Str(std::move(s));
     }
-    return seq.kind == ValueKind::kList ? Value::List(std::move(out)) : Value::Tuple(std::move(out));
+    return seq.kind == ValueKind::kList ? Value::List(std::move(out))
+                                        : Value::Tuple(std::move(out));
   }
   if (index.kind != ValueKind::kInt && index.kind != ValueKind::kBool) {
-    return Error(loc, absl::StrCat("sequence index must be a compile-time integer, got ",
-                                   TypeName(index)));
+    return Error(
+        loc, absl::StrCat("sequence index must be a compile-time integer, got ", TypeName(index)));
   }
   int64_t k = index.i < 0 ? index.i + n : index.i;
   if (k < 0 || k >= n) return Error(loc, absl::StrCat("index ", index.i, " is out of range"));
@@ -531,28 +523,28 @@ absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& in
 
 absl::StatusOr<std::vector<Value>> Evaluator::Iterate(const Value& v, Loc loc) {
   switch (v.kind) {
-    case ValueKind::kTuple:
-    case ValueKind::kList:
-    case ValueKind::kDict:
-      return v.elts();
-    case ValueKind::kString: {
-      std::vector<Value> out;
-      for (char c : v.s) out.push_back(Value::Str(std::string(1, c)));
-      return out;
+  case ValueKind::kTuple:
+  case ValueKind::kList:
+  case ValueKind::kDict:
+    return v.elts();
+  case ValueKind::kString: {
+    std::vector<Value> out;
+    for (char c : v.s) out.push_back(Value::Str(std::string(1, c)));
+    return out;
+  }
+  case ValueKind::kRange: {
+    int64_t start = v.elts()[0].i, stop = v.elts()[1].i, step = v.elts()[2].i;
+    int64_t n = RangeLength(start, stop, step);
+    if (static_cast<uint64_t>(n) > kMaxCompileTimeItems) {
+      return Error(loc, "range too long for compile-time iteration");
     }
-    case ValueKind::kRange: {
-      int64_t start = v.elts()[0].i, stop = v.elts()[1].i, step = v.elts()[2].i;
-      int64_t n = RangeLength(start, stop, step);
-      if (static_cast<uint64_t>(n) > kMaxIterate) {
-        return Error(loc, "range too long for compile-time iteration");
-      }
-      std::vector<Value> out;
-      out.reserve(n);
-      for (int64_t k = 0; k < n; ++k) out.push_back(Value::Int(start + k * step));
-      return out;
-    }
-    default:
-      return Error(loc, absl::StrCat("'", TypeName(v), "' object is not iterable"));
+    std::vector<Value> out;
+    out.reserve(n);
+    for (int64_t k = 0; k < n; ++k) out.push_back(Value::Int(start + k * step));
+    return out;
+  }
+  default:
+    return Error(loc, absl::StrCat("'", TypeName(v), "' object is not iterable"));
   }
 }
 
@@ -561,6 +553,7 @@ absl::StatusOr<std::vector<Value>> Evaluator::Iterate(const Value& v, Loc loc) {
 
 absl::StatusOr<std::vector<Arg>> Evaluator::EvalArgs(const PyExpr& call) {
   std::vector<Arg> out;
+  out.reserve(call.args.size() + call.keywords.size());
   for (const PyExpr& a : call.args) {
     if (a.kind == PyExprKind::kStarred) {
       ASSIGN_OR_RETURN(Value seq, Eval(a.elts[0]));
@@ -606,34 +599,40 @@ absl::StatusOr<Value> Evaluator::EvalCall(const PyExpr& e) {
 absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg> args,
                                            const PyExpr& call) {
   switch (callee.kind) {
-    case ValueKind::kBuiltin:
-      if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
-        return CallTBuiltin(callee.s, args, call);
-      }
-      if (callee.s.rfind("method:", 0) == 0) return CallMethod(callee, args, call.loc);
-      return CallPythonBuiltin(callee.s, args, call.loc);
-    case ValueKind::kFunction:
-      return CallUserFunction(callee, std::move(args), call.loc);
-    case ValueKind::kDType: {
-      // T.float32(x): a value of that dtype.
-      ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, call.loc,
-                                         std::string(ir::DTypeName(callee.dtype)), args,
-                                         {"value"}, 1));
-      ASSIGN_OR_RETURN(Value x, Materialize(*m[0], call.loc));
-      ASSIGN_OR_RETURN(ir::Expr ex, ToExprOf(Ctx(call.loc), x, callee.dtype));
-      return Value::Expr(std::move(ex));
+  case ValueKind::kBuiltin:
+    if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
+      return CallTBuiltin(callee.s, args, call);
     }
-    case ValueKind::kPrimFunc:
-      return Error(call.loc, "calling a @T.prim_func is not supported");
-    case ValueKind::kModule:
-      return Error(call.loc, absl::StrCat("calling '", callee.s, "' is not supported"));
-    default:
-      return Error(call.loc, absl::StrCat("'", TypeName(callee), "' object is not callable"));
+    if (callee.s.rfind("method:", 0) == 0) return CallMethod(callee, args, call.loc);
+    return CallPythonBuiltin(callee.s, args, call.loc);
+  case ValueKind::kFunction:
+    return CallUserFunction(callee, std::move(args), call.loc);
+  case ValueKind::kDType: {
+    // T.float32(x): a value of that dtype.
+    ASSIGN_OR_RETURN(auto m,
+                     MatchArgs(options_.file_name, call.loc,
+                               std::string(ir::DTypeName(callee.dtype)), args, {"value"}, 1));
+    ASSIGN_OR_RETURN(Value x, Materialize(*m[0], call.loc));
+    ASSIGN_OR_RETURN(ir::Expr ex, ToExprOf(Ctx(call.loc), x, callee.dtype));
+    return Value::Expr(std::move(ex));
+  }
+  case ValueKind::kPrimFunc:
+    return Error(call.loc, "calling a @T.prim_func is not supported");
+  case ValueKind::kModule:
+    if (callee.s == "tvm.DataType" || callee.s == "tvm.runtime.DataType") {
+      // DataType(dtype).bits and friends: a dtype is its own DataType.
+      ASSIGN_OR_RETURN(auto m,
+                       MatchArgs(options_.file_name, call.loc, "DataType", args, {"dtype"}, 1));
+      ASSIGN_OR_RETURN(ir::DType t, ToDType(*m[0], call.loc));
+      return Value::DType(t);
+    }
+    return Error(call.loc, absl::StrCat("calling '", callee.s, "' is not supported"));
+  default:
+    return Error(call.loc, absl::StrCat("'", TypeName(callee), "' object is not callable"));
   }
 }
 
-absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<Arg> args,
-                                                  Loc loc) {
+absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<Arg> args, Loc loc) {
   const PyStmt& def = *fn.func;
   RETURN_IF_ERROR(EnterNesting(loc));
   struct Leave {
@@ -651,7 +650,7 @@ absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<A
     if (a.name.empty()) positional.push_back(&a);
   }
   Value varargs = Value::Tuple({});
-  Value kwargs = MakeDict();
+  Value kwargs = Value::Dict();
   const Param* vararg_param = nullptr;
   const Param* kwarg_param = nullptr;
   for (const Param& p : def.params) {
@@ -688,12 +687,12 @@ absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<A
         kwargs.values->push_back(a.value);
         continue;
       }
-      return Error(a.name_loc, absl::StrCat(def.str, "() got an unexpected keyword argument '",
-                                            a.name, "'"));
+      return Error(a.name_loc,
+                   absl::StrCat(def.str, "() got an unexpected keyword argument '", a.name, "'"));
     }
     if (vars.contains(a.name)) {
-      return Error(a.name_loc, absl::StrCat(def.str, "() got multiple values for argument '",
-                                            a.name, "'"));
+      return Error(a.name_loc,
+                   absl::StrCat(def.str, "() got multiple values for argument '", a.name, "'"));
     }
     vars[a.name] = a.value;
   }
@@ -724,315 +723,4 @@ absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<A
   return *flow == Flow::kReturn ? result : Value::None();
 }
 
-absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg>& args,
-                                            Loc loc) {
-  std::string name = method.s.substr(7);
-  const Value& self = method.elts()[0];
-  const std::string& file = options_.file_name;
-  if (name == "astype") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "astype", args, {"dtype"}, 1));
-    ASSIGN_OR_RETURN(ir::DType t, ToDType(*m[0], ArgLoc(args, {"dtype"}, 0, loc)));
-    ASSIGN_OR_RETURN(ir::Expr e, ToExprOf(Ctx(loc), self, t));
-    return Value::Expr(std::move(e));
-  }
-  if (name == "items" || name == "keys" || name == "values") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
-    (void)m;
-    ValueList out;
-    for (size_t k = 0; k < self.items->size(); ++k) {
-      if (name == "keys") {
-        out.push_back((*self.items)[k]);
-      } else if (name == "values") {
-        out.push_back((*self.values)[k]);
-      } else {
-        out.push_back(Value::Tuple({(*self.items)[k], (*self.values)[k]}));
-      }
-    }
-    return Value::List(std::move(out));
-  }
-  if (name == "get") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "get", args, {"key", "default"}, 1));
-    for (size_t k = 0; k < self.items->size(); ++k) {
-      bool known = true;
-      if (PyEquals((*self.items)[k], *m[0], &known) && known) return (*self.values)[k];
-    }
-    return m[1].has_value() ? *m[1] : Value::None();
-  }
-  if (name == "append") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "append", args, {"object"}, 1));
-    if (self.items->size() >= kMaxIterate) return Error(loc, "list too long");
-    self.items->push_back(*m[0]);
-    return Value::None();
-  }
-  if (name == "extend") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "extend", args, {"iterable"}, 1));
-    ASSIGN_OR_RETURN(std::vector<Value> more, Iterate(*m[0], loc));
-    if (self.items->size() + more.size() >= kMaxIterate) return Error(loc, "list too long");
-    self.items->insert(self.items->end(), more.begin(), more.end());
-    return Value::None();
-  }
-  return Error(loc, absl::StrCat("unsupported method '", name, "'"));
-}
-
-absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name,
-                                                   std::vector<Arg>& args, Loc loc) {
-  const std::string& file = options_.file_name;
-  for (const Arg& a : args) {
-    if (!a.name.empty() && name != "dict" && name != "sorted" && name != "min" &&
-        name != "max" && name != "round") {
-      return Error(a.name_loc,
-                   absl::StrCat(name, "() got an unexpected keyword argument '", a.name, "'"));
-    }
-  }
-  std::vector<Value> pos;
-  for (Arg& a : args) {
-    if (!a.name.empty()) continue;
-    ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
-    pos.push_back(std::move(v));
-  }
-  auto want = [&](size_t lo, size_t hi) -> absl::Status {
-    if (pos.size() < lo || pos.size() > hi) {
-      return Error(loc, absl::StrCat(name, "() takes ", lo == hi ? "" : "from ", lo,
-                                     lo == hi ? "" : absl::StrCat(" to ", hi), " argument",
-                                     hi == 1 ? "" : "s", " but ", pos.size(), " were given"));
-    }
-    return absl::OkStatus();
-  };
-  if (name == "print") return Error(loc, "print() is not supported");
-  if (name == "isinstance" || name == "type" || name == "getattr") {
-    return Error(loc, absl::StrCat(name, "() is not supported"));
-  }
-  if (name == "range") {
-    RETURN_IF_ERROR(want(1, 3));
-    int64_t v[3] = {0, 0, 1};
-    for (size_t k = 0; k < pos.size(); ++k) {
-      if (!pos[k].is_int()) {
-        return Error(loc, absl::StrCat("range() arguments must be compile-time integers here, got ",
-                                       TypeName(pos[k])));
-      }
-    }
-    if (pos.size() == 1) {
-      v[1] = pos[0].i;
-    } else {
-      v[0] = pos[0].i;
-      v[1] = pos[1].i;
-      if (pos.size() == 3) v[2] = pos[2].i;
-    }
-    if (v[2] == 0) return Error(loc, "range() step must not be zero");
-    Value r;
-    r.kind = ValueKind::kRange;
-    r.items = std::make_shared<ValueList>(
-        ValueList{Value::Int(v[0]), Value::Int(v[1]), Value::Int(v[2])});
-    return r;
-  }
-  if (name == "len") {
-    RETURN_IF_ERROR(want(1, 1));
-    const Value& x = pos[0];
-    if (x.is_sequence() || x.kind == ValueKind::kDict) {
-      return Value::Int(static_cast<int64_t>(x.elts().size()));
-    }
-    if (x.kind == ValueKind::kString) return Value::Int(static_cast<int64_t>(x.s.size()));
-    if (x.kind == ValueKind::kRange) {
-      return Value::Int(RangeLength(x.elts()[0].i, x.elts()[1].i, x.elts()[2].i));
-    }
-    return Error(loc, absl::StrCat("object of type '", TypeName(x), "' has no len()"));
-  }
-  if (name == "min" || name == "max") {
-    for (const Arg& a : args) {
-      if (!a.name.empty()) return Error(a.name_loc, absl::StrCat(name, "() keywords are not supported"));
-    }
-    if (pos.empty()) return Error(loc, absl::StrCat(name, "() expects at least one argument"));
-    std::vector<Value> items = pos;
-    if (pos.size() == 1) {
-      ASSIGN_OR_RETURN(items, Iterate(pos[0], loc));
-      if (items.empty()) return Error(loc, absl::StrCat(name, "() arg is an empty sequence"));
-    }
-    Value acc = items[0];
-    for (size_t k = 1; k < items.size(); ++k) {
-      ASSIGN_OR_RETURN(acc, ApplyMinMax(Ctx(loc), name == "max", acc, items[k]));
-    }
-    return acc;
-  }
-  if (name == "abs") {
-    RETURN_IF_ERROR(want(1, 1));
-    const Value& x = pos[0];
-    if (x.kind == ValueKind::kFloat) return Value::Float(std::fabs(x.f));
-    if (x.is_int()) {
-      if (x.i == INT64_MIN) return Error(loc, "integer overflow in compile-time arithmetic");
-      return Value::Int(x.i < 0 ? -x.i : x.i);
-    }
-    if (x.is_expr()) return Value::Expr(ir::Call(ir::Intrinsic::kAbs, {*x.expr}, loc));
-    return Error(loc, absl::StrCat("bad operand type for abs(): '", TypeName(x), "'"));
-  }
-  if (name == "int" || name == "float" || name == "bool" || name == "str") {
-    RETURN_IF_ERROR(want(0, 1));
-    if (pos.empty()) {
-      if (name == "int") return Value::Int(0);
-      if (name == "float") return Value::Float(0);
-      if (name == "bool") return Value::Bool(false);
-      return Value::Str("");
-    }
-    const Value& x = pos[0];
-    if (name == "bool") {
-      bool known = true;
-      bool t = Truthy(x, &known);
-      if (!known) return Error(loc, "bool() of a value only known at run time is not supported");
-      return Value::Bool(t);
-    }
-    if (x.is_expr()) {
-      return Error(loc, absl::StrCat(name, "() of a symbolic value is not supported; use T.cast"));
-    }
-    if (name == "str") {
-      if (x.kind == ValueKind::kString) return x;
-      if (x.is_number() || x.kind == ValueKind::kDType) return Value::Str(Describe(x));
-      return Error(loc, "str() of this value is not supported");
-    }
-    if (name == "int") {
-      if (x.is_int()) return Value::Int(x.i);
-      if (x.kind == ValueKind::kFloat) {
-        if (!std::isfinite(x.f) || std::fabs(x.f) >= 9.2e18) {
-          return Error(loc, "cannot convert float to int");
-        }
-        return Value::Int(static_cast<int64_t>(x.f));
-      }
-      if (x.kind == ValueKind::kString) {
-        BindingValue b = ParseBindingText(x.s);
-        if (b.kind == BindingValue::Kind::kInt) return Value::Int(b.ival);
-      }
-      return Error(loc, absl::StrCat("int() cannot convert a ", TypeName(x)));
-    }
-    if (x.is_int()) return Value::Float(static_cast<double>(x.i));
-    if (x.kind == ValueKind::kFloat) return x;
-    if (x.kind == ValueKind::kString) {
-      if (x.s == "inf" || x.s == "+inf") return Value::Float(INFINITY);
-      if (x.s == "-inf") return Value::Float(-INFINITY);
-      if (x.s == "nan") return Value::Float(NAN);
-      BindingValue b = ParseBindingText(x.s);
-      if (b.kind == BindingValue::Kind::kInt) return Value::Float(static_cast<double>(b.ival));
-      if (b.kind == BindingValue::Kind::kFloat) return Value::Float(b.fval);
-    }
-    return Error(loc, absl::StrCat("float() cannot convert a ", TypeName(x)));
-  }
-  if (name == "round") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "round", args, {"number", "ndigits"}, 1));
-    if (m[1].has_value() && !m[1]->is_none()) return Error(loc, "round(x, ndigits) is not supported");
-    const Value& x = *m[0];
-    if (x.is_int()) return Value::Int(x.i);
-    if (x.kind == ValueKind::kFloat && std::isfinite(x.f) && std::fabs(x.f) < 9.2e18) {
-      return Value::Int(static_cast<int64_t>(std::nearbyint(x.f)));
-    }
-    return Error(loc, "round() needs a finite compile-time number");
-  }
-  if (name == "tuple" || name == "list" || name == "sorted" || name == "reversed") {
-    if (name == "sorted") {
-      for (const Arg& a : args) {
-        if (!a.name.empty()) return Error(a.name_loc, "sorted() keywords are not supported");
-      }
-    }
-    RETURN_IF_ERROR(want(0, 1));
-    std::vector<Value> items;
-    if (!pos.empty()) {
-      ASSIGN_OR_RETURN(items, Iterate(pos[0], loc));
-    }
-    if (name == "reversed") std::reverse(items.begin(), items.end());
-    if (name == "sorted") {
-      absl::Status st;
-      std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
-        absl::StatusOr<Value> r = ApplyCompare(Ctx(loc), "<", a, b);
-        if (!r.ok()) {
-          st = r.status();
-          return false;
-        }
-        return r->kind == ValueKind::kBool && r->i != 0;
-      });
-      RETURN_IF_ERROR(st);
-    }
-    return name == "tuple" ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
-  }
-  if (name == "dict") {
-    RETURN_IF_ERROR(want(0, 0));
-    Value d = MakeDict();
-    for (const Arg& a : args) {
-      d.items->push_back(Value::Str(a.name));
-      d.values->push_back(a.value);
-    }
-    return d;
-  }
-  if (name == "sum" || name == "any" || name == "all") {
-    RETURN_IF_ERROR(want(1, name == "sum" ? 2 : 1));
-    ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(pos[0], loc));
-    if (name == "sum") {
-      Value acc = pos.size() > 1 ? pos[1] : Value::Int(0);
-      for (const Value& x : items) {
-        ASSIGN_OR_RETURN(acc, ApplyBinary(Ctx(loc), "+", acc, x));
-      }
-      return acc;
-    }
-    for (const Value& x : items) {
-      bool known = true;
-      bool t = Truthy(x, &known);
-      if (!known) return Error(loc, absl::StrCat(name, "() needs compile-time values"));
-      if (name == "any" && t) return Value::Bool(true);
-      if (name == "all" && !t) return Value::Bool(false);
-    }
-    return Value::Bool(name == "all");
-  }
-  if (name == "enumerate" || name == "zip") {
-    if (name == "enumerate") RETURN_IF_ERROR(want(1, 2));
-    std::vector<std::vector<Value>> lists;
-    for (const Value& p : pos) {
-      ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(p, loc));
-      lists.push_back(std::move(items));
-    }
-    ValueList out;
-    if (name == "enumerate") {
-      int64_t start = 0;
-      if (pos.size() > 1) {
-        if (!pos[1].is_int()) return Error(loc, "enumerate() start must be an int");
-        start = pos[1].i;
-      }
-      for (size_t k = 0; k < lists[0].size(); ++k) {
-        out.push_back(Value::Tuple({Value::Int(start + static_cast<int64_t>(k)), lists[0][k]}));
-      }
-    } else {
-      size_t n = lists.empty() ? 0 : SIZE_MAX;
-      for (const auto& l : lists) n = std::min(n, l.size());
-      for (size_t k = 0; k < n; ++k) {
-        ValueList t;
-        for (const auto& l : lists) t.push_back(l[k]);
-        out.push_back(Value::Tuple(std::move(t)));
-      }
-    }
-    return Value::List(std::move(out));
-  }
-  if (name == "divmod") {
-    RETURN_IF_ERROR(want(2, 2));
-    ASSIGN_OR_RETURN(Value q, ApplyBinary(Ctx(loc), "//", pos[0], pos[1]));
-    ASSIGN_OR_RETURN(Value r, ApplyBinary(Ctx(loc), "%", pos[0], pos[1]));
-    return Value::Tuple({q, r});
-  }
-  if (name.rfind("math.", 0) == 0) {
-    RETURN_IF_ERROR(want(1, 1));
-    const Value& x = pos[0];
-    if (!x.is_number()) return Error(loc, absl::StrCat(name, "() needs a compile-time number"));
-    double d = x.is_int() ? static_cast<double>(x.i) : x.f;
-    std::string fn = name.substr(5);
-    if (fn == "sqrt" || fn == "isqrt") {
-      if (d < 0) return Error(loc, "math domain error");
-      if (fn == "isqrt") return Value::Int(static_cast<int64_t>(std::floor(std::sqrt(d))));
-      return Value::Float(std::sqrt(d));
-    }
-    if (fn == "log" || fn == "log2") {
-      if (d <= 0) return Error(loc, "math domain error");
-      return Value::Float(fn == "log" ? std::log(d) : std::log2(d));
-    }
-    if (fn == "exp") return Value::Float(std::exp(d));
-    if (x.is_int()) return Value::Int(x.i);
-    double r = fn == "ceil" ? std::ceil(d) : std::floor(d);
-    if (!std::isfinite(r) || std::fabs(r) >= 9.2e18) return Error(loc, "cannot convert to int");
-    return Value::Int(static_cast<int64_t>(r));
-  }
-  return Error(loc, absl::StrCat(name, "() is not supported"));
-}
-
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

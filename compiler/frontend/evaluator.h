@@ -15,8 +15,9 @@
 //     statement list (`sink_`). Python-level bindings made inside an IR loop
 //     or branch are undone when it closes, so a name bound to a loop variable
 //     never leaks out of its loop.
-// Implementation is split by responsibility: evaluator.cc (statements and
-// entry), eval_expr.cc (expressions and Python builtins), tl_builtins.cc
+// Implementation is split by responsibility: entry.cc (entry selection and
+// parameters), evaluator.cc (statements), eval_expr.cc (expressions),
+// python_builtins.cc (range, len, ...), tl_builtins.cc
 // (the T.* namespace and allocations), tile_ops.cc (regions and tile ops),
 // kernel_lowering.cc (T.Kernel and loops).
 //
@@ -45,12 +46,15 @@
 
 namespace kiln::frontend {
 
+// Most items a compile-time sequence (list, range iteration) may hold.
+inline constexpr size_t kMaxCompileTimeItems = 1 << 20;
+
 // An evaluated call argument (positional when name is empty).
 struct Arg {
   Value value;
-  Loc loc;            // of the value
-  std::string name;   // keyword name; empty for positional arguments
-  Loc name_loc;       // of the keyword
+  Loc loc;          // of the value
+  std::string name; // keyword name; empty for positional arguments
+  Loc name_loc;     // of the keyword
 };
 
 class Evaluator {
@@ -63,7 +67,7 @@ class Evaluator {
  private:
   struct Frame {
     absl::flat_hash_map<std::string, Value> vars;
-    int parent = -1;  // enclosing frame (closure); -1 for the module frame
+    int parent = -1; // enclosing frame (closure); -1 for the module frame
   };
   struct BufferInfo {
     ir::Buffer buffer;
@@ -80,7 +84,7 @@ class Evaluator {
     int buffer = -1;
     enum Form { kWhole, kCorner, kRegion } form = kWhole;
     std::vector<ir::Expr> mins;
-    std::vector<ir::Expr> extents;  // empty for kCorner
+    std::vector<ir::Expr> extents; // empty for kCorner
     Loc loc;
   };
 
@@ -111,6 +115,8 @@ class Evaluator {
   // Undo log for bindings made inside IR loops and branches.
   size_t OpenScope();
   void CloseScope(size_t mark);
+  // Rejects rebinding, inside an IR loop or branch, a name bound outside it.
+  absl::Status CheckRebind(const std::string& name, Loc loc);
 
   // ---- eval_expr.cc: expressions, Python builtins, calls of user code.
   absl::StatusOr<Value> Eval(const PyExpr& e);
@@ -126,8 +132,7 @@ class Evaluator {
   absl::StatusOr<std::vector<Arg>> EvalArgs(const PyExpr& call);
   absl::StatusOr<Value> CallValue(const Value& callee, std::vector<Arg> args, const PyExpr& call);
   absl::StatusOr<Value> CallUserFunction(const Value& fn, std::vector<Arg> args, Loc loc);
-  absl::StatusOr<Value> CallPythonBuiltin(const std::string& name, std::vector<Arg>& args,
-                                          Loc loc);
+  absl::StatusOr<Value> CallPythonBuiltin(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> CallMethod(const Value& method, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<std::vector<Value>> Iterate(const Value& v, Loc loc);
   absl::StatusOr<Value> IndexSequence(const Value& seq, const Value& index, Loc loc);
@@ -166,8 +171,8 @@ class Evaluator {
   // ---- kernel_lowering.cc: T.Kernel and loops.
   absl::StatusOr<Flow> LowerKernel(const PyStmt& with, const PyExpr& call, const PyExpr& target);
   absl::StatusOr<Flow> ExecFor(const PyStmt& s);
-  absl::StatusOr<Flow> LowerLoop(const PyStmt& s, const std::string& kind,
-                                 std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Flow> LowerLoop(const PyStmt& s, const std::string& kind, std::vector<Arg>& args,
+                                 Loc loc);
 
   // ---- helpers.
   absl::Status Error(Loc loc, std::string_view message) const;
@@ -183,10 +188,11 @@ class Evaluator {
   const Module& module_;
   const FrontendOptions& options_;
 
-  std::vector<std::unique_ptr<Frame>> frames_;  // frames_[0]: module
-  int frame_ = 0;                               // current frame
+  std::vector<std::unique_ptr<Frame>> frames_; // frames_[0]: module
+  int frame_ = 0;                              // current frame
   absl::flat_hash_map<std::string, ModuleName> module_names_;
   absl::flat_hash_map<std::string, const BrokenStmt*> broken_names_;
+  absl::flat_hash_map<const PyExpr*, std::pair<std::string, Value>> module_attr_cache_;
 
   struct UndoEntry {
     int frame;
@@ -195,6 +201,8 @@ class Evaluator {
   };
   std::vector<UndoEntry> undo_;
   int open_scopes_ = 0;
+  // undo_.size() and frames_.size() when each open scope began.
+  std::vector<std::pair<size_t, size_t>> scope_marks_;
 
   std::vector<BufferInfo> buffers_;
   ir::Program program_;
@@ -202,14 +210,15 @@ class Evaluator {
   bool kernel_seen_ = false;
   bool in_kernel_ = false;
   std::vector<ir::Stmt>* sink_ = nullptr;
-  std::string name_hint_;  // the assignment target an allocation is named after
-  std::string call_hint_;  // name_hint_ as seen by the call being dispatched
-  int ct_loop_depth_ = 0;  // compile-time for loops being executed
+  std::string name_hint_; // the assignment target an allocation is named after
+  std::string call_hint_; // name_hint_ as seen by the call being dispatched
+  int ct_loop_depth_ = 0; // compile-time for loops being executed
   int user_calls_in_kernel_ = 0;
-  int call_scope_base_ = 0;  // open_scopes_ when the innermost user call began
+  int call_scope_base_ = 0; // open_scopes_ when the innermost user call began
 
   // The entry function and its parameters.
   const PyStmt* entry_ = nullptr;
+  int entry_frame_ = -1; // the frame of the entry function's body
   bool prim_func_lowered_ = false;
   const PyStmt* prim_func_ = nullptr;
   // Tensor parameters of the @tilelang.jit form, by position in the entry's
@@ -227,4 +236,4 @@ class Evaluator {
   int64_t steps_ = 0;
 };
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -12,4 +12,4 @@ absl::StatusOr<ir::Program> CompileSource(std::string_view source, const Fronten
   return evaluator.Run();
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -19,11 +19,11 @@ namespace {
 
 bool IsIrLoop(const std::string& name) {
   return name == "T.Parallel" || name == "T.Pipelined" || name == "T.serial" ||
-         name == "T.Serial" || name == "T.unroll" || name == "T.Unroll" ||
-         name == "T.vectorized" || name == "T.Vectorized";
+         name == "T.Serial" || name == "T.unroll" || name == "T.Unroll" || name == "T.vectorized" ||
+         name == "T.Vectorized";
 }
 
-}  // namespace
+} // namespace
 
 absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const PyExpr& call,
                                                        const PyExpr& target) {
@@ -32,7 +32,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const
   ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(call));
   ir::Kernel& k = program_.kernel;
   k.loc = with.loc;
-  Value threads = Value::Int(128);  // TileLang's default
+  Value threads = Value::Int(128); // TileLang's default
   Loc threads_loc = call.loc;
   for (const Arg& a : args) {
     if (a.name.empty()) {
@@ -68,8 +68,8 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const
   }
   for (const Value& t : tv) {
     if (t.kind != ValueKind::kInt) {
-      return Error(threads_loc, absl::StrCat("threads must be compile-time integers, got ",
-                                             TypeName(t)));
+      return Error(threads_loc,
+                   absl::StrCat("threads must be compile-time integers, got ", TypeName(t)));
     }
     if (t.i <= 0 || t.i > 1024) {
       return Error(threads_loc, absl::StrCat("thread count must be in [1, 1024], got ", t.i));
@@ -86,9 +86,8 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const
       names.push_back(&t);
     }
     if (names.size() != k.grid.size()) {
-      return Error(target.loc, absl::StrCat("T.Kernel has ", k.grid.size(),
-                                            " grid dimensions but ", names.size(),
-                                            " block variables are bound"));
+      return Error(target.loc, absl::StrCat("T.Kernel has ", k.grid.size(), " grid dimensions but ",
+                                            names.size(), " block variables are bound"));
     }
   } else if (target.kind != PyExprKind::kNone) {
     return Error(target.loc, "block variables must be plain names");
@@ -133,18 +132,16 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecFor(const PyStmt& s) {
       return LowerLoop(s, callee.s, args, iter.loc);
     }
     if (in_kernel_) {
-      return Error(iter.loc,
-                   "for loops inside T.Kernel must iterate over T.Parallel, T.Pipelined, "
-                   "T.serial, T.unroll, T.vectorized or range()");
+      return Error(iter.loc, "for loops inside T.Kernel must iterate over T.Parallel, T.Pipelined, "
+                             "T.serial, T.unroll, T.vectorized or range()");
     }
     ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(iter));
     ASSIGN_OR_RETURN(Value iterable, CallValue(callee, std::move(args), iter));
     return ExecCompileTimeFor(s, iterable);
   }
   if (in_kernel_) {
-    return Error(iter.loc,
-                 "for loops inside T.Kernel must iterate over T.Parallel, T.Pipelined, "
-                 "T.serial, T.unroll, T.vectorized or range()");
+    return Error(iter.loc, "for loops inside T.Kernel must iterate over T.Parallel, T.Pipelined, "
+                           "T.serial, T.unroll, T.vectorized or range()");
   }
   ASSIGN_OR_RETURN(Value iterable, Eval(iter));
   return ExecCompileTimeFor(s, iterable);
@@ -219,11 +216,11 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
     st.for_kind = ir::ForKind::kParallel;
     for (const Arg& a : args) {
       if (!a.name.empty()) {
-        if (a.name == "coalesced_width") continue;  // a code-generation hint
+        if (a.name == "coalesced_width") continue; // a code-generation hint
         if (a.name == "loop_layout" || a.name == "prefer_async" || a.name == "annotations") {
           if (a.value.is_none()) continue;
-          return Error(a.name_loc, absl::StrCat("T.Parallel argument '", a.name,
-                                                "' is not supported"));
+          return Error(a.name_loc,
+                       absl::StrCat("T.Parallel argument '", a.name, "' is not supported"));
         }
         return Error(a.name_loc, absl::StrCat("T.Parallel() got an unexpected keyword argument '",
                                               a.name, "'"));
@@ -242,8 +239,8 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
     }
     if (dims.empty()) return Error(loc, "T.Parallel needs at least one extent");
   } else if (kind == "T.Pipelined") {
-    std::vector<std::string_view> names = {
-        "start", "stop", "num_stages", "order", "stage", "sync", "group", "annotations"};
+    std::vector<std::string_view> names = {"start", "stop", "num_stages", "order",
+                                           "stage", "sync", "group",      "annotations"};
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, kind, args, names, 1));
     st.for_kind = ir::ForKind::kPipelined;
     for (size_t k = 5; k < 8; ++k) {
@@ -330,10 +327,10 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
     return Error(target.loc, "loop variable must be a plain name");
   }
   if (targets.size() != dims.size()) {
-    return Error(target.loc, absl::StrCat(kind, " has ", dims.size(), " extent",
-                                          dims.size() == 1 ? "" : "s", " but the loop binds ",
-                                          targets.size(), " variable",
-                                          targets.size() == 1 ? "" : "s"));
+    return Error(target.loc,
+                 absl::StrCat(kind, " has ", dims.size(), " extent", dims.size() == 1 ? "" : "s",
+                              " but the loop binds ", targets.size(), " variable",
+                              targets.size() == 1 ? "" : "s"));
   }
   size_t mark = OpenScope();
   absl::Status status;
@@ -376,4 +373,4 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
   return Flow::kNormal;
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/ir/dtype.h"
 
 namespace kiln::frontend {
@@ -16,14 +17,35 @@ bool In(const std::array<std::string_view, N>& table, std::string_view s) {
   return false;
 }
 
-constexpr std::array<std::string_view, 58> kReserved = {
-    "program", "attr", "sym", "param", "kernel", "grid", "threads", "as", "alloc", "copy",
-    "gemm", "fill", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
-    "atomic_add", "atomic_max", "atomic_min", "for", "in", "serial", "unroll", "vectorized",
-    "pipelined", "parallel", "if", "else", "annotate_layout", "use_swizzle", "true", "false",
-    "inf", "nan", "min", "max", "select", "cast", "thread_idx", "exp", "exp2", "log", "log2",
-    "sqrt", "rsqrt", "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc",
-    "sigmoid", "loc", "out"};
+constexpr std::array<std::string_view, 58> kReserved = {"program",       "attr",
+                                                        "sym",           "param",
+                                                        "kernel",        "grid",
+                                                        "threads",       "as",
+                                                        "alloc",         "copy",
+                                                        "gemm",          "fill",
+                                                        "reduce_sum",    "reduce_max",
+                                                        "reduce_min",    "reduce_abssum",
+                                                        "reduce_absmax", "atomic_add",
+                                                        "atomic_max",    "atomic_min",
+                                                        "for",           "in",
+                                                        "serial",        "unroll",
+                                                        "vectorized",    "pipelined",
+                                                        "parallel",      "if",
+                                                        "else",          "annotate_layout",
+                                                        "use_swizzle",   "true",
+                                                        "false",         "inf",
+                                                        "nan",           "min",
+                                                        "max",           "select",
+                                                        "cast",          "thread_idx",
+                                                        "exp",           "exp2",
+                                                        "log",           "log2",
+                                                        "sqrt",          "rsqrt",
+                                                        "abs",           "pow",
+                                                        "tanh",          "floor",
+                                                        "ceil",          "sin",
+                                                        "cos",           "round",
+                                                        "trunc",         "sigmoid",
+                                                        "loc",           "out"};
 
 constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = {{
     {"float", ir::DType::kFloat32},
@@ -38,24 +60,33 @@ constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = 
 }};
 
 constexpr std::array<std::pair<std::string_view, ir::DType>, 21> kTorchDTypes = {{
-    {"float16", ir::DType::kFloat16},   {"half", ir::DType::kFloat16},
-    {"bfloat16", ir::DType::kBFloat16}, {"float32", ir::DType::kFloat32},
-    {"float", ir::DType::kFloat32},     {"float64", ir::DType::kFloat64},
-    {"double", ir::DType::kFloat64},    {"int8", ir::DType::kInt8},
-    {"int16", ir::DType::kInt16},       {"short", ir::DType::kInt16},
-    {"int32", ir::DType::kInt32},       {"int", ir::DType::kInt32},
-    {"int64", ir::DType::kInt64},       {"long", ir::DType::kInt64},
-    {"uint8", ir::DType::kUInt8},       {"uint16", ir::DType::kUInt16},
-    {"uint32", ir::DType::kUInt32},     {"uint64", ir::DType::kUInt64},
-    {"bool", ir::DType::kBool},         {"float8_e4m3fn", ir::DType::kFloat8E4M3},
+    {"float16", ir::DType::kFloat16},
+    {"half", ir::DType::kFloat16},
+    {"bfloat16", ir::DType::kBFloat16},
+    {"float32", ir::DType::kFloat32},
+    {"float", ir::DType::kFloat32},
+    {"float64", ir::DType::kFloat64},
+    {"double", ir::DType::kFloat64},
+    {"int8", ir::DType::kInt8},
+    {"int16", ir::DType::kInt16},
+    {"short", ir::DType::kInt16},
+    {"int32", ir::DType::kInt32},
+    {"int", ir::DType::kInt32},
+    {"int64", ir::DType::kInt64},
+    {"long", ir::DType::kInt64},
+    {"uint8", ir::DType::kUInt8},
+    {"uint16", ir::DType::kUInt16},
+    {"uint32", ir::DType::kUInt32},
+    {"uint64", ir::DType::kUInt64},
+    {"bool", ir::DType::kBool},
+    {"float8_e4m3fn", ir::DType::kFloat8E4M3},
     {"float8_e5m2", ir::DType::kFloat8E5M2},
 }};
 
 constexpr std::array<std::string_view, 25> kPythonBuiltins = {
-    "range", "len",   "min",       "max",   "abs",   "int",        "float",
-    "bool",  "str",   "tuple",     "list",  "dict",  "sum",        "any",
-    "all",   "round", "enumerate", "zip",   "print", "isinstance", "sorted",
-    "reversed", "divmod", "type", "getattr"};
+    "range", "len",        "min",    "max",      "abs",    "int",  "float",  "bool",      "str",
+    "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
+    "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
 constexpr std::array<std::string_view, 75> kTBuiltins = {
     // Kernel, types, symbols.
@@ -69,10 +100,9 @@ constexpr std::array<std::string_view, 75> kTBuiltins = {
     // Loops.
     "Parallel", "Pipelined", "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized",
     // Scalar functions.
-    "min", "max", "if_then_else", "cast", "infinity", "ceildiv", "floordiv", "floormod",
-    "truncdiv", "get_thread_binding", "max_value", "min_value", "exp", "exp2", "log", "log2",
-    "sqrt", "rsqrt", "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc",
-    "sigmoid", "print",
+    "min", "max", "if_then_else", "cast", "infinity", "ceildiv", "floordiv", "floormod", "truncdiv",
+    "get_thread_binding", "max_value", "min_value", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
+    "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc", "sigmoid", "print",
     // Layouts (also reachable as tilelang.layout.*).
     "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
     "make_quarter_bank_swizzled_layout",
@@ -122,7 +152,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kPassCon
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-}  // namespace
+} // namespace
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || s.size() > 256 || !IsAlpha(s[0])) return false;
@@ -183,7 +213,8 @@ bool IsConfigKey(std::string_view s) {
 bool IsSafeText(std::string_view s) {
   if (s.size() > 256) return false;
   for (char c : s) {
-    if (!IsAlpha(c) && !IsDigit(c) && std::string_view(".+-:/=, ").find(c) == std::string_view::npos) {
+    if (!IsAlpha(c) && !IsDigit(c) &&
+        std::string_view(".+-:/=, ").find(c) == std::string_view::npos) {
       return false;
     }
   }
@@ -197,4 +228,26 @@ bool IsPrintableText(std::string_view s) {
   return true;
 }
 
-}  // namespace kiln::frontend
+std::string DottedName(const PyExpr& e) {
+  const PyExpr* x = &e;
+  if (x->kind == PyExprKind::kCall && !x->elts.empty()) x = &x->elts[0];
+  std::string out;
+  while (x->kind == PyExprKind::kAttribute && !x->elts.empty()) {
+    out = out.empty() ? x->str : absl::StrCat(x->str, ".", out);
+    x = &x->elts[0];
+  }
+  if (x->kind != PyExprKind::kName) return "";
+  return out.empty() ? x->str : absl::StrCat(x->str, ".", out);
+}
+
+bool IsJitDecorator(const PyExpr& d) {
+  std::string n = DottedName(d);
+  return n == "jit" || n.ends_with(".jit");
+}
+
+bool IsPrimFuncDecorator(const PyExpr& d) {
+  std::string n = DottedName(d);
+  return n == "prim_func" || n.ends_with(".prim_func");
+}
+
+} // namespace kiln::frontend

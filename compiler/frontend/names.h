@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/frontend/ast.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::frontend {
@@ -50,4 +51,12 @@ bool IsSafeText(std::string_view s);
 // Printable ASCII without control characters (assert messages).
 bool IsPrintableText(std::string_view s);
 
-}  // namespace kiln::frontend
+// The dotted text of a decorator's callee ("tilelang.jit", "T.prim_func"),
+// empty when it is not a dotted name.
+std::string DottedName(const PyExpr& e);
+
+// @tilelang.jit / @jit (with or without arguments) and @T.prim_func.
+bool IsJitDecorator(const PyExpr& d);
+bool IsPrimFuncDecorator(const PyExpr& d);
+
+} // namespace kiln::frontend

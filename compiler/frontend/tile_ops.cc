@@ -59,7 +59,7 @@ bool IsGiven(const std::optional<Value>& v) {
   return !((v->kind == ValueKind::kDict || v->is_sequence()) && v->elts().empty());
 }
 
-}  // namespace
+} // namespace
 
 absl::StatusOr<std::vector<ir::Expr>> Evaluator::ScalarIndices(const Value& access, Loc loc) {
   std::vector<ir::Expr> out;
@@ -94,8 +94,8 @@ absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::str
     return out;
   }
   if (v.kind != ValueKind::kAccess) {
-    return Error(arg.loc, absl::StrCat(std::string(op), " expects a buffer or a buffer region, got ",
-                                       TypeName(v)));
+    return Error(arg.loc, absl::StrCat(std::string(op),
+                                       " expects a buffer or a buffer region, got ", TypeName(v)));
   }
   const ir::Buffer& b = buffers_[v.i].buffer;
   out.buffer = static_cast<int>(v.i);
@@ -131,12 +131,12 @@ absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::str
     ASSIGN_OR_RETURN(ir::Expr lo, bound(x.elts()[0], true));
     ASSIGN_OR_RETURN(ir::Expr hi, bound(x.elts()[1], false));
     ir::Expr lo_copy = lo;
-    ir::Expr extent = ir::Simplify(ir::Binary(ir::BinOp::kSub, std::move(hi), std::move(lo_copy),
-                                              arg.loc));
+    ir::Expr extent =
+        ir::Simplify(ir::Binary(ir::BinOp::kSub, std::move(hi), std::move(lo_copy), arg.loc));
     std::optional<int64_t> c = ir::ConstInt(extent);
     if (c && *c <= 0) {
-      return Error(arg.loc, absl::StrCat("empty slice (extent ", *c, ") in dimension ", d,
-                                         " of '", b.name, "'"));
+      return Error(arg.loc, absl::StrCat("empty slice (extent ", *c, ") in dimension ", d, " of '",
+                                         b.name, "'"));
     }
     if (lo.kind != ir::ExprKind::kInt) lo = ir::Simplify(lo);
     out.mins.push_back(std::move(lo));
@@ -163,9 +163,9 @@ absl::StatusOr<ir::Region> Evaluator::OperandRegion(const Operand& op,
       size_t drop = other.size() - rank;
       for (size_t k = 0; k < drop; ++k) {
         if (!IsOne(other[k])) {
-          return Error(op.loc, absl::StrCat(std::string(what), ": the ", rank,
-                                            "-d start corner of '", r.buffer,
-                                            "' cannot take the extents ", ExtentsText(other)));
+          return Error(op.loc,
+                       absl::StrCat(std::string(what), ": the ", rank, "-d start corner of '",
+                                    r.buffer, "' cannot take the extents ", ExtentsText(other)));
         }
       }
       extents.assign(other.begin() + drop, other.end());
@@ -190,9 +190,14 @@ absl::StatusOr<Value> Evaluator::CallTileOp(const std::string& fn, std::vector<A
 }
 
 absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
-  std::vector<std::string_view> names = {
-      "src",           "dst",         "coalesced_width", "disable_tma", "eviction_policy",
-      "prefer_instruction", "annotations", "loop_layout"};
+  std::vector<std::string_view> names = {"src",
+                                         "dst",
+                                         "coalesced_width",
+                                         "disable_tma",
+                                         "eviction_policy",
+                                         "prefer_instruction",
+                                         "annotations",
+                                         "loop_layout"};
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "T.copy", args, names, 2, 2));
   if (IsGiven(m[6])) {
     return Error(ArgLoc(args, names, 6, loc), "argument 'annotations' is not supported");
@@ -200,10 +205,10 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
   if (IsGiven(m[7])) {
     return Error(ArgLoc(args, names, 7, loc), "argument 'loop_layout' is not supported");
   }
-  ASSIGN_OR_RETURN(Operand src, ToOperand(Arg{*m[0], ArgLoc(args, names, 0, loc), "", {}},
-                                          "T.copy"));
-  ASSIGN_OR_RETURN(Operand dst, ToOperand(Arg{*m[1], ArgLoc(args, names, 1, loc), "", {}},
-                                          "T.copy"));
+  ASSIGN_OR_RETURN(Operand src,
+                   ToOperand(Arg{*m[0], ArgLoc(args, names, 0, loc), "", {}}, "T.copy"));
+  ASSIGN_OR_RETURN(Operand dst,
+                   ToOperand(Arg{*m[1], ArgLoc(args, names, 1, loc), "", {}}, "T.copy"));
   if (src.form == Operand::kCorner && dst.form == Operand::kCorner) {
     // Both single elements: a plain store, as TileLang lowers it.
     ASSIGN_OR_RETURN(Value load, Materialize(*m[0], src.loc));
@@ -231,9 +236,9 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
 }
 
 absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
-  std::vector<std::string_view> names = {
-      "A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait",
-      "mbar", "annotations"};
+  std::vector<std::string_view> names = {"A",           "B",      "C",           "transpose_A",
+                                         "transpose_B", "policy", "clear_accum", "k_pack",
+                                         "wg_wait",     "mbar",   "annotations"};
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "T.gemm", args, names, 3));
   if (IsGiven(m[9])) {
     return Error(ArgLoc(args, names, 9, loc), "argument 'mbar' is not supported");
@@ -245,10 +250,11 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
   st.kind = ir::StmtKind::kGemm;
   st.loc = loc;
   for (size_t k = 0; k < 3; ++k) {
-    ASSIGN_OR_RETURN(Operand op, ToOperand(Arg{*m[k], ArgLoc(args, names, k, loc), "", {}},
-                                           "T.gemm"));
+    ASSIGN_OR_RETURN(Operand op,
+                     ToOperand(Arg{*m[k], ArgLoc(args, names, k, loc), "", {}}, "T.gemm"));
     if (op.form == Operand::kCorner) {
-      return Error(op.loc, "T.gemm operands must be buffers or sliced regions, not single elements");
+      return Error(op.loc,
+                   "T.gemm operands must be buffers or sliced regions, not single elements");
     }
     ASSIGN_OR_RETURN(ir::Region r, OperandRegion(op, {}, "T.gemm"));
     st.regions.push_back(std::move(r));
@@ -289,8 +295,7 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
   return Value::None();
 }
 
-absl::StatusOr<Value> Evaluator::LowerFill(const std::string& fn, std::vector<Arg>& args,
-                                           Loc loc) {
+absl::StatusOr<Value> Evaluator::LowerFill(const std::string& fn, std::vector<Arg>& args, Loc loc) {
   bool clear = fn == "clear";
   std::vector<std::string_view> names = {"buffer", "value", "annotations"};
   if (clear) names = {"buffer", "annotations"};
@@ -319,8 +324,8 @@ absl::StatusOr<Value> Evaluator::LowerFill(const std::string& fn, std::vector<Ar
     vloc = ArgLoc(args, names, 1, loc);
     ASSIGN_OR_RETURN(value, Materialize(*m[1], vloc));
     if (!value.is_number() && !value.is_expr()) {
-      return Error(vloc, absl::StrCat("T.fill value must be a number or expression, got ",
-                                      TypeName(value)));
+      return Error(
+          vloc, absl::StrCat("T.fill value must be a number or expression, got ", TypeName(value)));
     }
   }
   ASSIGN_OR_RETURN(st.value, ToExprOf(Ctx(vloc), value, b.dtype));
@@ -344,14 +349,14 @@ absl::StatusOr<Value> Evaluator::LowerReduce(const std::string& fn, std::vector<
     kind = ir::ReduceKind::kAbsMax;
   }
   bool has_clear = kind != ir::ReduceKind::kAbsSum;
-  std::vector<std::string_view> names = {"buffer", "out",           "dim",
-                                                   "clear",  "batch",         "nan_propagate",
-                                                   "annotations"};
+  std::vector<std::string_view> names = {"buffer", "out",           "dim",        "clear",
+                                         "batch",  "nan_propagate", "annotations"};
   if (!has_clear) names = {"buffer", "out", "dim", "batch", "annotations"};
   std::string what = absl::StrCat("T.", fn);
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, what, args, names, 2));
   size_t batch_idx = has_clear ? 4 : 3;
-  if (m[batch_idx].has_value() && !(m[batch_idx]->kind == ValueKind::kInt && m[batch_idx]->i == 1)) {
+  if (m[batch_idx].has_value() &&
+      !(m[batch_idx]->kind == ValueKind::kInt && m[batch_idx]->i == 1)) {
     return Error(ArgLoc(args, names, batch_idx, loc), "batch other than 1 is not supported");
   }
   if (has_clear && m[5].has_value() && !(m[5]->is_int() && m[5]->i == 0)) {
@@ -374,14 +379,15 @@ absl::StatusOr<Value> Evaluator::LowerReduce(const std::string& fn, std::vector<
   int64_t dim = -1;
   if (m[2].has_value()) {
     if (m[2]->kind != ValueKind::kInt) {
-      return Error(ArgLoc(args, names, 2, loc), absl::StrCat(what, " dim must be a compile-time int"));
+      return Error(ArgLoc(args, names, 2, loc),
+                   absl::StrCat(what, " dim must be a compile-time int"));
     }
     dim = m[2]->i;
   }
   if (dim < -rank || dim >= rank) {
     return Error(ArgLoc(args, names, 2, loc),
-                 absl::StrCat(what, ": dim ", dim, " is out of range for the ", rank,
-                              "-d source '", buffers_[src.buffer].buffer.name, "'"));
+                 absl::StrCat(what, ": dim ", dim, " is out of range for the ", rank, "-d source '",
+                              buffers_[src.buffer].buffer.name, "'"));
   }
   st.dim = static_cast<int32_t>(dim < 0 ? dim + rank : dim);
   if (has_clear && m[3].has_value()) {
@@ -402,13 +408,14 @@ absl::StatusOr<Value> Evaluator::LowerAtomic(const std::string& fn, std::vector<
                                              Loc loc) {
   std::string what = absl::StrCat("T.", fn);
   bool is_add = fn == "atomic_add";
-  std::vector<std::string_view> names = {"dst", "value", "memory_order",
-                                                   "return_prev", "annotations", "use_tma"};
+  std::vector<std::string_view> names = {"dst",         "value",       "memory_order",
+                                         "return_prev", "annotations", "use_tma"};
   if (!is_add) names = {"dst", "value", "memory_order", "return_prev", "annotations"};
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, what, args, names, 2));
   if (m[2].has_value() && !m[2]->is_none() &&
       !(m[2]->kind == ValueKind::kString && m[2]->s == "relaxed")) {
-    return Error(ArgLoc(args, names, 2, loc), "memory_order other than \"relaxed\" is not supported");
+    return Error(ArgLoc(args, names, 2, loc),
+                 "memory_order other than \"relaxed\" is not supported");
   }
   if (m[3].has_value() && !(m[3]->is_int() && m[3]->i == 0)) {
     return Error(ArgLoc(args, names, 3, loc), "return_prev is not supported");
@@ -419,7 +426,7 @@ absl::StatusOr<Value> Evaluator::LowerAtomic(const std::string& fn, std::vector<
   ir::Stmt st;
   st.kind = ir::StmtKind::kAtomic;
   st.loc = loc;
-  st.atomic_op = fn == "atomic_add" ? ir::AtomicOp::kAdd
+  st.atomic_op = fn == "atomic_add"   ? ir::AtomicOp::kAdd
                  : fn == "atomic_max" ? ir::AtomicOp::kMax
                                       : ir::AtomicOp::kMin;
   Loc dloc = ArgLoc(args, names, 0, loc), vloc = ArgLoc(args, names, 1, loc);
@@ -465,8 +472,8 @@ absl::StatusOr<Value> Evaluator::LowerAtomic(const std::string& fn, std::vector<
 }
 
 absl::StatusOr<Value> Evaluator::LowerAnnotateLayout(std::vector<Arg>& args, Loc loc) {
-  ASSIGN_OR_RETURN(auto m,
-                   MatchArgs(options_.file_name, loc, "T.annotate_layout", args, {"layout_map"}, 1));
+  ASSIGN_OR_RETURN(
+      auto m, MatchArgs(options_.file_name, loc, "T.annotate_layout", args, {"layout_map"}, 1));
   const Value& map = *m[0];
   Loc mloc = ArgLoc(args, {"layout_map"}, 0, loc);
   if (map.kind != ValueKind::kDict) {
@@ -477,8 +484,8 @@ absl::StatusOr<Value> Evaluator::LowerAnnotateLayout(std::vector<Arg>& args, Loc
     const Value& key = (*map.items)[k];
     const Value& layout = (*map.values)[k];
     if (key.kind != ValueKind::kBuffer) {
-      return Error(mloc, absl::StrCat("T.annotate_layout keys must be buffers, got ",
-                                      TypeName(key)));
+      return Error(mloc,
+                   absl::StrCat("T.annotate_layout keys must be buffers, got ", TypeName(key)));
     }
     const ir::Buffer& b = buffers_[key.i].buffer;
     if (layout.kind != ValueKind::kLayout) {
@@ -533,4 +540,4 @@ absl::StatusOr<Value> Evaluator::LowerUseSwizzle(std::vector<Arg>& args, Loc loc
   return Value::None();
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -26,47 +26,47 @@ bool IsLoopBuiltin(std::string_view fn) {
 bool IsTileOp(std::string_view fn) {
   return fn == "copy" || fn == "gemm" || fn == "fill" || fn == "clear" || fn == "reduce_max" ||
          fn == "reduce_min" || fn == "reduce_sum" || fn == "reduce_abssum" ||
-         fn == "reduce_absmax" || fn == "atomic_add" || fn == "atomic_max" ||
-         fn == "atomic_min" || fn == "use_swizzle" || fn == "annotate_layout";
+         fn == "reduce_absmax" || fn == "atomic_add" || fn == "atomic_max" || fn == "atomic_min" ||
+         fn == "use_swizzle" || fn == "annotate_layout";
 }
 
 struct MathFn {
   std::string_view name;
   ir::Intrinsic fn;
   int arity;
-  bool float_only;  // integer arguments are converted to float32
+  bool float_only; // integer arguments are converted to float32
 };
 
 constexpr MathFn kMath[] = {
-    {"exp", ir::Intrinsic::kExp, 1, true},       {"exp2", ir::Intrinsic::kExp2, 1, true},
-    {"log", ir::Intrinsic::kLog, 1, true},       {"log2", ir::Intrinsic::kLog2, 1, true},
-    {"sqrt", ir::Intrinsic::kSqrt, 1, true},     {"rsqrt", ir::Intrinsic::kRsqrt, 1, true},
-    {"abs", ir::Intrinsic::kAbs, 1, false},      {"pow", ir::Intrinsic::kPow, 2, true},
-    {"tanh", ir::Intrinsic::kTanh, 1, true},     {"floor", ir::Intrinsic::kFloor, 1, false},
-    {"ceil", ir::Intrinsic::kCeil, 1, false},    {"sin", ir::Intrinsic::kSin, 1, true},
-    {"cos", ir::Intrinsic::kCos, 1, true},       {"round", ir::Intrinsic::kRound, 1, false},
-    {"trunc", ir::Intrinsic::kTrunc, 1, false},  {"sigmoid", ir::Intrinsic::kSigmoid, 1, true},
+    {"exp", ir::Intrinsic::kExp, 1, true},      {"exp2", ir::Intrinsic::kExp2, 1, true},
+    {"log", ir::Intrinsic::kLog, 1, true},      {"log2", ir::Intrinsic::kLog2, 1, true},
+    {"sqrt", ir::Intrinsic::kSqrt, 1, true},    {"rsqrt", ir::Intrinsic::kRsqrt, 1, true},
+    {"abs", ir::Intrinsic::kAbs, 1, false},     {"pow", ir::Intrinsic::kPow, 2, true},
+    {"tanh", ir::Intrinsic::kTanh, 1, true},    {"floor", ir::Intrinsic::kFloor, 1, false},
+    {"ceil", ir::Intrinsic::kCeil, 1, false},   {"sin", ir::Intrinsic::kSin, 1, true},
+    {"cos", ir::Intrinsic::kCos, 1, true},      {"round", ir::Intrinsic::kRound, 1, false},
+    {"trunc", ir::Intrinsic::kTrunc, 1, false}, {"sigmoid", ir::Intrinsic::kSigmoid, 1, true},
 };
 
 // Largest finite value of a float dtype.
 double MaxFinite(ir::DType t) {
   switch (t) {
-    case ir::DType::kFloat16:
-      return 65504.0;
-    case ir::DType::kBFloat16:
-      return 3.3895313892515355e38;
-    case ir::DType::kFloat32:
-      return std::numeric_limits<float>::max();
-    case ir::DType::kFloat8E4M3:
-      return 448.0;
-    case ir::DType::kFloat8E5M2:
-      return 57344.0;
-    default:
-      return std::numeric_limits<double>::max();
+  case ir::DType::kFloat16:
+    return 65504.0;
+  case ir::DType::kBFloat16:
+    return 3.3895313892515355e38;
+  case ir::DType::kFloat32:
+    return std::numeric_limits<float>::max();
+  case ir::DType::kFloat8E4M3:
+    return 448.0;
+  case ir::DType::kFloat8E5M2:
+    return 57344.0;
+  default:
+    return std::numeric_limits<double>::max();
   }
 }
 
-}  // namespace
+} // namespace
 
 absl::StatusOr<ir::DType> Evaluator::ToDType(const Value& v, Loc loc) {
   if (v.kind == ValueKind::kDType) return v.dtype;
@@ -239,8 +239,8 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   bool has_init = false;
   if (fn == "alloc_var") {
     // alloc_var(dtype, [init | scope | init, scope], scope=, init=)
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, fn, args, {"dtype", "a1", "a2", "scope", "init"},
-                                       1, 3));
+    ASSIGN_OR_RETURN(auto m,
+                     MatchArgs(file, loc, fn, args, {"dtype", "a1", "a2", "scope", "init"}, 1, 3));
     dtype = *m[0];
     scope = Value::Str("local.var");
     if (m[1].has_value() && m[2].has_value()) {
@@ -317,8 +317,7 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
 }
 
-absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args,
-                                          Loc loc) {
+absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args, Loc loc) {
   const MathFn* spec = nullptr;
   for (const MathFn& m : kMath) {
     if (m.name == fn) spec = &m;
@@ -331,15 +330,15 @@ absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg
     }
     ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
     if (!v.is_number() && !v.is_expr()) {
-      return Error(a.loc, absl::StrCat("T.", fn, "() expects a number or expression, got ",
-                                       TypeName(v)));
+      return Error(a.loc,
+                   absl::StrCat("T.", fn, "() expects a number or expression, got ", TypeName(v)));
     }
     vals.push_back(std::move(v));
   }
   if (static_cast<int>(vals.size()) != spec->arity) {
-    return Error(loc, absl::StrCat("T.", fn, "() takes ", spec->arity, " argument",
-                                   spec->arity == 1 ? "" : "s", " but ", vals.size(),
-                                   " were given"));
+    return Error(loc,
+                 absl::StrCat("T.", fn, "() takes ", spec->arity, " argument",
+                              spec->arity == 1 ? "" : "s", " but ", vals.size(), " were given"));
   }
   std::vector<ir::Expr> xs;
   if (spec->arity == 2) {
@@ -356,7 +355,7 @@ absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg
     if (spec->float_only) {
       for (ir::Expr& x : xs) x = CastExpr(std::move(x), ir::DType::kFloat32, loc);
     } else if (spec->fn != ir::Intrinsic::kAbs) {
-      return Value::Expr(std::move(xs[0]));  // floor/ceil/round/trunc of an integer
+      return Value::Expr(std::move(xs[0])); // floor/ceil/round/trunc of an integer
     } else if (ir::IsBool(t)) {
       return Error(loc, "T.abs() of a bool is not supported");
     }
@@ -410,8 +409,8 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     ValueList vals;
     for (const Arg& a : args) {
       if (!a.name.empty()) {
-        return Error(a.name_loc, absl::StrCat(name, "() got an unexpected keyword argument '",
-                                              a.name, "'"));
+        return Error(a.name_loc,
+                     absl::StrCat(name, "() got an unexpected keyword argument '", a.name, "'"));
       }
       ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
       vals.push_back(std::move(v));
@@ -461,7 +460,8 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
       return Value::Expr(ir::FloatImm(INFINITY, t, loc));
     }
     bool is_max = fn == "max_value";
-    if (ir::IsFloat(t)) return Value::Expr(ir::FloatImm(is_max ? MaxFinite(t) : -MaxFinite(t), t, loc));
+    if (ir::IsFloat(t))
+      return Value::Expr(ir::FloatImm(is_max ? MaxFinite(t) : -MaxFinite(t), t, loc));
     if (ir::IsBool(t)) return Value::Expr(ir::BoolImm(is_max, loc));
     int bits = ir::DTypeBits(t);
     int64_t v;
@@ -542,4 +542,4 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
   return Error(loc, absl::StrCat("'", name, "' is not supported"));
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -95,6 +95,20 @@ Value Value::Opaque(std::string what) {
   return v;
 }
 
+Value Value::Dict() {
+  Value d;
+  d.kind = ValueKind::kDict;
+  d.items = std::make_shared<ValueList>();
+  d.values = std::make_shared<ValueList>();
+  return d;
+}
+
+int64_t RangeLength(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 && start < stop) return (stop - start - 1) / step + 1;
+  if (step < 0 && start > stop) return (start - stop - 1) / (-step) + 1;
+  return 0;
+}
+
 const ValueList& Value::elts() const {
   static const ValueList kEmpty;
   return items ? *items : kEmpty;
@@ -102,98 +116,98 @@ const ValueList& Value::elts() const {
 
 std::string TypeName(const Value& v) {
   switch (v.kind) {
-    case ValueKind::kNone:
-      return "None";
-    case ValueKind::kBool:
-      return "bool";
-    case ValueKind::kInt:
-      return "int";
-    case ValueKind::kFloat:
-      return "float";
-    case ValueKind::kString:
-      return "str";
-    case ValueKind::kTuple:
-      return "tuple";
-    case ValueKind::kList:
-      return "list";
-    case ValueKind::kDict:
-      return "dict";
-    case ValueKind::kExpr:
-      return absl::StrCat("symbolic ", std::string(ir::DTypeName(v.dtype)), " expression");
-    case ValueKind::kDType:
-      return "dtype";
-    case ValueKind::kBuffer:
-      return "buffer";
-    case ValueKind::kAccess:
-      return "buffer access";
-    case ValueKind::kSlice:
-      return "slice";
-    case ValueKind::kFunction:
-      return "function";
-    case ValueKind::kPrimFunc:
-      return "prim_func";
-    case ValueKind::kModule:
-      return "module";
-    case ValueKind::kBuiltin:
-      return "builtin function";
-    case ValueKind::kLayout:
-      return "layout";
-    case ValueKind::kPolicy:
-      return "GemmWarpPolicy";
-    case ValueKind::kTensorType:
-      return "tensor type";
-    case ValueKind::kRange:
-      return "range";
-    case ValueKind::kOpaque:
-      return "unsupported object";
+  case ValueKind::kNone:
+    return "None";
+  case ValueKind::kBool:
+    return "bool";
+  case ValueKind::kInt:
+    return "int";
+  case ValueKind::kFloat:
+    return "float";
+  case ValueKind::kString:
+    return "str";
+  case ValueKind::kTuple:
+    return "tuple";
+  case ValueKind::kList:
+    return "list";
+  case ValueKind::kDict:
+    return "dict";
+  case ValueKind::kExpr:
+    return absl::StrCat("symbolic ", std::string(ir::DTypeName(v.dtype)), " expression");
+  case ValueKind::kDType:
+    return "dtype";
+  case ValueKind::kBuffer:
+    return "buffer";
+  case ValueKind::kAccess:
+    return "buffer access";
+  case ValueKind::kSlice:
+    return "slice";
+  case ValueKind::kFunction:
+    return "function";
+  case ValueKind::kPrimFunc:
+    return "prim_func";
+  case ValueKind::kModule:
+    return "module";
+  case ValueKind::kBuiltin:
+    return "builtin function";
+  case ValueKind::kLayout:
+    return "layout";
+  case ValueKind::kPolicy:
+    return "GemmWarpPolicy";
+  case ValueKind::kTensorType:
+    return "tensor type";
+  case ValueKind::kRange:
+    return "range";
+  case ValueKind::kOpaque:
+    return "unsupported object";
   }
   return "value";
 }
 
 std::string Describe(const Value& v) {
   switch (v.kind) {
-    case ValueKind::kBool:
-      return v.i ? "True" : "False";
-    case ValueKind::kInt:
-      return absl::StrCat(v.i);
-    case ValueKind::kFloat:
-      return absl::StrFormat("%g", v.f);
-    case ValueKind::kDType:
-      return std::string(ir::DTypeName(v.dtype));
-    default:
-      return TypeName(v);
+  case ValueKind::kBool:
+    return v.i ? "True" : "False";
+  case ValueKind::kInt:
+    return absl::StrCat(v.i);
+  case ValueKind::kFloat:
+    return absl::StrFormat("%g", v.f);
+  case ValueKind::kDType:
+    return std::string(ir::DTypeName(v.dtype));
+  default:
+    return TypeName(v);
   }
 }
 
 bool Truthy(const Value& v, bool* known) {
   *known = true;
   switch (v.kind) {
-    case ValueKind::kNone:
-      return false;
-    case ValueKind::kBool:
-    case ValueKind::kInt:
-      return v.i != 0;
-    case ValueKind::kFloat:
-      return v.f != 0.0;
-    case ValueKind::kString:
-      return !v.s.empty();
-    case ValueKind::kTuple:
-    case ValueKind::kList:
-    case ValueKind::kDict:
-      return !v.elts().empty();
-    case ValueKind::kDType:
-    case ValueKind::kBuffer:
-    case ValueKind::kFunction:
-    case ValueKind::kPrimFunc:
-    case ValueKind::kModule:
-    case ValueKind::kBuiltin:
-    case ValueKind::kPolicy:
-    case ValueKind::kLayout:
-    case ValueKind::kTensorType:
-      return true;
-    default:
-      *known = false;
-      return false;
+  case ValueKind::kNone:
+    return false;
+  case ValueKind::kBool:
+  case ValueKind::kInt:
+    return v.i != 0;
+  case ValueKind::kFloat:
+    return v.f != 0.0;
+  case ValueKind::kString:
+    return !v.s.empty();
+  case ValueKind::kTuple:
+  case ValueKind::kList:
+  case ValueKind::kDict:
+    return !v.elts().empty();
+  case ValueKind::kDType:
+  case ValueKind::kBuffer:
+  case ValueKind::kFunction:
+  case ValueKind::kPrimFunc:
+  case ValueKind::kModule:
+  case ValueKind::kBuiltin:
+  case ValueKind::kPolicy:
+  case ValueKind::kLayout:
+  case ValueKind::kTensorType:
+    return true;
+  default:
+    *known = false;
+    return false;
   }
 }
 
@@ -205,8 +219,8 @@ bool PyEquals(const Value& a, const Value& b, bool* known) {
     double y = b.is_int() ? static_cast<double>(b.i) : b.f;
     return x == y;
   }
-  if (a.kind == ValueKind::kExpr || b.kind == ValueKind::kExpr ||
-      a.kind == ValueKind::kAccess || b.kind == ValueKind::kAccess) {
+  if (a.kind == ValueKind::kExpr || b.kind == ValueKind::kExpr || a.kind == ValueKind::kAccess ||
+      b.kind == ValueKind::kAccess) {
     *known = false;
     return false;
   }
@@ -221,57 +235,57 @@ bool PyEquals(const Value& a, const Value& b, bool* known) {
     return false;
   }
   switch (a.kind) {
-    case ValueKind::kNone:
-      return true;
-    case ValueKind::kString:
-    case ValueKind::kModule:
-    case ValueKind::kBuiltin:
-      return a.s == b.s;
-    case ValueKind::kDType:
-      return a.dtype == b.dtype;
-    case ValueKind::kPolicy:
-    case ValueKind::kBuffer:
-      return a.i == b.i;
-    case ValueKind::kTuple:
-    case ValueKind::kList: {
-      const ValueList& x = a.elts();
-      const ValueList& y = b.elts();
-      if (x.size() != y.size()) return false;
-      for (size_t k = 0; k < x.size(); ++k) {
-        bool k_known = true;
-        bool eq = PyEquals(x[k], y[k], &k_known);
-        if (!k_known) {
-          *known = false;
-          return false;
-        }
-        if (!eq) return false;
+  case ValueKind::kNone:
+    return true;
+  case ValueKind::kString:
+  case ValueKind::kModule:
+  case ValueKind::kBuiltin:
+    return a.s == b.s;
+  case ValueKind::kDType:
+    return a.dtype == b.dtype;
+  case ValueKind::kPolicy:
+  case ValueKind::kBuffer:
+    return a.i == b.i;
+  case ValueKind::kTuple:
+  case ValueKind::kList: {
+    const ValueList& x = a.elts();
+    const ValueList& y = b.elts();
+    if (x.size() != y.size()) return false;
+    for (size_t k = 0; k < x.size(); ++k) {
+      bool k_known = true;
+      bool eq = PyEquals(x[k], y[k], &k_known);
+      if (!k_known) {
+        *known = false;
+        return false;
       }
-      return true;
+      if (!eq) return false;
     }
-    case ValueKind::kFunction:
-    case ValueKind::kPrimFunc:
-      return a.func == b.func;
-    default:
-      *known = false;
-      return false;
+    return true;
+  }
+  case ValueKind::kFunction:
+  case ValueKind::kPrimFunc:
+    return a.func == b.func;
+  default:
+    *known = false;
+    return false;
   }
 }
 
 std::string AttrText(const Value& v) {
   switch (v.kind) {
-    case ValueKind::kBool:
-      return v.i ? "true" : "false";
-    case ValueKind::kInt:
-      return absl::StrCat(v.i);
-    case ValueKind::kFloat:
-      return absl::StrFormat("%.17g", v.f);
-    case ValueKind::kString:
-      return v.s;
-    case ValueKind::kDType:
-      return std::string(ir::DTypeName(v.dtype));
-    default:
-      return "";
+  case ValueKind::kBool:
+    return v.i ? "true" : "false";
+  case ValueKind::kInt:
+    return absl::StrCat(v.i);
+  case ValueKind::kFloat:
+    return absl::StrFormat("%.17g", v.f);
+  case ValueKind::kString:
+    return v.s;
+  case ValueKind::kDType:
+    return std::string(ir::DTypeName(v.dtype));
+  default:
+    return "";
   }
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

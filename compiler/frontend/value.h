@@ -24,28 +24,28 @@ struct PyStmt;
 
 enum class ValueKind : uint8_t {
   kNone,
-  kBool,    // i = 0/1
-  kInt,     // i
-  kFloat,   // f
-  kString,  // s
-  kTuple,   // items
-  kList,    // items (mutable, shared between aliases)
-  kDict,    // items = keys, values = values
-  kExpr,    // expr: a symbolic IR expression
-  kDType,   // dtype
-  kBuffer,  // i = buffer id in the evaluator's table
-  kAccess,  // buf[...]: i = buffer id, items = indices (kInt/kExpr/kSlice)
-  kSlice,   // items = {lower, upper, step}, kNone when omitted
-  kFunction,  // func = the def statement (a user function or prim_func)
-  kPrimFunc,  // a lowered @T.prim_func: func = its def
-  kModule,    // s = canonical module path ("T", "tilelang", "torch", ...)
-  kBuiltin,   // s = qualified name ("T.copy", "range", ...); items[0] = the
-              // receiver for bound methods ("astype", "items", ...)
-  kLayout,    // s = layout kind ("swizzled", ...), i = buffer id
-  kPolicy,    // i = ir::GemmPolicy
-  kTensorType,  // T.Tensor(shape, dtype): items = shape, dtype
-  kRange,       // range(start, stop, step): items = three kInt values
-  kOpaque,      // s = description; something the subset does not model
+  kBool,       // i = 0/1
+  kInt,        // i
+  kFloat,      // f
+  kString,     // s
+  kTuple,      // items
+  kList,       // items (mutable, shared between aliases)
+  kDict,       // items = keys, values = values
+  kExpr,       // expr: a symbolic IR expression
+  kDType,      // dtype
+  kBuffer,     // i = buffer id in the evaluator's table
+  kAccess,     // buf[...]: i = buffer id, items = indices (kInt/kExpr/kSlice)
+  kSlice,      // items = {lower, upper, step}, kNone when omitted
+  kFunction,   // func = the def statement (a user function or prim_func)
+  kPrimFunc,   // a lowered @T.prim_func: func = its def
+  kModule,     // s = canonical module path ("T", "tilelang", "torch", ...)
+  kBuiltin,    // s = qualified name ("T.copy", "range", ...); items[0] = the
+               // receiver for bound methods ("astype", "items", ...)
+  kLayout,     // s = layout kind ("swizzled", ...), i = buffer id
+  kPolicy,     // i = ir::GemmPolicy
+  kTensorType, // T.Tensor(shape, dtype): items = shape, dtype
+  kRange,      // range(start, stop, step): items = three kInt values
+  kOpaque,     // s = description; something the subset does not model
 };
 
 struct Value;
@@ -75,6 +75,7 @@ struct Value {
   static Value Module(std::string path);
   static Value Builtin(std::string name);
   static Value Opaque(std::string what);
+  static Value Dict(); // empty
 
   bool is_none() const { return kind == ValueKind::kNone; }
   // Python int or bool (bool is an int subclass).
@@ -84,6 +85,9 @@ struct Value {
   bool is_expr() const { return kind == ValueKind::kExpr; }
   const ValueList& elts() const;
 };
+
+// The number of items of range(start, stop, step) (step != 0).
+int64_t RangeLength(int64_t start, int64_t stop, int64_t step);
 
 // Python's name for the type of `v`, for diagnostics ("int", "tuple",
 // "symbolic expression", "buffer", ...).
@@ -105,4 +109,4 @@ bool PyEquals(const Value& a, const Value& b, bool* known);
 // value: True -> "true", 3 -> "3", 0.5 -> "0.5", strings verbatim.
 std::string AttrText(const Value& v);
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

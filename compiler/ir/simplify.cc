@@ -27,7 +27,7 @@ namespace kiln::ir {
 namespace {
 
 // Deeper expressions are returned unchanged; the verifier rejects them.
-constexpr int kMaxDepth = 1000;
+constexpr int kMaxDepth = 256;
 // Products of sums are expanded only up to this many terms.
 constexpr size_t kMaxExpandedTerms = 32;
 

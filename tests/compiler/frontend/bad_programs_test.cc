@@ -69,10 +69,11 @@ TEST(BadProgramsTest, EachFailsAtTheExpectedLocation) {
     EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
     std::string message(program.status().message());
     std::string prefix = path + ":" + line_col + ": ";
-    EXPECT_EQ(message.rfind(prefix, 0), 0u) << "message: " << message << "\nwant prefix: " << prefix;
+    EXPECT_EQ(message.rfind(prefix, 0), 0u)
+        << "message: " << message << "\nwant prefix: " << prefix;
     EXPECT_THAT(message, ::testing::HasSubstr(substring));
   }
 }
 
-}  // namespace
-}  // namespace kiln::frontend
+} // namespace
+} // namespace kiln::frontend

@@ -1,14 +1,13 @@
 // Tests of CompileSource: both TileLang forms, the compile-time evaluator and
 // the lowering of kernel bodies to tile IR. Every program that compiles is
 // also checked by the IR verifier.
-#include "compiler/frontend/frontend.h"
-
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/frontend/frontend.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
@@ -19,10 +18,10 @@
 namespace kiln::frontend {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ir::DType;
 using ir::StmtKind;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 using Bindings = std::vector<std::pair<std::string, std::string>>;
 
@@ -35,8 +34,7 @@ absl::StatusOr<ir::Program> Compile(std::string_view src, const Bindings& binds 
   return CompileSource(src, o);
 }
 
-ir::Program MustCompile(std::string_view src, const Bindings& binds = {},
-                        std::string entry = "") {
+ir::Program MustCompile(std::string_view src, const Bindings& binds = {}, std::string entry = "") {
   absl::StatusOr<ir::Program> p = Compile(src, binds, std::move(entry));
   EXPECT_TRUE(p.ok()) << p.status();
   if (!p.ok()) return ir::Program();
@@ -94,8 +92,12 @@ def matmul(A, B, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float
 )";
 
 TEST(FrontendTest, JitFormWithBoundShapes) {
-  ir::Program p = MustCompile(kJitGemm, {{"M", "256"}, {"N", "512"}, {"K", "128"},
-                                         {"block_M", "64"}, {"block_N", "128"}, {"block_K", "32"}});
+  ir::Program p = MustCompile(kJitGemm, {{"M", "256"},
+                                         {"N", "512"},
+                                         {"K", "128"},
+                                         {"block_M", "64"},
+                                         {"block_N", "128"},
+                                         {"block_K", "32"}});
   EXPECT_EQ(p.name, "matmul");
   EXPECT_EQ(p.source_name, "t.py");
   EXPECT_TRUE(p.symbols.empty());
@@ -115,12 +117,12 @@ TEST(FrontendTest, JitFormWithBoundShapes) {
   EXPECT_THAT(p.kernel.threads, ElementsAre(128));
   EXPECT_THAT(p.kernel.block_vars, ElementsAre("bx", "by"));
   EXPECT_EQ(p.kernel.loc, (ir::Loc{11, 5}));
-  EXPECT_THAT(Kinds(p.kernel.body), ElementsAre(StmtKind::kAlloc, StmtKind::kAlloc,
-                                                StmtKind::kAlloc, StmtKind::kFill,
-                                                StmtKind::kFor, StmtKind::kCopy));
+  EXPECT_THAT(Kinds(p.kernel.body),
+              ElementsAre(StmtKind::kAlloc, StmtKind::kAlloc, StmtKind::kAlloc, StmtKind::kFill,
+                          StmtKind::kFor, StmtKind::kCopy));
   const ir::Stmt& a_s = p.kernel.body[0];
   EXPECT_EQ(a_s.buffer.name, "A_s");
-  EXPECT_EQ(a_s.buffer.scope, ir::Scope::kSharedDyn);  // TileLang's default for alloc_shared
+  EXPECT_EQ(a_s.buffer.scope, ir::Scope::kSharedDyn); // TileLang's default for alloc_shared
   EXPECT_EQ(p.kernel.body[2].buffer.scope, ir::Scope::kFragment);
   EXPECT_EQ(p.kernel.body[2].buffer.dtype, DType::kFloat32);
   EXPECT_EQ(a_s.loc, (ir::Loc{12, 15}));
@@ -159,8 +161,7 @@ TEST(FrontendTest, JitFormUnboundConstsBecomeSymbols) {
 TEST(FrontendTest, BindingErrors) {
   absl::StatusOr<ir::Program> p = Compile(kJitGemm, {{"block_M", "64"}, {"block_N", "64"}});
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(),
-            "t.py:6:36: parameter 'block_K' has no binding and no default");
+  EXPECT_EQ(p.status().message(), "t.py:6:36: parameter 'block_K' has no binding and no default");
   p = Compile(kJitGemm, {{"block_M", "64"}, {"block_N", "64"}, {"block_K", "32"}, {"bogus", "1"}});
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(), HasSubstr("t.py:6:1: unknown binding 'bogus'"));
@@ -286,14 +287,22 @@ TEST(FrontendTest, DTypeNames) {
     DType dtype;
   };
   std::vector<Case> cases = {
-      {"T.float16", DType::kFloat16},  {"T.half", DType::kFloat16},
-      {"T.float", DType::kFloat32},    {"T.float32", DType::kFloat32},
-      {"T.double", DType::kFloat64},   {"T.bfloat16", DType::kBFloat16},
-      {"T.int8", DType::kInt8},        {"T.uint16", DType::kUInt16},
-      {"T.int64", DType::kInt64},      {"T.bool", DType::kBool},
-      {"T.float8_e4m3", DType::kFloat8E4M3}, {"T.float8_e4m3fn", DType::kFloat8E4M3},
-      {"T.float8_e5m2", DType::kFloat8E5M2}, {"\"float\"", DType::kFloat32},
-      {"\"float16\"", DType::kFloat16}, {"\"int\"", DType::kInt32},
+      {"T.float16", DType::kFloat16},
+      {"T.half", DType::kFloat16},
+      {"T.float", DType::kFloat32},
+      {"T.float32", DType::kFloat32},
+      {"T.double", DType::kFloat64},
+      {"T.bfloat16", DType::kBFloat16},
+      {"T.int8", DType::kInt8},
+      {"T.uint16", DType::kUInt16},
+      {"T.int64", DType::kInt64},
+      {"T.bool", DType::kBool},
+      {"T.float8_e4m3", DType::kFloat8E4M3},
+      {"T.float8_e4m3fn", DType::kFloat8E4M3},
+      {"T.float8_e5m2", DType::kFloat8E5M2},
+      {"\"float\"", DType::kFloat32},
+      {"\"float16\"", DType::kFloat16},
+      {"\"int\"", DType::kInt32},
       {"A.dtype", DType::kFloat64},
   };
   for (const Case& c : cases) {
@@ -368,7 +377,7 @@ TEST(TileOpsTest, RegionsAndFlags) {
   EXPECT_EQ(r1->dim, 0);
   EXPECT_TRUE(r1->clear);
   EXPECT_EQ(Find(b, StmtKind::kReduce, 2)->reduce_kind, ir::ReduceKind::kAbsSum);
-  EXPECT_EQ(Find(b, StmtKind::kReduce, 2)->dim, 1);  // default dim=-1
+  EXPECT_EQ(Find(b, StmtKind::kReduce, 2)->dim, 1); // default dim=-1
   EXPECT_EQ(Find(b, StmtKind::kReduce, 3)->reduce_kind, ir::ReduceKind::kAbsMax);
   const ir::Stmt* a0 = Find(b, StmtKind::kAtomic, 0);
   EXPECT_EQ(a0->atomic_op, ir::AtomicOp::kAdd);
@@ -454,7 +463,7 @@ def f(A: T.Tensor((64,), "int32"), n: T.int32):
   EXPECT_EQ(P(b[0].extents[0]), "4");
   EXPECT_EQ(P(b[0].body[0].indices[0]), "2 + i * 2");
   EXPECT_EQ(P(b[1].extents[0]), "n - 3");
-  EXPECT_THAT(b[1].loop_vars, ElementsAre("i_1"));  // shadowed names are made unique
+  EXPECT_THAT(b[1].loop_vars, ElementsAre("i_1")); // shadowed names are made unique
   EXPECT_EQ(b[2].for_kind, ir::ForKind::kUnroll);
   EXPECT_EQ(b[2].body[0].for_kind, ir::ForKind::kVectorized);
   EXPECT_EQ(b[3].for_kind, ir::ForKind::kPipelined);
@@ -462,7 +471,7 @@ def f(A: T.Tensor((64,), "int32"), n: T.int32):
   EXPECT_EQ(b[3].num_stages, 2);
   EXPECT_THAT(b[3].order, ElementsAre(1, 0));
   EXPECT_THAT(b[3].stage, ElementsAre(0, 1));
-  EXPECT_EQ(P(b[4].extents[0]), "4");  // 10, 7, 4, 1
+  EXPECT_EQ(P(b[4].extents[0]), "4"); // 10, 7, 4, 1
   EXPECT_EQ(P(b[4].body[0].indices[0]), "10 + i_3 * -3");
 }
 
@@ -496,6 +505,36 @@ def f(A: T.Tensor((8,), "float32")):
 )");
   ASSERT_FALSE(leak.ok());
   EXPECT_EQ(leak.status().message(), "t.py:7:16: name 'idx' is not defined");
+
+  // A Python name bound outside a run-time loop cannot be rebound inside it
+  // (it would keep only one trace's value); straight-line rebinding of names
+  // made inside the loop, and macro locals, are fine.
+  absl::StatusOr<ir::Program> rebind = Compile(R"(import tilelang.language as T
+@T.prim_func
+def f(A: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads=128):
+        total = 0
+        for i in T.serial(8):
+            t = A[i]
+            t = t * 2
+            total += t
+        A[0] = total
+)");
+  ASSERT_FALSE(rebind.ok());
+  EXPECT_EQ(rebind.status().message(),
+            "t.py:9:13: cannot rebind 'total' inside a run-time loop or branch (it is bound "
+            "outside); use T.alloc_var for a mutable variable");
+  MustCompile(R"(import tilelang.language as T
+@T.macro
+def twice(buf, k):
+    k = k * 2
+    buf[k] = 1
+@T.prim_func
+def f(A: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=128):
+        for i in T.serial(8):
+            twice(A, i)
+)");
 }
 
 TEST(ControlFlowTest, SymbolicIfElifAndLogic) {
@@ -586,27 +625,71 @@ def f(H: T.Tensor((16,), "float16"), F: T.Tensor((16,), "float32"), I: T.Tensor(
   EXPECT_EQ(s[3]->value.args[1].dtype, DType::kInt64);
   EXPECT_EQ(P(s[4]->value), "exp2(F[i] * 2.0) + max(F[i], 0.0) + sqrt(cast<float32>(I[i]))");
   EXPECT_EQ(P(s[5]->value), "select(i < n, F[i], -inf)");
-  EXPECT_EQ(P(s[6]->value),
-            "cast<int32>(F[i]) + cast<int32>(F[i]) + i // 4 + i % 3 + i / 2");
+  EXPECT_EQ(P(s[6]->value), "cast<int32>(F[i]) + cast<int32>(F[i]) + i // 4 + i % 3 + i / 2");
   EXPECT_EQ(P(s[7]->value), "min(i, n) + (n + 63) // 64 + thread_idx(0) + n // 2");
   EXPECT_EQ(P(s[8]->value), "3.0 + 65504.0");
+}
+
+TEST(ExprTest, SymbolicConditionalAndTwoOutputs) {
+  ir::Program p = MustCompile(R"(import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def k(X):
+    X: T.Tensor((32,), T.float32)
+    Lo = T.empty((32,), T.float32)
+    Hi = T.empty((32,), T.int8)
+    with T.Kernel(1, threads=(32, 1, 1)) as (bx,):
+        for i in T.Parallel(32):
+            Lo[i] = X[i] if X[i] < 0 else T.sin(X[i]) - T.min_value(T.float32)
+            Hi[i] = T.max_value(T.int8) if i % 2 == 0 else -1
+    return Lo, Hi
+)");
+  ASSERT_EQ(p.params.size(), 3u);
+  EXPECT_TRUE(p.params[1].is_output);
+  EXPECT_TRUE(p.params[2].is_output);
+  EXPECT_EQ(p.params[2].buffer.dtype, DType::kInt8);
+  EXPECT_THAT(p.kernel.threads, ElementsAre(32, 1, 1));
+  const ir::Stmt* s0 = Find(p.kernel.body, StmtKind::kStore, 0);
+  EXPECT_EQ(s0->value.kind, ir::ExprKind::kSelect);
+  EXPECT_EQ(P(s0->value.args[0]), "X[i] < 0.0");
+  EXPECT_EQ(s0->value.args[2].args[0].fn, ir::Intrinsic::kSin);
+  const ir::Stmt* s1 = Find(p.kernel.body, StmtKind::kStore, 1);
+  EXPECT_EQ(P(s1->value), "select(i % 2 == 0, int8(127), int8(-1))");
 }
 
 TEST(ExprTest, PythonSemanticsAtCompileTime) {
   struct Case {
     std::string expr;
-    std::string want;  // the printed float32 fill value
+    std::string want; // the printed float32 fill value
   };
   std::vector<Case> cases = {
-      {"7 / 2", "3.5"},         {"-7 // 2", "-4.0"},     {"-7 % 3", "2.0"},
-      {"7 % -3", "-2.0"},       {"2 ** 10", "1024.0"},   {"2 ** -1", "0.5"},
-      {"7.5 // 2", "3.0"},      {"-7.5 % 2", "0.5"},     {"1 if 3 > 2 > 1 else 0", "1.0"},
-      {"(1, 2, 3)[-1]", "3.0"}, {"len([1, 2] + [3])", "3.0"}, {"max(3, 9, 4)", "9.0"},
-      {"min([5, 2])", "2.0"},   {"abs(-4)", "4.0"},      {"int(3.9)", "3.0"},
-      {"float(2)", "2.0"},      {"sum(range(5))", "10.0"},  {"True + True", "2.0"},
-      {"3 and 5", "5.0"},       {"0 or 7", "7.0"},       {"sum([x * x for x in range(4)])", "14.0"},
-      {"{'a': 1, 'b': 2}['b']", "2.0"}, {"(x := 1) if False else 6", "6.0"},
-      {"T.ceildiv(10, 3)", "4.0"},  {"1 << 4 | 1", "17.0"}, {"divmod(17, 5)[1]", "2.0"},
+      {"7 / 2", "3.5"},
+      {"-7 // 2", "-4.0"},
+      {"-7 % 3", "2.0"},
+      {"7 % -3", "-2.0"},
+      {"2 ** 10", "1024.0"},
+      {"2 ** -1", "0.5"},
+      {"7.5 // 2", "3.0"},
+      {"-7.5 % 2", "0.5"},
+      {"1 if 3 > 2 > 1 else 0", "1.0"},
+      {"(1, 2, 3)[-1]", "3.0"},
+      {"len([1, 2] + [3])", "3.0"},
+      {"max(3, 9, 4)", "9.0"},
+      {"min([5, 2])", "2.0"},
+      {"abs(-4)", "4.0"},
+      {"int(3.9)", "3.0"},
+      {"float(2)", "2.0"},
+      {"sum(range(5))", "10.0"},
+      {"True + True", "2.0"},
+      {"3 and 5", "5.0"},
+      {"0 or 7", "7.0"},
+      {"sum([x * x for x in range(4)])", "14.0"},
+      {"{'a': 1, 'b': 2}['b']", "2.0"},
+      {"(x := 1) if False else 6", "6.0"},
+      {"T.ceildiv(10, 3)", "4.0"},
+      {"1 << 4 | 1", "17.0"},
+      {"divmod(17, 5)[1]", "2.0"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expr);
@@ -639,7 +722,8 @@ TEST(ExprTest, CompileTimeErrors) {
       {"(x := 1)", "t.py:5:20: assignment expressions (':=') are not supported"},
       {"[i for i in range(3)][0] + (lambda: 1)()", "t.py:5:47: lambda is not supported"},
       {"f\"{1}\"", "t.py:5:19: f-strings are not supported"},
-      {"A[0:2]", "t.py:5:19: a slice is not a single element here; use T.copy or T.fill for regions"},
+      {"A[0:2]",
+       "t.py:5:19: a slice is not a single element here; use T.copy or T.fill for regions"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expr);
@@ -653,6 +737,55 @@ def f(A: T.Tensor((4,), "float32")):
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().message(), c.error);
   }
+}
+
+TEST(FrontendTest, MoreSurfaceForms) {
+  ir::Program p = MustCompile(R"(import tilelang
+import tilelang.language as T
+from tvm import DataType
+
+@tilelang.jit(out_idx=-1)
+def k(A, n, scale, block=32):
+    m = T.symbolic("m")
+    A: T.Tensor[(m, 64), T.float16]
+    n: T.int32
+    Out = T.empty(m, 64, dtype=T.float32)
+    bits = DataType(A.dtype).bits
+    with T.Kernel(T.ceildiv(m, block)):
+        x: T.int32 = 7
+        loc = T.alloc_local([2], "float32")
+        buf = T.alloc_buffer((block, A.shape[1]), T.float16, scope="shared")
+        T.copy(A[0:block, :], buf)
+        for i in range(bits // 8):
+            loc[i] = scale + x + n
+        Out[0, 0] = loc[0]
+    return Out
+)",
+                              {{"scale", "0.5"}});
+  ASSERT_EQ(p.symbols.size(), 1u);
+  EXPECT_EQ(p.symbols[0].name, "m");
+  ASSERT_EQ(p.params.size(), 3u);
+  EXPECT_EQ(p.params[0].buffer.name, "A");
+  EXPECT_TRUE(p.params[1].is_scalar);
+  EXPECT_EQ(p.params[1].buffer.name, "n");
+  EXPECT_EQ(p.params[2].buffer.name, "Out");
+  EXPECT_TRUE(p.params[2].is_output);
+  EXPECT_EQ(p.params[2].buffer.dtype, DType::kFloat32);
+  EXPECT_THAT(p.kernel.threads, ElementsAre(128)); // TileLang's default
+  EXPECT_THAT(p.kernel.block_vars, ElementsAre("bx"));
+  const auto& b = p.kernel.body;
+  EXPECT_EQ(b[0].buffer.name, "x");
+  EXPECT_EQ(b[0].buffer.scope, ir::Scope::kVar);
+  EXPECT_EQ(P(b[0].buffer.init), "7");
+  EXPECT_EQ(b[1].buffer.scope, ir::Scope::kLocal);
+  EXPECT_EQ(b[2].buffer.scope, ir::Scope::kShared);
+  EXPECT_EQ(P(b[2].buffer.shape[1]), "64");
+  const ir::Stmt* loop = Find(b, StmtKind::kFor);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(P(loop->extents[0]), "2"); // float16 is 16 bits
+  EXPECT_EQ(loop->loc, (ir::Loc{17, 9}));
+  EXPECT_EQ(loop->body[0].loc, (ir::Loc{18, 13}));
+  EXPECT_EQ(P(loop->body[0].value), "0.5 + cast<float32>(x[0]) + cast<float32>(n)");
 }
 
 TEST(FrontendTest, EntrySelection) {
@@ -735,5 +868,5 @@ def g(A: T.Tensor((4,), "float32")):
   EXPECT_THAT(p.status().message(), HasSubstr("nesting too deep"));
 }
 
-}  // namespace
-}  // namespace kiln::frontend
+} // namespace
+} // namespace kiln::frontend

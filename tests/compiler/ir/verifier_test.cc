@@ -192,7 +192,7 @@ std::vector<Case> Cases() {
       {"expression nested too deeply",
        [](Program& p) {
          Expr e = V("i");
-         for (int d = 0; d < 1100; ++d) e = Add(std::move(e), I(1));
+         for (int d = 0; d < 300; ++d) e = Add(std::move(e), I(1));
          ParStore(p).indices[0] = std::move(e);
        },
        "18:13", "expression is nested too deeply"},

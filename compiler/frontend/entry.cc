@@ -1,0 +1,410 @@
+// Entry selection, parameter binding, @T.prim_func lowering and the
+// module-level name index.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/frontend/evaluator.h"
+#include "compiler/frontend/names.h"
+#include "compiler/ir/diagnostic.h"
+#include "util/status_macros.h"
+
+namespace kiln::frontend {
+namespace {
+
+bool HasNestedPrimFunc(const std::vector<PyStmt>& body) {
+  for (const PyStmt& s : body) {
+    if (s.kind == PyStmtKind::kFunctionDef) {
+      for (const PyExpr& d : s.decorators) {
+        if (IsPrimFuncDecorator(d)) return true;
+      }
+      continue;
+    }
+    if (HasNestedPrimFunc(s.body) || HasNestedPrimFunc(s.orelse)) return true;
+  }
+  return false;
+}
+
+bool IsCandidate(const PyStmt& s) {
+  if (s.kind != PyStmtKind::kFunctionDef) return false;
+  for (const PyExpr& d : s.decorators) {
+    if (IsJitDecorator(d) || IsPrimFuncDecorator(d)) return true;
+  }
+  return HasNestedPrimFunc(s.body);
+}
+
+// Names a target expression binds (a, (b, c), [d]).
+void TargetNames(const PyExpr& t, std::vector<std::string>* out) {
+  if (t.kind == PyExprKind::kName) {
+    out->push_back(t.str);
+  } else if (t.kind == PyExprKind::kTuple || t.kind == PyExprKind::kList) {
+    for (const PyExpr& e : t.elts) TargetNames(e, out);
+  } else if (t.kind == PyExprKind::kStarred && !t.elts.empty()) {
+    TargetNames(t.elts[0], out);
+  }
+}
+
+// Names annotated (`A: T.Tensor(...)`) anywhere in a function body outside
+// nested defs: the tensor parameters of the @tilelang.jit form.
+void AnnotatedNames(const std::vector<PyStmt>& body, absl::flat_hash_set<std::string>* out) {
+  for (const PyStmt& s : body) {
+    if (s.kind == PyStmtKind::kAnnAssign && s.exprs.size() == 1 && !s.targets.empty() &&
+        s.targets[0].kind == PyExprKind::kName) {
+      out->insert(s.targets[0].str);
+    }
+    if (s.kind == PyStmtKind::kFunctionDef || s.kind == PyStmtKind::kClassDef) continue;
+    AnnotatedNames(s.body, out);
+    AnnotatedNames(s.orelse, out);
+  }
+}
+
+Value BindingToValue(const BindingValue& b) {
+  switch (b.kind) {
+  case BindingValue::Kind::kInt:
+    return Value::Int(b.ival);
+  case BindingValue::Kind::kFloat:
+    return Value::Float(b.fval);
+  case BindingValue::Kind::kBool:
+    return Value::Bool(b.bval);
+  case BindingValue::Kind::kString: {
+    // "T.float16" / "tilelang.language.float16" name a dtype; plain
+    // strings stay strings (a dtype name is accepted wherever a dtype is).
+    std::string_view s = b.sval;
+    for (std::string_view prefix : {"T.", "tilelang.language.", "torch."}) {
+      if (s.substr(0, prefix.size()) == prefix) {
+        std::optional<ir::DType> t = ParseDTypeAlias(s.substr(prefix.size()));
+        if (t) return Value::DType(*t);
+      }
+    }
+    return Value::Str(b.sval);
+  }
+  }
+  return Value();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Module and entry.
+
+absl::Status Evaluator::IndexModule() {
+  for (const BrokenStmt& b : module_.broken) {
+    for (const std::string& n : b.defines) broken_names_.emplace(n, &b);
+  }
+  for (const PyStmt& s : module_.body) {
+    switch (s.kind) {
+    case PyStmtKind::kImport:
+    case PyStmtKind::kImportFrom: {
+      absl::StatusOr<Flow> r = ExecImport(s, 0);
+      if (!r.ok()) {
+        // An import the kernel may never use: fail only if it is used.
+        for (const std::string& n : s.aliases.empty() ? s.names : s.aliases) {
+          frames_[0]->vars[n] = Value::Opaque("unsupported import");
+        }
+      }
+      break;
+    }
+    case PyStmtKind::kFunctionDef: {
+      Value f;
+      f.kind = ValueKind::kFunction;
+      f.func = &s;
+      f.i = 0;
+      frames_[0]->vars[s.str] = f;
+      broken_names_.erase(s.str);
+      break;
+    }
+    case PyStmtKind::kClassDef:
+      frames_[0]->vars[s.str] = Value::Opaque("class");
+      break;
+    case PyStmtKind::kAssign:
+    case PyStmtKind::kAnnAssign:
+    case PyStmtKind::kAugAssign: {
+      if (s.kind == PyStmtKind::kAnnAssign && s.exprs.size() < 2) break;
+      std::vector<std::string> names;
+      for (const PyExpr& t : s.targets) TargetNames(t, &names);
+      for (const std::string& n : names) {
+        frames_[0]->vars.erase(n);
+        module_names_[n] = ModuleName{&s, false};
+        broken_names_.erase(n);
+      }
+      break;
+    }
+    default:
+      break; // top-level control flow and test drivers are not executed
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const PyStmt*> Evaluator::SelectEntry() {
+  std::vector<const PyStmt*> candidates;
+  for (const PyStmt& s : module_.body) {
+    if (IsCandidate(s)) candidates.push_back(&s);
+  }
+  auto names = [&] {
+    std::vector<std::string> n;
+    for (const PyStmt* c : candidates) n.push_back(c->str);
+    return absl::StrJoin(n, ", ");
+  };
+  if (!options_.entry.empty()) {
+    const PyStmt* found = nullptr;
+    for (const PyStmt& s : module_.body) {
+      if (s.kind == PyStmtKind::kFunctionDef && s.str == options_.entry) found = &s;
+    }
+    if (found) return found;
+    if (auto it = broken_names_.find(options_.entry); it != broken_names_.end()) {
+      return absl::InvalidArgumentError(it->second->message);
+    }
+    std::string entry = IsIdentifier(options_.entry) ? options_.entry : "<invalid name>";
+    return Error(Loc{}, absl::StrCat("entry function '", entry, "' not found",
+                                     candidates.empty() ? "" : "; candidates: ",
+                                     candidates.empty() ? "" : names()));
+  }
+  if (candidates.size() == 1) return candidates[0];
+  if (candidates.empty()) {
+    if (!module_.broken.empty()) return absl::InvalidArgumentError(module_.broken[0].message);
+    return Error(Loc{},
+                 "no kernel function found (expected a function decorated with @tilelang.jit "
+                 "or @T.prim_func, or one that defines a @T.prim_func)");
+  }
+  return Error(Loc{}, absl::StrCat("several kernel functions (", names(),
+                                   "); choose one with the entry option"));
+}
+
+absl::StatusOr<ir::Program> Evaluator::Run() {
+  RETURN_IF_ERROR(IndexModule());
+  ASSIGN_OR_RETURN(const PyStmt* entry, SelectEntry());
+  entry_ = entry;
+  RETURN_IF_ERROR(RunEntry(*entry));
+  program_.name = entry->str;
+  program_.source_name = options_.file_name;
+  return std::move(program_);
+}
+
+absl::Status Evaluator::ApplyJitDecorator(const PyExpr& call) {
+  int saved = std::exchange(frame_, 0);
+  absl::Status status;
+  for (const Keyword& kw : call.keywords) {
+    if (kw.name != "out_idx" && kw.name != "pass_configs") continue;
+    absl::StatusOr<Value> v = Eval(kw.value[0]);
+    if (!v.ok()) {
+      status = v.status();
+      break;
+    }
+    Loc loc = kw.value[0].loc;
+    if (kw.name == "out_idx") {
+      if (v->is_none()) continue;
+      if (v->kind == ValueKind::kInt) {
+        out_idx_.push_back(v->i);
+        continue;
+      }
+      bool ok = v->is_sequence();
+      for (const Value& x : v->elts()) ok = ok && x.kind == ValueKind::kInt;
+      if (!ok) {
+        status = Error(loc, "out_idx must be an int or a list of ints");
+        break;
+      }
+      for (const Value& x : v->elts()) out_idx_.push_back(x.i);
+      continue;
+    }
+    if (v->is_none()) continue;
+    if (v->kind != ValueKind::kDict) {
+      status = Error(loc, "pass_configs must be a dict");
+      break;
+    }
+    for (size_t k = 0; k < v->elts().size(); ++k) {
+      const Value& key = v->elts()[k];
+      const Value& val = (*v->values)[k];
+      if (key.kind != ValueKind::kString || !IsConfigKey(key.s)) {
+        status = Error(loc, "pass_configs keys must be strings such as \"tl.enable_fast_math\"");
+        break;
+      }
+      bool scalar = val.kind == ValueKind::kBool || val.kind == ValueKind::kInt ||
+                    val.kind == ValueKind::kFloat ||
+                    (val.kind == ValueKind::kString && IsSafeText(val.s));
+      if (!scalar) {
+        status = Error(loc, absl::StrCat("pass_configs value for '", key.s,
+                                         "' must be a bool, number or simple string"));
+        break;
+      }
+      program_.attrs[key.s] = AttrText(val);
+    }
+    if (!status.ok()) break;
+  }
+  frame_ = saved;
+  return status;
+}
+
+absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
+  absl::flat_hash_set<std::string> annotated;
+  AnnotatedNames(entry.body, &annotated);
+  int saved = std::exchange(frame_, frame);
+  for (size_t k = 0; k < entry.params.size(); ++k) {
+    const Param& p = entry.params[k];
+    entry_param_index_[p.name] = static_cast<int>(k);
+    if (p.kind == Param::kVarArgs) {
+      Bind(p.name, Value::Tuple({}));
+      continue;
+    }
+    if (p.kind == Param::kKwArgs) {
+      Value d;
+      d.kind = ValueKind::kDict;
+      d.items = std::make_shared<ValueList>();
+      d.values = std::make_shared<ValueList>();
+      Bind(p.name, d);
+      continue;
+    }
+    const BindingValue* binding = nullptr;
+    for (const auto& [name, value] : options_.bindings) {
+      if (name == p.name) binding = &value;
+    }
+    if (annotated.contains(p.name)) {
+      if (binding) {
+        frame_ = saved;
+        return Error(p.loc, absl::StrCat("parameter '", p.name,
+                                         "' is a tensor (annotated in the body) and cannot be "
+                                         "bound"));
+      }
+      pending_tensor_params_.insert(p.name);
+      continue;
+    }
+    binding_names_valid_.push_back(p.name);
+    if (binding) {
+      bindings_used_.insert(p.name);
+      Bind(p.name, BindingToValue(*binding));
+      continue;
+    }
+    if (!p.default_value.empty()) {
+      // Defaults are evaluated where the function is defined.
+      frame_ = 0;
+      absl::StatusOr<Value> v = Eval(p.default_value[0]);
+      frame_ = frame;
+      if (!v.ok()) {
+        frame_ = saved;
+        return v.status();
+      }
+      Bind(p.name, *std::move(v));
+      continue;
+    }
+    frame_ = saved;
+    return Error(p.loc, absl::StrCat("parameter '", p.name, "' has no binding and no default"));
+  }
+  frame_ = saved;
+  return absl::OkStatus();
+}
+
+absl::Status Evaluator::CheckBindingsUsed() {
+  for (const auto& [name, value] : options_.bindings) {
+    if (bindings_used_.contains(name)) continue;
+    std::vector<std::string> valid = binding_names_valid_;
+    std::sort(valid.begin(), valid.end());
+    valid.erase(std::unique(valid.begin(), valid.end()), valid.end());
+    std::string shown = IsIdentifier(name) ? name : "<invalid name>";
+    return Error(entry_->loc, absl::StrCat("unknown binding '", shown, "' for '", entry_->str,
+                                           "'; valid names: ",
+                                           valid.empty() ? "(none)" : absl::StrJoin(valid, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Evaluator::RunEntry(const PyStmt& entry) {
+  bool is_prim = false;
+  for (const PyExpr& d : entry.decorators) {
+    if (IsPrimFuncDecorator(d)) {
+      is_prim = true;
+    } else if (IsJitDecorator(d) && d.kind == PyExprKind::kCall) {
+      RETURN_IF_ERROR(ApplyJitDecorator(d));
+    }
+  }
+  if (is_prim) {
+    frame_ = 0;
+    RETURN_IF_ERROR(LowerPrimFunc(entry));
+  } else {
+    frames_.push_back(std::make_unique<Frame>());
+    int frame = static_cast<int>(frames_.size()) - 1;
+    frames_[frame]->parent = 0;
+    RETURN_IF_ERROR(BindEntryParams(entry, frame));
+    frame_ = frame;
+    entry_frame_ = frame;
+    ASSIGN_OR_RETURN(Flow flow, ExecBlock(entry.body));
+    (void)flow;
+    frame_ = 0;
+    if (!prim_func_lowered_) {
+      if (!kernel_seen_) {
+        return Error(entry.loc, absl::StrCat("'", entry.str, "' defines no T.Kernel"));
+      }
+      // @tilelang.jit form: inputs in parameter order, then T.empty outputs.
+      std::stable_sort(jit_inputs_.begin(), jit_inputs_.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto& [pos, param] : jit_inputs_) program_.params.push_back(std::move(param));
+      for (ir::Param& p : jit_outputs_) program_.params.push_back(std::move(p));
+    } else if (!jit_outputs_.empty()) {
+      return Error(entry.loc, "T.empty cannot be combined with a @T.prim_func");
+    }
+  }
+  RETURN_IF_ERROR(CheckBindingsUsed());
+  int n = static_cast<int>(program_.params.size());
+  for (int64_t idx : out_idx_) {
+    int64_t k = idx < 0 ? idx + n : idx;
+    if (k < 0 || k >= n) {
+      return Error(entry.loc,
+                   absl::StrCat("out_idx ", idx, " is out of range for ", n, " kernel parameters"));
+    }
+    program_.params[k].is_output = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Evaluator::LowerPrimFunc(const PyStmt& def) {
+  if (prim_func_lowered_) {
+    return Error(def.loc, "only one @T.prim_func per kernel function is supported");
+  }
+  if (in_kernel_) return Error(def.loc, "@T.prim_func inside T.Kernel is not supported");
+  frames_.push_back(std::make_unique<Frame>());
+  int frame = static_cast<int>(frames_.size()) - 1;
+  frames_[frame]->parent = frame_;
+  for (const Param& p : def.params) {
+    if (p.kind == Param::kVarArgs || p.kind == Param::kKwArgs) {
+      return Error(p.loc, "*args and **kwargs are not supported in a @T.prim_func");
+    }
+    if (p.annotation.empty()) {
+      return Error(p.loc, absl::StrCat("parameter '", p.name,
+                                       "' of a @T.prim_func needs a type annotation such as "
+                                       "T.Tensor((M, N), dtype) or T.int32"));
+    }
+    ASSIGN_OR_RETURN(Value type, Eval(p.annotation[0]));
+    Value bound;
+    if (type.kind == ValueKind::kTensorType) {
+      ASSIGN_OR_RETURN(int id, AddParamBuffer(p.name, type, p.loc, false));
+      ir::Param param;
+      param.buffer = buffers_[id].buffer;
+      program_.params.push_back(std::move(param));
+      bound = Value::Buffer(id);
+    } else if (type.kind == ValueKind::kDType ||
+               (type.kind == ValueKind::kString && ParseDTypeAlias(type.s))) {
+      ASSIGN_OR_RETURN(ir::DType t, ToDType(type, p.annotation[0].loc));
+      ir::Param param;
+      ASSIGN_OR_RETURN(bound, AddScalarParam(p.name, t, p.loc, &param));
+      program_.params.push_back(std::move(param));
+    } else {
+      return Error(p.annotation[0].loc,
+                   absl::StrCat("parameter '", p.name, "' must be annotated with T.Tensor(...), ",
+                                "T.Buffer(...) or a scalar dtype, not ", TypeName(type)));
+    }
+    frames_[frame]->vars[p.name] = std::move(bound);
+  }
+  int saved = std::exchange(frame_, frame);
+  absl::StatusOr<Flow> flow = ExecBlock(def.body);
+  frame_ = saved;
+  RETURN_IF_ERROR(flow.status());
+  if (!kernel_seen_) {
+    return Error(def.loc, absl::StrCat("@T.prim_func '", def.str, "' defines no T.Kernel"));
+  }
+  prim_func_lowered_ = true;
+  prim_func_ = &def;
+  return absl::OkStatus();
+}
+
+} // namespace kiln::frontend

@@ -1,0 +1,329 @@
+// Python builtins (range, len, min, max, int, ...) and methods of builtin
+// types (dict.items, list.append, expr.astype) at compile time.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/args.h"
+#include "compiler/frontend/evaluator.h"
+#include "compiler/ir/builder.h"
+#include "util/status_macros.h"
+
+namespace kiln::frontend {
+
+absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg>& args, Loc loc) {
+  std::string name = method.s.substr(7);
+  const Value& self = method.elts()[0];
+  const std::string& file = options_.file_name;
+  if (name == "astype") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "astype", args, {"dtype"}, 1));
+    ASSIGN_OR_RETURN(ir::DType t, ToDType(*m[0], ArgLoc(args, {"dtype"}, 0, loc)));
+    ASSIGN_OR_RETURN(ir::Expr e, ToExprOf(Ctx(loc), self, t));
+    return Value::Expr(std::move(e));
+  }
+  if (name == "items" || name == "keys" || name == "values") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
+    (void)m;
+    ValueList out;
+    for (size_t k = 0; k < self.items->size(); ++k) {
+      if (name == "keys") {
+        out.push_back((*self.items)[k]);
+      } else if (name == "values") {
+        out.push_back((*self.values)[k]);
+      } else {
+        out.push_back(Value::Tuple({(*self.items)[k], (*self.values)[k]}));
+      }
+    }
+    return Value::List(std::move(out));
+  }
+  if (name == "get") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "get", args, {"key", "default"}, 1));
+    for (size_t k = 0; k < self.items->size(); ++k) {
+      bool known = true;
+      if (PyEquals((*self.items)[k], *m[0], &known) && known) return (*self.values)[k];
+    }
+    return m[1].has_value() ? *m[1] : Value::None();
+  }
+  if (name == "append") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "append", args, {"object"}, 1));
+    if (self.items->size() >= kMaxCompileTimeItems) return Error(loc, "list too long");
+    self.items->push_back(*m[0]);
+    return Value::None();
+  }
+  if (name == "extend") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "extend", args, {"iterable"}, 1));
+    ASSIGN_OR_RETURN(std::vector<Value> more, Iterate(*m[0], loc));
+    if (self.items->size() + more.size() >= kMaxCompileTimeItems)
+      return Error(loc, "list too long");
+    self.items->insert(self.items->end(), more.begin(), more.end());
+    return Value::None();
+  }
+  return Error(loc, absl::StrCat("unsupported method '", name, "'"));
+}
+
+absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std::vector<Arg>& args,
+                                                   Loc loc) {
+  const std::string& file = options_.file_name;
+  for (const Arg& a : args) {
+    if (!a.name.empty() && name != "dict" && name != "sorted" && name != "min" && name != "max" &&
+        name != "round") {
+      return Error(a.name_loc,
+                   absl::StrCat(name, "() got an unexpected keyword argument '", a.name, "'"));
+    }
+  }
+  std::vector<Value> pos;
+  for (Arg& a : args) {
+    if (!a.name.empty()) continue;
+    ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
+    pos.push_back(std::move(v));
+  }
+  auto want = [&](size_t lo, size_t hi) -> absl::Status {
+    if (pos.size() < lo || pos.size() > hi) {
+      return Error(loc, absl::StrCat(name, "() takes ", lo == hi ? "" : "from ", lo,
+                                     lo == hi ? "" : absl::StrCat(" to ", hi), " argument",
+                                     hi == 1 ? "" : "s", " but ", pos.size(), " were given"));
+    }
+    return absl::OkStatus();
+  };
+  if (name == "print") return Error(loc, "print() is not supported");
+  if (name == "isinstance" || name == "type" || name == "getattr") {
+    return Error(loc, absl::StrCat(name, "() is not supported"));
+  }
+  if (name == "range") {
+    RETURN_IF_ERROR(want(1, 3));
+    int64_t v[3] = {0, 0, 1};
+    for (size_t k = 0; k < pos.size(); ++k) {
+      if (!pos[k].is_int()) {
+        return Error(loc, absl::StrCat("range() arguments must be compile-time integers here, got ",
+                                       TypeName(pos[k])));
+      }
+    }
+    if (pos.size() == 1) {
+      v[1] = pos[0].i;
+    } else {
+      v[0] = pos[0].i;
+      v[1] = pos[1].i;
+      if (pos.size() == 3) v[2] = pos[2].i;
+    }
+    if (v[2] == 0) return Error(loc, "range() step must not be zero");
+    Value r;
+    r.kind = ValueKind::kRange;
+    r.items = std::make_shared<ValueList>(
+        ValueList{Value::Int(v[0]), Value::Int(v[1]), Value::Int(v[2])});
+    return r;
+  }
+  if (name == "len") {
+    RETURN_IF_ERROR(want(1, 1));
+    const Value& x = pos[0];
+    if (x.is_sequence() || x.kind == ValueKind::kDict) {
+      return Value::Int(static_cast<int64_t>(x.elts().size()));
+    }
+    if (x.kind == ValueKind::kString) return Value::Int(static_cast<int64_t>(x.s.size()));
+    if (x.kind == ValueKind::kRange) {
+      return Value::Int(RangeLength(x.elts()[0].i, x.elts()[1].i, x.elts()[2].i));
+    }
+    return Error(loc, absl::StrCat("object of type '", TypeName(x), "' has no len()"));
+  }
+  if (name == "min" || name == "max") {
+    for (const Arg& a : args) {
+      if (!a.name.empty())
+        return Error(a.name_loc, absl::StrCat(name, "() keywords are not supported"));
+    }
+    if (pos.empty()) return Error(loc, absl::StrCat(name, "() expects at least one argument"));
+    std::vector<Value> items = pos;
+    if (pos.size() == 1) {
+      ASSIGN_OR_RETURN(items, Iterate(pos[0], loc));
+      if (items.empty()) return Error(loc, absl::StrCat(name, "() arg is an empty sequence"));
+    }
+    Value acc = items[0];
+    for (size_t k = 1; k < items.size(); ++k) {
+      ASSIGN_OR_RETURN(acc, ApplyMinMax(Ctx(loc), name == "max", acc, items[k]));
+    }
+    return acc;
+  }
+  if (name == "abs") {
+    RETURN_IF_ERROR(want(1, 1));
+    const Value& x = pos[0];
+    if (x.kind == ValueKind::kFloat) return Value::Float(std::fabs(x.f));
+    if (x.is_int()) {
+      if (x.i == INT64_MIN) return Error(loc, "integer overflow in compile-time arithmetic");
+      return Value::Int(x.i < 0 ? -x.i : x.i);
+    }
+    if (x.is_expr()) return Value::Expr(ir::Call(ir::Intrinsic::kAbs, {*x.expr}, loc));
+    return Error(loc, absl::StrCat("bad operand type for abs(): '", TypeName(x), "'"));
+  }
+  if (name == "int" || name == "float" || name == "bool" || name == "str") {
+    RETURN_IF_ERROR(want(0, 1));
+    if (pos.empty()) {
+      if (name == "int") return Value::Int(0);
+      if (name == "float") return Value::Float(0);
+      if (name == "bool") return Value::Bool(false);
+      return Value::Str("");
+    }
+    const Value& x = pos[0];
+    if (name == "bool") {
+      bool known = true;
+      bool t = Truthy(x, &known);
+      if (!known) return Error(loc, "bool() of a value only known at run time is not supported");
+      return Value::Bool(t);
+    }
+    if (x.is_expr()) {
+      return Error(loc, absl::StrCat(name, "() of a symbolic value is not supported; use T.cast"));
+    }
+    if (name == "str") {
+      if (x.kind == ValueKind::kString) return x;
+      if (x.is_number() || x.kind == ValueKind::kDType) return Value::Str(Describe(x));
+      return Error(loc, "str() of this value is not supported");
+    }
+    if (name == "int") {
+      if (x.is_int()) return Value::Int(x.i);
+      if (x.kind == ValueKind::kFloat) {
+        if (!std::isfinite(x.f) || std::fabs(x.f) >= 9.2e18) {
+          return Error(loc, "cannot convert float to int");
+        }
+        return Value::Int(static_cast<int64_t>(x.f));
+      }
+      if (x.kind == ValueKind::kString) {
+        BindingValue b = ParseBindingText(x.s);
+        if (b.kind == BindingValue::Kind::kInt) return Value::Int(b.ival);
+      }
+      return Error(loc, absl::StrCat("int() cannot convert a ", TypeName(x)));
+    }
+    if (x.is_int()) return Value::Float(static_cast<double>(x.i));
+    if (x.kind == ValueKind::kFloat) return x;
+    if (x.kind == ValueKind::kString) {
+      if (x.s == "inf" || x.s == "+inf") return Value::Float(INFINITY);
+      if (x.s == "-inf") return Value::Float(-INFINITY);
+      if (x.s == "nan") return Value::Float(NAN);
+      BindingValue b = ParseBindingText(x.s);
+      if (b.kind == BindingValue::Kind::kInt) return Value::Float(static_cast<double>(b.ival));
+      if (b.kind == BindingValue::Kind::kFloat) return Value::Float(b.fval);
+    }
+    return Error(loc, absl::StrCat("float() cannot convert a ", TypeName(x)));
+  }
+  if (name == "round") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "round", args, {"number", "ndigits"}, 1));
+    if (m[1].has_value() && !m[1]->is_none())
+      return Error(loc, "round(x, ndigits) is not supported");
+    const Value& x = *m[0];
+    if (x.is_int()) return Value::Int(x.i);
+    if (x.kind == ValueKind::kFloat && std::isfinite(x.f) && std::fabs(x.f) < 9.2e18) {
+      return Value::Int(static_cast<int64_t>(std::nearbyint(x.f)));
+    }
+    return Error(loc, "round() needs a finite compile-time number");
+  }
+  if (name == "tuple" || name == "list" || name == "sorted" || name == "reversed") {
+    if (name == "sorted") {
+      for (const Arg& a : args) {
+        if (!a.name.empty()) return Error(a.name_loc, "sorted() keywords are not supported");
+      }
+    }
+    RETURN_IF_ERROR(want(0, 1));
+    std::vector<Value> items;
+    if (!pos.empty()) {
+      ASSIGN_OR_RETURN(items, Iterate(pos[0], loc));
+    }
+    if (name == "reversed") std::reverse(items.begin(), items.end());
+    if (name == "sorted") {
+      absl::Status st;
+      std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+        absl::StatusOr<Value> r = ApplyCompare(Ctx(loc), "<", a, b);
+        if (!r.ok()) {
+          st = r.status();
+          return false;
+        }
+        return r->kind == ValueKind::kBool && r->i != 0;
+      });
+      RETURN_IF_ERROR(st);
+    }
+    return name == "tuple" ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
+  }
+  if (name == "dict") {
+    RETURN_IF_ERROR(want(0, 0));
+    Value d = Value::Dict();
+    for (const Arg& a : args) {
+      d.items->push_back(Value::Str(a.name));
+      d.values->push_back(a.value);
+    }
+    return d;
+  }
+  if (name == "sum" || name == "any" || name == "all") {
+    RETURN_IF_ERROR(want(1, name == "sum" ? 2 : 1));
+    ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(pos[0], loc));
+    if (name == "sum") {
+      Value acc = pos.size() > 1 ? pos[1] : Value::Int(0);
+      for (const Value& x : items) {
+        ASSIGN_OR_RETURN(acc, ApplyBinary(Ctx(loc), "+", acc, x));
+      }
+      return acc;
+    }
+    for (const Value& x : items) {
+      bool known = true;
+      bool t = Truthy(x, &known);
+      if (!known) return Error(loc, absl::StrCat(name, "() needs compile-time values"));
+      if (name == "any" && t) return Value::Bool(true);
+      if (name == "all" && !t) return Value::Bool(false);
+    }
+    return Value::Bool(name == "all");
+  }
+  if (name == "enumerate" || name == "zip") {
+    if (name == "enumerate") RETURN_IF_ERROR(want(1, 2));
+    std::vector<std::vector<Value>> lists;
+    for (const Value& p : pos) {
+      ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(p, loc));
+      lists.push_back(std::move(items));
+    }
+    ValueList out;
+    if (name == "enumerate") {
+      int64_t start = 0;
+      if (pos.size() > 1) {
+        if (!pos[1].is_int()) return Error(loc, "enumerate() start must be an int");
+        start = pos[1].i;
+      }
+      for (size_t k = 0; k < lists[0].size(); ++k) {
+        out.push_back(Value::Tuple({Value::Int(start + static_cast<int64_t>(k)), lists[0][k]}));
+      }
+    } else {
+      size_t n = lists.empty() ? 0 : SIZE_MAX;
+      for (const auto& l : lists) n = std::min(n, l.size());
+      for (size_t k = 0; k < n; ++k) {
+        ValueList t;
+        for (const auto& l : lists) t.push_back(l[k]);
+        out.push_back(Value::Tuple(std::move(t)));
+      }
+    }
+    return Value::List(std::move(out));
+  }
+  if (name == "divmod") {
+    RETURN_IF_ERROR(want(2, 2));
+    ASSIGN_OR_RETURN(Value q, ApplyBinary(Ctx(loc), "//", pos[0], pos[1]));
+    ASSIGN_OR_RETURN(Value r, ApplyBinary(Ctx(loc), "%", pos[0], pos[1]));
+    return Value::Tuple({q, r});
+  }
+  if (name.rfind("math.", 0) == 0) {
+    RETURN_IF_ERROR(want(1, 1));
+    const Value& x = pos[0];
+    if (!x.is_number()) return Error(loc, absl::StrCat(name, "() needs a compile-time number"));
+    double d = x.is_int() ? static_cast<double>(x.i) : x.f;
+    std::string fn = name.substr(5);
+    if (fn == "sqrt" || fn == "isqrt") {
+      if (d < 0) return Error(loc, "math domain error");
+      if (fn == "isqrt") return Value::Int(static_cast<int64_t>(std::floor(std::sqrt(d))));
+      return Value::Float(std::sqrt(d));
+    }
+    if (fn == "log" || fn == "log2") {
+      if (d <= 0) return Error(loc, "math domain error");
+      return Value::Float(fn == "log" ? std::log(d) : std::log2(d));
+    }
+    if (fn == "exp") return Value::Float(std::exp(d));
+    if (x.is_int()) return Value::Int(x.i);
+    double r = fn == "ceil" ? std::ceil(d) : std::floor(d);
+    if (!std::isfinite(r) || std::fabs(r) >= 9.2e18) return Error(loc, "cannot convert to int");
+    return Value::Int(static_cast<int64_t>(r));
+  }
+  return Error(loc, absl::StrCat(name, "() is not supported"));
+}
+
+} // namespace kiln::frontend
