@@ -220,6 +220,25 @@ ir::Expr CastExpr(ir::Expr e, DType dtype, ir::Loc loc) {
   return ir::Cast(dtype, std::move(e), loc);
 }
 
+namespace {
+
+// Limits on one symbolic expression. Python names bound to expressions are
+// inlined, so `x = x + x` doubles the tree each time: without a bound a few
+// lines of source could ask for terabytes.
+constexpr int kMaxExprNodes = 4096;
+constexpr int kMaxExprDepth = 256;
+
+// Counts nodes into *nodes, stopping early once a limit is passed.
+bool WithinLimits(const ir::Expr& e, int depth, int* nodes) {
+  if (++*nodes > kMaxExprNodes || depth > kMaxExprDepth) return false;
+  for (const ir::Expr& arg : e.args) {
+    if (!WithinLimits(arg, depth + 1, nodes)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
   switch (v.kind) {
   case ValueKind::kBool:
@@ -228,8 +247,16 @@ absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
     return ir::IntImm(v.i, FitsInt32(v.i) ? DType::kInt32 : DType::kInt64, ctx.loc);
   case ValueKind::kFloat:
     return ir::FloatImm(v.f, DType::kFloat32, ctx.loc);
-  case ValueKind::kExpr:
+  case ValueKind::kExpr: {
+    int nodes = 0;
+    if (!WithinLimits(*v.expr, 1, &nodes)) {
+      return Err(ctx, absl::StrCat("expression too large (more than ", kMaxExprNodes,
+                                   " nodes or ", kMaxExprDepth,
+                                   " levels); keep intermediate results in a T.alloc_var or a "
+                                   "fragment instead of a Python name"));
+    }
     return *v.expr;
+  }
   default:
     return Err(ctx, absl::StrCat("expected a number or expression, got ", TypeName(v)));
   }
