@@ -100,6 +100,6 @@ BENCHMARK(BM_Parse)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FrontendVerifyHash)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrintIr)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
-}  // namespace
+} // namespace
 
 BENCHMARK_MAIN();

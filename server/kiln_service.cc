@@ -1,8 +1,8 @@
 #include "server/kiln_service.h"
 
-#include <unistd.h>
-
 #include <utility>
+
+#include <unistd.h>
 
 #include "server/version.h"
 
@@ -35,4 +35,4 @@ grpc::ServerUnaryReactor* KilnService::ListDevices(grpc::CallbackServerContext* 
   return reactor;
 }
 
-}  // namespace kiln::server
+} // namespace kiln::server

@@ -25,4 +25,4 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   ServerConfig config_;
 };
 
-}  // namespace kiln::server
+} // namespace kiln::server

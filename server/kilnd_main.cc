@@ -5,14 +5,15 @@
 #include <memory>
 #include <string>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <pthread.h>
 
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "server/kiln_service.h"
 #include "server/server_config.h"
 #include "server/version.h"
@@ -21,14 +22,6 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:7070",
           "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(std::string, cache_dir, "", "cache directory (default $KILN_CACHE_DIR or ~/.cache/kiln)");
 ABSL_FLAG(bool, version, false, "print the version and exit");
-
-namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-
-void OnSignal(int) { g_stop = 1; }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("kilnd: the Kiln compilation and autotuning daemon");
@@ -41,6 +34,15 @@ int main(int argc, char** argv) {
   kiln::server::ServerConfig config;
   config.listen_address = absl::GetFlag(FLAGS_listen);
   config.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+
+  // Block SIGINT/SIGTERM before any thread starts, so every gRPC thread
+  // inherits the mask and main() receives them with sigwait: no window in
+  // which a signal is lost or kills the process without a clean shutdown.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -55,14 +57,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string host = config.listen_address.substr(0, config.listen_address.rfind(':'));
-  std::printf("kilnd %s listening on %s:%d (cache %s)\n", kiln::server::kKilnVersion,
-              host.c_str(), port, kiln::server::ResolveCacheDir(config).c_str());
+  std::printf("kilnd %s listening on %s:%d (cache %s)\n", kiln::server::kKilnVersion, host.c_str(),
+              port, kiln::server::ResolveCacheDir(config).c_str());
   std::fflush(stdout);
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  while (g_stop == 0) pause();
-  std::printf("kilnd: shutting down\n");
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::printf("kilnd: %s, shutting down\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   server->Shutdown();
   return 0;

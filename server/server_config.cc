@@ -13,4 +13,4 @@ std::string ResolveCacheDir(const ServerConfig& config) {
   return "/tmp/kiln-cache";
 }
 
-}  // namespace kiln::server
+} // namespace kiln::server

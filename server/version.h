@@ -6,4 +6,4 @@ namespace kiln::server {
 inline constexpr char kKilnVersion[] = KILN_VERSION_STRING;
 inline constexpr char kIrVersions[] = "1";
 
-}  // namespace kiln::server
+} // namespace kiln::server

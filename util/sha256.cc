@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 
-
 namespace kiln::util {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
@@ -51,4 +50,4 @@ std::string Sha256Hex(std::string_view bytes) {
   return h.FinishHex();
 }
 
-}  // namespace kiln::util
+} // namespace kiln::util

@@ -29,4 +29,4 @@ class Sha256 {
 std::string Sha256Hex(std::string_view bytes);
 std::string ToHex(const uint8_t* data, size_t size);
 
-}  // namespace kiln::util
+} // namespace kiln::util

@@ -237,7 +237,7 @@ bool WithinLimits(const ir::Expr& e, int depth, int* nodes) {
   return true;
 }
 
-}  // namespace
+} // namespace
 
 absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
   switch (v.kind) {
@@ -250,8 +250,8 @@ absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
   case ValueKind::kExpr: {
     int nodes = 0;
     if (!WithinLimits(*v.expr, 1, &nodes)) {
-      return Err(ctx, absl::StrCat("expression too large (more than ", kMaxExprNodes,
-                                   " nodes or ", kMaxExprDepth,
+      return Err(ctx, absl::StrCat("expression too large (more than ", kMaxExprNodes, " nodes or ",
+                                   kMaxExprDepth,
                                    " levels); keep intermediate results in a T.alloc_var or a "
                                    "fragment instead of a Python name"));
     }

@@ -17,56 +17,56 @@ namespace kiln::frontend {
 using Loc = ::kiln::ir::Loc;
 
 enum class PyExprKind : uint8_t {
-  kName,       // str = identifier
-  kInt,        // ival (literals that overflow int64 are a parse error)
-  kFloat,      // fval
-  kString,     // str = decoded value (adjacent literals concatenated);
-               // f-strings keep their raw text in str and set is_fstring
-  kBool,       // ival 0/1
+  kName,   // str = identifier
+  kInt,    // ival (literals that overflow int64 are a parse error)
+  kFloat,  // fval
+  kString, // str = decoded value (adjacent literals concatenated);
+           // f-strings keep their raw text in str and set is_fstring
+  kBool,   // ival 0/1
   kNone,
   kEllipsis,
-  kTuple,      // elts (parenthesized or bare `a, b`)
-  kList,       // elts
-  kDict,       // elts = keys, values = values (`**x` entries: key is kNone
-               // with is_star)
-  kSet,        // elts
-  kAttribute,  // elts[0] = object, str = attribute name
-  kCall,       // elts[0] = callee, args = positional, keywords = named
-  kSubscript,  // elts[0] = object, elts[1] = index (a kTuple for a[i, j])
-  kSlice,      // elts = {lower, upper, step}, each kNone-kind when omitted
-  kBinOp,      // str = operator ("+", "-", "*", "/", "//", "%", "**", "@",
-               // "&", "|", "^", "<<", ">>"), elts = {lhs, rhs}
-  kUnaryOp,    // str = "-", "+", "not", "~"; elts = {operand}
-  kCompare,    // chained: elts = operands (n+1), ops = operators (n):
-               // "<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not"
-  kBoolOp,     // str = "and" | "or"; elts = operands (2 or more)
-  kIfExp,      // elts = {body, test, orelse}  (body if test else orelse)
-  kLambda,     // params, elts[0] = body
-  kStarred,    // elts[0]; `*x` in calls, tuples, lists, targets
-  kComprehension,  // str = "list" | "set" | "dict" | "gen"; elts[0] = element
-                   // (for dict: elts[0] key, elts[1] value); comps
-  kNamedExpr,  // `x := v`: str = name, elts[0] = value
+  kTuple,         // elts (parenthesized or bare `a, b`)
+  kList,          // elts
+  kDict,          // elts = keys, values = values (`**x` entries: key is kNone
+                  // with is_star)
+  kSet,           // elts
+  kAttribute,     // elts[0] = object, str = attribute name
+  kCall,          // elts[0] = callee, args = positional, keywords = named
+  kSubscript,     // elts[0] = object, elts[1] = index (a kTuple for a[i, j])
+  kSlice,         // elts = {lower, upper, step}, each kNone-kind when omitted
+  kBinOp,         // str = operator ("+", "-", "*", "/", "//", "%", "**", "@",
+                  // "&", "|", "^", "<<", ">>"), elts = {lhs, rhs}
+  kUnaryOp,       // str = "-", "+", "not", "~"; elts = {operand}
+  kCompare,       // chained: elts = operands (n+1), ops = operators (n):
+                  // "<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not"
+  kBoolOp,        // str = "and" | "or"; elts = operands (2 or more)
+  kIfExp,         // elts = {body, test, orelse}  (body if test else orelse)
+  kLambda,        // params, elts[0] = body
+  kStarred,       // elts[0]; `*x` in calls, tuples, lists, targets
+  kComprehension, // str = "list" | "set" | "dict" | "gen"; elts[0] = element
+                  // (for dict: elts[0] key, elts[1] value); comps
+  kNamedExpr,     // `x := v`: str = name, elts[0] = value
 };
 
 struct PyExpr;
 
 struct Keyword {
-  std::string name;  // empty for `**kwargs`
-  std::vector<PyExpr> value;  // exactly one element (vector for recursion)
+  std::string name;          // empty for `**kwargs`
+  std::vector<PyExpr> value; // exactly one element (vector for recursion)
   Loc loc;
 };
 
 struct Param {
   std::string name;
-  std::vector<PyExpr> annotation;  // zero or one
-  std::vector<PyExpr> default_value;  // zero or one
+  std::vector<PyExpr> annotation;    // zero or one
+  std::vector<PyExpr> default_value; // zero or one
   enum Kind : uint8_t { kNormal, kVarArgs, kKwOnly, kKwArgs, kPosOnly } kind = kNormal;
   Loc loc;
 };
 
 struct Comprehension {
-  std::vector<PyExpr> target;  // one element
-  std::vector<PyExpr> iter;    // one element
+  std::vector<PyExpr> target; // one element
+  std::vector<PyExpr> iter;   // one element
   std::vector<PyExpr> ifs;
 };
 
@@ -88,32 +88,32 @@ struct PyExpr {
 };
 
 enum class PyStmtKind : uint8_t {
-  kExpr,         // exprs[0]
-  kAssign,       // targets = one or more (a = b = v), exprs[0] = value
-  kAugAssign,    // targets[0], str = operator without '=' ("+", "//", ...), exprs[0]
-  kAnnAssign,    // targets[0], exprs[0] = annotation, exprs[1] = value if any
-  kFor,          // targets[0], exprs[0] = iterable, body, orelse
-  kWhile,        // exprs[0] = test, body, orelse
-  kIf,           // exprs[0] = test, body, orelse (an elif is a nested kIf
-                 // as the only statement of orelse)
-  kWith,         // items: exprs[i] = context manager, targets[i] = `as`
-                 // target or a kNone-kind expression when absent; body
-  kFunctionDef,  // str = name, params, decorators, exprs = return annotation
-                 // (zero or one), body
-  kClassDef,     // str = name, exprs = bases, keywords, decorators, body
-  kReturn,       // exprs = zero or one value
+  kExpr,        // exprs[0]
+  kAssign,      // targets = one or more (a = b = v), exprs[0] = value
+  kAugAssign,   // targets[0], str = operator without '=' ("+", "//", ...), exprs[0]
+  kAnnAssign,   // targets[0], exprs[0] = annotation, exprs[1] = value if any
+  kFor,         // targets[0], exprs[0] = iterable, body, orelse
+  kWhile,       // exprs[0] = test, body, orelse
+  kIf,          // exprs[0] = test, body, orelse (an elif is a nested kIf
+                // as the only statement of orelse)
+  kWith,        // items: exprs[i] = context manager, targets[i] = `as`
+                // target or a kNone-kind expression when absent; body
+  kFunctionDef, // str = name, params, decorators, exprs = return annotation
+                // (zero or one), body
+  kClassDef,    // str = name, exprs = bases, keywords, decorators, body
+  kReturn,      // exprs = zero or one value
   kPass,
   kBreak,
   kContinue,
-  kAssert,       // exprs[0] = test, exprs[1] = message if any
-  kImport,       // names = dotted module names, aliases (empty when absent)
-  kImportFrom,   // str = module (with leading dots), names, aliases ("*" ok)
-  kGlobal,       // names
-  kNonlocal,     // names
-  kDel,          // targets
-  kRaise,        // exprs = zero to two (exc, cause)
-  kTry,          // body, handlers (each a kExcept), orelse, finalbody
-  kExcept,       // exprs = type if any, str = `as` name, body
+  kAssert,     // exprs[0] = test, exprs[1] = message if any
+  kImport,     // names = dotted module names, aliases (empty when absent)
+  kImportFrom, // str = module (with leading dots), names, aliases ("*" ok)
+  kGlobal,     // names
+  kNonlocal,   // names
+  kDel,        // targets
+  kRaise,      // exprs = zero to two (exc, cause)
+  kTry,        // body, handlers (each a kExcept), orelse, finalbody
+  kExcept,     // exprs = type if any, str = `as` name, body
 };
 
 struct PyStmt {
@@ -123,7 +123,7 @@ struct PyStmt {
   std::vector<PyExpr> targets;
   std::vector<PyExpr> exprs;
   std::vector<PyExpr> decorators;
-  std::vector<Keyword> keywords;  // kClassDef: keyword arguments (metaclass=...)
+  std::vector<Keyword> keywords; // kClassDef: keyword arguments (metaclass=...)
   std::vector<Param> params;
   std::vector<std::string> names;
   std::vector<std::string> aliases;
@@ -140,8 +140,8 @@ struct PyStmt {
 // have defined (`defines`), or if the statement is the entry itself.
 struct BrokenStmt {
   Loc loc;
-  std::string message;               // "file:line:col: message"
-  std::vector<std::string> defines;  // best-effort: `def NAME`, `NAME = ...`
+  std::string message;              // "file:line:col: message"
+  std::vector<std::string> defines; // best-effort: `def NAME`, `NAME = ...`
 };
 
 struct Module {
@@ -150,4 +150,4 @@ struct Module {
   std::vector<BrokenStmt> broken;
 };
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

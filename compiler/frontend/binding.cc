@@ -36,4 +36,4 @@ BindingValue ParseBindingText(std::string_view text) {
   return v;
 }
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

@@ -30,7 +30,7 @@ struct BindingValue {
   int64_t ival = 0;
   double fval = 0.0;
   bool bval = false;
-  std::string sval;  // strings; dtype names ("float16") are strings too
+  std::string sval; // strings; dtype names ("float16") are strings too
   bool operator==(const BindingValue&) const = default;
 };
 
@@ -39,7 +39,7 @@ struct BindingValue {
 BindingValue ParseBindingText(std::string_view text);
 
 struct FrontendOptions {
-  std::string file_name = "<input>";  // used in diagnostics only
+  std::string file_name = "<input>"; // used in diagnostics only
   // The kernel function to compile. Empty: the only candidate in the file
   // (a function decorated with @tilelang.jit / @jit / @T.prim_func, or a
   // function whose body defines a @T.prim_func); several candidates are an
@@ -50,4 +50,4 @@ struct FrontendOptions {
 
 absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options);
 
-}  // namespace kiln::frontend
+} // namespace kiln::frontend

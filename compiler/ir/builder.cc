@@ -13,7 +13,7 @@ Expr Make(ExprKind kind, DType dtype, Loc loc) {
   return e;
 }
 
-}  // namespace
+} // namespace
 
 Expr IntImm(int64_t value, DType dtype, Loc loc) {
   Expr e = Make(ExprKind::kInt, dtype, loc);
@@ -97,4 +97,4 @@ Region WholeRegion(const Buffer& buffer, Loc loc) {
   return r;
 }
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -31,4 +31,4 @@ bool IsLogical(BinOp op);
 // The region covering all of `buffer`.
 Region WholeRegion(const Buffer& buffer, Loc loc = {});
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

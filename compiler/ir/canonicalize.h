@@ -12,4 +12,4 @@ namespace kiln::ir {
 
 Program Canonicalize(const Program& program);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -14,4 +14,4 @@ absl::Status ErrorAt(std::string_view file, Loc loc, std::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(f, ":", loc.line, ":", loc.col, ": ", m));
 }
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

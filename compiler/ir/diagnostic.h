@@ -14,4 +14,4 @@ namespace kiln::ir {
 // prints as "file: message".
 absl::Status ErrorAt(std::string_view file, Loc loc, std::string_view message);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -42,7 +42,7 @@ constexpr std::array<std::pair<Scope, std::string_view>, 6> kScopes = {{
 
 const DTypeInfo& Info(DType t) { return kDTypes[static_cast<size_t>(t)]; }
 
-}  // namespace
+} // namespace
 
 std::string_view DTypeName(DType t) { return Info(t).name; }
 
@@ -81,4 +81,4 @@ std::optional<Scope> ParseScope(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

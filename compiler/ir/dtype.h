@@ -6,8 +6,8 @@
 #pragma once
 
 #include <optional>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "compiler/ir/ir.h"
 
@@ -21,15 +21,15 @@ std::string_view DTypeName(DType t);
 std::optional<DType> ParseDType(std::string_view name);
 
 int DTypeBits(DType t);
-bool IsFloat(DType t);     // includes float16, bfloat16 and float8 kinds
-bool IsInteger(DType t);   // signed or unsigned, not bool
-bool IsUnsigned(DType t);  // uint8..uint64
+bool IsFloat(DType t);    // includes float16, bfloat16 and float8 kinds
+bool IsInteger(DType t);  // signed or unsigned, not bool
+bool IsUnsigned(DType t); // uint8..uint64
 bool IsBool(DType t);
 
 // All dtypes, in enum order (for tests and tables).
 const std::vector<DType>& AllDTypes();
 
-std::string_view ScopeName(Scope s);  // "global", "shared", "shared.dyn", "fragment", "local", "var"
+std::string_view ScopeName(Scope s); // "global", "shared", "shared.dyn", "fragment", "local", "var"
 std::optional<Scope> ParseScope(std::string_view name);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -11,9 +11,9 @@
 namespace kiln::ir {
 
 struct KeyContext {
-  std::string target = "cpu";          // "cuda:sm_90", ...
-  std::string options;                 // canonical serialized compile options
-  std::string toolchain_fingerprint;   // codegen version + compiler version
+  std::string target = "cpu";        // "cuda:sm_90", ...
+  std::string options;               // canonical serialized compile options
+  std::string toolchain_fingerprint; // codegen version + compiler version
 };
 
 // Canonicalizes `program` and hashes it with `ctx`.
@@ -22,4 +22,4 @@ std::string ProgramKey(const Program& program, const KeyContext& ctx = {});
 // Hash of an already-canonical program (no canonicalization).
 std::string HashCanonical(const Program& canonical, const KeyContext& ctx = {});
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

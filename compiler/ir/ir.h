@@ -49,9 +49,9 @@ enum class BinOp : uint8_t {
   kAdd,
   kSub,
   kMul,
-  kDiv,       // true division for floats, truncating for integers
-  kFloorDiv,  // rounds toward -inf
-  kFloorMod,  // sign of the divisor (Python's %)
+  kDiv,      // true division for floats, truncating for integers
+  kFloorDiv, // rounds toward -inf
+  kFloorMod, // sign of the divisor (Python's %)
   kMin,
   kMax,
   kEq,
@@ -60,8 +60,8 @@ enum class BinOp : uint8_t {
   kLe,
   kGt,
   kGe,
-  kAnd,  // logical, bool operands
-  kOr,   // logical, bool operands
+  kAnd, // logical, bool operands
+  kOr,  // logical, bool operands
   kBitAnd,
   kBitOr,
   kBitXor,
@@ -80,7 +80,7 @@ enum class Intrinsic : uint8_t {
   kSqrt,
   kRsqrt,
   kAbs,
-  kPow,  // two arguments
+  kPow, // two arguments
   kTanh,
   kFloor,
   kCeil,
@@ -92,16 +92,16 @@ enum class Intrinsic : uint8_t {
 };
 
 enum class ExprKind : uint8_t {
-  kInt,        // integer or bool literal: ival (bool: 0/1)
-  kFloat,      // floating literal: fval (may be +-inf or nan)
-  kVar,        // name: symbol, scalar param, loop var or block var
-  kLoad,       // name = buffer; args = indices (one per dimension)
-  kBinary,     // bop; args = {lhs, rhs}
-  kUnary,      // uop; args = {x}
-  kCall,       // fn; args
-  kCast,       // dtype is the target type; args = {x}
-  kSelect,     // if_then_else: args = {cond, true_value, false_value}
-  kThreadIdx,  // the thread index along dimension ival (T.get_thread_binding)
+  kInt,       // integer or bool literal: ival (bool: 0/1)
+  kFloat,     // floating literal: fval (may be +-inf or nan)
+  kVar,       // name: symbol, scalar param, loop var or block var
+  kLoad,      // name = buffer; args = indices (one per dimension)
+  kBinary,    // bop; args = {lhs, rhs}
+  kUnary,     // uop; args = {x}
+  kCall,      // fn; args
+  kCast,      // dtype is the target type; args = {x}
+  kSelect,    // if_then_else: args = {cond, true_value, false_value}
+  kThreadIdx, // the thread index along dimension ival (T.get_thread_binding)
 };
 
 struct Expr {
@@ -124,15 +124,15 @@ enum class Scope : uint8_t {
   kSharedDyn,
   kFragment,
   kLocal,
-  kVar,  // a mutable scalar (T.alloc_var): shape {1}
+  kVar, // a mutable scalar (T.alloc_var): shape {1}
 };
 
 struct Buffer {
   std::string name;
   DType dtype = DType::kFloat32;
   Scope scope = Scope::kGlobal;
-  std::vector<Expr> shape;  // one extent per dimension; may be symbolic
-  bool has_init = false;    // kVar only: initial value in `init`
+  std::vector<Expr> shape; // one extent per dimension; may be symbolic
+  bool has_init = false;   // kVar only: initial value in `init`
   Expr init;
   Loc loc;
   bool operator==(const Buffer&) const = default;
@@ -157,17 +157,17 @@ struct Region {
 };
 
 enum class StmtKind : uint8_t {
-  kAlloc,           // buffer
-  kCopy,            // regions = {src, dst}
-  kGemm,            // regions = {A, B, C}; gemm fields
-  kFill,            // regions = {dst}; value (dtype of the buffer)
-  kReduce,          // regions = {src, dst}; reduce_kind, dim, clear
-  kAtomic,          // atomic_op; regions = {dst} and value, or {dst, src}
-  kFor,             // for_kind, loop_vars, extents, stages, body
-  kIf,              // cond, body, else_body
-  kStore,           // name = buffer, indices, value
-  kAnnotateLayout,  // name = buffer, layout = layout kind (e.g. "swizzled")
-  kUseSwizzle,      // panel_size, swizzle_order ("row"|"col"), enable
+  kAlloc,          // buffer
+  kCopy,           // regions = {src, dst}
+  kGemm,           // regions = {A, B, C}; gemm fields
+  kFill,           // regions = {dst}; value (dtype of the buffer)
+  kReduce,         // regions = {src, dst}; reduce_kind, dim, clear
+  kAtomic,         // atomic_op; regions = {dst} and value, or {dst, src}
+  kFor,            // for_kind, loop_vars, extents, stages, body
+  kIf,             // cond, body, else_body
+  kStore,          // name = buffer, indices, value
+  kAnnotateLayout, // name = buffer, layout = layout kind (e.g. "swizzled")
+  kUseSwizzle,     // panel_size, swizzle_order ("row"|"col"), enable
 };
 
 enum class ForKind : uint8_t { kSerial, kUnroll, kVectorized, kParallel, kPipelined };
@@ -210,13 +210,13 @@ struct Stmt {
   std::vector<std::string> loop_vars;
   std::vector<Expr> extents;  // each loop variable runs over [0, extent)
   int32_t num_stages = 0;     // kPipelined: 0 means "not given"
-  std::vector<int32_t> order;  // kPipelined, optional
-  std::vector<int32_t> stage;  // kPipelined, optional
+  std::vector<int32_t> order; // kPipelined, optional
+  std::vector<int32_t> stage; // kPipelined, optional
 
   // kIf.
   Expr cond;
-  std::vector<Stmt> body;       // kFor body, kIf then-branch
-  std::vector<Stmt> else_body;  // kIf else-branch
+  std::vector<Stmt> body;      // kFor body, kIf then-branch
+  std::vector<Stmt> else_body; // kIf else-branch
 
   // kStore (name = buffer), kAnnotateLayout (name = buffer).
   std::string name;
@@ -235,9 +235,9 @@ struct Stmt {
 
 // The single `with T.Kernel(...)` block of a program.
 struct Kernel {
-  std::vector<Expr> grid;               // 1 to 3 extents (blockIdx.x, .y, .z)
-  std::vector<std::string> block_vars;  // names bound to blockIdx.{x,y,z}
-  std::vector<int64_t> threads;         // 1 to 3 constant extents
+  std::vector<Expr> grid;              // 1 to 3 extents (blockIdx.x, .y, .z)
+  std::vector<std::string> block_vars; // names bound to blockIdx.{x,y,z}
+  std::vector<int64_t> threads;        // 1 to 3 constant extents
   std::vector<Stmt> body;
   Loc loc;
   bool operator==(const Kernel&) const = default;
@@ -256,13 +256,13 @@ struct Symbol {
 struct Param {
   Buffer buffer;
   bool is_scalar = false;
-  bool is_output = false;  // T.empty(...) in the @tilelang.jit form, or out_idx
+  bool is_output = false; // T.empty(...) in the @tilelang.jit form, or out_idx
   bool operator==(const Param&) const = default;
 };
 
 struct Program {
-  std::string name;         // the kernel function's name (not hashed)
-  std::string source_name;  // file name for diagnostics (not hashed)
+  std::string name;        // the kernel function's name (not hashed)
+  std::string source_name; // file name for diagnostics (not hashed)
   std::vector<Symbol> symbols;
   std::vector<Param> params;
   Kernel kernel;
@@ -272,4 +272,4 @@ struct Program {
   bool operator==(const Program&) const = default;
 };
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -25,4 +25,4 @@ void ForEachExpr(const Program& program, const std::function<void(const Expr&)>&
 void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn);
 void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -19,4 +19,4 @@ struct PrintOptions {
 std::string PrintProgram(const Program& program, const PrintOptions& options = {});
 std::string PrintExpr(const Expr& expr);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

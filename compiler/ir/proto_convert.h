@@ -14,4 +14,4 @@ namespace kiln::ir {
 void ToProto(const Program& program, kiln::v1::Program* out);
 absl::StatusOr<Program> FromProto(const kiln::v1::Program& proto);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -24,4 +24,4 @@ std::optional<int64_t> ConstInt(const Expr& e);
 // proven", not "different".
 bool ProvablyEqual(const Expr& a, const Expr& b);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

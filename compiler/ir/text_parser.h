@@ -16,4 +16,4 @@ absl::StatusOr<Program> ParseProgramText(std::string_view text, std::string_view
 // than TileLang source.
 bool LooksLikeIrText(std::string_view text);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

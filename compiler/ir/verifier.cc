@@ -28,7 +28,7 @@
 namespace kiln::ir {
 namespace {
 
-constexpr int kMaxExprDepth = 256;  // matches the text parser and FromProto
+constexpr int kMaxExprDepth = 256; // matches the text parser and FromProto
 constexpr int kMaxStmtDepth = 200;
 constexpr int64_t kMaxThreads = 1024;
 

@@ -14,4 +14,4 @@ namespace kiln::ir {
 
 absl::Status Verify(const Program& program);
 
-}  // namespace kiln::ir
+} // namespace kiln::ir

@@ -14,4 +14,4 @@ void RegisterBuiltinPasses() {
   RegisterCanonicalizePass();
 }
 
-}  // namespace kiln::passes
+} // namespace kiln::passes

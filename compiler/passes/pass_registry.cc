@@ -19,7 +19,7 @@ void EnsureRegistered() {
   std::call_once(once, [] { RegisterBuiltinPasses(); });
 }
 
-}  // namespace
+} // namespace
 
 void RegisterPass(PassInfo info) {
   std::string name = info.name;
@@ -41,8 +41,8 @@ absl::Status RunPasses(ir::Program& program, const std::vector<std::string>& nam
     if (it == Registry().end()) {
       std::vector<std::string> known;
       for (const auto& [n, info] : Registry()) known.push_back(n);
-      return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name,
-                                                     "'; known passes: ", absl::StrJoin(known, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass '", name, "'; known passes: ", absl::StrJoin(known, ", ")));
     }
     absl::Status status = it->second.run(program, ctx);
     if (!status.ok()) return status;
@@ -50,4 +50,4 @@ absl::Status RunPasses(ir::Program& program, const std::vector<std::string>& nam
   return absl::OkStatus();
 }
 
-}  // namespace kiln::passes
+} // namespace kiln::passes

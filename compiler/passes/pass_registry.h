@@ -16,7 +16,7 @@
 namespace kiln::passes {
 
 struct PassContext {
-  std::string target = "cpu";  // "cuda:sm_90", "hip:gfx942", "cpu"
+  std::string target = "cpu"; // "cuda:sm_90", "hip:gfx942", "cpu"
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;
@@ -42,4 +42,4 @@ std::vector<const PassInfo*> AllPasses();
 absl::Status RunPasses(ir::Program& program, const std::vector<std::string>& names,
                        const PassContext& ctx = {});
 
-}  // namespace kiln::passes
+} // namespace kiln::passes

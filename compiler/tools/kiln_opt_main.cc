@@ -141,7 +141,7 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
   return kiln::frontend::CompileSource(text, options);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   Args args;

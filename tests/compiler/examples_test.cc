@@ -60,5 +60,5 @@ TEST_P(ExamplesTest, CompileVerifyRoundTrip) {
 INSTANTIATE_TEST_SUITE_P(Bindings, ExamplesTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "TestSize" : "GpuSize"; });
 
-}  // namespace
-}  // namespace kiln
+} // namespace
+} // namespace kiln

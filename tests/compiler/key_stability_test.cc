@@ -78,11 +78,13 @@ TEST(KeyStability, CosmeticEditsKeepTheKey) {
       {"rename accumulator", {{"C_local", "acc"}}},
       {"rename loop variables", {{"for k in", "for ko in"}, {"k * block_K", "ko * block_K"}}},
       {"rename parallel variables", {{"i, j", "r, c"}, {"[i, j]", "[r, c]"}}},
-      {"rename block variables", {{"(bx, by)", "(col, row)"}, {"bx *", "col *"}, {"by *", "row *"}}},
+      {"rename block variables",
+       {{"(bx, by)", "(col, row)"}, {"bx *", "col *"}, {"by *", "row *"}}},
       {"rename tensors", {{"A:", "X:"}, {"(A, B,", "(X, B,"}, {"A[", "X["}}},
       {"rename the function", {{"def matmul", "def my_gemm"}}},
       {"comments and blank lines",
-       {{"        T.clear(C_local)\n", "\n        # zero the accumulator\n        T.clear(C_local)  # !\n\n"}}},
+       {{"        T.clear(C_local)\n",
+         "\n        # zero the accumulator\n        T.clear(C_local)  # !\n\n"}}},
       {"argument spelling", {{"num_stages=3", "num_stages = 3"}}},
   };
   for (const Case& c : cases) {
@@ -104,19 +106,23 @@ TEST(KeyStability, SemanticEditsChangeTheKey) {
       {"accumulator dtype", {{"accum_dtype=T.float32", "accum_dtype=T.float16"}}},
       {"threads", {{"threads=128", "threads=256"}}},
       {"num_stages", {{"num_stages=3", "num_stages=2"}}},
-      {"transpose", {{"T.gemm(A_shared, B_shared, C_local)",
-                      "T.gemm(A_shared, B_shared, C_local, transpose_B=True)"}}},
-      {"gemm policy", {{"T.gemm(A_shared, B_shared, C_local)",
-                        "T.gemm(A_shared, B_shared, C_local, policy=T.GemmWarpPolicy.FullRow)"}}},
+      {"transpose",
+       {{"T.gemm(A_shared, B_shared, C_local)",
+         "T.gemm(A_shared, B_shared, C_local, transpose_B=True)"}}},
+      {"gemm policy",
+       {{"T.gemm(A_shared, B_shared, C_local)",
+         "T.gemm(A_shared, B_shared, C_local, policy=T.GemmWarpPolicy.FullRow)"}}},
       {"epilogue constant", {{"T.max(C_local[i, j], 0)", "T.max(C_local[i, j], 1)"}}},
       {"epilogue op", {{"T.max(C_local[i, j], 0)", "T.min(C_local[i, j], 0)"}}},
-      {"loop kind", {{"T.Pipelined(T.ceildiv(K, block_K), num_stages=3)",
-                      "T.serial(T.ceildiv(K, block_K))"}}},
+      {"loop kind",
+       {{"T.Pipelined(T.ceildiv(K, block_K), num_stages=3)", "T.serial(T.ceildiv(K, block_K))"}}},
       {"copy offset", {{"A[by * block_M, k * block_K]", "A[by * block_M + 1, k * block_K]"}}},
-      {"shared scope", {{"A_shared = T.alloc_shared((block_M, block_K), dtype)",
-                         "A_shared = T.alloc_shared((block_M, block_K), dtype, scope=\"shared\")"}}},
-      {"grid order", {{"T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)",
-                       "T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(M, block_M)"}}},
+      {"shared scope",
+       {{"A_shared = T.alloc_shared((block_M, block_K), dtype)",
+         "A_shared = T.alloc_shared((block_M, block_K), dtype, scope=\"shared\")"}}},
+      {"grid order",
+       {{"T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)",
+         "T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(M, block_M)"}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -129,5 +135,5 @@ TEST(KeyStability, SemanticEditsChangeTheKey) {
   EXPECT_NE(Key(kGemm, "cuda:sm_90", "M=2048"), base) << "shape";
 }
 
-}  // namespace
-}  // namespace kiln
+} // namespace
+} // namespace kiln

@@ -3,15 +3,15 @@
 // "listening on HOST:PORT" line, and stops it with SIGTERM.
 #pragma once
 
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <chrono>
-#include <string>
-#include <vector>
 
 namespace kiln::testing {
 
@@ -49,7 +49,7 @@ class DaemonProcess {
       if (poll(&p, 1, 100) > 0) {
         char buf[4096];
         ssize_t n = read(out_fd_, buf, sizeof(buf));
-        if (n <= 0) return false;  // exited
+        if (n <= 0) return false; // exited
         output_.append(buf, static_cast<size_t>(n));
         size_t at = output_.find("listening on ");
         if (at != std::string::npos) {
@@ -103,4 +103,4 @@ class DaemonProcess {
   std::string address_;
 };
 
-}  // namespace kiln::testing
+} // namespace kiln::testing

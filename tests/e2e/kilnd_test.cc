@@ -1,11 +1,11 @@
 // End-to-end: the real kilnd process on a loopback port.
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-
 #include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
@@ -69,8 +69,8 @@ TEST_F(KilndTest, HealthCheckServes) {
   bool done = false;
   std::mutex mu;
   std::condition_variable cv;
-  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                    &response, [&](grpc::Status s) {
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
                       std::lock_guard<std::mutex> lock(mu);
                       status = s;
                       done = true;
@@ -82,7 +82,8 @@ TEST_F(KilndTest, HealthCheckServes) {
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(response.Dump(&slices).ok());
   std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 }
 
@@ -105,5 +106,5 @@ TEST(KilndStartup, PrintsVersion) {
   EXPECT_NE(daemon.output().find("kilnd "), std::string::npos);
 }
 
-}  // namespace
-}  // namespace kiln
+} // namespace
+} // namespace kiln

@@ -5,13 +5,12 @@
 #include <cstdlib>
 #include <string>
 
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/stubs/logging.h"
-
 #include "compiler/ir/printer.h"
 #include "compiler/ir/proto_convert.h"
 #include "compiler/ir/verifier.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 
 namespace {
 
@@ -29,7 +28,7 @@ std::string Bytes(const kiln::v1::Program& m) {
   return out;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Invalid UTF-8 in string fields is logged by protobuf; it is expected here.

@@ -19,7 +19,7 @@ int RunFile(const std::filesystem::path& path) {
   return 1;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   int count = 0;

@@ -27,4 +27,4 @@ TEST(GpuPresence, DriverLoadsAndReportsDevices) {
   dlclose(lib);
 }
 
-}  // namespace
+} // namespace

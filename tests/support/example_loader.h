@@ -19,7 +19,7 @@
 namespace kiln::testing {
 
 struct ExampleFile {
-  std::string rel_path;  // "examples/gemm/gemm.py"
+  std::string rel_path; // "examples/gemm/gemm.py"
   std::string source;
   std::vector<std::pair<std::string, frontend::BindingValue>> bind;
   std::vector<std::pair<std::string, frontend::BindingValue>> test_bind;
@@ -32,8 +32,8 @@ struct ExampleFile {
   }
 };
 
-inline std::vector<std::pair<std::string, frontend::BindingValue>> ParseBindLine(
-    const std::string& rest) {
+inline std::vector<std::pair<std::string, frontend::BindingValue>>
+ParseBindLine(const std::string& rest) {
   std::vector<std::pair<std::string, frontend::BindingValue>> out;
   std::istringstream words(rest);
   std::string word;
@@ -76,4 +76,4 @@ inline std::vector<ExampleFile> LoadAllExamples(const std::string& source_dir) {
   return out;
 }
 
-}  // namespace kiln::testing
+} // namespace kiln::testing
