@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Kiln and runs the whole test suite:
-#   1. format check (clang-format) on the project's C++ sources;
+#   1. format check (clang-format) and, after the build, clang-tidy;
 #   2. the main build (warnings are errors) and every ctest label:
 #      unit, golden, e2e, fuzz (seed corpus replay) and gpu (skipped here
 #      without a GPU, reported as skipped);
@@ -18,6 +18,9 @@ scripts/check_format.sh
 echo "== build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build -j "$jobs"
+
+echo "== clang-tidy"
+scripts/check_tidy.sh build
 
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600)

@@ -19,7 +19,9 @@
 #define ASSIGN_OR_RETURN(lhs, rexpr)                                                               \
   ASSIGN_OR_RETURN_IMPL_(KILN_CONCAT_(kiln_statusor_, __LINE__), lhs, rexpr)
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
 #define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr)                                               \
   auto statusor = (rexpr);                                                                         \
   if (!statusor.ok()) return statusor.status();                                                    \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)

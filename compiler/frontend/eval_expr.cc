@@ -16,7 +16,7 @@
 namespace kiln::frontend {
 namespace {
 
-Value BoundMethod(std::string name, const Value& self) {
+Value BoundMethod(const std::string& name, const Value& self) {
   Value m = Value::Builtin(absl::StrCat("method:", name));
   m.items = std::make_shared<ValueList>(ValueList{self});
   return m;
@@ -606,7 +606,7 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
     if (callee.s.rfind("method:", 0) == 0) return CallMethod(callee, args, call.loc);
     return CallPythonBuiltin(callee.s, args, call.loc);
   case ValueKind::kFunction:
-    return CallUserFunction(callee, std::move(args), call.loc);
+    return CallUserFunction(callee, args, call.loc);
   case ValueKind::kDType: {
     // T.float32(x): a value of that dtype.
     ASSIGN_OR_RETURN(auto m,
@@ -632,7 +632,8 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
   }
 }
 
-absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, std::vector<Arg> args, Loc loc) {
+absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, const std::vector<Arg>& args,
+                                                  Loc loc) {
   const PyStmt& def = *fn.func;
   RETURN_IF_ERROR(EnterNesting(loc));
   struct Leave {

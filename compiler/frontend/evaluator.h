@@ -131,7 +131,7 @@ class Evaluator {
   absl::StatusOr<Value> EvalComprehension(const PyExpr& e);
   absl::StatusOr<std::vector<Arg>> EvalArgs(const PyExpr& call);
   absl::StatusOr<Value> CallValue(const Value& callee, std::vector<Arg> args, const PyExpr& call);
-  absl::StatusOr<Value> CallUserFunction(const Value& fn, std::vector<Arg> args, Loc loc);
+  absl::StatusOr<Value> CallUserFunction(const Value& fn, const std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> CallPythonBuiltin(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> CallMethod(const Value& method, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<std::vector<Value>> Iterate(const Value& v, Loc loc);

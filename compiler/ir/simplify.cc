@@ -165,7 +165,7 @@ Sum Atom(Expr e, DType t) {
   return s;
 }
 
-Sum Scale(Sum s, uint64_t k) {
+Sum Scale(const Sum& s, uint64_t k) {
   Sum out = Constant(s.constant * k, s.dtype);
   for (auto& [key, term] : s.terms) AddTerm(&out, term.atoms, key, term.coeff * k);
   return out;
