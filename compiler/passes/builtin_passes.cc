@@ -7,11 +7,13 @@ namespace kiln::passes {
 void RegisterVerifyPass();
 void RegisterSimplifyPass();
 void RegisterCanonicalizePass();
+void RegisterVerifyResourcesPass();
 
 void RegisterBuiltinPasses() {
   RegisterVerifyPass();
   RegisterSimplifyPass();
   RegisterCanonicalizePass();
+  RegisterVerifyResourcesPass();
 }
 
 } // namespace kiln::passes
