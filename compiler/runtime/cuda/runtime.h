@@ -1,0 +1,13 @@
+// Kiln CUDA runtime: the one header generated CUDA C++ includes. Compiles
+// under NVRTC with no other headers (sm_80 and newer).
+#ifndef KILN_CUDA_RUNTIME_H_
+#define KILN_CUDA_RUNTIME_H_
+
+#include "kiln/cuda/cp_async.h"
+#include "kiln/cuda/helpers.h"
+#include "kiln/cuda/ldmatrix.h"
+#include "kiln/cuda/mma.h"
+#include "kiln/cuda/types.h"
+#include "kiln/cuda/warp.h"
+
+#endif // KILN_CUDA_RUNTIME_H_

@@ -1,0 +1,30 @@
+// Toolchain fingerprints: the part of a cache key that says which compiler
+// (and which version of Kiln's code generator) produced an artifact, so that
+// upgrading either one never serves a stale binary.
+//
+// Thread-safety: safe to call concurrently. Each kind's fingerprint is
+// computed once per process (the first call may load NVRTC or run
+// `nvcc --version`) and then returned from memory.
+//
+// Errors: none; a toolchain that cannot be found or asked for its version
+// yields "<kind>=unavailable", which no real artifact carries (compiles with
+// that toolchain fail anyway).
+#pragma once
+
+#include <string>
+
+namespace kiln::toolchain {
+
+// Bumped by codegen whenever the code it emits changes for the same IR.
+inline constexpr int kKilnCodegenVersion = 1;
+
+enum class ToolchainKind { kNvrtc, kNvcc };
+
+// e.g. "kiln-codegen=1;nvrtc=13.0" or "kiln-codegen=1;nvcc=13.0.88".
+std::string ToolchainFingerprint(ToolchainKind kind);
+
+// The fingerprint for a given toolchain version string (no caching, no
+// probing); what ToolchainFingerprint formats.
+std::string FormatFingerprint(ToolchainKind kind, const std::string& version);
+
+} // namespace kiln::toolchain
