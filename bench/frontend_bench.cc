@@ -6,49 +6,21 @@
 //
 // Each benchmark loads one example program with its default bindings (the
 // `# kiln: bind` line of the file).
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 
 #include "benchmark/benchmark.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/frontend/parser.h"
-#include "compiler/ir/canonicalize.h"
 #include "compiler/ir/hash.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "tests/support/example_loader.h"
 
+namespace kiln {
 namespace {
 
-struct Example {
-  std::string path;
-  std::string source;
-  kiln::frontend::FrontendOptions options;
-};
-
-Example LoadExample(const std::string& rel) {
-  Example ex;
-  ex.path = std::string(KILN_SOURCE_DIR) + "/" + rel;
-  std::ifstream in(ex.path);
-  ex.source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  ex.options.file_name = rel;
-  std::istringstream lines(ex.source);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const std::string tag = "# kiln: bind ";
-    if (line.rfind(tag, 0) != 0) continue;
-    std::istringstream words(line.substr(tag.size()));
-    std::string word;
-    while (words >> word) {
-      size_t eq = word.find('=');
-      if (eq == std::string::npos) continue;
-      ex.options.bindings.emplace_back(word.substr(0, eq),
-                                       kiln::frontend::ParseBindingText(word.substr(eq + 1)));
-    }
-    break;
-  }
-  return ex;
+testing::ExampleFile LoadExample(const char* rel) {
+  return testing::LoadExampleFile(KILN_SOURCE_DIR, rel);
 }
 
 const char* const kExamples[] = {
@@ -58,42 +30,42 @@ const char* const kExamples[] = {
 };
 
 void BM_Parse(benchmark::State& state) {
-  Example ex = LoadExample(kExamples[state.range(0)]);
-  state.SetLabel(ex.options.file_name);
+  const testing::ExampleFile ex = LoadExample(kExamples[state.range(0)]);
+  state.SetLabel(ex.rel_path);
   for (auto _ : state) {
-    auto module = kiln::frontend::ParseModule(ex.source, ex.options.file_name);
+    auto module = frontend::ParseModule(ex.source, ex.rel_path);
     if (!module.ok()) state.SkipWithError(std::string(module.status().message()).c_str());
     benchmark::DoNotOptimize(module);
   }
 }
 
 void BM_FrontendVerifyHash(benchmark::State& state) {
-  Example ex = LoadExample(kExamples[state.range(0)]);
-  state.SetLabel(ex.options.file_name);
+  const testing::ExampleFile ex = LoadExample(kExamples[state.range(0)]);
+  state.SetLabel(ex.rel_path);
   for (auto _ : state) {
-    auto program = kiln::frontend::CompileSource(ex.source, ex.options);
+    auto program = frontend::CompileSource(ex.source, ex.Options(false));
     if (!program.ok()) {
       state.SkipWithError(std::string(program.status().message()).c_str());
       break;
     }
-    if (!kiln::ir::Verify(*program).ok()) {
+    if (!ir::Verify(*program).ok()) {
       state.SkipWithError("verify failed");
       break;
     }
-    std::string key = kiln::ir::ProgramKey(*program);
+    std::string key = ir::ProgramKey(*program);
     benchmark::DoNotOptimize(key);
   }
 }
 
 void BM_PrintIr(benchmark::State& state) {
-  Example ex = LoadExample(kExamples[state.range(0)]);
-  auto program = kiln::frontend::CompileSource(ex.source, ex.options);
+  const testing::ExampleFile ex = LoadExample(kExamples[state.range(0)]);
+  auto program = frontend::CompileSource(ex.source, ex.Options(false));
   if (!program.ok()) {
     state.SkipWithError(std::string(program.status().message()).c_str());
     return;
   }
-  state.SetLabel(ex.options.file_name);
-  for (auto _ : state) benchmark::DoNotOptimize(kiln::ir::PrintProgram(*program));
+  state.SetLabel(ex.rel_path);
+  for (auto _ : state) benchmark::DoNotOptimize(ir::PrintProgram(*program));
 }
 
 BENCHMARK(BM_Parse)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
@@ -101,5 +73,6 @@ BENCHMARK(BM_FrontendVerifyHash)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond
 BENCHMARK(BM_PrintIr)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 } // namespace
+} // namespace kiln
 
 BENCHMARK_MAIN();

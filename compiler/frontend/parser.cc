@@ -626,14 +626,16 @@ bool Parser::ParseIf(PyStmt* s) {
       cur = &cur->orelse.back();
       continue;
     }
-    if (IsKw("else")) {
-      Loc loc = Cur().loc;
-      Advance();
-      if (!ExpectOp(":", "expected ':' after 'else'")) return false;
-      return ParseBlock(&cur->orelse, "'else' statement", loc);
-    }
-    return true;
+    return ParseOptionalElse(&cur->orelse);
   }
+}
+
+bool Parser::ParseOptionalElse(std::vector<PyStmt>* orelse) {
+  if (!IsKw("else")) return true;
+  Loc loc = Cur().loc;
+  Advance();
+  if (!ExpectOp(":", "expected ':' after 'else'")) return false;
+  return ParseBlock(orelse, "'else' statement", loc);
 }
 
 bool Parser::ParseFor(PyStmt* s) {
@@ -648,13 +650,7 @@ bool Parser::ParseFor(PyStmt* s) {
   if (!ParseStarExpressions(&s->exprs.back())) return false;
   if (!ExpectOp(":", "expected ':' after 'for' iterable")) return false;
   if (!ParseBlock(&s->body, "'for' statement", s->loc)) return false;
-  if (IsKw("else")) {
-    Loc loc = Cur().loc;
-    Advance();
-    if (!ExpectOp(":", "expected ':' after 'else'")) return false;
-    return ParseBlock(&s->orelse, "'else' statement", loc);
-  }
-  return true;
+  return ParseOptionalElse(&s->orelse);
 }
 
 bool Parser::ParseWhile(PyStmt* s) {
@@ -665,13 +661,7 @@ bool Parser::ParseWhile(PyStmt* s) {
   if (!ParseNamedExpr(&s->exprs.back())) return false;
   if (!ExpectOp(":", "expected ':' after 'while' condition")) return false;
   if (!ParseBlock(&s->body, "'while' statement", s->loc)) return false;
-  if (IsKw("else")) {
-    Loc loc = Cur().loc;
-    Advance();
-    if (!ExpectOp(":", "expected ':' after 'else'")) return false;
-    return ParseBlock(&s->orelse, "'else' statement", loc);
-  }
-  return true;
+  return ParseOptionalElse(&s->orelse);
 }
 
 bool Parser::ParseWithItem(PyStmt* s) {
@@ -744,13 +734,10 @@ bool Parser::ParseTry(PyStmt* s) {
     if (!ExpectOp(":", "expected ':' after 'except' clause")) return false;
     if (!ParseBlock(&h.body, "'except' statement", h.loc)) return false;
   }
-  if (IsKw("else")) {
-    if (s->handlers.empty()) return Fail(Cur(), "'else' of 'try' needs an 'except' clause");
-    Loc loc = Cur().loc;
-    Advance();
-    if (!ExpectOp(":", "expected ':' after 'else'")) return false;
-    if (!ParseBlock(&s->orelse, "'else' statement", loc)) return false;
+  if (IsKw("else") && s->handlers.empty()) {
+    return Fail(Cur(), "'else' of 'try' needs an 'except' clause");
   }
+  if (!ParseOptionalElse(&s->orelse)) return false;
   if (IsKw("finally")) {
     Loc loc = Cur().loc;
     Advance();

@@ -83,6 +83,8 @@ class Parser {
   bool ParseSimpleStatement(PyStmt* s);
   bool ParseExprOrAssign(PyStmt* s);
   bool ParseBlock(std::vector<PyStmt>* body, std::string_view what, Loc header);
+  // `else: BLOCK` if the next token is `else`; true when absent.
+  bool ParseOptionalElse(std::vector<PyStmt>* orelse);
   bool ParseDecorated(std::vector<PyStmt>* out);
   bool ParseFunctionDef(PyStmt* s);
   bool ParseClassDef(PyStmt* s);
