@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include "compiler/toolchain/cuda_compile.h"
+
 namespace kiln::toolchain::testing {
 
 inline bool CudaToolkitPresent() {
@@ -23,6 +25,15 @@ extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
   if (i < n) c[i] = a[i] + b[i];
 }
 )";
+
+// The vector-add kernel as a compile request for `arch`.
+inline CudaCompileInput VectorAdd(const std::string& arch) {
+  CudaCompileInput in;
+  in.source = kVectorAdd;
+  in.program_name = "vadd.cu";
+  in.arch = arch;
+  return in;
+}
 
 // 256 floats of static shared memory, sized by an in-memory header.
 inline constexpr char kTileHeader[] = R"(

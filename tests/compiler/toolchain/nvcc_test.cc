@@ -22,14 +22,6 @@ class NvccTest : public ::testing::Test {
   }
 };
 
-CudaCompileInput VectorAdd(const std::string& arch) {
-  CudaCompileInput in;
-  in.source = kVectorAdd;
-  in.program_name = "vadd.cu";
-  in.arch = arch;
-  return in;
-}
-
 TEST_F(NvccTest, VectorAddToCubin) {
   for (const std::string arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);

@@ -23,14 +23,6 @@ class NvrtcTest : public ::testing::Test {
   }
 };
 
-CudaCompileInput VectorAdd(const std::string& arch) {
-  CudaCompileInput in;
-  in.source = kVectorAdd;
-  in.program_name = "vadd.cu";
-  in.arch = arch;
-  return in;
-}
-
 TEST_F(NvrtcTest, VectorAddToCubin) {
   for (const std::string arch : {"sm_80", "sm_90", "sm_90a"}) {
     SCOPED_TRACE(arch);
