@@ -9,6 +9,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libhiredis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
 )
 
 missing=()

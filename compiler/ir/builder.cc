@@ -89,6 +89,22 @@ Expr ThreadIdx(int dim, Loc loc) {
   return e;
 }
 
+Expr Address(std::string buffer, DType dtype, Expr index, Loc loc) {
+  Expr e = Make(ExprKind::kAddress, dtype, loc);
+  e.name = std::move(buffer);
+  e.args.push_back(std::move(index));
+  return e;
+}
+
+Stmt CallStmt(std::string intrinsic, std::vector<Expr> args, Loc loc) {
+  Stmt s;
+  s.kind = StmtKind::kCall;
+  s.loc = loc;
+  s.name = std::move(intrinsic);
+  s.indices = std::move(args);
+  return s;
+}
+
 Region WholeRegion(const Buffer& buffer, Loc loc) {
   Region r;
   r.buffer = buffer.name;

@@ -24,6 +24,11 @@ Expr Cast(DType dtype, Expr x, Loc loc = {});
 Expr Select(Expr cond, Expr t, Expr f, Loc loc = {});
 Expr ThreadIdx(int dim, Loc loc = {});
 
+// Thread IR (after lowering): `&buffer[index]` (dtype: the buffer's element
+// type) and the statement `call intrinsic(args...)`.
+Expr Address(std::string buffer, DType dtype, Expr index, Loc loc = {});
+Stmt CallStmt(std::string intrinsic, std::vector<Expr> args, Loc loc = {});
+
 // True for comparison and logical operators (result dtype bool).
 bool IsComparison(BinOp op);
 bool IsLogical(BinOp op);

@@ -50,7 +50,9 @@ class Canonicalizer {
 
   void RenameAndStrip(Expr* e) const {
     e->loc = {};
-    if (e->kind == ExprKind::kVar || e->kind == ExprKind::kLoad) Rename(&e->name);
+    if (e->kind == ExprKind::kVar || e->kind == ExprKind::kLoad || e->kind == ExprKind::kAddress) {
+      Rename(&e->name);
+    }
     for (Expr& a : e->args) RenameAndStrip(&a);
   }
 
@@ -93,7 +95,10 @@ class Canonicalizer {
     Rewrite(&s->cond);
     for (Expr& e : s->extents) Rewrite(&e);
     for (std::string& v : s->loop_vars) v = Define(v, "i", &loop_vars_);
-    Rename(&s->name);
+    // A call's name is an intrinsic, not a user name: a buffer that happens
+    // to be called `copy_4` must not rename the intrinsic.
+    if (s->kind != StmtKind::kCall) Rename(&s->name);
+    // Store indices and call arguments (kConstInt literals stay literals).
     for (Expr& e : s->indices) Rewrite(&e);
     RewriteStmts(&s->body);
     RewriteStmts(&s->else_body);

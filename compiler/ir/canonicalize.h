@@ -2,7 +2,9 @@
 // every name renamed by order of definition (symbols s0.., params p0..,
 // block vars b0.., buffers t0.., loop vars i0..), locations, program name and
 // source name cleared, expressions simplified. Two programs that differ only
-// in names, comments or formatting have the same canonical form.
+// in names, comments or formatting have the same canonical form. Thread IR
+// is canonicalized too: an address's buffer is renamed like a load's, and a
+// call keeps its intrinsic name.
 // Thread-safe (pure function).
 #pragma once
 

@@ -1,6 +1,9 @@
 // Cache keys: SHA-256 over the canonical program plus the target, the
 // compile options and the toolchain fingerprint (each a length-prefixed
 // field, with a key-format version), as 64 lowercase hex digits.
+// Every node kind is hashed, thread IR (kCall, kAddress) included: cache keys
+// for client programs are taken on tile IR, but a lowered program hashes
+// just as well (e.g. to key generated code).
 // Thread-safe (pure functions).
 #pragma once
 

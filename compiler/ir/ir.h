@@ -102,6 +102,10 @@ enum class ExprKind : uint8_t {
   kCast,      // dtype is the target type; args = {x}
   kSelect,    // if_then_else: args = {cond, true_value, false_value}
   kThreadIdx, // the thread index along dimension ival (T.get_thread_binding)
+  // Thread IR only (after lowering; never on the wire): the address of one
+  // element, name = buffer, args = {flat element index}. dtype is the
+  // buffer's element type. Only valid as an argument of a kCall statement.
+  kAddress,
 };
 
 struct Expr {
@@ -168,6 +172,11 @@ enum class StmtKind : uint8_t {
   kStore,          // name = buffer, indices, value
   kAnnotateLayout, // name = buffer, layout = layout kind (e.g. "swizzled")
   kUseSwizzle,     // panel_size, swizzle_order ("row"|"col"), enable
+  // Thread IR only (after lowering; never on the wire): a call of one of
+  // the runtime's thread-level intrinsics (barrier, ldmatrix, mma, cp.async,
+  // shuffles, vector copies, atomics; see compiler/ir/intrinsics.h).
+  // name = intrinsic, indices = arguments.
+  kCall,
 };
 
 enum class ForKind : uint8_t { kSerial, kUnroll, kVectorized, kParallel, kPipelined };

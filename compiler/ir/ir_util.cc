@@ -57,7 +57,7 @@ void ForEachStmtExprSlot(StmtT& s, Fn&& fn) {
     for (auto& e : s.extents) fn(e);
   }
   if (s.kind == StmtKind::kIf) fn(s.cond);
-  if (s.kind == StmtKind::kStore) {
+  if (s.kind == StmtKind::kStore || s.kind == StmtKind::kCall) {
     for (auto& e : s.indices) fn(e);
   }
   if (s.has_value || s.kind == StmtKind::kStore || s.kind == StmtKind::kFill) fn(s.value);

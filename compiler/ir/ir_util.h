@@ -17,7 +17,8 @@ void ForEachStmt(const std::vector<Stmt>& stmts, const std::function<void(const 
 
 // Calls fn on every expression of the program (pre-order, including the
 // sub-expressions of each expression): shapes, grid, ranges, values,
-// conditions, indices, extents.
+// conditions, indices, extents, and the arguments of thread-IR calls (an
+// address operand, then its index).
 void ForEachExpr(const Program& program, const std::function<void(const Expr&)>& fn);
 
 // Rewrites every expression of the program bottom-up: fn receives a node

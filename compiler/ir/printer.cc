@@ -226,6 +226,10 @@ class Printer {
     case ExprKind::kThreadIdx:
       absl::StrAppend(out, "thread_idx(", e.ival, ")");
       return;
+    case ExprKind::kAddress:
+      absl::StrAppend(out, "&", e.name);
+      ExprList(e.args, e.loc, "[", "]", out);
+      return;
     }
     out->push_back('?');
   }
@@ -248,6 +252,12 @@ class Printer {
   void Stmt_(const Stmt& s, int level, std::string* out) {
     Indent(level, out);
     Loc l = s.loc;
+    // A corrupt kind prints as `?`; the switch below has no default, so
+    // that -Wswitch points here when a statement kind is added.
+    if (static_cast<size_t>(s.kind) > static_cast<size_t>(StmtKind::kCall)) {
+      absl::StrAppend(out, "?", StmtLoc(l), "\n");
+      return;
+    }
     switch (s.kind) {
     case StmtKind::kAlloc: {
       const Buffer& b = s.buffer;
@@ -343,8 +353,9 @@ class Printer {
       absl::StrAppend(out, "use_swizzle panel=", s.panel_size,
                       " order=", WordOrString(s.swizzle_order), " enable=", Bool(s.enable));
       break;
-    default:
-      out->append("?");
+    case StmtKind::kCall:
+      absl::StrAppend(out, "call ", s.name);
+      ExprList(s.indices, l, "(", ")", out);
       break;
     }
     absl::StrAppend(out, StmtLoc(l), "\n");

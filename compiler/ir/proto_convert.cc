@@ -15,6 +15,10 @@
 //  - Plain scalars (k_pack, clear, enable, ...) and strings are copied as is;
 //    checking their values is the verifier's job, except for identifiers,
 //    which are validated here because codegen relies on them being safe.
+//  - The wire carries tile IR only. Thread IR (ExprKind::kAddress,
+//    StmtKind::kCall) exists only after lowering, inside one process, and has
+//    no wire value in the tables below: ToProto rejects it, so FromProto
+//    never produces it.
 #include "compiler/ir/proto_convert.h"
 
 #include <array>
@@ -298,6 +302,97 @@ void EncodeStmt(const Stmt& s, pb::Stmt* out) {
   out->set_enable(s.enable);
 }
 
+// The first thread-IR node of a program, for ToProto's error.
+struct ThreadIrUse {
+  Loc loc;
+  std::string what;
+};
+
+Loc KnownOr(Loc loc, Loc fallback) { return IsKnownLoc(loc) ? loc : fallback; }
+
+// Every Find* walks all the fields that ToProto encodes, used or not.
+bool FindThreadIr(const Expr& e, Loc at, ThreadIrUse* use) {
+  const Loc loc = KnownOr(e.loc, at);
+  if (e.kind == ExprKind::kAddress) {
+    *use = ThreadIrUse{loc, absl::StrCat("address &", e.name, "[...]")};
+    return true;
+  }
+  for (const Expr& a : e.args) {
+    if (FindThreadIr(a, loc, use)) return true;
+  }
+  return false;
+}
+
+bool FindThreadIr(const std::vector<Expr>& es, Loc at, ThreadIrUse* use) {
+  for (const Expr& e : es) {
+    if (FindThreadIr(e, at, use)) return true;
+  }
+  return false;
+}
+
+bool FindThreadIr(const Buffer& b, Loc at, ThreadIrUse* use) {
+  const Loc loc = KnownOr(b.loc, at);
+  return FindThreadIr(b.shape, loc, use) || FindThreadIr(b.init, loc, use);
+}
+
+bool FindThreadIr(const std::vector<Stmt>& stmts, ThreadIrUse* use) {
+  for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::kCall) {
+      *use = ThreadIrUse{s.loc, absl::StrCat("call ", s.name)};
+      return true;
+    }
+    if (FindThreadIr(s.buffer, s.loc, use)) return true;
+    for (const Region& r : s.regions) {
+      for (const Range& range : r.ranges) {
+        if (FindThreadIr(range.min, KnownOr(r.loc, s.loc), use) ||
+            FindThreadIr(range.extent, KnownOr(r.loc, s.loc), use)) {
+          return true;
+        }
+      }
+    }
+    if (FindThreadIr(s.value, s.loc, use) || FindThreadIr(s.extents, s.loc, use) ||
+        FindThreadIr(s.cond, s.loc, use) || FindThreadIr(s.indices, s.loc, use) ||
+        FindThreadIr(s.body, use) || FindThreadIr(s.else_body, use)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool FindThreadIr(const Program& p, ThreadIrUse* use) {
+  for (const Param& param : p.params) {
+    if (FindThreadIr(param.buffer, Loc{}, use)) return true;
+  }
+  return FindThreadIr(p.kernel.grid, p.kernel.loc, use) || FindThreadIr(p.kernel.body, use);
+}
+
+// Tile IR only (callers check FindThreadIr first). *out is empty.
+void EncodeProgram(const Program& program, pb::Program* out) {
+  out->set_ir_version(kIrVersion);
+  out->set_name(program.name);
+  out->set_source_name(program.source_name);
+  for (const Symbol& s : program.symbols) {
+    pb::Symbol* ps = out->add_symbols();
+    ps->set_name(s.name);
+    ps->set_dtype(Encode(kDTypes, s.dtype));
+    if (IsKnownLoc(s.loc)) EncodeLoc(s.loc, ps->mutable_loc());
+  }
+  for (const Param& p : program.params) {
+    pb::Param* pp = out->add_params();
+    EncodeBuffer(p.buffer, pp->mutable_buffer());
+    pp->set_is_scalar(p.is_scalar);
+    pp->set_is_output(p.is_output);
+  }
+  const Kernel& k = program.kernel;
+  pb::Kernel* pk = out->mutable_kernel();
+  for (const Expr& e : k.grid) EncodeExpr(e, pk->add_grid());
+  for (const std::string& v : k.block_vars) pk->add_block_vars(v);
+  for (int64_t t : k.threads) pk->add_threads(t);
+  for (const Stmt& s : k.body) EncodeStmt(s, pk->add_body());
+  if (IsKnownLoc(k.loc)) EncodeLoc(k.loc, pk->mutable_loc());
+  for (const auto& [key, value] : program.attrs) (*out->mutable_attrs())[key] = value;
+}
+
 // ---------------------------------------------------------------------------
 // FromProto.
 
@@ -494,6 +589,8 @@ int ExprArity(ExprKind kind, Intrinsic fn) {
     return fn == Intrinsic::kPow ? 2 : 1;
   case ExprKind::kSelect:
     return 3;
+  case ExprKind::kAddress: // thread IR: no wire value, never decoded
+    return 1;
   }
   return -1;
 }
@@ -520,6 +617,8 @@ std::string_view ExprKindName(ExprKind kind) {
     return "select";
   case ExprKind::kThreadIdx:
     return "thread index";
+  case ExprKind::kAddress: // thread IR: no wire value, never decoded
+    return "address";
   }
   return "expression";
 }
@@ -765,6 +864,9 @@ absl::Status Decoder::CheckStmtOperands(const Stmt& s, const pb::Stmt& in) {
   case StmtKind::kAnnotateLayout:
   case StmtKind::kUseSwizzle:
     return absl::OkStatus(); // checked with their fields
+  case StmtKind::kCall:
+    // Thread IR has no wire value (kStmtKinds), so this is never reached.
+    return Error("thread-level call statements cannot be sent over the wire", "kind");
   }
   return absl::OkStatus();
 }
@@ -855,31 +957,22 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
 
 } // namespace
 
+absl::StatusOr<kiln::v1::Program> ToProto(const Program& program) {
+  if (ThreadIrUse use; FindThreadIr(program, &use)) {
+    return ErrorAt(program.source_name, use.loc,
+                   absl::StrCat("thread-level IR (", use.what,
+                                ") cannot be serialized; the wire carries tile IR only, so "
+                                "convert the program before lowering"));
+  }
+  kiln::v1::Program out;
+  EncodeProgram(program, &out);
+  return out;
+}
+
 void ToProto(const Program& program, kiln::v1::Program* out) {
   out->Clear();
-  out->set_ir_version(kIrVersion);
-  out->set_name(program.name);
-  out->set_source_name(program.source_name);
-  for (const Symbol& s : program.symbols) {
-    pb::Symbol* ps = out->add_symbols();
-    ps->set_name(s.name);
-    ps->set_dtype(Encode(kDTypes, s.dtype));
-    if (IsKnownLoc(s.loc)) EncodeLoc(s.loc, ps->mutable_loc());
-  }
-  for (const Param& p : program.params) {
-    pb::Param* pp = out->add_params();
-    EncodeBuffer(p.buffer, pp->mutable_buffer());
-    pp->set_is_scalar(p.is_scalar);
-    pp->set_is_output(p.is_output);
-  }
-  const Kernel& k = program.kernel;
-  pb::Kernel* pk = out->mutable_kernel();
-  for (const Expr& e : k.grid) EncodeExpr(e, pk->add_grid());
-  for (const std::string& v : k.block_vars) pk->add_block_vars(v);
-  for (int64_t t : k.threads) pk->add_threads(t);
-  for (const Stmt& s : k.body) EncodeStmt(s, pk->add_body());
-  if (IsKnownLoc(k.loc)) EncodeLoc(k.loc, pk->mutable_loc());
-  for (const auto& [key, value] : program.attrs) (*out->mutable_attrs())[key] = value;
+  if (ThreadIrUse use; FindThreadIr(program, &use)) return;
+  EncodeProgram(program, out);
 }
 
 absl::StatusOr<Program> FromProto(const kiln::v1::Program& proto) {

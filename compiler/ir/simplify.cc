@@ -80,6 +80,7 @@ void AppendKey(const Expr& e, std::string* out) {
   }
   case ExprKind::kVar:
   case ExprKind::kLoad:
+  case ExprKind::kAddress:
     // Length-prefixed so that no name can imitate structure.
     out->push_back(':');
     out->append(std::to_string(e.name.size()));
@@ -95,7 +96,8 @@ void AppendKey(const Expr& e, std::string* out) {
   case ExprKind::kCall:
     out->append(":f" + std::to_string(static_cast<int>(e.fn)));
     break;
-  default:
+  case ExprKind::kCast:   // the dtype is the target
+  case ExprKind::kSelect: // all in the operands
     break;
   }
   for (const Expr& a : e.args) AppendKey(a, out);
@@ -520,9 +522,15 @@ Expr SimplifyImpl(const Expr& e) {
       out.ival = Wrap(static_cast<uint64_t>(out.ival), out.dtype);
     }
     return out;
-  default:
+  case ExprKind::kFloat:
+  case ExprKind::kVar:
+  case ExprKind::kLoad: // indices simplified above
+  case ExprKind::kCall: // arguments simplified above
+  case ExprKind::kThreadIdx:
+  case ExprKind::kAddress: // thread IR: the flat index simplified above
     return out;
   }
+  return out;
 }
 
 } // namespace

@@ -33,6 +33,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/intrinsics.h"
 #include "compiler/ir/text_lexer.h"
 #include "util/status_macros.h"
 
@@ -472,6 +473,9 @@ class Parser {
       RETURN_IF_ERROR(ParseBinary(1, out, depth));
       return ExpectPunct(")");
     }
+    if (IsPunct("&")) {
+      return Error(t, "an address (&BUF[i]) is only allowed as an argument of a 'call' statement");
+    }
     if (t.kind != TokKind::kIdent) return Expected("an expression");
     std::string name = S(t.text);
     if (name == "true" || name == "false" || name == "inf" || name == "nan") {
@@ -843,6 +847,8 @@ class Parser {
       s->name = S(Peek().text);
       RETURN_IF_ERROR(ExpectBuffer().status());
       ASSIGN_OR_RETURN(s->layout, ExpectWordOrString("a layout name"));
+    } else if (kw == "call") {
+      RETURN_IF_ERROR(ParseCallStmt(s));
     } else if (kw == "use_swizzle") {
       Next();
       s->kind = StmtKind::kUseSwizzle;
@@ -884,6 +890,78 @@ class Parser {
     s->has_value = true;
     ASSIGN_OR_RETURN(s->value, ParseExpr());
     return absl::OkStatus();
+  }
+
+  // call NAME(ARG, ...): a thread-level intrinsic from the closed table in
+  // intrinsics.h; each argument must be of the kind the table gives.
+  absl::Status ParseCallStmt(Stmt* s) {
+    Next();
+    s->kind = StmtKind::kCall;
+    const Token& name_tok = Peek();
+    if (name_tok.kind != TokKind::kIdent) return Expected("an intrinsic name");
+    const IntrinsicInfo* info = FindIntrinsic(name_tok.text);
+    if (info == nullptr) {
+      return Error(name_tok, absl::StrCat("unknown intrinsic '", S(name_tok.text), "'"));
+    }
+    s->name = S(Next().text);
+    RETURN_IF_ERROR(ExpectPunct("("));
+    std::vector<const Token*> starts; // first token of each argument
+    if (!IsPunct(")")) {
+      while (true) {
+        starts.push_back(&Peek());
+        Expr arg;
+        if (IsPunct("&")) {
+          ASSIGN_OR_RETURN(arg, ParseAddress());
+        } else {
+          ASSIGN_OR_RETURN(arg, ParseExpr());
+        }
+        s->indices.push_back(std::move(arg));
+        if (IsPunct(")")) break;
+        if (!IsPunct(",")) return Expected("',' or ')'");
+        Next();
+      }
+    }
+    Next(); // ')'
+    RETURN_IF_ERROR(CheckArity(name_tok, info->args.size(), s->indices.size()));
+    for (size_t i = 0; i < s->indices.size(); ++i) {
+      RETURN_IF_ERROR(CheckCallArg(*info, i, s->indices[i], *starts[i]));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckCallArg(const IntrinsicInfo& info, size_t i, const Expr& arg,
+                            const Token& at) const {
+    std::string which = absl::StrCat("argument ", i + 1, " of '", S(info.name), "'");
+    switch (info.args[i]) {
+    case IntrinsicArg::kAddress:
+      if (arg.kind == ExprKind::kAddress) return absl::OkStatus();
+      return Error(at, absl::StrCat(which, " must be an address (&BUF[i])"));
+    case IntrinsicArg::kValue:
+      if (arg.kind != ExprKind::kAddress) return absl::OkStatus();
+      return Error(at, absl::StrCat(which, " must be a value, not an address"));
+    case IntrinsicArg::kConstInt:
+      if (arg.kind == ExprKind::kInt && IsInteger(arg.dtype)) return absl::OkStatus();
+      return Error(at, absl::StrCat(which, " must be an integer literal"));
+    }
+    return absl::OkStatus();
+  }
+
+  // &BUFFER[INDEX] with an optional `@L:C`. The index list is kept as
+  // written; that it is one flat integer index is the verifier's check.
+  absl::StatusOr<Expr> ParseAddress() {
+    Next(); // '&'
+    const Token& t = Peek();
+    Expr e;
+    e.kind = ExprKind::kAddress;
+    e.loc = kInherit;
+    e.name = S(t.text);
+    ASSIGN_OR_RETURN(BufferInfo info, ExpectBuffer());
+    e.dtype = info.dtype;
+    int depth = 0;
+    RETURN_IF_ERROR(ParseExprList("[", "]", &e.args, &depth));
+    RETURN_IF_ERROR(CountLevel(t, &depth));
+    RETURN_IF_ERROR(ParseAnnotation(&e.loc));
+    return e;
   }
 
   absl::Status ParseAlloc(Stmt* s) {

@@ -22,6 +22,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/intrinsics.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
 
@@ -434,8 +435,68 @@ class Verifier {
       if (!IsInteger(e.dtype)) return Err(loc, "thread_idx must have an integer dtype");
       return absl::OkStatus();
     }
+    case ExprKind::kAddress:
+      // Call arguments are checked by CheckAddress and never reach here.
+      return Err(loc, absl::StrCat("an address (&", e.name,
+                                   "[...]) is only valid as an argument of a call statement"));
     }
     return Err(loc, absl::StrCat("unknown expression kind #", static_cast<int>(e.kind)));
+  }
+
+  // Thread IR: &BUF[i] with one flat element index. After lowering, local
+  // and shared buffers are 1-D, but global tensors keep their shape, so the
+  // index count is not compared with the buffer's rank.
+  absl::Status CheckAddress(const Expr& e, Loc at) const {
+    const Loc loc = Or(e.loc, at);
+    RETURN_IF_ERROR(CheckDType(e.dtype, loc));
+    ASSIGN_OR_RETURN(const Buffer* buf, LookupBuffer(e.name, loc, "address"));
+    if (e.args.size() != 1) {
+      return Err(loc, absl::StrCat("address of '", e.name, "' takes 1 flat element index, got ",
+                                   e.args.size()));
+    }
+    RETURN_IF_ERROR(CheckIntegral(e.args[0], loc, absl::StrCat("index of '&", e.name, "'")));
+    if (e.dtype != buf->dtype) {
+      return Err(loc, absl::StrCat("address of '", e.name, "' has dtype ", DT(e.dtype),
+                                   " but the buffer holds ", DT(buf->dtype)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Thread IR: a call of an intrinsic from the closed table, with arguments
+  // of the kinds the table gives.
+  absl::Status CheckCall(const Stmt& s) const {
+    const IntrinsicInfo* info = FindIntrinsic(s.name);
+    if (info == nullptr) return Err(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
+    if (s.indices.size() != info->args.size()) {
+      return Err(s.loc, absl::StrCat("'", s.name, "' takes ", Plural(info->args.size(), "argument"),
+                                     ", got ", s.indices.size()));
+    }
+    for (size_t i = 0; i < s.indices.size(); ++i) {
+      const Expr& a = s.indices[i];
+      const Loc loc = Or(a.loc, s.loc);
+      const std::string which = absl::StrCat("argument ", i + 1, " of '", s.name, "'");
+      switch (info->args[i]) {
+      case IntrinsicArg::kAddress:
+        if (a.kind != ExprKind::kAddress) {
+          return Err(loc, absl::StrCat(which, " must be an address (&BUF[i])"));
+        }
+        RETURN_IF_ERROR(CheckAddress(a, s.loc));
+        break;
+      case IntrinsicArg::kValue:
+        if (a.kind == ExprKind::kAddress) {
+          return Err(loc, absl::StrCat(which, " must be a value, not an address"));
+        }
+        RETURN_IF_ERROR(CheckExpr(a, s.loc, 0));
+        break;
+      case IntrinsicArg::kConstInt:
+        if (a.kind != ExprKind::kInt || !IsInteger(a.dtype)) {
+          return Err(loc, absl::StrCat(which, " must be an integer literal"));
+        }
+        RETURN_IF_ERROR(CheckExpr(a, s.loc, 0));
+        break;
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status CheckVar(const Expr& e, Loc loc) const {
@@ -884,6 +945,8 @@ class Verifier {
                                        s.swizzle_order, "\""));
       }
       return absl::OkStatus();
+    case StmtKind::kCall:
+      return CheckCall(s);
     }
     return Err(s.loc, absl::StrCat("unknown statement kind #", static_cast<int>(s.kind)));
   }

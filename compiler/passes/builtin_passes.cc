@@ -8,12 +8,16 @@ void RegisterVerifyPass();
 void RegisterSimplifyPass();
 void RegisterCanonicalizePass();
 void RegisterVerifyResourcesPass();
+void RegisterLayoutInferencePass();
+void RegisterLowerTileOpsPass();
 
 void RegisterBuiltinPasses() {
   RegisterVerifyPass();
   RegisterSimplifyPass();
   RegisterCanonicalizePass();
   RegisterVerifyResourcesPass();
+  RegisterLayoutInferencePass();
+  RegisterLowerTileOpsPass();
 }
 
 } // namespace kiln::passes

@@ -2,7 +2,13 @@
 // result. The basis of the golden tests.
 //
 //   kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]
-//            [--emit=ir|proto|json|none] [--hash] [--target T] [--print-locs]
+//            [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]
+//            [--print-locs] [--nvcc] [-o OUT]
+// --emit=cuda|cpp lowers (layout-inference, lower-tile-ops) unless the
+// input is already thread IR and prints the generated CUDA C++ (target
+// cuda:sm_XX) or host C++ (target cpu); ptx and cubin compile the CUDA
+// source with NVRTC (or nvcc with --nvcc); a cubin needs -o OUT.
+// --launch-json FILE writes the launch metadata (codegen/launch_json.h).
 //            [--no-verify] [-o OUT]
 //
 // FILE is TileLang source (.py) or textual IR (.kir; detected by content);
@@ -13,11 +19,15 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/codegen/launch_json.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/hash.h"
 #include "compiler/ir/printer.h"
@@ -25,14 +35,17 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/target.h"
+#include "compiler/toolchain/kernel_compile.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
-    "                [--emit=ir|proto|json|none] [--hash] [--target T] [--print-locs]\n"
-    "                [--no-verify] [-o OUT] [--list-passes]\n";
+    "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
+    "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
+    "                [--list-passes]\n";
 
 struct Args {
   std::string file;
@@ -46,6 +59,8 @@ struct Args {
   bool print_locs = false;
   bool verify = true;
   bool list_passes = false;
+  bool nvcc = false;
+  std::string launch_json; // with --emit=cuda|cpp|ptx|cubin: write launch metadata here
 };
 
 int UsageError(const std::string& message) {
@@ -87,8 +102,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
         args->passes.emplace_back(p);
       }
     } else if (TakeValue(argc, argv, i, "--emit", &value)) {
-      if (value != "ir" && value != "proto" && value != "json" && value != "none") {
-        return UsageError("--emit must be ir, proto, json or none");
+      static const std::set<std::string> kEmits = {"ir",   "proto", "json", "none",
+                                                   "cuda", "cpp",   "ptx",  "cubin"};
+      if (!kEmits.count(value)) {
+        return UsageError("--emit must be ir, proto, json, none, cuda, cpp, ptx or cubin");
       }
       args->emit = value;
     } else if (TakeValue(argc, argv, i, "--target", &value)) {
@@ -99,6 +116,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->hash = true;
     } else if (arg == "--print-locs") {
       args->print_locs = true;
+    } else if (TakeValue(argc, argv, i, "--launch-json", &value)) {
+      args->launch_json = value;
+    } else if (arg == "--nvcc") {
+      args->nvcc = true;
     } else if (arg == "--no-verify") {
       args->verify = false;
     } else if (arg == "--list-passes") {
@@ -176,7 +197,58 @@ int main(int argc, char** argv) {
   }
 
   std::string output;
-  if (args.hash) {
+  const bool codegen =
+      args.emit == "cuda" || args.emit == "cpp" || args.emit == "ptx" || args.emit == "cubin";
+  if (codegen) {
+    const bool want_cuda = args.emit != "cpp";
+    if (want_cuda != absl::StartsWith(args.target, "cuda")) {
+      std::cerr << "kiln-opt: --emit=" << args.emit << " needs --target "
+                << (want_cuda ? "cuda:sm_XX" : "cpu") << "\n";
+      return 2;
+    }
+    if (args.emit == "cubin" && args.out.empty()) {
+      std::cerr << "kiln-opt: --emit=cubin writes binary output; give -o FILE\n";
+      return 2;
+    }
+    absl::StatusOr<kiln::codegen::EmittedKernel> kernel;
+    if (program->attrs.count("kiln.level")) {
+      absl::StatusOr<kiln::passes::Target> target = kiln::passes::ParseTarget(args.target);
+      if (!target.ok()) {
+        std::cerr << target.status().message() << "\n";
+        return 2;
+      }
+      kernel = kiln::codegen::EmitLowered(*program, *target);
+    } else {
+      kernel = kiln::codegen::LowerAndEmit(*program, args.target);
+    }
+    if (!kernel.ok()) {
+      std::cerr << kernel.status().message() << "\n";
+      return 1;
+    }
+    if (!args.launch_json.empty()) {
+      std::ofstream json(args.launch_json);
+      json << kiln::codegen::LaunchJson(*kernel);
+      if (!json) {
+        std::cerr << "kiln-opt: cannot write '" << args.launch_json << "'\n";
+        return 2;
+      }
+    }
+    if (args.emit == "cuda" || args.emit == "cpp") {
+      output = kernel->source;
+    } else {
+      kiln::toolchain::KernelCompileOptions options;
+      options.use_nvcc = args.nvcc;
+      options.want_cubin = args.emit == "cubin";
+      options.want_ptx = args.emit == "ptx";
+      absl::StatusOr<kiln::toolchain::CompileOutput> compiled =
+          kiln::toolchain::CompileCudaKernel(*kernel, options);
+      if (!compiled.ok()) {
+        std::cerr << compiled.status().message() << "\n";
+        return 1;
+      }
+      output = args.emit == "cubin" ? compiled->cubin : compiled->ptx;
+    }
+  } else if (args.hash) {
     kiln::ir::KeyContext key;
     key.target = args.target;
     output = kiln::ir::ProgramKey(*program, key) + "\n";

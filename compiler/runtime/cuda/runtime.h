@@ -3,10 +3,14 @@
 #ifndef KILN_CUDA_RUNTIME_H_
 #define KILN_CUDA_RUNTIME_H_
 
+#include "kiln/cuda/convert.h"
 #include "kiln/cuda/cp_async.h"
 #include "kiln/cuda/helpers.h"
+#include "kiln/cuda/index_math.h"
 #include "kiln/cuda/ldmatrix.h"
 #include "kiln/cuda/mma.h"
+#include "kiln/cuda/scalar_math.h"
+#include "kiln/cuda/thread_ops.h"
 #include "kiln/cuda/types.h"
 #include "kiln/cuda/warp.h"
 

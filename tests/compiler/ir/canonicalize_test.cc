@@ -120,8 +120,47 @@ TEST(CanonicalizeTest, SimplifiesExpressionsAfterRenaming) {
   EXPECT_EQ(c.kernel.grid[0], IntImm(2));
 }
 
+TEST(CanonicalizeTest, ThreadIrRenamesAddressesAndKeepsIntrinsics) {
+  Program c = Canonicalize(ThreadProgram());
+  const std::vector<Stmt>& body = c.kernel.body;
+  EXPECT_EQ(body[kAllocFrag].buffer.name, "t5");
+  const Stmt& ld = body[kLdmatrix];
+  EXPECT_EQ(ld.name, "ldmatrix_x4");
+  EXPECT_EQ(ld.indices[0], Address("t5", kF16, I(0)));
+  EXPECT_EQ(ld.indices[1].name, "t0");
+  EXPECT_EQ(body[kAtomicAdd].indices[0], Address("p2", kF16, V("b0")));
+  EXPECT_EQ(body[kWait].indices[0], I(0, DType::kInt64)); // a literal stays a literal
+  EXPECT_FALSE(AnyLocation(body));
+  EXPECT_TRUE(Verify(c).ok()) << Verify(c);
+
+  // Cosmetic edits, including a buffer named like an intrinsic, keep the
+  // canonical form: the intrinsic is not renamed with the buffer.
+  Cosmetic edit;
+  edit.rename = {{"A_frag", "sync_threads"}, {"A_s", "ldmatrix_x4"}, {"bx", "col"}};
+  edit.line_shift = 7;
+  Program edited = edit(ThreadProgram());
+  ASSERT_TRUE(Verify(edited).ok()) << Verify(edited);
+  EXPECT_EQ(Canonicalize(edited), c);
+  EXPECT_EQ(Canonicalize(CosmeticallyEdited(ThreadProgram())), c);
+}
+
+TEST(CanonicalizeTest, SimplifiesCallArguments) {
+  Program p = ThreadProgram();
+  // &A_frag[(bx + 1) * 2 - bx * 2 - 2] is &A_frag[0].
+  CallAt(p, kLdmatrix).indices[0].args[0] = Binary(
+      BinOp::kSub, Binary(BinOp::kSub, Mul(Add(V("bx"), I(1)), I(2)), Mul(V("bx"), I(2))), I(2));
+  CallAt(p, kAtomicAdd).indices[1] =
+      Binary(BinOp::kMul, Load("A_frag", kF16, {Add(I(0), I(1))}), FloatImm(1.0, kF16));
+  EXPECT_EQ(Canonicalize(p), Canonicalize(ThreadProgram()));
+
+  // The simplify pass does the same, keeping locations.
+  ASSERT_TRUE(passes::RunPasses(p, {"simplify", "verify"}).ok());
+  EXPECT_EQ(CallAt(p, kLdmatrix).indices[0], Address("A_frag", kF16, I(0, kI32), L(26, 26)));
+  EXPECT_EQ(CallAt(p, kAtomicAdd).indices[1], Load("A_frag", kF16, {I(1)}));
+}
+
 TEST(CanonicalizeTest, Idempotent) {
-  for (const Program& p : {Valid(), CosmeticallyEdited(Valid())}) {
+  for (const Program& p : {Valid(), CosmeticallyEdited(Valid()), ThreadProgram()}) {
     Program once = Canonicalize(p);
     EXPECT_EQ(Canonicalize(once), once);
   }

@@ -1,6 +1,6 @@
 // A valid tiled GEMM program in the tile IR, with locations on every node
-// that tests point at, plus small builders. Shared by the verifier,
-// canonicalization and hash tests (header-only, test code).
+// that tests point at, the same with thread IR appended, and small builders.
+// Shared by the verifier, canonicalization and hash tests (header-only).
 #pragma once
 
 #include <map>
@@ -195,6 +195,36 @@ inline Program Valid() {
 inline Stmt& Pipe(Program& p, int i) { return p.kernel.body[kPipe].body[i]; }
 inline Stmt& ParStore(Program& p) { return p.kernel.body[kPar].body[0]; }
 
+// Valid() with lowered-looking statements appended: a flattened local
+// buffer and calls of every argument kind.
+enum : int { kAllocFrag = kSwizzle + 1, kSync, kLdmatrix, kCpAsync, kWait, kShfl, kAtomicAdd };
+
+inline Program ThreadProgram() {
+  Program p = Valid();
+  std::vector<Stmt>& b = p.kernel.body;
+  b.push_back(Alloc(Buf("A_frag", Scope::kLocal, kF16, {I(8)}, L(24, 9))));
+  b.push_back(CallStmt("sync_threads", {}, L(25, 9)));
+  b.push_back(CallStmt("ldmatrix_x4",
+                       {Address("A_frag", kF16, I(0), L(26, 26)),
+                        Address("A_s", kF16, Mul(ThreadIdx(0), I(8)), L(26, 38))},
+                       L(26, 9)));
+  // A 2-D global tensor and a 2-D shared buffer, addressed by flat offsets.
+  b.push_back(
+      CallStmt("cp_async_16",
+               {Address("A_s", kF16, Mul(ThreadIdx(0), I(8))),
+                Address("A", kF16, Add(Mul(V("by"), I(65536)), Mul(ThreadIdx(0), I(8)))), I(16)},
+               L(27, 9)));
+  b.push_back(CallStmt("cp_async_wait", {I(0, DType::kInt64)}, L(28, 9)));
+  b.push_back(CallStmt(
+      "shfl_xor", {Address("R", kF32, I(0)), Load("R", kF32, {I(1)}, L(29, 30)), I(16)}, L(29, 9)));
+  b.push_back(CallStmt("atomic_add",
+                       {Address("C", kF16, V("bx")), Load("A_frag", kF16, {I(1)}, L(30, 35))},
+                       L(30, 9)));
+  return p;
+}
+
+inline Stmt& CallAt(Program& p, int i) { return p.kernel.body[i]; }
+
 // Applies `rename` to every definition and use of a name, and `reloc` to
 // every location: a cosmetic edit of the program.
 struct Cosmetic {
@@ -210,7 +240,9 @@ struct Cosmetic {
   }
   void Apply(Expr* e) const {
     At(&e->loc);
-    if (e->kind == ExprKind::kVar || e->kind == ExprKind::kLoad) Name(&e->name);
+    if (e->kind == ExprKind::kVar || e->kind == ExprKind::kLoad || e->kind == ExprKind::kAddress) {
+      Name(&e->name);
+    }
     for (Expr& a : e->args) Apply(&a);
   }
   void Apply(Buffer* b) const {
@@ -235,7 +267,7 @@ struct Cosmetic {
       Apply(&s.cond);
       for (std::string& v : s.loop_vars) Name(&v);
       for (Expr& e : s.extents) Apply(&e);
-      Name(&s.name);
+      if (s.kind != StmtKind::kCall) Name(&s.name); // a call names an intrinsic
       for (Expr& e : s.indices) Apply(&e);
       Apply(&s.body);
       Apply(&s.else_body);

@@ -103,6 +103,34 @@ TEST(HashTest, SemanticEditsChangeTheKey) {
   }
 }
 
+TEST(HashTest, ThreadIrIsHashed) {
+  const std::string base = ProgramKey(ThreadProgram());
+  EXPECT_NE(base, ProgramKey(Valid()));
+  EXPECT_EQ(ProgramKey(CosmeticallyEdited(ThreadProgram())), base);
+  struct Case {
+    const char* name;
+    std::function<void(Program&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"intrinsic", [](Program& p) { CallAt(p, kLdmatrix).name = "ldmatrix_x4_trans"; }},
+      {"address buffer", [](Program& p) { CallAt(p, kLdmatrix).indices[1].name = "B_s"; }},
+      {"address index", [](Program& p) { CallAt(p, kLdmatrix).indices[0].args[0] = I(4); }},
+      {"literal argument", [](Program& p) { CallAt(p, kWait).indices[0] = I(1, DType::kInt64); }},
+      {"literal dtype", [](Program& p) { CallAt(p, kWait).indices[0] = I(0); }},
+      {"value argument", [](Program& p) { CallAt(p, kShfl).indices[1] = Load("R", kF32, {I(2)}); }},
+      {"call order", [](Program& p) { std::swap(CallAt(p, kSync), CallAt(p, kWait)); }},
+  };
+  std::set<std::string> seen = {base};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Program p = ThreadProgram();
+    c.edit(p);
+    std::string key = ProgramKey(p);
+    EXPECT_NE(key, base);
+    EXPECT_TRUE(seen.insert(key).second) << "collides with another edit";
+  }
+}
+
 TEST(HashTest, ContextChangesTheKey) {
   const Program p = Valid();
   const KeyContext base_ctx{"cuda:sm_90", "opt=3", "kiln-1 nvrtc-12.4"};

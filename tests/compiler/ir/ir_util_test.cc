@@ -64,6 +64,27 @@ TEST(IrUtilTest, ForEachExprVisitsEveryExpressionPreOrder) {
                                             "0", "4", "1.0", "0", "1", "2.0"}));
 }
 
+TEST(IrUtilTest, ForEachExprVisitsCallArguments) {
+  Program p = ParseOrDie(R"(program @t {
+  param A: global float32[64]
+  kernel grid(1) threads(32) as (bx) {
+    alloc s: shared float32[64]
+    call cp_async_4(&s[bx + 1], &A[bx], 4)
+  }
+}
+)");
+  std::vector<std::string> seen;
+  ForEachExpr(p, [&](const Expr& e) { seen.push_back(PrintExpr(e)); });
+  EXPECT_EQ(seen, (std::vector<std::string>{"64", "1", "64", "&s[bx + 1]", "bx + 1", "bx", "1",
+                                            "&A[bx]", "bx", "4"}));
+  RewriteExprs(&p, [](Expr e) {
+    if (e.kind == ExprKind::kVar) return IntImm(2, DType::kInt32, e.loc);
+    return e;
+  });
+  EXPECT_NE(PrintProgram(p).find("call cp_async_4(&s[2 + 1], &A[2], 4)\n"), std::string::npos)
+      << PrintProgram(p);
+}
+
 TEST(IrUtilTest, RewriteExprsIsBottomUp) {
   Program p = ParseOrDie(kProgram);
   std::vector<std::string> order;

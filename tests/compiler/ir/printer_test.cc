@@ -101,6 +101,9 @@ TEST(PrintExprTest, Table) {
       {"load", Load("A", DType::kFloat16, {Add(Mul(VarRef("bx"), I(64)), X()), I(3)}),
        "A[bx * 64 + x, 3]"},
       {"thread_idx", Add(ThreadIdx(0), ThreadIdx(2)), "thread_idx(0) + thread_idx(2)"},
+      // Thread IR: an address (valid only as a call argument, printed anyway).
+      {"address", Address("A_shared", DType::kFloat16, Add(Mul(X(), I(8)), Y())),
+       "&A_shared[x * 8 + y]"},
   };
   const std::vector<std::pair<Intrinsic, std::string>> intrinsics = {
       {Intrinsic::kExp, "exp"},     {Intrinsic::kExp2, "exp2"},   {Intrinsic::kLog, "log"},
@@ -294,6 +297,60 @@ TEST(PrintProgramTest, EveryStatementForm) {
             "    }\n"
             "  }\n"
             "}\n");
+}
+
+TEST(PrintProgramTest, ThreadIrCalls) {
+  Program p;
+  p.name = "lowered";
+  p.kernel.grid = {I(1)};
+  p.kernel.block_vars = {"bx"};
+  p.kernel.threads = {32};
+  Expr tid = ThreadIdx(0);
+  std::vector<Stmt>& b = p.kernel.body;
+  b.push_back(CallStmt("sync_threads", {}));
+  b.push_back(CallStmt("ldmatrix_x4", {Address("A_frag", DType::kFloat16, I(0)),
+                                       Address("A_shared", DType::kFloat16, Mul(tid, I(8)))}));
+  b.push_back(CallStmt("cp_async_wait", {I(0)}));
+  b.push_back(CallStmt("shfl_xor", {Address("acc", DType::kFloat32, I(1)),
+                                    Load("acc", DType::kFloat32, {I(0)}), I(16)}));
+  std::string text = PrintProgram(p);
+  EXPECT_EQ(text, "program @lowered {\n"
+                  "  kernel grid(1) threads(32) as (bx) {\n"
+                  "    call sync_threads()\n"
+                  "    call ldmatrix_x4(&A_frag[0], &A_shared[thread_idx(0) * 8])\n"
+                  "    call cp_async_wait(0)\n"
+                  "    call shfl_xor(&acc[1], acc[0], 16)\n"
+                  "  }\n"
+                  "}\n");
+
+  // Location mode: ` loc(...)` on the statement, `@L:C` on an argument
+  // (or inside it) whose location differs from the statement's.
+  b.resize(2);
+  b[0].loc = {3, 5};
+  b[1].loc = {4, 5};
+  b[1].indices[0].loc = {4, 5};
+  b[1].indices[0].args[0].loc = {4, 5};
+  b[1].indices[1].loc = {4, 30};
+  b[1].indices[1].args[0].loc = {4, 30};
+  b[1].indices[1].args[0].args[0].loc = {4, 41};
+  b[1].indices[1].args[0].args[1].loc = {4, 30};
+  EXPECT_EQ(PrintProgram(p, PrintOptions{.locations = true}),
+            "program @lowered {\n"
+            "  kernel grid(1) threads(32) as (bx) loc(0:0) {\n"
+            "    call sync_threads() loc(3:5)\n"
+            "    call ldmatrix_x4(&A_frag[0], &A_shared[thread_idx(0)@4:41 * 8]@4:30) loc(4:5)\n"
+            "  }\n"
+            "}\n");
+}
+
+TEST(PrintProgramTest, CorruptStatementKindPrintsAsQuestionMark) {
+  Program p;
+  p.kernel.grid = {I(1)};
+  p.kernel.threads = {1};
+  Stmt bad;
+  bad.kind = static_cast<StmtKind>(200);
+  p.kernel.body.push_back(bad);
+  EXPECT_NE(PrintProgram(p).find("\n    ?\n"), std::string::npos) << PrintProgram(p);
 }
 
 void SetLoc(Expr* e, Loc loc) {

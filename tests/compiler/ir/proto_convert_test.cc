@@ -438,6 +438,58 @@ TEST(ProtoConvertTest, EveryFieldAndEnumValueIsWritten) {
   ASSERT_TRUE(FromProto(proto).ok());
 }
 
+// --- Thread IR ---------------------------------------------------------------
+
+TEST(ProtoConvertTest, ThreadIrCannotBeSerialized) {
+  struct Case {
+    const char* name;
+    std::function<void(Program*)> add;
+    std::string want; // a substring of the message
+  };
+  const std::vector<Case> cases = {
+      {"call statement",
+       [](Program* p) {
+         p->kernel.body.push_back(CallStmt("sync_threads", {}, Loc{40, 5}));
+       },
+       "all.py:40:5: thread-level IR (call sync_threads) cannot be serialized; the wire carries "
+       "tile IR only, so convert the program before lowering"},
+      {"call nested in a loop",
+       [](Program* p) {
+         p->kernel.body.push_back(For(ForKind::kSerial, {"w"}, {IntImm(2)},
+                                      {CallStmt("cp_async_wait", {IntImm(0)}, Loc{41, 7})},
+                                      Loc{40, 5}));
+       },
+       "all.py:41:7: thread-level IR (call cp_async_wait) cannot be serialized"},
+      {"address outside a call",
+       [](Program* p) {
+         p->kernel.body.push_back(Store("l_buf", {IntImm(0)},
+                                        Address("l_buf", DType::kFloat32, IntImm(1), Loc{42, 20}),
+                                        Loc{42, 5}));
+       },
+       "all.py:42:20: thread-level IR (address &l_buf[...]) cannot be serialized"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Program p = Everything();
+    c.add(&p);
+    absl::StatusOr<pb::Program> proto = ToProto(p);
+    ASSERT_FALSE(proto.ok());
+    EXPECT_EQ(proto.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(proto.status().message()), HasSubstr(c.want));
+    // The unchecked form never writes half a program.
+    pb::Program out = EverythingProto();
+    ToProto(p, &out);
+    EXPECT_EQ(out.ByteSizeLong(), 0u) << "the output is left cleared";
+    EXPECT_FALSE(FromProto(out).ok());
+  }
+}
+
+TEST(ProtoConvertTest, CheckedFormEqualsUncheckedFormForTileIr) {
+  absl::StatusOr<pb::Program> proto = ToProto(Everything());
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  EXPECT_EQ(Bytes(*proto), Bytes(EverythingProto()));
+}
+
 // --- Rejections --------------------------------------------------------------
 
 struct RejectCase {

@@ -255,6 +255,17 @@ TEST(SimplifyTest, ProvablyEqual) {
   EXPECT_FALSE(ProvablyEqual(F(1.5), F(2.5)));
 }
 
+TEST(SimplifyTest, AddressesSimplifyTheirIndexOnly) {
+  const Expr idx = Sub(Mul(Add(V("tid"), I(1)), I(8)), I(8)); // tid * 8
+  EXPECT_EQ(Simplify(Address("A", DType::kFloat16, idx, Loc{3, 4})),
+            Address("A", DType::kFloat16, Mul(V("tid"), I(8)), Loc{3, 4}));
+  // Addresses of different buffers are different atoms, even at one index.
+  const Expr a = Address("A", DType::kFloat16, I(0));
+  const Expr b = Address("B", DType::kFloat16, I(0));
+  EXPECT_TRUE(ProvablyEqual(a, a));
+  EXPECT_FALSE(ProvablyEqual(a, b));
+}
+
 TEST(SimplifyTest, DeepExpressionIsLeftAlone) {
   Expr e = V("i");
   for (int d = 0; d < 5000; ++d) e = Add(std::move(e), I(1));

@@ -251,6 +251,15 @@ Program FullProgram() {
            false, 1, GemmPolicy::kSquare),
       Gemm(Whole("A_s", {64, 32}), Whole("B_s", {32, 64}), Whole("C_f", {64, 64}), false, false,
            false, 1, GemmPolicy::kFullCol),
+      // Thread IR (as after lowering): every argument kind.
+      CallStmt("sync_threads", {}),
+      CallStmt("ldmatrix_x4", {Address("tmp", kF32, I(0)),
+                               Address("A_s", kF16, Bin(BinOp::kMul, ThreadIdx(0), I(8)))}),
+      CallStmt("cp_async_16",
+               {Address("B_s", kF16, Bin(BinOp::kAdd, V("bx"), I(-4))),
+                Address("B", kF16, Bin(BinOp::kMul, V("by"), I(64))), Cast(kI32, V("K", kI64))}),
+      CallStmt("cp_async_wait", {I(0)}),
+      CallStmt("shfl_xor", {Address("tmp", kF32, I(1)), Ld("tmp", kF32, {I(0)}), IntImm(16, kI64)}),
   };
   return p;
 }
@@ -476,6 +485,67 @@ TEST(TextParserTest, CommentsAndLenientSpelling) {
             "    use_swizzle panel=4 order=row enable=false\n"
             "  }\n"
             "}\n");
+}
+
+constexpr char kThreadIr[] = R"(program @lowered {
+  param A: global float16[64, 64]
+  kernel grid(1) threads(128) as (bx) {
+    alloc A_shared: shared float16[512]
+    alloc A_frag: local float16[8]
+    call cp_async_16(&A_shared[thread_idx(0) * 4], &A[bx * 64 + thread_idx(0) * 4], 8)
+    call cp_async_commit()
+    call cp_async_wait(0)
+    call sync_threads()
+    call ldmatrix_x4(&A_frag[0], &A_shared[thread_idx(0) % 16 * 32])
+    call atomic_add(&A[thread_idx(0)], A_frag[1])
+  }
+}
+)";
+
+void SetLocs(Expr* e, Loc loc) {
+  e->loc = loc;
+  for (Expr& a : e->args) SetLocs(&a, loc);
+}
+
+TEST(TextParserTest, ThreadIrParsesAndPrintsBack) {
+  absl::StatusOr<Program> p = Parse(kThreadIr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(PrintProgram(*p), kThreadIr);
+  const std::vector<Stmt>& b = p->kernel.body;
+  ASSERT_EQ(b.size(), 8u);
+  const Stmt& cp = b[2];
+  EXPECT_EQ(cp.kind, StmtKind::kCall);
+  EXPECT_EQ(cp.name, "cp_async_16");
+  ASSERT_EQ(cp.indices.size(), 3u);
+  EXPECT_EQ(cp.indices[0].kind, ExprKind::kAddress);
+  EXPECT_EQ(cp.indices[0].name, "A_shared");
+  EXPECT_EQ(cp.indices[0].dtype, kF16); // the buffer's element type
+  ASSERT_EQ(cp.indices[0].args.size(), 1u);
+  EXPECT_EQ(cp.indices[0].args[0].dtype, kI32);
+  EXPECT_EQ(cp.indices[2], IntImm(8, kI32, Loc{6, 5}));
+  EXPECT_EQ(cp.loc, (Loc{6, 5}));
+  EXPECT_EQ(cp.indices[1].loc, (Loc{6, 5})); // inherited from the statement
+  EXPECT_EQ(b[3].indices.size(), 0u);
+  const Stmt& atomic = b[7];
+  EXPECT_EQ(atomic.name, "atomic_add"); // an intrinsic, not the atomic_add statement
+  EXPECT_EQ(atomic.indices[1].kind, ExprKind::kLoad);
+
+  // Locations round-trip, annotated arguments included.
+  std::string with_locs = PrintProgram(*p, PrintOptions{.locations = true});
+  absl::StatusOr<Program> q = Parse(with_locs);
+  ASSERT_TRUE(q.ok()) << q.status() << "\n" << with_locs;
+  EXPECT_EQ(*q, *p);
+  Program moved = *p;
+  Expr& addr = moved.kernel.body[6].indices[1];
+  SetLocs(&addr, {20, 3});
+  SetLocs(&addr.args[0].args[0], {21, 4});
+  with_locs = PrintProgram(moved, PrintOptions{.locations = true});
+  EXPECT_NE(with_locs.find("&A_shared[(thread_idx(0) % 16)@21:4 * 32]@20:3) loc(10:5)"),
+            std::string::npos)
+      << with_locs;
+  q = Parse(with_locs);
+  ASSERT_TRUE(q.ok()) << q.status() << "\n" << with_locs;
+  EXPECT_EQ(*q, moved);
 }
 
 // --- expressions ---------------------------------------------------------------
@@ -711,6 +781,20 @@ std::string WithBody(const std::vector<std::string>& lines) {
   return s + "  }\n}\n";
 }
 
+// As WithBody, with a local buffer named `call` allocated first.
+std::string WithBodyAndLocal(std::vector<std::string> lines) {
+  lines.insert(lines.begin(), "alloc call: local float32[4]");
+  return WithBody(lines);
+}
+
+TEST(TextParserTest, CallIsNotReserved) {
+  // `call` starts a call statement only when a name follows.
+  absl::StatusOr<Program> p = Parse(WithBodyAndLocal({"call[0] = 1.0"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->kernel.body[1].kind, StmtKind::kStore);
+  EXPECT_EQ(p->kernel.body[1].name, "call");
+}
+
 struct ErrorCase {
   std::string name;
   std::string text;
@@ -810,6 +894,38 @@ TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
       {"duplicate annotation", WithBody({"A[0] = 1.0@1:2@3:4"}),
        "t.kir:5:19: duplicate location annotation"},
       {"bad loc", WithBody({"A[0] = 1.0 loc(1)"}), "t.kir:5:21: expected ':', got ')'"},
+      // Thread IR.
+      {"unknown intrinsic", WithBody({"call foo(&A[0])"}), "t.kir:5:10: unknown intrinsic 'foo'"},
+      {"call without a name", WithBody({"call (1)"}),
+       "t.kir:5:10: expected an intrinsic name, got '('"},
+      {"tile statement is not an intrinsic", WithBody({"call copy(&A[0], &A[1])"}),
+       "t.kir:5:10: unknown intrinsic 'copy'"},
+      {"call arity", WithBody({"call sync_threads(1)"}),
+       "t.kir:5:10: 'sync_threads' takes 0 arguments, got 1"},
+      {"call too few arguments", WithBody({"call ldmatrix_x4(&A[0])"}),
+       "t.kir:5:10: 'ldmatrix_x4' takes 2 arguments, got 1"},
+      {"address argument expected", WithBody({"call atomic_add(A[0], 1.0)"}),
+       "t.kir:5:21: argument 1 of 'atomic_add' must be an address (&BUF[i])"},
+      {"value argument expected", WithBody({"call atomic_add(&A[0], &A[1])"}),
+       "t.kir:5:28: argument 2 of 'atomic_add' must be a value, not an address"},
+      {"integer literal expected", WithBody({"call cp_async_wait(n)"}),
+       "t.kir:5:24: argument 1 of 'cp_async_wait' must be an integer literal"},
+      {"float is not an integer literal", WithBody({"call cp_async_wait(1.0)"}),
+       "t.kir:5:24: argument 1 of 'cp_async_wait' must be an integer literal"},
+      {"bool is not an integer literal", WithBody({"call cp_async_wait(true)"}),
+       "t.kir:5:24: argument 1 of 'cp_async_wait' must be an integer literal"},
+      {"address of an unknown buffer", WithBody({"call atomic_add(&B[0], 1.0)"}),
+       "t.kir:5:22: unknown buffer 'B'"},
+      {"address of a scalar", WithBody({"call atomic_add(&n[0], 1.0)"}),
+       "t.kir:5:22: unknown buffer 'n'"},
+      {"address outside a call", WithBody({"A[0] = &A[1]"}),
+       "t.kir:5:12: an address (&BUF[i]) is only allowed as an argument of a 'call' statement"},
+      {"address inside an argument", WithBody({"call atomic_add(&A[0], 1.0 + &A[1])"}),
+       "t.kir:5:34: an address (&BUF[i]) is only allowed as an argument of a 'call' statement"},
+      {"unterminated call", WithBody({"call sync_threads("}),
+       "t.kir:6:3: expected an expression, got '}'"},
+      {"call argument separator", WithBody({"call atomic_add(&A[0] 1.0)"}),
+       "t.kir:5:27: expected ',' or ')', got '1.0'"},
   };
   for (const ErrorCase& c : cases) {
     SCOPED_TRACE(c.name);

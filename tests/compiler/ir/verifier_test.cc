@@ -212,6 +212,97 @@ TEST(VerifierTest, InvalidPrograms) {
   }
 }
 
+// --- Thread IR ------------------------------------------------------------------
+
+TEST(VerifierTest, ThreadIrPasses) {
+  Program p = ThreadProgram();
+  EXPECT_TRUE(Verify(p).ok()) << Verify(p);
+}
+
+std::vector<Case> ThreadCases() {
+  return {
+      {"unknown intrinsic", [](Program& p) { CallAt(p, kLdmatrix).name = "ldmatrix_x3"; }, "26:9",
+       "unknown intrinsic 'ldmatrix_x3'"},
+      {"tile op name is not an intrinsic", [](Program& p) { CallAt(p, kSync).name = "copy"; },
+       "25:9", "unknown intrinsic 'copy'"},
+      {"too many arguments", [](Program& p) { CallAt(p, kSync).indices.push_back(I(0)); }, "25:9",
+       "'sync_threads' takes 0 arguments, got 1"},
+      {"too few arguments", [](Program& p) { CallAt(p, kCpAsync).indices.pop_back(); }, "27:9",
+       "'cp_async_16' takes 3 arguments, got 2"},
+      {"value where an address is expected",
+       [](Program& p) {
+         CallAt(p, kLdmatrix).indices[1] = Load("A_s", kF16, {I(0), I(0)});
+       },
+       "26:9", "argument 2 of 'ldmatrix_x4' must be an address (&BUF[i])"},
+      {"address where a value is expected",
+       [](Program& p) { CallAt(p, kAtomicAdd).indices[1] = Address("A_frag", kF16, I(1)); }, "30:9",
+       "argument 2 of 'atomic_add' must be a value, not an address"},
+      {"variable where an integer literal is expected",
+       [](Program& p) { CallAt(p, kWait).indices[0] = V("bx"); }, "28:9",
+       "argument 1 of 'cp_async_wait' must be an integer literal"},
+      {"address where an integer literal is expected",
+       [](Program& p) { CallAt(p, kWait).indices[0] = Address("A_frag", kF16, I(0)); }, "28:9",
+       "argument 1 of 'cp_async_wait' must be an integer literal"},
+      {"bool literal where an integer literal is expected",
+       [](Program& p) { CallAt(p, kShfl).indices[2] = BoolImm(true); }, "29:9",
+       "argument 3 of 'shfl_xor' must be an integer literal"},
+      {"ill-typed value argument",
+       [](Program& p) {
+         CallAt(p, kShfl).indices[1] = Load("R", kF32, {I(1), I(2)}, L(29, 30));
+       },
+       "29:30", "load of 'R' has 2 indices but the buffer has 1 dimension"},
+      {"address of an undefined buffer",
+       [](Program& p) { CallAt(p, kLdmatrix).indices[0].name = "Q"; }, "26:26",
+       "undefined name 'Q'"},
+      {"address of a buffer out of scope",
+       [](Program& p) { std::swap(p.kernel.body[kAllocFrag], p.kernel.body[kLdmatrix]); }, "26:26",
+       "'A_frag' is not in scope here"},
+      {"address of a scalar",
+       [](Program& p) {
+         CallAt(p, kLdmatrix).indices[0] = Address("alpha", kF32, I(0), L(26, 26));
+       },
+       "26:26", "address: 'alpha' is not a buffer"},
+      {"address with two indices",
+       [](Program& p) { CallAt(p, kLdmatrix).indices[1].args.push_back(I(0)); }, "26:38",
+       "address of 'A_s' takes 1 flat element index, got 2"},
+      {"address without an index", [](Program& p) { CallAt(p, kLdmatrix).indices[0].args.clear(); },
+       "26:26", "address of 'A_frag' takes 1 flat element index, got 0"},
+      {"address with a float index",
+       [](Program& p) { CallAt(p, kLdmatrix).indices[0].args[0] = FloatImm(0.0); }, "26:26",
+       "index of '&A_frag' must be an integer, got float32"},
+      {"address with the wrong dtype",
+       [](Program& p) { CallAt(p, kLdmatrix).indices[0].dtype = kF32; }, "26:26",
+       "address of 'A_frag' has dtype float32 but the buffer holds float16"},
+      {"address in a store",
+       [](Program& p) { ParStore(p).value = Address("C_l", kF32, I(0), L(18, 20)); }, "18:20",
+       "an address (&C_l[...]) is only valid as an argument of a call statement"},
+      {"address nested in a value argument",
+       [](Program& p) {
+         CallAt(p, kAtomicAdd).indices[1] = Binary(BinOp::kAdd, Load("A_frag", kF16, {I(1)}),
+                                                   Address("A_frag", kF16, I(2)), L(30, 35));
+       },
+       "30:35", "an address (&A_frag[...]) is only valid as an argument of a call statement"},
+      {"address nested in an address index",
+       [](Program& p) {
+         CallAt(p, kLdmatrix).indices[0].args[0] = Address("A_frag", kF16, I(2), L(26, 33));
+       },
+       "26:33", "an address (&A_frag[...]) is only valid as an argument of a call statement"},
+  };
+}
+
+TEST(VerifierTest, InvalidThreadIr) {
+  for (const Case& c : ThreadCases()) {
+    SCOPED_TRACE(c.name);
+    Program p = ThreadProgram();
+    c.mutate(p);
+    absl::Status status = Verify(p);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), StartsWith("gemm.py:" + c.where + ": "));
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
 TEST(VerifierTest, UnknownLocationPrintsFileOnly) {
   Program p = Valid();
   p.kernel.loc = {};

@@ -1,0 +1,35 @@
+// Code generation: from a specialized tile program to CUDA C++ (for NVRTC
+// or nvcc) or host C++ (for the CPU target), with launch metadata
+// (kernel_spec.h).
+//
+// Both targets print the same thread IR (after layout-inference and
+// lower-tile-ops) through one emitter; only the entry point differs: a
+// __global__ function for CUDA, and for the CPU a launcher that runs every
+// thread of a block as a fiber with the runtime's emulated intrinsics
+// (compiler/runtime/cpu). Generated code includes only Kiln's runtime
+// headers, and every name in it comes from the validated IR or from the
+// closed intrinsic table, never from raw client text.
+//
+// Thread-safe (pure functions).
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/ir/ir.h"
+#include "compiler/passes/target.h"
+
+namespace kiln::codegen {
+
+// The passes LowerAndEmit runs, in order.
+const std::vector<std::string>& LoweringPipeline();
+
+// Runs LoweringPipeline() on a copy of `program` and emits it for `target`
+// ("cpu", "cuda:sm_80", ...). Errors are located diagnostics.
+absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target);
+
+// Emits an already lowered program (attrs "kiln.level" = "thread").
+absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);
+
+} // namespace kiln::codegen

@@ -1,0 +1,576 @@
+#include "compiler/codegen/cxx_emitter.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/intrinsics.h"
+#include "compiler/ir/simplify.h"
+#include "util/status_macros.h"
+
+namespace kiln::codegen {
+
+using ir::BinOp;
+using ir::DType;
+using ir::Expr;
+using ir::ExprKind;
+using ir::Stmt;
+using ir::StmtKind;
+
+std::string CType(DType t) {
+  switch (t) {
+  case DType::kBool:
+    return "bool";
+  case DType::kInt8:
+    return "signed char";
+  case DType::kInt16:
+    return "short";
+  case DType::kInt32:
+    return "int";
+  case DType::kInt64:
+    return "long long";
+  case DType::kUInt8:
+    return "unsigned char";
+  case DType::kUInt16:
+    return "unsigned short";
+  case DType::kUInt32:
+    return "unsigned int";
+  case DType::kUInt64:
+    return "unsigned long long";
+  case DType::kFloat16:
+    return "kiln::rt::half_t";
+  case DType::kBFloat16:
+    return "kiln::rt::bfloat16_t";
+  case DType::kFloat32:
+    return "float";
+  case DType::kFloat64:
+    return "double";
+  case DType::kFloat8E4M3:
+    return "kiln::rt::fp8_e4m3_t";
+  case DType::kFloat8E5M2:
+    return "kiln::rt::fp8_e5m2_t";
+  }
+  return "void";
+}
+
+std::string CName(const std::string& name) {
+  static const std::set<std::string>* reserved =
+      new std::set<std::string>{"alignas",       "alignof",     "and",
+                                "and_eq",        "asm",         "auto",
+                                "bitand",        "bitor",       "bool",
+                                "break",         "case",        "catch",
+                                "char",          "char8_t",     "char16_t",
+                                "char32_t",      "class",       "compl",
+                                "concept",       "const",       "consteval",
+                                "constexpr",     "constinit",   "const_cast",
+                                "continue",      "co_await",    "co_return",
+                                "co_yield",      "decltype",    "default",
+                                "delete",        "do",          "double",
+                                "dynamic_cast",  "else",        "enum",
+                                "explicit",      "export",      "extern",
+                                "false",         "float",       "for",
+                                "friend",        "goto",        "if",
+                                "inline",        "int",         "long",
+                                "mutable",       "namespace",   "new",
+                                "noexcept",      "not",         "not_eq",
+                                "nullptr",       "operator",    "or",
+                                "or_eq",         "private",     "protected",
+                                "public",        "register",    "reinterpret_cast",
+                                "requires",      "return",      "short",
+                                "signed",        "sizeof",      "static",
+                                "static_assert", "static_cast", "struct",
+                                "switch",        "template",    "this",
+                                "thread_local",  "throw",       "true",
+                                "try",           "typedef",     "typeid",
+                                "typename",      "union",       "unsigned",
+                                "using",         "virtual",     "void",
+                                "volatile",      "wchar_t",     "while",
+                                "xor",           "xor_eq",      "kiln",
+                                "std",           "main",        "threadIdx",
+                                "blockIdx",      "blockDim",    "gridDim",
+                                "warpSize",      "int8_t",      "int16_t",
+                                "int32_t",       "int64_t",     "uint8_t",
+                                "uint16_t",      "uint32_t",    "uint64_t",
+                                "size_t"};
+  if (reserved->count(name) || name.find("__") != std::string::npos ||
+      (name.size() > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z')) {
+    return name + "_";
+  }
+  return name;
+}
+
+namespace {
+
+bool IsNarrowFloat(DType t) {
+  return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat8E4M3 ||
+         t == DType::kFloat8E5M2;
+}
+
+bool IsNarrowInt(DType t) { return ir::IsInteger(t) && ir::DTypeBits(t) < 32; }
+
+std::string FloatLiteral(double v, DType t) {
+  const bool single = t != DType::kFloat64;
+  if (std::isnan(v)) {
+    return single ? "kiln::rt::bits_float(0x7fc00000u)"
+                  : "((double)kiln::rt::bits_float(0x7fc00000u))";
+  }
+  if (std::isinf(v)) {
+    std::string f =
+        v > 0 ? "kiln::rt::bits_float(0x7f800000u)" : "kiln::rt::bits_float(0xff800000u)";
+    return single ? f : absl::StrCat("((double)", f, ")");
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  if (single) s += "f";
+  if (s[0] == '-') s = "(" + s + ")";
+  return s;
+}
+
+const char* MathName(ir::Intrinsic fn) {
+  switch (fn) {
+  case ir::Intrinsic::kExp:
+    return "exp";
+  case ir::Intrinsic::kExp2:
+    return "exp2";
+  case ir::Intrinsic::kLog:
+    return "log";
+  case ir::Intrinsic::kLog2:
+    return "log2";
+  case ir::Intrinsic::kSqrt:
+    return "sqrt";
+  case ir::Intrinsic::kRsqrt:
+    return "rsqrt";
+  case ir::Intrinsic::kAbs:
+    return "abs";
+  case ir::Intrinsic::kPow:
+    return "pow";
+  case ir::Intrinsic::kTanh:
+    return "tanh";
+  case ir::Intrinsic::kFloor:
+    return "floor";
+  case ir::Intrinsic::kCeil:
+    return "ceil";
+  case ir::Intrinsic::kSin:
+    return "sin";
+  case ir::Intrinsic::kCos:
+    return "cos";
+  case ir::Intrinsic::kRound:
+    return "round";
+  case ir::Intrinsic::kTrunc:
+    return "trunc";
+  case ir::Intrinsic::kSigmoid:
+    return "sigmoid";
+  }
+  return "exp";
+}
+
+const char* OpText(BinOp op) {
+  switch (op) {
+  case BinOp::kAdd:
+    return "+";
+  case BinOp::kSub:
+    return "-";
+  case BinOp::kMul:
+    return "*";
+  case BinOp::kDiv:
+    return "/";
+  case BinOp::kEq:
+    return "==";
+  case BinOp::kNe:
+    return "!=";
+  case BinOp::kLt:
+    return "<";
+  case BinOp::kLe:
+    return "<=";
+  case BinOp::kGt:
+    return ">";
+  case BinOp::kGe:
+    return ">=";
+  case BinOp::kAnd:
+    return "&&";
+  case BinOp::kOr:
+    return "||";
+  case BinOp::kBitAnd:
+    return "&";
+  case BinOp::kBitOr:
+    return "|";
+  case BinOp::kBitXor:
+    return "^";
+  case BinOp::kShl:
+    return "<<";
+  case BinOp::kShr:
+    return ">>";
+  default:
+    return nullptr;
+  }
+}
+
+class Emitter {
+ public:
+  explicit Emitter(const ir::Program& p) : p_(p) {
+    for (const ir::Param& param : p.params) {
+      if (!param.is_scalar) globals_[param.buffer.name] = &param.buffer;
+      if (param.is_scalar) scalars_.insert(param.buffer.name);
+    }
+  }
+
+  absl::StatusOr<EmittedBody> Run() {
+    EmittedBody out;
+    int index = 0;
+    auto add_param = [&](const std::string& decl, const std::string& name,
+                         const std::string& type) {
+      if (!out.params.empty()) {
+        out.params += ", ";
+        out.param_names += ", ";
+      }
+      out.params += decl;
+      out.param_names += name;
+      absl::StrAppend(&out.unpack_args, "  ", type, " ", name, " = *static_cast<", type,
+                      "*>(kiln_args[", index++, "]);\n");
+    };
+    for (const ir::Param& param : p_.params) {
+      const std::string name = CName(param.buffer.name);
+      const std::string t = CType(param.buffer.dtype);
+      if (param.is_scalar) {
+        add_param(absl::StrCat(t, " ", name), name, t);
+      } else {
+        add_param(absl::StrCat(t, "* __restrict__ ", name), name, t + "*");
+      }
+    }
+    for (const ir::Symbol& s : p_.symbols) {
+      const std::string name = CName(s.name);
+      add_param(absl::StrCat(CType(s.dtype), " ", name), name, CType(s.dtype));
+    }
+    RETURN_IF_ERROR(BlockVars());
+    RETURN_IF_ERROR(Stmts(p_.kernel.body, 1));
+    out.body = std::move(text_);
+    out.smem_bytes = smem_;
+    return out;
+  }
+
+ private:
+  absl::Status Error(ir::Loc loc, const std::string& msg) const {
+    return ir::ErrorAt(p_.source_name, loc, msg);
+  }
+
+  void Line(int indent, const std::string& s) {
+    text_.append(static_cast<size_t>(indent) * 2, ' ');
+    text_ += s;
+    text_ += "\n";
+  }
+
+  absl::Status BlockVars() {
+    const ir::Kernel& k = p_.kernel;
+    static const char* kBid[] = {"kiln::rt::bid_x()", "kiln::rt::bid_y()", "kiln::rt::bid_z()"};
+    const Stmt* swizzle = nullptr;
+    for (const Stmt& s : k.body) {
+      if (s.kind == StmtKind::kUseSwizzle && s.enable && k.grid.size() >= 2) swizzle = &s;
+    }
+    std::vector<std::string> vals = {kBid[0], kBid[1], kBid[2]};
+    if (swizzle) {
+      // Rasterize in panels of `panel` columns (rows for "col" order) so that
+      // blocks running together share operand tiles in L2.
+      const bool row = swizzle->swizzle_order != "col";
+      const std::string fast = row ? "x" : "y", slow = row ? "y" : "x";
+      const int64_t panel = swizzle->panel_size;
+      Line(1, absl::StrCat("const int kiln_nf = kiln::rt::nbid_", fast,
+                           "(), kiln_ns = kiln::rt::nbid_", slow, "();"));
+      Line(1, absl::StrCat("const int kiln_lin = kiln::rt::bid_", slow,
+                           "() * kiln_nf + kiln::rt::bid_", fast, "();"));
+      Line(1, absl::StrCat("const int kiln_panel = kiln_lin / (", panel, " * kiln_ns);"));
+      Line(1, absl::StrCat("const int kiln_in = kiln_lin % (", panel, " * kiln_ns);"));
+      Line(1, absl::StrCat("const int kiln_w = kiln_nf - kiln_panel * ", panel, " < ", panel,
+                           " ? kiln_nf - kiln_panel * ", panel, " : ", panel, ";"));
+      const std::string f = absl::StrCat("(kiln_panel * ", panel, " + kiln_in % kiln_w)");
+      const std::string sl = "(kiln_in / kiln_w)";
+      vals[0] = row ? f : sl;
+      vals[1] = row ? sl : f;
+    }
+    for (size_t d = 0; d < k.block_vars.size(); ++d) {
+      Line(1, absl::StrCat("const int ", CName(k.block_vars[d]), " = ", vals[d], ";"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> GlobalIndex(const std::string& name, const std::vector<Expr>& idx,
+                                          ir::Loc loc) {
+    auto it = globals_.find(name);
+    if (it == globals_.end()) {
+      if (idx.size() != 1) return Error(loc, absl::StrCat("internal: '", name, "' is not flat"));
+      return E(idx[0]);
+    }
+    if (idx.size() == 1) return E(idx[0]);
+    const ir::Buffer& b = *it->second;
+    Expr flat = ir::IntImm(0, DType::kInt64);
+    Expr stride = ir::IntImm(1, DType::kInt64);
+    for (size_t d = idx.size(); d-- > 0;) {
+      flat = ir::Binary(BinOp::kAdd, flat,
+                        ir::Binary(BinOp::kMul, ir::Cast(DType::kInt64, idx[d]), stride));
+      stride = ir::Binary(BinOp::kMul, stride, ir::Cast(DType::kInt64, b.shape[d]));
+    }
+    return E(ir::Simplify(flat));
+  }
+
+  // Expression text.
+  absl::StatusOr<std::string> E(const Expr& e) {
+    switch (e.kind) {
+    case ExprKind::kInt: {
+      if (e.dtype == DType::kBool) return std::string(e.ival ? "true" : "false");
+      std::string v = std::to_string(e.ival);
+      if (e.dtype == DType::kInt64) v += "LL";
+      if (e.dtype == DType::kUInt64) v = std::to_string(static_cast<uint64_t>(e.ival)) + "ULL";
+      if (e.dtype == DType::kUInt32) v = std::to_string(static_cast<uint32_t>(e.ival)) + "u";
+      if (e.dtype != DType::kInt32 && e.dtype != DType::kInt64 && e.dtype != DType::kUInt64 &&
+          e.dtype != DType::kUInt32) {
+        return absl::StrCat("((", CType(e.dtype), ")", v, ")");
+      }
+      return e.ival < 0 ? "(" + v + ")" : v;
+    }
+    case ExprKind::kFloat:
+      if (IsNarrowFloat(e.dtype)) {
+        return absl::StrCat("kiln::rt::cvt<", CType(e.dtype), ">(",
+                            FloatLiteral(e.fval, DType::kFloat32), ")");
+      }
+      return FloatLiteral(e.fval, e.dtype);
+    case ExprKind::kVar:
+      return CName(e.name);
+    case ExprKind::kThreadIdx:
+      return std::string(e.ival == 0   ? "kiln::rt::tid_x()"
+                         : e.ival == 1 ? "kiln::rt::tid_y()"
+                                       : "kiln::rt::tid_z()");
+    case ExprKind::kLoad:
+    case ExprKind::kAddress: {
+      ASSIGN_OR_RETURN(std::string idx, GlobalIndex(e.name, e.args, e.loc));
+      std::string s = absl::StrCat(CName(e.name), "[", idx, "]");
+      return e.kind == ExprKind::kAddress ? "(&" + s + ")" : s;
+    }
+    case ExprKind::kCast: {
+      ASSIGN_OR_RETURN(std::string x, E(e.args[0]));
+      const DType from = e.args[0].dtype;
+      if (from == e.dtype) return x;
+      if (!IsNarrowFloat(from) && !IsNarrowFloat(e.dtype) && e.dtype != DType::kBool &&
+          from != DType::kBool) {
+        return absl::StrCat("((", CType(e.dtype), ")", x, ")");
+      }
+      return absl::StrCat("kiln::rt::cvt<", CType(e.dtype), ">(", x, ")");
+    }
+    case ExprKind::kSelect: {
+      ASSIGN_OR_RETURN(std::string c, E(e.args[0]));
+      ASSIGN_OR_RETURN(std::string a, E(e.args[1]));
+      ASSIGN_OR_RETURN(std::string b, E(e.args[2]));
+      return absl::StrCat("(", c, " ? ", a, " : ", b, ")");
+    }
+    case ExprKind::kUnary: {
+      ASSIGN_OR_RETURN(std::string x, AsCompute(e.args[0]));
+      const char* op = e.uop == ir::UnOp::kNeg ? "-" : e.uop == ir::UnOp::kNot ? "!" : "~";
+      return Narrow(absl::StrCat("(", op, x, ")"), e.dtype);
+    }
+    case ExprKind::kCall: {
+      std::string args;
+      for (const Expr& a : e.args) {
+        ASSIGN_OR_RETURN(std::string x, AsCompute(a));
+        absl::StrAppend(&args, args.empty() ? "" : ", ", x);
+      }
+      if (e.fn == ir::Intrinsic::kAbs && ir::IsInteger(e.dtype)) {
+        return Narrow(absl::StrCat("((", args, ") < 0 ? -(", args, ") : (", args, "))"), e.dtype);
+      }
+      return Narrow(absl::StrCat("kiln::rt::", MathName(e.fn), "(", args, ")"), e.dtype);
+    }
+    case ExprKind::kBinary:
+      return Binary(e);
+    }
+    return Error(e.loc, "internal: unknown expression kind");
+  }
+
+  // Operands of arithmetic on 8/16-bit floats are computed in float.
+  absl::StatusOr<std::string> AsCompute(const Expr& e) {
+    ASSIGN_OR_RETURN(std::string x, E(e));
+    if (IsNarrowFloat(e.dtype)) return absl::StrCat("kiln::rt::cvt<float>(", x, ")");
+    return x;
+  }
+
+  // Brings a value computed in float (or promoted int) back to `t`.
+  std::string Narrow(const std::string& x, DType t) {
+    if (IsNarrowFloat(t)) return absl::StrCat("kiln::rt::cvt<", CType(t), ">(", x, ")");
+    if (IsNarrowInt(t)) return absl::StrCat("((", CType(t), ")", x, ")");
+    return x;
+  }
+
+  // Provably >= 0: literals, thread/block/loop indices and shape symbols,
+  // and sums, products, quotients, min/max of such (scalar params and
+  // loads may be negative).
+  bool NonNegative(const Expr& e) const {
+    switch (e.kind) {
+    case ExprKind::kInt:
+      return e.ival >= 0;
+    case ExprKind::kThreadIdx:
+      return true;
+    case ExprKind::kVar:
+      return !scalars_.count(e.name);
+    case ExprKind::kCast:
+      return ir::IsInteger(e.args[0].dtype) && NonNegative(e.args[0]);
+    case ExprKind::kSelect:
+      return NonNegative(e.args[1]) && NonNegative(e.args[2]);
+    case ExprKind::kBinary:
+      switch (e.bop) {
+      case BinOp::kAdd:
+      case BinOp::kMul:
+      case BinOp::kFloorDiv:
+      case BinOp::kFloorMod:
+      case BinOp::kDiv:
+      case BinOp::kMin:
+      case BinOp::kMax:
+      case BinOp::kBitAnd:
+      case BinOp::kBitXor:
+      case BinOp::kBitOr:
+      case BinOp::kShr:
+        return NonNegative(e.args[0]) && NonNegative(e.args[1]);
+      default:
+        return false;
+      }
+    default:
+      return false;
+    }
+  }
+
+  absl::StatusOr<std::string> Binary(const Expr& e) {
+    ASSIGN_OR_RETURN(std::string a, AsCompute(e.args[0]));
+    ASSIGN_OR_RETURN(std::string b, AsCompute(e.args[1]));
+    const DType t = e.args[0].dtype;
+    const bool plain_int = ir::IsInteger(t) && NonNegative(e.args[0]) && NonNegative(e.args[1]);
+    switch (e.bop) {
+    case BinOp::kFloorDiv:
+      // Floor and truncation agree on non-negative operands; plain C lets
+      // the compiler strength-reduce index arithmetic.
+      if (plain_int) return Narrow(absl::StrCat("(", a, " / ", b, ")"), e.dtype);
+      return Narrow(absl::StrCat("kiln::rt::floordiv(", a, ", ", b, ")"), e.dtype);
+    case BinOp::kFloorMod:
+      if (plain_int) return Narrow(absl::StrCat("(", a, " % ", b, ")"), e.dtype);
+      return Narrow(absl::StrCat("kiln::rt::floormod(", a, ", ", b, ")"), e.dtype);
+    case BinOp::kMin:
+      return Narrow(absl::StrCat("kiln::rt::min(", a, ", ", b, ")"), e.dtype);
+    case BinOp::kMax:
+      return Narrow(absl::StrCat("kiln::rt::max(", a, ", ", b, ")"), e.dtype);
+    default:
+      break;
+    }
+    std::string s = absl::StrCat("(", a, " ", OpText(e.bop), " ", b, ")");
+    if (ir::IsComparison(e.bop) || ir::IsLogical(e.bop)) return s;
+    (void)t;
+    return Narrow(s, e.dtype);
+  }
+
+  absl::Status Stmts(const std::vector<Stmt>& body, int indent) {
+    for (const Stmt& s : body) RETURN_IF_ERROR(S(s, indent));
+    return absl::OkStatus();
+  }
+
+  absl::Status S(const Stmt& s, int indent) {
+    switch (s.kind) {
+    case StmtKind::kAlloc: {
+      const ir::Buffer& b = s.buffer;
+      std::optional<int64_t> n = b.shape.empty() ? 1 : ir::ConstInt(ir::Simplify(b.shape[0]));
+      if (!n || b.shape.size() > 1) {
+        return Error(s.loc, absl::StrCat("internal: buffer '", b.name, "' is not flat"));
+      }
+      const std::string t = CType(b.dtype), name = CName(b.name);
+      if (b.scope == ir::Scope::kSharedDyn || b.scope == ir::Scope::kShared) {
+        smem_ = (smem_ + 127) / 128 * 128;
+        Line(indent, absl::StrCat(t, "* ", name, " = reinterpret_cast<", t,
+                                  "*>(kiln::rt::dyn_smem() + ", smem_, ");"));
+        smem_ += *n * std::max(1, ir::DTypeBits(b.dtype) / 8);
+        return absl::OkStatus();
+      }
+      if (b.scope == ir::Scope::kVar && b.has_init) {
+        ASSIGN_OR_RETURN(std::string init, E(b.init));
+        Line(indent, absl::StrCat(t, " ", name, "[1] = {", init, "};"));
+        return absl::OkStatus();
+      }
+      if (b.scope == ir::Scope::kGlobal || b.scope == ir::Scope::kFragment) {
+        return Error(s.loc, absl::StrCat("internal: ", std::string(ir::ScopeName(b.scope)),
+                                         " buffer '", b.name, "' after lowering"));
+      }
+      Line(indent, absl::StrCat("alignas(16) ", t, " ", name, "[", *n, "];"));
+      return absl::OkStatus();
+    }
+    case StmtKind::kFor: {
+      if (s.for_kind == ir::ForKind::kParallel || s.loop_vars.size() != 1) {
+        return Error(s.loc, "internal: T.Parallel loop after lowering");
+      }
+      ASSIGN_OR_RETURN(std::string ext, E(s.extents[0]));
+      if (s.for_kind == ir::ForKind::kUnroll || s.for_kind == ir::ForKind::kVectorized) {
+        Line(indent, "#pragma unroll");
+      }
+      const std::string v = CName(s.loop_vars[0]);
+      Line(indent, absl::StrCat("for (int ", v, " = 0; ", v, " < ", ext, "; ++", v, ") {"));
+      RETURN_IF_ERROR(Stmts(s.body, indent + 1));
+      Line(indent, "}");
+      return absl::OkStatus();
+    }
+    case StmtKind::kIf: {
+      ASSIGN_OR_RETURN(std::string c, E(s.cond));
+      Line(indent, absl::StrCat("if (", c, ") {"));
+      RETURN_IF_ERROR(Stmts(s.body, indent + 1));
+      if (!s.else_body.empty()) {
+        Line(indent, "} else {");
+        RETURN_IF_ERROR(Stmts(s.else_body, indent + 1));
+      }
+      Line(indent, "}");
+      return absl::OkStatus();
+    }
+    case StmtKind::kStore: {
+      ASSIGN_OR_RETURN(std::string idx, GlobalIndex(s.name, s.indices, s.loc));
+      ASSIGN_OR_RETURN(std::string v, E(s.value));
+      Line(indent, absl::StrCat(CName(s.name), "[", idx, "] = ", v, ";"));
+      return absl::OkStatus();
+    }
+    case StmtKind::kCall: {
+      const ir::IntrinsicInfo* info = ir::FindIntrinsic(s.name);
+      if (!info) return Error(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
+      if (s.name == "cp_async_wait") {
+        Line(indent, absl::StrCat("kiln::rt::cp_async_wait<", s.indices[0].ival, ">();"));
+        return absl::OkStatus();
+      }
+      std::string args;
+      for (const Expr& a : s.indices) {
+        ASSIGN_OR_RETURN(std::string x, E(a));
+        absl::StrAppend(&args, args.empty() ? "" : ", ", x);
+      }
+      Line(indent, absl::StrCat("kiln::rt::", std::string(info->name), "(", args, ");"));
+      return absl::OkStatus();
+    }
+    case StmtKind::kUseSwizzle:
+    case StmtKind::kAnnotateLayout:
+      return absl::OkStatus();
+    case StmtKind::kCopy:
+    case StmtKind::kGemm:
+    case StmtKind::kFill:
+    case StmtKind::kReduce:
+    case StmtKind::kAtomic:
+      return Error(s.loc, "internal: tile op left after lowering");
+    }
+    return Error(s.loc, "internal: unknown statement kind");
+  }
+
+  const ir::Program& p_;
+  std::map<std::string, const ir::Buffer*> globals_;
+  std::set<std::string> scalars_;
+  std::string text_;
+  int64_t smem_ = 0;
+};
+
+} // namespace
+
+absl::StatusOr<EmittedBody> EmitBody(const ir::Program& lowered) {
+  Emitter emitter(lowered);
+  return emitter.Run();
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,58 @@
+#include "compiler/codegen/launch_json.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/simplify.h"
+
+namespace kiln::codegen {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppend(&out, "\\u00", c < 16 ? "0" : "", absl::Hex(static_cast<int>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Extent(const ir::Expr& e) {
+  std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+  return v ? std::to_string(*v) : Quote(ir::PrintExpr(e));
+}
+
+} // namespace
+
+std::string LaunchJson(const EmittedKernel& kernel) {
+  const LaunchSpec& l = kernel.launch;
+  std::string out =
+      absl::StrCat("{\"symbol\": ", Quote(l.symbol),
+                   ", \"target\": ", Quote(kernel.target == EmitTarget::kCuda ? "cuda" : "cpu"),
+                   ", \"arch\": ", Quote(kernel.arch), ", \"grid\": [");
+  for (size_t d = 0; d < l.grid.size(); ++d)
+    absl::StrAppend(&out, d ? ", " : "", Extent(l.grid[d]));
+  absl::StrAppend(&out, "], \"block\": [", l.block[0], ", ", l.block[1], ", ", l.block[2],
+                  "], \"dynamic_smem_bytes\": ", l.dynamic_smem_bytes, ", \"args\": [");
+  for (size_t i = 0; i < l.args.size(); ++i) {
+    const KernelArg& a = l.args[i];
+    absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", Quote(a.name),
+                    ", \"dtype\": ", Quote(std::string(ir::DTypeName(a.dtype))), ", \"shape\": [");
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      absl::StrAppend(&out, d ? ", " : "", Extent(a.shape[d]));
+    absl::StrAppend(&out, "], \"scalar\": ", a.is_scalar ? "true" : "false",
+                    ", \"symbol\": ", a.is_symbol ? "true" : "false",
+                    ", \"output\": ", a.is_output ? "true" : "false", "}");
+  }
+  return out + "]}\n";
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,20 @@
+// The launch metadata of an emitted kernel as JSON, for tools and scripts
+// outside C++ (kiln-opt --launch-json, the GPU test and benchmark scripts):
+//   {"symbol": "kiln_kernel", "target": "cuda", "arch": "sm_90",
+//    "grid": [3, 2, 1], "block": [128, 1, 1], "dynamic_smem_bytes": 12288,
+//    "args": [{"name": "A", "dtype": "float16", "shape": [100, 40],
+//              "scalar": false, "symbol": false, "output": false}, ...]}
+// Extents that depend on unbound symbols are strings in the IR's text
+// syntax ("(M + 63) // 64"); constant ones are numbers.
+// Thread-safe (pure function).
+#pragma once
+
+#include <string>
+
+#include "compiler/codegen/kernel_spec.h"
+
+namespace kiln::codegen {
+
+std::string LaunchJson(const EmittedKernel& kernel);
+
+} // namespace kiln::codegen

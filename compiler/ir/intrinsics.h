@@ -1,0 +1,46 @@
+// The thread-level intrinsics a kCall statement may name, with their
+// operand kinds. The table is closed: the text parser, the verifier and the
+// emitters accept only these names, so no client string ever reaches
+// generated C++ (ARCHITECTURE.md, decision 3).
+//
+// Every intrinsic is emitted as `kiln::rt::NAME(args...)` and implemented
+// with the same name and semantics by both runtimes
+// (compiler/runtime/{cuda,cpu}/thread_ops.h); semantics are the PTX ISA's.
+// Warp-collective intrinsics must be reached by all 32 lanes of a warp
+// together. Thread-safe (immutable data).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace kiln::ir {
+
+enum class IntrinsicArg : uint8_t {
+  kAddress, // an ExprKind::kAddress operand
+  kValue,   // any scalar expression
+  kConstInt // an integer literal
+};
+
+struct IntrinsicInfo {
+  std::string_view name;
+  std::vector<IntrinsicArg> args;
+  bool warp_collective = false;
+};
+
+// The known intrinsics:
+//   sync_threads()                                  __syncthreads
+//   ldmatrix_x{1,2,4}[_trans](dst, src_row)         ldmatrix.sync.aligned.m8n8 (b16)
+//   mma_m16n8k16_{f16,bf16}(d, a, b, c)             mma.sync f32 += 16-bit
+//   mma_m16n8k8_tf32(d, a, b, c), mma_m16n8k32_s8(d, a, b, c)
+//   cp_async_{4,8,16}(dst, src, src_bytes)          cp.async with zero fill
+//   cp_async_commit(), cp_async_wait(N)             commit_group / wait_group N
+//   copy_{2,4,8,16}(dst, src)                       one vector load + store
+//   shfl_xor(dst, value, lane_mask)                 *dst = shfl.sync.bfly(value)
+//   atomic_{add,max,min}(dst, value)                global/shared atomics
+const std::vector<IntrinsicInfo>& AllIntrinsics();
+
+// nullptr when `name` is not an intrinsic.
+const IntrinsicInfo* FindIntrinsic(std::string_view name);
+
+} // namespace kiln::ir

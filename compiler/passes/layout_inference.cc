@@ -1,0 +1,489 @@
+// Pass "layout-inference".
+//
+// 1. Every fragment gets a constant shape or a located error.
+// 2. Constraints, applied until nothing changes:
+//    - gemm fixes C to the m16n8 accumulator layout of its warp grid, and a
+//      register A operand to the accumulator layout of (M x K) over the same
+//      warp rows (which is exactly the mma A-operand register order);
+//    - reduce gives dst the projection of src without the reduced dimension;
+//    - a fragment-to-fragment copy gives both sides the same layout;
+//    - a T.Parallel loop takes the layout of a fragment indexed by exactly
+//      its loop variables, and every other fragment it indexes by loop
+//      variables gets the projection of that layout.
+//    A fragment given two different layouts is a located error.
+// 3. When nothing changes and fragments remain unknown: the first Parallel
+//    loop over an unknown fragment gets a default layout (threads over the
+//    innermost dimension, 16-byte vectors); else the first unknown fragment
+//    does. Then back to 2.
+// 4. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
+//    swizzle when their rows are a multiple of 16 bytes.
+#include "compiler/passes/layout_inference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/passes/pass_registry.h"
+#include "util/status_macros.h"
+
+namespace kiln::passes {
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::Stmt;
+using ir::StmtKind;
+
+struct FragInfo {
+  const ir::Buffer* buffer = nullptr;
+  std::vector<int64_t> shape;
+};
+
+void CollectAllocs(const std::vector<Stmt>& body, std::vector<const Stmt*>* out) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::kAlloc) out->push_back(&s);
+    CollectAllocs(s.body, out);
+    CollectAllocs(s.else_body, out);
+  }
+}
+
+absl::StatusOr<std::map<std::string, FragInfo>> CollectFragments(const ir::Program& p) {
+  std::vector<const Stmt*> allocs;
+  CollectAllocs(p.kernel.body, &allocs);
+  std::map<std::string, FragInfo> out;
+  for (const Stmt* s : allocs) {
+    if (s->buffer.scope != ir::Scope::kFragment) continue;
+    FragInfo info;
+    info.buffer = &s->buffer;
+    for (const Expr& e : s->buffer.shape) {
+      std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+      if (!v || *v <= 0) {
+        return ir::ErrorAt(
+            p.source_name, s->loc,
+            absl::StrCat("fragment '", s->buffer.name, "' needs a constant positive shape"));
+      }
+      info.shape.push_back(*v);
+    }
+    out.emplace(s->buffer.name, std::move(info));
+  }
+  return out;
+}
+
+// A fragment access inside a Parallel loop whose indices are distinct loop
+// variables: dims[k] is the loop dimension of the fragment's dimension k.
+struct Candidate {
+  std::string buffer;
+  std::vector<int> dims;
+  ir::Loc loc;
+};
+
+void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& fn) {
+  fn(e);
+  for (const Expr& a : e.args) VisitExpr(a, fn);
+}
+
+std::vector<Candidate> LoopCandidates(const Stmt& loop,
+                                      const std::map<std::string, FragInfo>& frags) {
+  std::vector<Candidate> out;
+  auto consider = [&](const std::string& name, const std::vector<Expr>& indices, ir::Loc loc) {
+    if (!frags.count(name)) return;
+    std::optional<std::vector<int>> dims = LoopDims(indices, loop.loop_vars);
+    if (!dims) return;
+    for (const Candidate& c : out) {
+      if (c.buffer == name && c.dims == *dims) return;
+    }
+    out.push_back({name, *dims, loc});
+  };
+  auto on_expr = [&](const Expr& root) {
+    VisitExpr(root, [&](const Expr& e) {
+      if (e.kind == ExprKind::kLoad) consider(e.name, e.args, e.loc);
+    });
+  };
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (s.kind == StmtKind::kStore) consider(s.name, s.indices, s.loc);
+      // An element-wise atomic names its operands as one-element regions.
+      if (s.kind == StmtKind::kAtomic) {
+        for (const ir::Region& r : s.regions) {
+          std::vector<Expr> mins;
+          for (const ir::Range& rg : r.ranges) mins.push_back(rg.min);
+          consider(r.buffer, mins, r.loc);
+        }
+      }
+      if (s.kind == StmtKind::kAtomic && s.has_value) on_expr(s.value);
+      if (s.kind == StmtKind::kStore && s.has_value) on_expr(s.value);
+      for (const Expr& ix : s.indices) on_expr(ix);
+      if (s.kind == StmtKind::kIf) on_expr(s.cond);
+      walk(s.body);
+      walk(s.else_body);
+    }
+  };
+  walk(loop.body);
+  return out;
+}
+
+int64_t VectorOf(ir::DType t) { return std::max(1, 128 / std::max(8, ir::DTypeBits(t))); }
+
+class Inference {
+ public:
+  Inference(ir::Program& p, std::map<std::string, FragInfo> frags)
+      : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)) {}
+
+  absl::Status Run() {
+    for (int round = 0; round < 10000; ++round) {
+      changed_ = false;
+      RETURN_IF_ERROR(Propagate(p_.kernel.body));
+      if (changed_) continue;
+      ASSIGN_OR_RETURN(bool defaulted, DefaultOne());
+      if (!defaulted) break;
+    }
+    for (const auto& [name, layout] : known_) {
+      p_.attrs[absl::StrCat("layout.", name)] = layout.ToString();
+    }
+    MarkSwizzles(p_.kernel.body);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Set(const std::string& name, FragmentLayout layout, ir::Loc loc,
+                   const std::string& why) {
+    layout = Normalize(std::move(layout));
+    auto it = known_.find(name);
+    if (it == known_.end()) {
+      known_.emplace(name, std::move(layout));
+      origin_[name] = why;
+      changed_ = true;
+      return absl::OkStatus();
+    }
+    if (it->second == layout) return absl::OkStatus();
+    return ir::ErrorAt(p_.source_name, loc,
+                       absl::StrCat("layout conflict for fragment '", name, "': ", origin_[name],
+                                    " gives ", it->second.ToString(), " but ", why, " needs ",
+                                    layout.ToString()));
+  }
+
+  absl::Status Propagate(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      switch (s.kind) {
+      case StmtKind::kGemm:
+        RETURN_IF_ERROR(Gemm(s));
+        break;
+      case StmtKind::kReduce: {
+        const std::string& src = s.regions[0].buffer;
+        const std::string& dst = s.regions[1].buffer;
+        auto it = known_.find(src);
+        if (it != known_.end() && frags_.count(dst)) {
+          std::vector<int> dims;
+          for (int d = 0; d < static_cast<int>(it->second.shape.size()); ++d) {
+            if (d != s.dim) dims.push_back(d);
+          }
+          RETURN_IF_ERROR(Set(dst, Project(it->second, dims, frags_.at(dst).shape), s.loc,
+                              absl::StrCat("the reduction of '", src, "'")));
+        }
+        break;
+      }
+      case StmtKind::kCopy: {
+        const std::string& a = s.regions[0].buffer;
+        const std::string& b = s.regions[1].buffer;
+        if (frags_.count(a) && frags_.count(b) && frags_.at(a).shape == frags_.at(b).shape) {
+          if (known_.count(a)) {
+            RETURN_IF_ERROR(Set(b, known_.at(a), s.loc, absl::StrCat("the copy from '", a, "'")));
+          } else if (known_.count(b)) {
+            RETURN_IF_ERROR(Set(a, known_.at(b), s.loc, absl::StrCat("the copy to '", b, "'")));
+          }
+        }
+        break;
+      }
+      case StmtKind::kFor:
+        if (s.for_kind == ir::ForKind::kParallel) RETURN_IF_ERROR(Parallel(s, false));
+        RETURN_IF_ERROR(Propagate(s.body));
+        break;
+      case StmtKind::kIf:
+        RETURN_IF_ERROR(Propagate(s.body));
+        RETURN_IF_ERROR(Propagate(s.else_body));
+        break;
+      default:
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Gemm(const Stmt& s) {
+    const ir::Region& a = s.regions[0];
+    const ir::Region& c = s.regions[2];
+    if (!frags_.count(c.buffer)) {
+      return ir::ErrorAt(p_.source_name, s.loc,
+                         absl::StrCat("gemm: the accumulator '", c.buffer, "' must be a fragment"));
+    }
+    const std::vector<int64_t>& cs = frags_.at(c.buffer).shape;
+    if (cs.size() != 2) {
+      return ir::ErrorAt(p_.source_name, s.loc, "gemm: the accumulator must be 2-d");
+    }
+    auto warps = GemmWarps(cs[0], cs[1], threads_ / 32, s.policy);
+    if (!warps.ok())
+      return ir::ErrorAt(p_.source_name, s.loc, std::string(warps.status().message()));
+    const auto [wm, wn] = *warps;
+    RETURN_IF_ERROR(Set(c.buffer, MmaAccumulatorLayout(cs[0], cs[1], wm, wn, threads_), s.loc,
+                        "gemm's accumulator"));
+    if (frags_.count(a.buffer)) {
+      const std::vector<int64_t>& as = frags_.at(a.buffer).shape;
+      if (as.size() != 2 || s.transpose_a || as[0] != cs[0]) {
+        return ir::ErrorAt(p_.source_name, s.loc,
+                           "gemm: a fragment A operand must be (M x K), not transposed");
+      }
+      if (as[1] % 16 != 0) {
+        return ir::ErrorAt(p_.source_name, s.loc,
+                           "gemm: a fragment A operand needs K to be a multiple of 16");
+      }
+      RETURN_IF_ERROR(Set(a.buffer, MmaAccumulatorLayout(as[0], as[1], wm, 1, threads_), s.loc,
+                          "gemm's register A operand"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Parallel(const Stmt& loop, bool allow_default) {
+    std::vector<Candidate> cands = LoopCandidates(loop, frags_);
+    if (cands.empty()) return absl::OkStatus();
+    const size_t n = loop.loop_vars.size();
+    bool have = false;
+    for (const Candidate& c : cands) {
+      if (c.dims.size() == n && known_.count(c.buffer)) have = true;
+    }
+    if (!have && !allow_default) return absl::OkStatus();
+    ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(p_, loop, known_));
+    for (const Candidate& c : cands) {
+      RETURN_IF_ERROR(Set(c.buffer, Project(layout, c.dims, frags_.at(c.buffer).shape), c.loc,
+                          absl::StrCat("the T.Parallel loop at line ", loop.loc.line)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Finds the first statement (in program order) that touches a fragment
+  // without a layout: a Parallel loop gets a default loop layout, any other
+  // statement gives its first such fragment (a reduction's source first)
+  // the default layout.
+  absl::StatusOr<bool> DefaultOne() {
+    const Stmt* loop = nullptr;
+    const FragInfo* frag = nullptr;
+    std::function<void(const std::vector<Stmt>&)> find = [&](const std::vector<Stmt>& body) {
+      for (const Stmt& s : body) {
+        if (loop || frag) return;
+        if (s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kParallel) {
+          for (const Candidate& c : LoopCandidates(s, frags_)) {
+            if (!known_.count(c.buffer)) loop = &s;
+          }
+          continue;
+        }
+        // A fill fits any layout; a reduction's destination follows its
+        // source.
+        const size_t regions = s.kind == StmtKind::kFill     ? 0
+                               : s.kind == StmtKind::kReduce ? 1
+                                                             : s.regions.size();
+        for (size_t k = 0; k < regions; ++k) {
+          auto it = frags_.find(s.regions[k].buffer);
+          if (!frag && it != frags_.end() && !known_.count(it->first)) frag = &it->second;
+        }
+        find(s.body);
+        find(s.else_body);
+      }
+    };
+    find(p_.kernel.body);
+    if (loop) {
+      RETURN_IF_ERROR(Parallel(*loop, true));
+      return true;
+    }
+    if (!frag) {
+      for (const auto& [name, info] : frags_) {
+        if (!known_.count(name)) {
+          frag = &info;
+          break;
+        }
+      }
+    }
+    if (!frag) return false;
+    RETURN_IF_ERROR(Set(frag->buffer->name,
+                        DefaultLayout(frag->shape, threads_, VectorOf(frag->buffer->dtype)),
+                        frag->buffer->loc, "the default layout"));
+    return true;
+  }
+
+  void MarkSwizzles(const std::vector<Stmt>& body) {
+    std::vector<const Stmt*> allocs;
+    CollectAllocs(p_.kernel.body, &allocs);
+    std::map<std::string, const ir::Buffer*> shared;
+    for (const Stmt* s : allocs) {
+      if (s->buffer.scope == ir::Scope::kShared || s->buffer.scope == ir::Scope::kSharedDyn) {
+        shared[s->buffer.name] = &s->buffer;
+      }
+    }
+    ir::ForEachStmt(body, [&](const Stmt& s) {
+      if (s.kind != StmtKind::kGemm) return;
+      for (int k = 0; k < 2; ++k) {
+        auto it = shared.find(s.regions[k].buffer);
+        if (it == shared.end() || ir::DTypeBits(it->second->dtype) != 16) continue;
+        const ir::Buffer& b = *it->second;
+        std::optional<int64_t> cols = ir::ConstInt(ir::Simplify(b.shape.back()));
+        if (!cols) continue;
+        const int64_t row_bytes = *cols * 2;
+        if (row_bytes % 16 != 0 || (row_bytes > 128 && row_bytes % 128 != 0)) continue;
+        p_.attrs[absl::StrCat("layout.", b.name)] = kSwizzleLayout;
+      }
+    });
+  }
+
+  ir::Program& p_;
+  std::map<std::string, FragInfo> frags_;
+  int64_t threads_;
+  LayoutMap known_;
+  std::map<std::string, std::string> origin_;
+  bool changed_ = false;
+};
+
+absl::Status RunLayoutInference(ir::Program& program, const PassContext&) {
+  return InferLayouts(program);
+}
+
+} // namespace
+
+std::optional<std::vector<int>> LoopDims(const std::vector<Expr>& indices,
+                                         const std::vector<std::string>& vars) {
+  std::vector<int> dims;
+  for (const Expr& ix : indices) {
+    if (ix.kind != ExprKind::kVar) return std::nullopt;
+    auto it = std::find(vars.begin(), vars.end(), ix.name);
+    if (it == vars.end()) return std::nullopt;
+    const int d = static_cast<int>(it - vars.begin());
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) return std::nullopt;
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+int64_t BlockThreads(const ir::Program& program) {
+  int64_t t = 1;
+  for (int64_t v : program.kernel.threads) t *= v;
+  return t;
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> GemmWarps(int64_t m, int64_t n, int64_t warps,
+                                                      ir::GemmPolicy policy) {
+  if (warps < 1) return absl::InvalidArgumentError("gemm needs at least one warp (32 threads)");
+  std::optional<std::pair<int64_t, int64_t>> best;
+  double best_score = 0;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    if (warps % wm != 0) continue;
+    const int64_t wn = warps / wm;
+    if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
+    double score = 0;
+    switch (policy) {
+    case ir::GemmPolicy::kFullRow:
+      score = static_cast<double>(-wn);
+      break;
+    case ir::GemmPolicy::kFullCol:
+      score = static_cast<double>(-wm);
+      break;
+    case ir::GemmPolicy::kSquare: {
+      // Balanced per-warp tiles; ties go to more warps along M.
+      const double r = static_cast<double>(m / wm) / static_cast<double>(n / wn);
+      score = -std::abs(std::log2(r)) + 1e-3 * static_cast<double>(wm);
+      break;
+    }
+    }
+    if (!best || score > best_score) {
+      best = {wm, wn};
+      best_score = score;
+    }
+  }
+  if (!best) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gemm: a ", m, "x", n, " accumulator cannot be split over ", warps,
+                     " warps in 16x8 MMA tiles (M must be a multiple of 16 per warp row and N "
+                     "of 8 per warp column)"));
+  }
+  return *best;
+}
+
+absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt& loop,
+                                          const LayoutMap& known,
+                                          std::optional<ir::DType> vector_hint) {
+  ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
+  std::vector<int64_t> extents;
+  for (const Expr& e : loop.extents) {
+    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+    if (!v || *v <= 0) {
+      return ir::ErrorAt(program.source_name, loop.loc,
+                         "T.Parallel needs constant positive extents");
+    }
+    extents.push_back(*v);
+  }
+  const std::vector<Candidate> cands = LoopCandidates(loop, frags);
+  for (const Candidate& c : cands) {
+    if (c.dims.size() != extents.size()) continue;
+    auto it = known.find(c.buffer);
+    if (it == known.end()) continue;
+    FragmentLayout out = it->second;
+    out.shape = extents;
+    for (size_t k = 0; k < c.dims.size(); ++k) {
+      if (it->second.shape[k] != extents[c.dims[k]]) {
+        return ir::ErrorAt(program.source_name, c.loc,
+                           absl::StrCat("fragment '", c.buffer, "' has extent ",
+                                        it->second.shape[k], " in dimension ", k,
+                                        " but the T.Parallel loop runs ", extents[c.dims[k]]));
+      }
+    }
+    for (auto* digits : {&out.thread, &out.reg}) {
+      for (LayoutDigit& d : *digits) {
+        if (d.dim >= 0) d.dim = c.dims[d.dim];
+      }
+    }
+    return out;
+  }
+  std::optional<ir::DType> hint = vector_hint;
+  for (const Candidate& c : cands) {
+    if (c.dims.size() == extents.size() && !hint) hint = frags.at(c.buffer).buffer->dtype;
+  }
+  return DefaultLayout(extents, BlockThreads(program), hint ? VectorOf(*hint) : 1);
+}
+
+absl::Status InferLayouts(ir::Program& program) {
+  ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
+  Inference inference(program, std::move(frags));
+  return inference.Run();
+}
+
+absl::StatusOr<LayoutMap> ReadLayouts(const ir::Program& program) {
+  ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
+  LayoutMap out;
+  for (const auto& [name, info] : frags) {
+    auto it = program.attrs.find(absl::StrCat("layout.", name));
+    if (it == program.attrs.end()) {
+      return ir::ErrorAt(
+          program.source_name, info.buffer->loc,
+          absl::StrCat("fragment '", name, "' has no layout (run layout-inference first)"));
+    }
+    auto layout = ParseLayout(it->second, info.shape);
+    if (!layout.ok()) {
+      return ir::ErrorAt(program.source_name, info.buffer->loc,
+                         std::string(layout.status().message()));
+    }
+    out.emplace(name, *std::move(layout));
+  }
+  return out;
+}
+
+void RegisterLayoutInferencePass() {
+  RegisterPass({"layout-inference",
+                "gives every fragment a (thread, register) layout and swizzles gemm's shared "
+                "operands; records them as attrs layout.<buffer>",
+                RunLayoutInference});
+}
+
+} // namespace kiln::passes

@@ -1,0 +1,234 @@
+// Tile-op lowering, part 3: T.gemm as mma.sync.
+//
+// 1. The warp grid (GemmWarps) splits C into per-warp tiles of MI x NI
+//    m16n8 atoms; C's registers are the accumulator layout's.
+// 2. Per k-step of the instruction (16 for 16-bit inputs, 8 for tf32, 32
+//    for int8): A and B fragments of the warp are loaded from shared memory
+//    (ldmatrix, .trans where the operand is stored the other way round, for
+//    16-bit types with 16-byte aligned rows; element by element otherwise)
+//    or, for a register A operand, taken in place from its fragment (the
+//    accumulator layout of m16n8k16 is the A-operand layout).
+// 3. One mma per (mi, ni) atom accumulates into C in place.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/passes/lowering.h"
+#include "util/status_macros.h"
+
+namespace kiln::passes::lowering {
+
+using ir::DType;
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+struct MmaKind {
+  const char* name;
+  int64_t kstep;            // K per instruction
+  int64_t a_elems, b_elems; // operand elements per thread per atom
+  DType acc;
+};
+
+std::optional<MmaKind> MmaFor(DType t) {
+  switch (t) {
+  case DType::kFloat16:
+    return MmaKind{"mma_m16n8k16_f16", 16, 8, 4, DType::kFloat32};
+  case DType::kBFloat16:
+    return MmaKind{"mma_m16n8k16_bf16", 16, 8, 4, DType::kFloat32};
+  case DType::kFloat32:
+    return MmaKind{"mma_m16n8k8_tf32", 8, 4, 2, DType::kFloat32};
+  case DType::kInt8:
+    return MmaKind{"mma_m16n8k32_s8", 32, 16, 8, DType::kInt32};
+  default:
+    return std::nullopt;
+  }
+}
+
+// (row, col) within the 16 x kstep A atom of operand element e of lane (g, t).
+std::pair<Expr, Expr> AElem(const MmaKind& k, int64_t e, const Expr& g, const Expr& t) {
+  if (k.kstep == 16) {
+    const int64_t r = e / 2, h = e % 2;
+    return {Add(g, I(8 * (r % 2))), Add(Mul(t, I(2)), I(8 * (r / 2) + h))};
+  }
+  if (k.kstep == 8) return {Add(g, I(8 * (e % 2))), Add(t, I(4 * (e / 2)))};
+  const int64_t r = e / 4, q = e % 4;
+  return {Add(g, I(8 * (r % 2))), Add(Mul(t, I(4)), I(16 * (r / 2) + q))};
+}
+
+// (k, n) within the kstep x 8 B atom of operand element e.
+std::pair<Expr, Expr> BElem(const MmaKind& k, int64_t e, const Expr& g, const Expr& t) {
+  if (k.kstep == 16) return {Add(Mul(t, I(2)), I(8 * (e / 2) + e % 2)), g};
+  if (k.kstep == 8) return {Add(t, I(4 * e)), g};
+  return {Add(Mul(t, I(4)), I(16 * (e / 4) + e % 4)), g};
+}
+
+} // namespace
+
+absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+  const Buf* a = FindBuf(s.regions[0].buffer);
+  const Buf* b = FindBuf(s.regions[1].buffer);
+  const Buf* c = FindBuf(s.regions[2].buffer);
+  if (!a || !b || !c) return Error(s.loc, "gemm: unknown buffer");
+  for (const Buf* x : {a, b, c}) {
+    if (x->shape.size() != 2) {
+      return Error(s.loc, absl::StrCat("gemm: operand '", x->name, "' must be 2-d"));
+    }
+  }
+  if (c->scope != ir::Scope::kFragment) {
+    return Error(s.loc, "gemm: the accumulator must be a fragment");
+  }
+  if (b->scope != ir::Scope::kShared) {
+    return Error(s.loc, "gemm: the B operand must be in shared memory");
+  }
+  if (a->scope != ir::Scope::kShared && a->scope != ir::Scope::kFragment) {
+    return Error(s.loc, "gemm: the A operand must be in shared memory or a fragment");
+  }
+  if (a->dtype != b->dtype) {
+    return Error(s.loc, "gemm: A and B must have the same dtype");
+  }
+  std::optional<MmaKind> mma = MmaFor(a->dtype);
+  if (!mma) {
+    return Error(s.loc, absl::StrCat("gemm: no tensor-core instruction for ",
+                                     std::string(ir::DTypeName(a->dtype)), " inputs"));
+  }
+  if (c->dtype != mma->acc) {
+    return Error(s.loc, absl::StrCat("gemm: ", std::string(ir::DTypeName(a->dtype)),
+                                     " inputs accumulate in ", std::string(ir::DTypeName(mma->acc)),
+                                     ", not ", std::string(ir::DTypeName(c->dtype))));
+  }
+  const int64_t m = c->shape[0], n = c->shape[1];
+  const int64_t am = s.transpose_a ? a->shape[1] : a->shape[0];
+  const int64_t k = s.transpose_a ? a->shape[0] : a->shape[1];
+  const int64_t bk = s.transpose_b ? b->shape[1] : b->shape[0];
+  const int64_t bn = s.transpose_b ? b->shape[0] : b->shape[1];
+  if (am != m || bn != n || bk != k) {
+    return Error(s.loc, absl::StrCat("gemm: shapes do not agree: A is ", am, "x", k, ", B is ", bk,
+                                     "x", bn, ", C is ", m, "x", n));
+  }
+  if (k % mma->kstep != 0) {
+    return Error(s.loc, absl::StrCat("gemm: K = ", k, " must be a multiple of ", mma->kstep,
+                                     " for ", std::string(ir::DTypeName(a->dtype)), " inputs"));
+  }
+  auto warps = GemmWarps(m, n, threads_ / 32, s.policy);
+  if (!warps.ok()) return Error(s.loc, std::string(warps.status().message()));
+  const auto [wm, wn] = *warps;
+  if (!(Normalize(*c->layout) == MmaAccumulatorLayout(m, n, wm, wn, threads_))) {
+    return Error(s.loc, absl::StrCat("gemm: accumulator '", c->name, "' has layout ",
+                                     c->layout->ToString(), ", not the MMA layout"));
+  }
+  if (a->scope == ir::Scope::kFragment && mma->kstep != 16) {
+    return Error(s.loc, "gemm: a register A operand needs 16-bit inputs");
+  }
+  std::set<std::string> reads;
+  if (a->scope == ir::Scope::kShared) reads.insert(a->name);
+  reads.insert(b->name);
+  Touch(reads, {}, out);
+
+  const int64_t warp_m = m / wm, warp_n = n / wn;
+  const int64_t mi_count = warp_m / 16, ni_count = warp_n / 8;
+  const Expr lane = ir::Simplify(Mod(tid_, 32));
+  const Expr warp = ir::Simplify(Div(tid_, 32));
+  const Expr wmi = ir::Simplify(Mod(warp, wm));
+  const Expr wni = ir::Simplify(Mod(Div(warp, wm), wn));
+  const Expr g = ir::Simplify(Div(lane, 4));
+  const Expr t = ir::Simplify(Mod(lane, 4));
+  const Expr row0 = ir::Simplify(Mul(wmi, I(warp_m)));
+  const Expr col0 = ir::Simplify(Mul(wni, I(warp_n)));
+
+  const bool b16 = ir::DTypeBits(a->dtype) == 16;
+  auto ldsm_ok = [&](const Buf* x) { return b16 && (x->shape[1] * 2) % 16 == 0; };
+  std::string a_regs;
+  if (a->scope == ir::Scope::kShared) {
+    a_regs = Fresh("a");
+    out->push_back(LocalAlloc(a_regs, a->dtype, mi_count * mma->a_elems));
+  }
+  const std::string b_regs = Fresh("b");
+  out->push_back(LocalAlloc(b_regs, b->dtype, ni_count * mma->b_elems));
+  const Buf& abuf = a->scope == ir::Scope::kShared ? bufs_.at(a_regs) : *a;
+  const Buf& bbuf = bufs_.at(b_regs);
+
+  const std::string kk = Fresh("k");
+  const Expr k0 = Mul(Var(kk), I(mma->kstep));
+  std::vector<Stmt> step;
+  auto a_elem = [&](const Expr& row, const Expr& col) {
+    return s.transpose_a ? SharedPhys(*a, {col, row}) : SharedPhys(*a, {row, col});
+  };
+  auto b_elem = [&](const Expr& kx, const Expr& nx) {
+    return s.transpose_b ? SharedPhys(*b, {nx, kx}) : SharedPhys(*b, {kx, nx});
+  };
+
+  // A fragments.
+  if (a->scope == ir::Scope::kShared) {
+    for (int64_t mi = 0; mi < mi_count; ++mi) {
+      const Expr m0 = Add(row0, I(mi * 16));
+      if (ldsm_ok(a)) {
+        Expr addr;
+        if (!s.transpose_a) {
+          addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(8))));
+          step.push_back(Call("ldmatrix_x4", {Address(abuf, I(mi * 8)), Address(*a, addr)}));
+        } else {
+          addr = a_elem(Add(m0, Mul(Mod(Div(lane, 8), 2), I(8))),
+                        Add(Add(k0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)));
+          step.push_back(Call("ldmatrix_x4_trans", {Address(abuf, I(mi * 8)), Address(*a, addr)}));
+        }
+      } else {
+        for (int64_t e = 0; e < mma->a_elems; ++e) {
+          auto [r, cc] = AElem(*mma, e, g, t);
+          step.push_back(Store(abuf.name, {I(mi * mma->a_elems + e)},
+                               ir::Load(a->name, a->dtype, {a_elem(Add(m0, r), Add(k0, cc))})));
+        }
+      }
+    }
+  }
+  // B fragments.
+  for (int64_t ni = 0; ni < ni_count; ++ni) {
+    const Expr n0 = Add(col0, I(ni * 8));
+    if (ldsm_ok(b)) {
+      const bool pair = ni + 1 < ni_count;
+      const Expr k_row = Add(Add(k0, Mul(Mod(Div(lane, 8), 2), I(8))), Mod(lane, 8));
+      const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(8)));
+      Expr addr;
+      std::string op;
+      if (!s.transpose_b) {
+        addr = b_elem(k_row, pair ? Add(n0, Mul(Div(lane, 16), I(8))) : n0);
+        op = pair ? "ldmatrix_x4_trans" : "ldmatrix_x2_trans";
+      } else {
+        Expr nrow =
+            pair ? Add(Add(n0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)) : Add(n0, Mod(lane, 8));
+        addr = b_elem(k_chunk, nrow);
+        op = pair ? "ldmatrix_x4" : "ldmatrix_x2";
+      }
+      step.push_back(Call(op, {Address(bbuf, I(ni * 4)), Address(*b, addr)}));
+      if (pair) ++ni;
+    } else {
+      for (int64_t e = 0; e < mma->b_elems; ++e) {
+        auto [kx, nx] = BElem(*mma, e, g, t);
+        step.push_back(Store(bbuf.name, {I(ni * mma->b_elems + e)},
+                             ir::Load(b->name, b->dtype, {b_elem(Add(k0, kx), Add(n0, nx))})));
+      }
+    }
+  }
+  // MMAs.
+  const int64_t a_frag_atoms = k / 8; // register A operand: atoms per row of its layout
+  for (int64_t mi = 0; mi < mi_count; ++mi) {
+    Expr a_addr = a->scope == ir::Scope::kShared
+                      ? Address(abuf, I(mi * mma->a_elems))
+                      : Address(*a, Mul(Add(I(mi * a_frag_atoms), Mul(Var(kk), I(2))), I(4)));
+    for (int64_t ni = 0; ni < ni_count; ++ni) {
+      const Expr acc = I((mi * ni_count + ni) * 4);
+      step.push_back(Call(mma->name, {Address(*c, acc), a_addr, Address(bbuf, I(ni * mma->b_elems)),
+                                      Address(*c, acc)}));
+    }
+  }
+  Stmt loop = For(kk, I(k / mma->kstep), ir::ForKind::kUnroll, std::move(step));
+  loop.loc = s.loc;
+  out->push_back(std::move(loop));
+  return absl::OkStatus();
+}
+
+} // namespace kiln::passes::lowering

@@ -1,0 +1,666 @@
+// Tile-op lowering, part 1: the driver, statements, expressions, T.Parallel
+// and serial loops, and barrier placement.
+//
+// 1. Buffers: fragments become per-thread register arrays of their layout's
+//    size; shared buffers become flat arrays (x stages when a pipeline
+//    multi-buffers them; padded to whole 128-byte lines when swizzled).
+// 2. Statements are lowered in order. Before each op that touches shared
+//    memory, Touch() inserts a barrier if the access could race with one
+//    since the last barrier; a loop whose body writes shared memory (or
+//    reads what is dirty) starts each iteration with a barrier.
+// 3. A T.Parallel loop becomes an unrolled loop over the registers of its
+//    layout; its variables become the element index of (thread, register);
+//    fragments are indexed by register through the projection of the loop's
+//    layout, so register indices are compile-time constants after
+//    unrolling.
+#include "compiler/passes/lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
+#include "util/status_macros.h"
+
+namespace kiln::passes::lowering {
+
+using ir::BinOp;
+using ir::Expr;
+using ir::ExprKind;
+using ir::Stmt;
+using ir::StmtKind;
+
+// --- builders ----------------------------------------------------------------
+
+Expr I(int64_t v) { return ir::IntImm(v); }
+Expr Add(Expr a, Expr b) { return ir::Binary(BinOp::kAdd, std::move(a), std::move(b)); }
+Expr Mul(Expr a, Expr b) { return ir::Binary(BinOp::kMul, std::move(a), std::move(b)); }
+Expr Div(Expr a, int64_t b) { return ir::Binary(BinOp::kFloorDiv, std::move(a), I(b)); }
+Expr Mod(Expr a, int64_t b) { return ir::Binary(BinOp::kFloorMod, std::move(a), I(b)); }
+Expr Lt(Expr a, Expr b) { return ir::Binary(BinOp::kLt, std::move(a), std::move(b)); }
+Expr And(Expr a, Expr b) {
+  if (IsTrue(a)) return b;
+  if (IsTrue(b)) return a;
+  return ir::Binary(BinOp::kAnd, std::move(a), std::move(b));
+}
+Expr Var(const std::string& name) { return ir::VarRef(name); }
+
+Stmt For(const std::string& var, Expr extent, ir::ForKind kind, std::vector<Stmt> body) {
+  Stmt s;
+  s.kind = StmtKind::kFor;
+  s.for_kind = kind;
+  s.loop_vars = {var};
+  s.extents = {ir::Simplify(extent)};
+  s.body = std::move(body);
+  return s;
+}
+
+Stmt Call(const std::string& name, std::vector<Expr> args) {
+  Stmt s;
+  s.kind = StmtKind::kCall;
+  s.name = name;
+  s.indices = std::move(args);
+  return s;
+}
+
+Stmt Store(const std::string& buffer, std::vector<Expr> idx, Expr value) {
+  Stmt s;
+  s.kind = StmtKind::kStore;
+  s.name = buffer;
+  for (Expr& e : idx) e = ir::Simplify(e);
+  s.indices = std::move(idx);
+  s.has_value = true;
+  s.value = ir::Simplify(value);
+  return s;
+}
+
+bool IsTrue(const Expr& e) {
+  return e.kind == ExprKind::kInt && e.dtype == ir::DType::kBool && e.ival == 1;
+}
+
+void Guarded(Expr cond, std::vector<Stmt> body, std::vector<Stmt>* out) {
+  cond = ir::Simplify(cond);
+  if (body.empty()) return;
+  if (IsTrue(cond)) {
+    for (Stmt& s : body) out->push_back(std::move(s));
+    return;
+  }
+  if (cond.kind == ExprKind::kInt && cond.ival == 0) return;
+  Stmt s;
+  s.kind = StmtKind::kIf;
+  s.cond = std::move(cond);
+  s.body = std::move(body);
+  out->push_back(std::move(s));
+}
+
+bool IsMultipleOf(const Expr& e, int64_t v) {
+  if (v == 1) return true;
+  switch (e.kind) {
+  case ExprKind::kInt:
+    return e.ival % v == 0;
+  case ExprKind::kCast:
+    return IsMultipleOf(e.args[0], v);
+  case ExprKind::kBinary:
+    if (e.bop == BinOp::kAdd || e.bop == BinOp::kSub) {
+      return IsMultipleOf(e.args[0], v) && IsMultipleOf(e.args[1], v);
+    }
+    if (e.bop == BinOp::kMul) return IsMultipleOf(e.args[0], v) || IsMultipleOf(e.args[1], v);
+    return false;
+  default:
+    return false;
+  }
+}
+
+// --- setup ---------------------------------------------------------------------
+
+namespace {
+
+void CollectNames(const ir::Program& p, std::set<std::string>* names) {
+  for (const ir::Symbol& s : p.symbols) names->insert(s.name);
+  for (const ir::Param& s : p.params) names->insert(s.buffer.name);
+  for (const std::string& v : p.kernel.block_vars) names->insert(v);
+  ir::ForEachStmt(p.kernel.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::kAlloc) names->insert(s.buffer.name);
+    for (const std::string& v : s.loop_vars) names->insert(v);
+  });
+  ir::ForEachExpr(p, [&](const Expr& e) {
+    if (e.kind == ExprKind::kVar) names->insert(e.name);
+  });
+}
+
+} // namespace
+
+Lowering::Lowering(ir::Program& program, const Target& target, LayoutMap layouts)
+    : program_(program), target_(target), layouts_(std::move(layouts)) {}
+
+absl::Status Lowering::Error(ir::Loc loc, const std::string& message) const {
+  return ir::ErrorAt(program_.source_name, loc, message);
+}
+
+std::string Lowering::Fresh(const std::string& base) {
+  for (;;) {
+    std::string name = absl::StrCat("kiln_", base, fresh_++);
+    if (names_.insert(name).second) return name;
+  }
+}
+
+const Buf* Lowering::FindBuf(const std::string& name) const {
+  auto it = bufs_.find(name);
+  return it == bufs_.end() ? nullptr : &it->second;
+}
+
+Stmt Lowering::LocalAlloc(const std::string& name, ir::DType dtype, int64_t size) {
+  Stmt s;
+  s.kind = StmtKind::kAlloc;
+  s.buffer.name = name;
+  s.buffer.dtype = dtype;
+  s.buffer.scope = ir::Scope::kLocal;
+  s.buffer.shape = {I(size)};
+  Buf b;
+  b.name = name;
+  b.dtype = dtype;
+  b.scope = ir::Scope::kLocal;
+  b.shape = {size};
+  b.shape_expr = {I(size)};
+  b.size = size;
+  bufs_[name] = b;
+  return s;
+}
+
+absl::Status Lowering::Run() {
+  threads_ = BlockThreads(program_);
+  const std::vector<int64_t>& t = program_.kernel.threads;
+  tid_ = ir::ThreadIdx(0);
+  if (t.size() > 1) tid_ = Add(tid_, Mul(ir::ThreadIdx(1), I(t[0])));
+  if (t.size() > 2) tid_ = Add(tid_, Mul(ir::ThreadIdx(2), I(t[0] * t[1])));
+  tid_ = ir::Simplify(tid_);
+  CollectNames(program_, &names_);
+
+  for (const ir::Param& p : program_.params) {
+    Buf b;
+    b.name = p.buffer.name;
+    b.dtype = p.buffer.dtype;
+    b.scope = p.is_scalar ? ir::Scope::kVar : ir::Scope::kGlobal;
+    b.shape_expr = p.buffer.shape;
+    b.loc = p.buffer.loc;
+    if (!p.is_scalar) bufs_[b.name] = b;
+  }
+  std::map<std::string, int> stages;
+  CollectPipelineStages(program_.kernel.body, &stages);
+  std::vector<const Stmt*> allocs;
+  ir::ForEachStmt(program_.kernel.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::kAlloc) allocs.push_back(&s);
+  });
+  for (const Stmt* s : allocs) {
+    Buf b;
+    b.name = s->buffer.name;
+    b.dtype = s->buffer.dtype;
+    b.scope = s->buffer.scope == ir::Scope::kSharedDyn ? ir::Scope::kShared : s->buffer.scope;
+    b.shape_expr = s->buffer.shape;
+    b.loc = s->loc;
+    b.size = 1;
+    for (const Expr& e : s->buffer.shape) {
+      std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+      if (!v || *v <= 0) {
+        return Error(s->loc, absl::StrCat("buffer '", b.name, "' needs a constant shape"));
+      }
+      b.shape.push_back(*v);
+      b.size *= *v;
+    }
+    if (b.scope == ir::Scope::kFragment) {
+      auto it = layouts_.find(b.name);
+      if (it == layouts_.end()) {
+        return Error(s->loc, absl::StrCat("fragment '", b.name, "' has no layout"));
+      }
+      b.layout = &it->second;
+    }
+    if (b.scope == ir::Scope::kShared) {
+      auto it = program_.attrs.find(absl::StrCat("layout.", b.name));
+      const int64_t line = 128 / std::max(1, ir::DTypeBits(b.dtype) / 8);
+      if (it != program_.attrs.end() && it->second == kSwizzleLayout) {
+        b.swizzle = true;
+        b.size = (b.size + line - 1) / line * line;
+      }
+      auto st = stages.find(b.name);
+      if (st != stages.end()) b.stages = st->second;
+    }
+    bufs_[b.name] = b;
+  }
+
+  std::vector<Stmt> body;
+  RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
+  std::vector<Stmt> full = std::move(top_allocs_);
+  for (Stmt& s : body) full.push_back(std::move(s));
+  program_.kernel.body = std::move(full);
+  program_.attrs["kiln.level"] = "thread";
+  return absl::OkStatus();
+}
+
+// --- indexing --------------------------------------------------------------------
+
+Expr Lowering::GlobalFlat(const Buf& b, const std::vector<Expr>& idx) {
+  Expr flat = ir::IntImm(0, ir::DType::kInt64);
+  Expr stride = ir::IntImm(1, ir::DType::kInt64);
+  for (size_t d = idx.size(); d-- > 0;) {
+    flat = Add(flat, Mul(ir::Cast(ir::DType::kInt64, idx[d]), stride));
+    stride = Mul(stride, ir::Cast(ir::DType::kInt64, b.shape_expr[d]));
+  }
+  return ir::Simplify(flat);
+}
+
+Expr Lowering::SharedPhys(const Buf& b, const std::vector<Expr>& idx) {
+  Expr flat = I(0);
+  int64_t stride = 1;
+  for (size_t d = idx.size(); d-- > 0;) {
+    flat = Add(flat, Mul(idx[d], I(stride)));
+    stride *= b.shape[d];
+  }
+  flat = ir::Simplify(flat);
+  if (b.swizzle) {
+    const int64_t bytes = std::max(1, ir::DTypeBits(b.dtype) / 8);
+    const int64_t chunk = 16 / bytes, line = 128 / bytes;
+    const int64_t row = b.shape.back();
+    Expr key = row * bytes >= 128 ? Mod(Div(flat, row), 8) : Mod(Div(flat, line), 8);
+    Expr chunk_ix = ir::Binary(BinOp::kBitXor, Mod(Div(flat, chunk), line / chunk), key);
+    flat = Add(Add(Mul(Div(flat, line), I(line)), Mul(chunk_ix, I(chunk))), Mod(flat, chunk));
+  }
+  auto st = stage_.find(b.name);
+  if (st != stage_.end()) flat = Add(flat, Mul(st->second, I(b.size)));
+  return ir::Simplify(flat);
+}
+
+absl::StatusOr<Expr> Lowering::FlatIndex(const Buf& b, const std::vector<Expr>& idx) {
+  switch (b.scope) {
+  case ir::Scope::kShared:
+  case ir::Scope::kSharedDyn:
+    return SharedPhys(b, idx);
+  case ir::Scope::kLocal:
+  case ir::Scope::kVar: {
+    Expr flat = I(0);
+    int64_t stride = 1;
+    for (size_t d = idx.size(); d-- > 0;) {
+      flat = Add(flat, Mul(idx[d], I(stride)));
+      stride *= b.shape.empty() ? 1 : b.shape[d];
+    }
+    return ir::Simplify(flat);
+  }
+  case ir::Scope::kGlobal:
+    return GlobalFlat(b, idx);
+  case ir::Scope::kFragment:
+    break;
+  }
+  return Error(b.loc, absl::StrCat("internal: fragment '", b.name, "' indexed without a layout"));
+}
+
+absl::StatusOr<Expr> Lowering::FragmentReg(const Buf& b, const std::vector<Expr>& original,
+                                           ir::Loc loc) {
+  if (!loop_) {
+    return Error(loc, absl::StrCat("fragment '", b.name,
+                                   "' can only be indexed inside a T.Parallel loop (use T.copy, "
+                                   "T.fill or a reduction outside)"));
+  }
+  std::optional<std::vector<int>> dims = LoopDims(original, loop_->vars);
+  if (!dims) {
+    return Error(loc, absl::StrCat("fragment '", b.name,
+                                   "' must be indexed by distinct variables of the enclosing "
+                                   "T.Parallel loop"));
+  }
+  const FragmentLayout projected = Project(loop_->layout, *dims, b.shape);
+  if (!(projected == Normalize(*b.layout))) {
+    return Error(loc, absl::StrCat("fragment '", b.name, "' has layout ", b.layout->ToString(),
+                                   " but this T.Parallel loop runs with ", projected.ToString()));
+  }
+  std::vector<bool> kept(loop_->layout.shape.size(), false);
+  for (int d : *dims) kept[d] = true;
+  Expr reg = I(0);
+  int64_t place = 1;
+  for (size_t k = 0; k < loop_->layout.reg.size(); ++k) {
+    const LayoutDigit& d = loop_->layout.reg[k];
+    if (!kept[d.dim]) continue;
+    reg = Add(reg, Mul(RegDigit(loop_->layout, k, loop_->reg), I(place)));
+    place *= d.size;
+  }
+  return ir::Simplify(reg);
+}
+
+absl::StatusOr<Expr> Lowering::ElementLoad(const Buf& b, const std::vector<Expr>& idx) {
+  if (b.scope == ir::Scope::kGlobal) return ir::Load(b.name, b.dtype, idx);
+  ASSIGN_OR_RETURN(Expr flat, FlatIndex(b, idx));
+  return ir::Load(b.name, b.dtype, {flat});
+}
+
+absl::StatusOr<Stmt> Lowering::ElementStore(const Buf& b, const std::vector<Expr>& idx,
+                                            Expr value) {
+  if (value.dtype != b.dtype) value = ir::Cast(b.dtype, value);
+  if (b.scope == ir::Scope::kGlobal) return Store(b.name, idx, value);
+  ASSIGN_OR_RETURN(Expr flat, FlatIndex(b, idx));
+  return Store(b.name, {flat}, value);
+}
+
+Expr Lowering::Address(const Buf& b, Expr flat) {
+  Expr e;
+  e.kind = ExprKind::kAddress;
+  e.dtype = b.dtype;
+  e.name = b.name;
+  e.args = {ir::Simplify(flat)};
+  return e;
+}
+
+// --- barriers ----------------------------------------------------------------------
+
+void Lowering::Barrier(std::vector<Stmt>* out) {
+  out->push_back(Call("sync_threads", {}));
+  dirty_.clear();
+  read_.clear();
+}
+
+void Lowering::Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
+                     std::vector<Stmt>* out) {
+  bool hazard = false;
+  for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
+  for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
+  if (hazard) Barrier(out);
+  dirty_.insert(writes.begin(), writes.end());
+  read_.insert(reads.begin(), reads.end());
+}
+
+void Lowering::SharedAccesses(const Stmt& s, std::set<std::string>* reads,
+                              std::set<std::string>* writes) const {
+  auto shared = [&](const std::string& name) {
+    const Buf* b = FindBuf(name);
+    return b && b->scope == ir::Scope::kShared;
+  };
+  std::function<void(const Expr&)> on_expr = [&](const Expr& e) {
+    if ((e.kind == ExprKind::kLoad || e.kind == ExprKind::kAddress) && shared(e.name)) {
+      reads->insert(e.name);
+    }
+    for (const Expr& a : e.args) on_expr(a);
+  };
+  std::function<void(const Stmt&)> on_stmt = [&](const Stmt& st) {
+    switch (st.kind) {
+    case StmtKind::kCopy:
+    case StmtKind::kAtomic:
+      if (!st.regions.empty() && shared(st.regions[0].buffer)) {
+        (st.kind == StmtKind::kCopy ? reads : writes)->insert(st.regions[0].buffer);
+      }
+      if (st.regions.size() > 1 && shared(st.regions[1].buffer)) {
+        (st.kind == StmtKind::kCopy ? writes : reads)->insert(st.regions[1].buffer);
+      }
+      break;
+    case StmtKind::kGemm:
+      for (int k = 0; k < 2; ++k) {
+        if (shared(st.regions[k].buffer)) reads->insert(st.regions[k].buffer);
+      }
+      break;
+    case StmtKind::kFill:
+      if (shared(st.regions[0].buffer)) writes->insert(st.regions[0].buffer);
+      break;
+    case StmtKind::kStore:
+      if (shared(st.name)) writes->insert(st.name);
+      break;
+    default:
+      break;
+    }
+    for (const ir::Region& r : st.regions) {
+      for (const ir::Range& rg : r.ranges) {
+        on_expr(rg.min);
+        on_expr(rg.extent);
+      }
+    }
+    if (st.has_value) on_expr(st.value);
+    for (const Expr& e : st.indices) on_expr(e);
+    for (const Expr& e : st.extents) on_expr(e);
+    if (st.kind == StmtKind::kIf) on_expr(st.cond);
+    for (const Stmt& b : st.body) on_stmt(b);
+    for (const Stmt& b : st.else_body) on_stmt(b);
+  };
+  on_stmt(s);
+}
+
+// --- statements ----------------------------------------------------------------------
+
+absl::Status Lowering::LowerStmts(const std::vector<Stmt>& in, std::vector<Stmt>* out) {
+  for (const Stmt& s : in) RETURN_IF_ERROR(LowerStmt(s, out));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Expr> Lowering::LowerExpr(const Expr& e) {
+  if (e.kind == ExprKind::kVar) {
+    auto it = env_.find(e.name);
+    if (it != env_.end()) return it->second;
+    return e;
+  }
+  if (e.kind == ExprKind::kLoad) {
+    const Buf* b = FindBuf(e.name);
+    if (!b) return Error(e.loc, absl::StrCat("unknown buffer '", e.name, "'"));
+    if (b->scope == ir::Scope::kFragment) {
+      ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, e.args, e.loc));
+      return ir::Load(b->name, b->dtype, {reg}, e.loc);
+    }
+    std::vector<Expr> idx;
+    for (const Expr& a : e.args) {
+      ASSIGN_OR_RETURN(Expr x, LowerExpr(a));
+      idx.push_back(std::move(x));
+    }
+    ASSIGN_OR_RETURN(Expr load, ElementLoad(*b, idx));
+    load.loc = e.loc;
+    return load;
+  }
+  Expr out = e;
+  for (Expr& a : out.args) {
+    ASSIGN_OR_RETURN(a, LowerExpr(a));
+  }
+  return out;
+}
+
+absl::Status Lowering::LowerStore(const Stmt& s, std::vector<Stmt>* out) {
+  const Buf* b = FindBuf(s.name);
+  if (!b) return Error(s.loc, absl::StrCat("unknown buffer '", s.name, "'"));
+  if (!loop_) {
+    std::set<std::string> reads, writes;
+    SharedAccesses(s, &reads, &writes);
+    Touch(reads, writes, out);
+  }
+  ASSIGN_OR_RETURN(Expr value, LowerExpr(s.value));
+  Stmt st;
+  if (b->scope == ir::Scope::kFragment) {
+    ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, s.indices, s.loc));
+    if (value.dtype != b->dtype) value = ir::Cast(b->dtype, value);
+    st = Store(b->name, {reg}, value);
+  } else {
+    std::vector<Expr> idx;
+    for (const Expr& a : s.indices) {
+      ASSIGN_OR_RETURN(Expr x, LowerExpr(a));
+      idx.push_back(std::move(x));
+    }
+    ASSIGN_OR_RETURN(st, ElementStore(*b, idx, value));
+  }
+  st.loc = s.loc;
+  const bool shared_or_global = b->scope == ir::Scope::kGlobal || b->scope == ir::Scope::kShared;
+  if (loop_ && shared_or_global && loop_->layout.HasReplication()) {
+    Guarded(IsFirstReplica(loop_->layout, tid_), {std::move(st)}, out);
+  } else {
+    out->push_back(std::move(st));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out) {
+  const ir::Region& dst = s.regions[0];
+  const Buf* b = FindBuf(dst.buffer);
+  if (!b || (b->scope != ir::Scope::kGlobal && b->scope != ir::Scope::kShared)) {
+    return Error(s.loc, "atomic: the destination must be a global or shared buffer");
+  }
+  std::vector<Expr> idx;
+  for (const ir::Range& r : dst.ranges) {
+    std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.extent));
+    if (!ext || *ext != 1) {
+      return Error(s.loc, "atomic inside T.Parallel: the destination must be one element");
+    }
+    ASSIGN_OR_RETURN(Expr x, LowerExpr(r.min));
+    idx.push_back(std::move(x));
+  }
+  Expr value;
+  if (s.has_value) {
+    ASSIGN_OR_RETURN(value, LowerExpr(s.value));
+  } else if (s.regions.size() > 1) {
+    const ir::Region& src = s.regions[1];
+    std::vector<Expr> sidx;
+    for (const ir::Range& r : src.ranges) sidx.push_back(r.min);
+    ASSIGN_OR_RETURN(value, LowerExpr(ir::Load(src.buffer, FindBuf(src.buffer)->dtype, sidx)));
+  } else {
+    return Error(s.loc, "atomic: missing value");
+  }
+  if (value.dtype != b->dtype) value = ir::Cast(b->dtype, value);
+  ASSIGN_OR_RETURN(Expr flat, FlatIndex(*b, idx));
+  const char* name = s.atomic_op == ir::AtomicOp::kAdd   ? "atomic_add"
+                     : s.atomic_op == ir::AtomicOp::kMax ? "atomic_max"
+                                                         : "atomic_min";
+  Stmt call = Call(name, {Address(*b, flat), ir::Simplify(value)});
+  call.loc = s.loc;
+  if (loop_ && loop_->layout.HasReplication()) {
+    Guarded(IsFirstReplica(loop_->layout, tid_), {std::move(call)}, out);
+  } else {
+    out->push_back(std::move(call));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerParallel(const Stmt& s, std::vector<Stmt>* out) {
+  if (loop_) {
+    return Error(s.loc, "nested T.Parallel loops are not supported; use one "
+                        "multi-dimensional T.Parallel");
+  }
+  ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(program_, s, layouts_));
+  std::set<std::string> reads, writes;
+  SharedAccesses(s, &reads, &writes);
+  Touch(reads, writes, out);
+
+  const std::string r = Fresh("r");
+  const std::vector<Expr> idx = ElementIndex(layout, tid_, Var(r));
+  std::map<std::string, Expr> saved = env_;
+  for (size_t k = 0; k < s.loop_vars.size(); ++k) env_[s.loop_vars[k]] = idx[k];
+  loop_ = LoopCtx{layout, Var(r), s.loop_vars};
+  std::vector<Stmt> body;
+  absl::Status st = LowerStmts(s.body, &body);
+  loop_.reset();
+  env_ = std::move(saved);
+  RETURN_IF_ERROR(st);
+  std::vector<Stmt> loop_body;
+  Guarded(layout.HasPadding() ? InBounds(layout, idx) : ir::BoolImm(true), std::move(body),
+          &loop_body);
+  Stmt loop = For(r, I(layout.NumRegs()), ir::ForKind::kUnroll, std::move(loop_body));
+  loop.loc = s.loc;
+  out->push_back(std::move(loop));
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
+  Stmt loop = s;
+  loop.body.clear();
+  if (loop.for_kind != ir::ForKind::kUnroll) loop.for_kind = ir::ForKind::kSerial;
+  loop.num_stages = 0;
+  loop.order.clear();
+  loop.stage.clear();
+  for (Expr& e : loop.extents) {
+    ASSIGN_OR_RETURN(e, LowerExpr(e));
+  }
+  if (loop_) {
+    RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));
+    out->push_back(std::move(loop));
+    return absl::OkStatus();
+  }
+  std::set<std::string> reads, writes;
+  SharedAccesses(s, &reads, &writes);
+  bool need = !writes.empty();
+  for (const std::string& r : reads) need = need || dirty_.count(r) > 0;
+  const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  if (need) Barrier(&loop.body);
+  RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));
+  dirty_.insert(entry_dirty.begin(), entry_dirty.end());
+  read_.insert(entry_read.begin(), entry_read.end());
+  out->push_back(std::move(loop));
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
+  auto tile_op_outside = [&](const char* what) -> absl::Status {
+    if (!loop_) return absl::OkStatus();
+    return Error(s.loc, absl::StrCat(what, " cannot appear inside a T.Parallel loop"));
+  };
+  switch (s.kind) {
+  case StmtKind::kAlloc: {
+    const Buf* b = FindBuf(s.buffer.name);
+    Stmt a = s;
+    if (b->scope == ir::Scope::kFragment) {
+      a.buffer.scope = ir::Scope::kLocal;
+      a.buffer.shape = {I(b->layout->NumRegs())};
+    } else if (b->scope == ir::Scope::kShared) {
+      a.buffer.scope = ir::Scope::kSharedDyn;
+      a.buffer.shape = {I(b->size * b->stages)};
+    } else if (b->scope == ir::Scope::kLocal) {
+      a.buffer.shape = {I(b->size)};
+    }
+    out->push_back(std::move(a));
+    return absl::OkStatus();
+  }
+  case StmtKind::kCopy:
+    RETURN_IF_ERROR(tile_op_outside("T.copy"));
+    return LowerCopy(s, out);
+  case StmtKind::kFill:
+    RETURN_IF_ERROR(tile_op_outside("T.fill"));
+    return LowerFill(s, out);
+  case StmtKind::kGemm:
+    RETURN_IF_ERROR(tile_op_outside("T.gemm"));
+    return LowerGemm(s, out);
+  case StmtKind::kReduce:
+    RETURN_IF_ERROR(tile_op_outside("a reduction"));
+    return LowerReduce(s, out);
+  case StmtKind::kAtomic:
+    if (loop_ || s.has_value) return LowerAtomicElement(s, out);
+    return LowerCopy(s, out, /*atomic=*/true);
+  case StmtKind::kFor:
+    if (s.for_kind == ir::ForKind::kParallel) return LowerParallel(s, out);
+    if (s.for_kind == ir::ForKind::kPipelined && !loop_) return LowerPipelined(s, out);
+    return LowerSerialFor(s, out);
+  case StmtKind::kIf: {
+    Stmt st = s;
+    ASSIGN_OR_RETURN(st.cond, LowerExpr(s.cond));
+    st.body.clear();
+    st.else_body.clear();
+    const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+    RETURN_IF_ERROR(LowerStmts(s.body, &st.body));
+    std::set<std::string> then_dirty = dirty_, then_read = read_;
+    dirty_ = entry_dirty;
+    read_ = entry_read;
+    RETURN_IF_ERROR(LowerStmts(s.else_body, &st.else_body));
+    dirty_.insert(then_dirty.begin(), then_dirty.end());
+    read_.insert(then_read.begin(), then_read.end());
+    out->push_back(std::move(st));
+    return absl::OkStatus();
+  }
+  case StmtKind::kStore:
+    return LowerStore(s, out);
+  case StmtKind::kAnnotateLayout:
+    return absl::OkStatus();
+  case StmtKind::kUseSwizzle:
+    out->push_back(s);
+    return absl::OkStatus();
+  case StmtKind::kCall: {
+    Stmt st = s;
+    for (Expr& e : st.indices) {
+      ASSIGN_OR_RETURN(e, LowerExpr(e));
+    }
+    out->push_back(std::move(st));
+    return absl::OkStatus();
+  }
+  }
+  return Error(s.loc, "internal: unknown statement kind");
+}
+
+} // namespace kiln::passes::lowering

@@ -1,0 +1,159 @@
+// Internal to the tile-op lowering (lower_tile_ops.h): the state shared by
+// the files that lower one kind of op each (lowering.cc: statements, loops,
+// barriers; lower_copy.cc: copy and fill; lower_gemm.cc; lower_reduce.cc;
+// pipeline.cc). Not a public API.
+//
+// Invariants while lowering:
+//  - `env_` maps tile-level loop variables that no longer exist (Parallel
+//    loop variables, a pipelined loop variable inside producers) to their
+//    thread-level values; every expression is substituted through it.
+//  - `dirty_` holds the shared buffers written since the last barrier and
+//    `read_` those read since; Touch() inserts a barrier before an access
+//    that would race with them (read after write, write after read or
+//    write).
+//  - Shared, local and fragment buffers are 1-D after lowering; global
+//    buffers keep their shape (the emitter flattens them).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+#include "compiler/passes/layout.h"
+#include "compiler/passes/layout_inference.h"
+#include "compiler/passes/target.h"
+
+namespace kiln::passes::lowering {
+
+struct Buf {
+  std::string name;
+  ir::DType dtype = ir::DType::kFloat32;
+  ir::Scope scope = ir::Scope::kGlobal;
+  std::vector<int64_t> shape;       // constant shape (non-global)
+  std::vector<ir::Expr> shape_expr; // every buffer
+  int64_t size = 0;                 // flat elements of one stage (padded when swizzled)
+  bool swizzle = false;
+  int stages = 1;
+  const FragmentLayout* layout = nullptr; // fragments
+  ir::Loc loc;
+};
+
+// The Parallel loop being lowered: its layout and the register loop var.
+struct LoopCtx {
+  FragmentLayout layout;
+  ir::Expr reg;
+  std::vector<std::string> vars;
+};
+
+// A copy between two regions, squeezed to the dimensions of extent > 1.
+struct CopyPlan {
+  const Buf* src = nullptr;
+  const Buf* dst = nullptr;
+  std::vector<ir::Expr> src_min, dst_min; // lowered region minimums
+  std::vector<int64_t> src_ext, dst_ext;  // region extents
+  std::vector<int> src_dims, dst_dims;    // buffer dims that take copy coordinates
+  std::vector<int64_t> extents;           // copy shape
+};
+
+class Lowering {
+ public:
+  Lowering(ir::Program& program, const Target& target, LayoutMap layouts);
+  absl::Status Run();
+
+  // --- lowering.cc ---------------------------------------------------------
+  absl::Status LowerStmts(const std::vector<ir::Stmt>& in, std::vector<ir::Stmt>* out);
+  absl::Status LowerStmt(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerParallel(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerSerialFor(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::StatusOr<ir::Expr> LowerExpr(const ir::Expr& e);
+  absl::Status LowerStore(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerAtomicElement(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+
+  // Index of `idx` (lowered, one per dimension) into buffer `b` after
+  // lowering: shared (flat, swizzled, staged), local/var (flat), fragment
+  // (register; only inside a Parallel loop, from the original indices).
+  absl::StatusOr<ir::Expr> FlatIndex(const Buf& b, const std::vector<ir::Expr>& idx);
+  ir::Expr GlobalFlat(const Buf& b, const std::vector<ir::Expr>& idx);
+  ir::Expr SharedPhys(const Buf& b, const std::vector<ir::Expr>& idx);
+  absl::StatusOr<ir::Expr> FragmentReg(const Buf& b, const std::vector<ir::Expr>& original,
+                                       ir::Loc loc);
+  // A load/store expression of element `idx` (lowered indices).
+  absl::StatusOr<ir::Expr> ElementLoad(const Buf& b, const std::vector<ir::Expr>& idx);
+  absl::StatusOr<ir::Stmt> ElementStore(const Buf& b, const std::vector<ir::Expr>& idx,
+                                        ir::Expr value);
+  ir::Expr Address(const Buf& b, ir::Expr flat);
+
+  // Barrier bookkeeping.
+  void Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
+             std::vector<ir::Stmt>* out);
+  void SharedAccesses(const ir::Stmt& s, std::set<std::string>* reads,
+                      std::set<std::string>* writes) const;
+  void Barrier(std::vector<ir::Stmt>* out);
+
+  // --- lower_copy.cc -------------------------------------------------------
+  absl::Status LowerCopy(const ir::Stmt& s, std::vector<ir::Stmt>* out, bool atomic = false);
+  absl::Status LowerFill(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::StatusOr<CopyPlan> PlanCopy(const ir::Stmt& s);
+  absl::Status CopyWithFragment(const ir::Stmt& s, const CopyPlan& plan, bool atomic,
+                                std::vector<ir::Stmt>* out);
+  absl::Status CopyDistributed(const ir::Stmt& s, const CopyPlan& plan, bool atomic,
+                               std::vector<ir::Stmt>* out);
+  // Elements per vector (1 when not vectorizable) for a global/shared copy.
+  int64_t CopyVector(const CopyPlan& plan) const;
+
+  // --- lower_gemm.cc / lower_reduce.cc / pipeline.cc -----------------------
+  absl::Status LowerGemm(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+
+  // --- helpers ---------------------------------------------------------------
+  absl::Status Error(ir::Loc loc, const std::string& message) const;
+  std::string Fresh(const std::string& base);
+  const Buf* FindBuf(const std::string& name) const;
+  ir::Stmt LocalAlloc(const std::string& name, ir::DType dtype, int64_t size);
+  ir::Expr Tid() const { return tid_; }
+  int64_t Threads() const { return threads_; }
+
+  ir::Program& program_;
+  Target target_;
+  LayoutMap layouts_;
+  std::map<std::string, Buf> bufs_;
+  std::set<std::string> names_;
+  int fresh_ = 0;
+  ir::Expr tid_;
+  int64_t threads_ = 1;
+  std::map<std::string, ir::Expr> env_;
+  std::optional<LoopCtx> loop_;
+  std::set<std::string> dirty_, read_;
+  std::map<std::string, ir::Expr> stage_;
+  bool producer_ = false;            // lowering a pipeline's producer copies
+  std::vector<ir::Stmt> top_allocs_; // scratch buffers declared at the kernel top
+};
+
+// Buffers a pipeline multi-buffers -> their stage count (pipeline.cc).
+void CollectPipelineStages(const std::vector<ir::Stmt>& body, std::map<std::string, int>* stages);
+
+// Small expression and statement builders (lowering.cc).
+ir::Expr I(int64_t v);
+ir::Expr Add(ir::Expr a, ir::Expr b);
+ir::Expr Mul(ir::Expr a, ir::Expr b);
+ir::Expr Div(ir::Expr a, int64_t b);
+ir::Expr Mod(ir::Expr a, int64_t b);
+ir::Expr Lt(ir::Expr a, ir::Expr b);
+ir::Expr And(ir::Expr a, ir::Expr b);
+ir::Expr Var(const std::string& name);
+ir::Stmt For(const std::string& var, ir::Expr extent, ir::ForKind kind, std::vector<ir::Stmt> body);
+ir::Stmt Call(const std::string& name, std::vector<ir::Expr> args);
+ir::Stmt Store(const std::string& buffer, std::vector<ir::Expr> idx, ir::Expr value);
+// Appends `body` to out, inside `if (cond)` unless cond is literally true.
+void Guarded(ir::Expr cond, std::vector<ir::Stmt> body, std::vector<ir::Stmt>* out);
+bool IsTrue(const ir::Expr& e);
+// True if `e` is a multiple of `v` for every value of its variables.
+bool IsMultipleOf(const ir::Expr& e, int64_t v);
+
+} // namespace kiln::passes::lowering

@@ -1,0 +1,196 @@
+// Tile-op lowering, part 5: T.Pipelined(n, num_stages=S) with S >= 2.
+//
+// 1. Producers are the loop body's top-level copies from global to shared
+//    memory whose destination nothing else in the body writes. Each
+//    destination gets S buffers (stage = iteration % S).
+// 2. Prologue: iterations 0 .. S-2 issue their producers (as cp.async where
+//    the copy vectorizes), one commit group each, empty groups included, so
+//    that group counting stays uniform.
+// 3. Iteration ko: wait until at most S-2 groups are pending (iteration
+//    ko's group is then complete), barrier (its data is visible to all
+//    threads, and every thread is done with iteration ko-1, whose stage the
+//    next issue overwrites), issue iteration ko+S-1's producers, commit,
+//    run the rest of the body on stage ko % S.
+// 4. After the loop, wait for all groups.
+// Loops with S < 2 or without producers run as serial loops.
+// `order` and `stage` annotations are accepted; the schedule above is the
+// one they describe for copy-then-compute bodies.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/passes/lowering.h"
+#include "util/status_macros.h"
+
+namespace kiln::passes::lowering {
+
+using ir::Expr;
+using ir::Stmt;
+using ir::StmtKind;
+
+namespace {
+
+bool Writes(const Stmt& s, const std::string& buffer) {
+  if (s.kind == StmtKind::kStore && s.name == buffer) return true;
+  if ((s.kind == StmtKind::kCopy || s.kind == StmtKind::kFill) && !s.regions.empty() &&
+      s.regions.back().buffer == buffer) {
+    return true;
+  }
+  if (s.kind == StmtKind::kAtomic && !s.regions.empty() && s.regions[0].buffer == buffer) {
+    return true;
+  }
+  for (const Stmt& b : s.body) {
+    if (Writes(b, buffer)) return true;
+  }
+  for (const Stmt& b : s.else_body) {
+    if (Writes(b, buffer)) return true;
+  }
+  return false;
+}
+
+bool HasLoad(const Expr& e) {
+  if (e.kind == ir::ExprKind::kLoad) return true;
+  for (const Expr& a : e.args) {
+    if (HasLoad(a)) return true;
+  }
+  return false;
+}
+
+// Indices (into loop.body) of the producer copies, given which buffers are
+// shared and which global.
+std::vector<size_t> Producers(const Stmt& loop, const std::set<std::string>& shared,
+                              const std::set<std::string>& global) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < loop.body.size(); ++i) {
+    const Stmt& s = loop.body[i];
+    if (s.kind != StmtKind::kCopy || s.regions.size() != 2) continue;
+    if (!global.count(s.regions[0].buffer) || !shared.count(s.regions[1].buffer)) continue;
+    bool pure = true;
+    for (const ir::Region& r : s.regions) {
+      for (const ir::Range& rg : r.ranges) pure = pure && !HasLoad(rg.min) && !HasLoad(rg.extent);
+    }
+    for (size_t j = 0; j < loop.body.size() && pure; ++j) {
+      if (j != i && Writes(loop.body[j], s.regions[1].buffer)) pure = false;
+    }
+    if (pure) out.push_back(i);
+  }
+  return out;
+}
+
+void Scopes(const std::vector<Stmt>& body, std::set<std::string>* shared) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::kAlloc &&
+        (s.buffer.scope == ir::Scope::kShared || s.buffer.scope == ir::Scope::kSharedDyn)) {
+      shared->insert(s.buffer.name);
+    }
+    Scopes(s.body, shared);
+    Scopes(s.else_body, shared);
+  }
+}
+
+void Collect(const std::vector<Stmt>& body, const std::set<std::string>& shared,
+             const std::set<std::string>& global, std::map<std::string, int>* stages) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined && s.num_stages >= 2) {
+      for (size_t i : Producers(s, shared, global)) {
+        int& v = (*stages)[s.body[i].regions[1].buffer];
+        v = std::max(v, static_cast<int>(s.num_stages));
+      }
+    }
+    Collect(s.body, shared, global, stages);
+    Collect(s.else_body, shared, global, stages);
+  }
+}
+
+} // namespace
+
+void CollectPipelineStages(const std::vector<Stmt>& body, std::map<std::string, int>* stages) {
+  // Global buffers are the params; everything allocated is not.
+  std::set<std::string> shared, allocated;
+  Scopes(body, &shared);
+  std::set<std::string> global;
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& b) {
+    for (const Stmt& s : b) {
+      if (s.kind == StmtKind::kAlloc) allocated.insert(s.buffer.name);
+      for (const ir::Region& r : s.regions) {
+        if (!shared.count(r.buffer)) global.insert(r.buffer);
+      }
+      walk(s.body);
+      walk(s.else_body);
+    }
+  };
+  walk(body);
+  for (const std::string& a : allocated) global.erase(a);
+  Collect(body, shared, global, stages);
+}
+
+absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
+  std::set<std::string> shared, global;
+  for (const auto& [name, b] : bufs_) {
+    if (b.scope == ir::Scope::kShared) shared.insert(name);
+    if (b.scope == ir::Scope::kGlobal) global.insert(name);
+  }
+  const std::vector<size_t> producers = Producers(s, shared, global);
+  const int stages = s.num_stages;
+  bool staged = stages >= 2 && !producers.empty();
+  for (size_t i : producers) {
+    staged = staged && bufs_.at(s.body[i].regions[1].buffer).stages == stages;
+  }
+  if (!staged) return LowerSerialFor(s, out);
+
+  const std::string ko = s.loop_vars[0];
+  ASSIGN_OR_RETURN(Expr n, LowerExpr(s.extents[0]));
+  std::set<std::string> dsts;
+  for (size_t i : producers) dsts.insert(s.body[i].regions[1].buffer);
+  Touch({}, dsts, out);
+
+  auto issue = [&](const Expr& iter, std::vector<Stmt>* to) -> absl::Status {
+    std::map<std::string, Expr> saved_env = env_;
+    env_[ko] = iter;
+    for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(iter, stages));
+    producer_ = true;
+    absl::Status st;
+    for (size_t i : producers) {
+      st = LowerCopy(s.body[i], to);
+      if (!st.ok()) break;
+    }
+    producer_ = false;
+    env_ = std::move(saved_env);
+    for (const std::string& d : dsts) stage_.erase(d);
+    return st;
+  };
+
+  // Prologue.
+  const std::string sv = Fresh("s");
+  std::vector<Stmt> pro, pro_issue;
+  RETURN_IF_ERROR(issue(Var(sv), &pro_issue));
+  Guarded(Lt(Var(sv), n), std::move(pro_issue), &pro);
+  pro.push_back(Call("cp_async_commit", {}));
+  out->push_back(For(sv, I(stages - 1), ir::ForKind::kUnroll, std::move(pro)));
+
+  // Steady state.
+  const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  loop.body.push_back(Call("cp_async_wait", {I(stages - 2)}));
+  Barrier(&loop.body);
+  std::vector<Stmt> next;
+  const Expr ahead = ir::Simplify(Add(Var(ko), I(stages - 1)));
+  RETURN_IF_ERROR(issue(ahead, &next));
+  Guarded(Lt(ahead, n), std::move(next), &loop.body);
+  loop.body.push_back(Call("cp_async_commit", {}));
+  for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(Var(ko), stages));
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
+    RETURN_IF_ERROR(LowerStmt(s.body[i], &loop.body));
+  }
+  for (const std::string& d : dsts) stage_.erase(d);
+  out->push_back(std::move(loop));
+  out->push_back(Call("cp_async_wait", {I(0)}));
+  dirty_.insert(entry_dirty.begin(), entry_dirty.end());
+  read_.insert(entry_read.begin(), entry_read.end());
+  return absl::OkStatus();
+}
+
+} // namespace kiln::passes::lowering

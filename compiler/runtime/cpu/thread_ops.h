@@ -1,0 +1,358 @@
+// Kiln CPU runtime: the per-thread operations generated code calls, with the
+// names and signatures of the CUDA twin (kiln/cuda/thread_ops.h), for a body
+// that kiln::rt::launch_grid (kiln/cpu/fiber.h) runs as one fiber per thread.
+//
+//  - tid_*/bid_*/nbid_*: threadIdx, blockIdx, gridDim of the running fiber.
+//  - sync_threads(): the block barrier; dyn_smem(): the block's dynamic
+//    shared memory (zeroed at block start, 128-byte aligned).
+//  - The intrinsics of compiler/ir/intrinsics.h, per lane, with the PTX
+//    semantics. The warp collectives (ldmatrix*, mma*, shfl_xor) gather the
+//    warp's lanes and run the warp-wide emulations of kiln/cpu/ldmatrix.h,
+//    mma.h and warp.h once for all of them; partial warps: see fiber.h.
+//  - cp_async_* copy at issue time (kiln/cpu/cp_async.h says why that is a
+//    valid execution); commit and wait do nothing.
+//  - Atomics are real atomic read-modify-writes (relaxed, like CUDA's
+//    atomicAdd), safe across OS threads.
+// Math and conversions: kiln/cpu/scalar_math.h, kiln/cpu/convert.h.
+//
+// Outside launch_grid the index functions return 0, sync_threads does
+// nothing and the warp collectives abort the process. Thread-safe in the
+// sense of fiber.h: each OS thread runs its own block.
+#ifndef KILN_CPU_THREAD_OPS_H_
+#define KILN_CPU_THREAD_OPS_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// helpers.h predates the fiber scheduler and defines an empty sync_threads
+// (for code that ran one barrier-free region for all threads at a time); the
+// block barrier below replaces it. Included here under another name so both
+// can coexist until helpers.h drops its version.
+#ifndef KILN_CPU_HELPERS_H_
+#define sync_threads sync_threads_without_fibers
+#include "kiln/cpu/helpers.h"
+#undef sync_threads
+#endif
+
+#include "kiln/cpu/convert.h"
+#include "kiln/cpu/cp_async.h"
+#include "kiln/cpu/fiber.h"
+#include "kiln/cpu/ldmatrix.h"
+#include "kiln/cpu/mma.h"
+#include "kiln/cpu/scalar_math.h"
+#include "kiln/cpu/types.h"
+#include "kiln/cpu/warp.h"
+
+namespace kiln {
+namespace rt {
+namespace detail {
+
+// Makes a parameter non-deduced, so T comes from the pointer operand alone
+// and the value converts to it.
+template <class T>
+struct Identity {
+  using type = T;
+};
+
+inline const fiber::Fiber* CurrentFiber() {
+  fiber::BlockState* b = fiber::CurrentBlock();
+  return b == nullptr ? nullptr : &b->self();
+}
+
+} // namespace detail
+
+// ---- Thread and block indices.
+
+inline int tid_x() { return detail::CurrentFiber() ? detail::CurrentFiber()->x : 0; }
+inline int tid_y() { return detail::CurrentFiber() ? detail::CurrentFiber()->y : 0; }
+inline int tid_z() { return detail::CurrentFiber() ? detail::CurrentFiber()->z : 0; }
+inline int bid_x() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->block_x : 0; }
+inline int bid_y() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->block_y : 0; }
+inline int bid_z() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->block_z : 0; }
+inline int nbid_x() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->grid_x : 1; }
+inline int nbid_y() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->grid_y : 1; }
+inline int nbid_z() { return fiber::CurrentBlock() ? fiber::CurrentBlock()->grid_z : 1; }
+// %laneid: the linear thread index modulo 32.
+inline uint32_t lane_id() {
+  return detail::CurrentFiber() ? static_cast<uint32_t>(detail::CurrentFiber()->lane) : 0u;
+}
+
+// ---- Barrier and shared memory.
+
+inline void sync_threads() { fiber::BlockBarrier(); }
+
+// The block's dynamic shared memory; nullptr outside launch_grid.
+inline unsigned char* dyn_smem() {
+  return fiber::CurrentBlock() ? fiber::CurrentBlock()->smem : nullptr;
+}
+
+// ---- ldmatrix: dst is this lane's registers (u32[1|2|4]), src_row the
+// 16-byte row this lane supplies (lane 8*j + r: row r of matrix j).
+
+namespace detail {
+template <int kNum, bool kTrans>
+inline void LdMatrixLane(const char* name, void* dst, const void* src_row) {
+  fiber::WarpSlot mine;
+  mine.dst = dst;
+  mine.src[0] = src_row;
+  fiber::WarpCollective(name, mine, [name](fiber::BlockState* b, fiber::WarpExchange& ex) {
+    if (ex.lanes < 8 * kNum)
+      fiber::FailBlock(b, "warp %d: %s reads the rows of lanes 0-%d, but this partial warp has %d",
+                       b->self().warp, name, 8 * kNum - 1, ex.lanes);
+    const void* rows[32] = {};
+    for (int l = 0; l < ex.lanes; ++l) rows[l] = ex.slot[l].src[0];
+    uint32_t regs[32][kNum];
+    LdMatrix<kNum, kTrans>(WarpRegs<uint32_t>(&regs[0][0], kNum), rows);
+    for (int l = 0; l < ex.lanes; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
+  });
+}
+} // namespace detail
+
+inline void ldmatrix_x1(void* dst, const void* src_row) {
+  detail::LdMatrixLane<1, false>("ldmatrix_x1", dst, src_row);
+}
+inline void ldmatrix_x2(void* dst, const void* src_row) {
+  detail::LdMatrixLane<2, false>("ldmatrix_x2", dst, src_row);
+}
+inline void ldmatrix_x4(void* dst, const void* src_row) {
+  detail::LdMatrixLane<4, false>("ldmatrix_x4", dst, src_row);
+}
+inline void ldmatrix_x1_trans(void* dst, const void* src_row) {
+  detail::LdMatrixLane<1, true>("ldmatrix_x1_trans", dst, src_row);
+}
+inline void ldmatrix_x2_trans(void* dst, const void* src_row) {
+  detail::LdMatrixLane<2, true>("ldmatrix_x2_trans", dst, src_row);
+}
+inline void ldmatrix_x4_trans(void* dst, const void* src_row) {
+  detail::LdMatrixLane<4, true>("ldmatrix_x4_trans", dst, src_row);
+}
+
+// ---- mma: this lane's fragments; d may alias c.
+
+namespace detail {
+template <class Acc, class WarpMma>
+inline void MmaLane(const char* name, void* d, const void* a, const void* b, const void* c,
+                    WarpMma warp_mma) {
+  fiber::WarpSlot mine;
+  mine.dst = d;
+  mine.src[0] = a;
+  mine.src[1] = b;
+  mine.src[2] = c;
+  fiber::WarpCollective(
+      name, mine, [name, warp_mma](fiber::BlockState* blk, fiber::WarpExchange& ex) {
+        if (ex.lanes < 32)
+          fiber::FailBlock(blk, "warp %d: %s needs 32 lanes, but this partial warp has %d",
+                           blk->self().warp, name, ex.lanes);
+        uint32_t ra[32][4], rb[32][2];
+        Acc rc[32][4], rd[32][4];
+        for (int l = 0; l < 32; ++l) {
+          std::memcpy(ra[l], ex.slot[l].src[0], sizeof ra[l]);
+          std::memcpy(rb[l], ex.slot[l].src[1], sizeof rb[l]);
+          std::memcpy(rc[l], ex.slot[l].src[2], sizeof rc[l]);
+        }
+        warp_mma(WarpRegs<Acc>(&rd[0][0], 4), WarpRegs<const uint32_t>(&ra[0][0], 4),
+                 WarpRegs<const uint32_t>(&rb[0][0], 2), WarpRegs<const Acc>(&rc[0][0], 4));
+        for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, rd[l], sizeof rd[l]);
+      });
+}
+} // namespace detail
+
+// d, c: float[4]; a: u32[4]; b: u32[2] (f16x2 / bf16x2 / tf32 registers).
+inline void mma_m16n8k16_f16(void* d, const void* a, const void* b, const void* c) {
+  detail::MmaLane<float>("mma_m16n8k16_f16", d, a, b, c,
+                         [](WarpRegs<float> wd, WarpRegs<const uint32_t> wa,
+                            WarpRegs<const uint32_t> wb,
+                            WarpRegs<const float> wc) { mma_m16n8k16_f16(wd, wa, wb, wc); });
+}
+inline void mma_m16n8k16_bf16(void* d, const void* a, const void* b, const void* c) {
+  detail::MmaLane<float>("mma_m16n8k16_bf16", d, a, b, c,
+                         [](WarpRegs<float> wd, WarpRegs<const uint32_t> wa,
+                            WarpRegs<const uint32_t> wb,
+                            WarpRegs<const float> wc) { mma_m16n8k16_bf16(wd, wa, wb, wc); });
+}
+inline void mma_m16n8k8_tf32(void* d, const void* a, const void* b, const void* c) {
+  detail::MmaLane<float>("mma_m16n8k8_tf32", d, a, b, c,
+                         [](WarpRegs<float> wd, WarpRegs<const uint32_t> wa,
+                            WarpRegs<const uint32_t> wb,
+                            WarpRegs<const float> wc) { mma_m16n8k8_tf32(wd, wa, wb, wc); });
+}
+// d, c: int32[4]; a: u32[4], b: u32[2] with four s8 each.
+inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c) {
+  detail::MmaLane<int32_t>("mma_m16n8k32_s8", d, a, b, c,
+                           [](WarpRegs<int32_t> wd, WarpRegs<const uint32_t> wa,
+                              WarpRegs<const uint32_t> wb,
+                              WarpRegs<const int32_t> wc) { mma_m16n8k32_s8(wd, wa, wb, wc); });
+}
+
+// ---- shfl_xor: *dst = the `value` of lane (lane ^ lane_mask), or this
+// lane's own value when that lane is past 31 or missing from a partial warp.
+// Full member mask, width 32. T: float, double, 8/16/32/64-bit integers,
+// half_t, bfloat16_t.
+
+namespace detail {
+template <class T>
+struct IsShflType
+    : std::integral_constant<bool, std::is_integral<T>::value || std::is_floating_point<T>::value> {
+};
+template <>
+struct IsShflType<bool> : std::false_type {};
+template <>
+struct IsShflType<long double> : std::false_type {};
+template <>
+struct IsShflType<half_t> : std::true_type {};
+template <>
+struct IsShflType<bfloat16_t> : std::true_type {};
+} // namespace detail
+
+template <class T>
+inline void shfl_xor(T* dst, typename detail::Identity<T>::type value, int lane_mask) {
+  static_assert(detail::IsShflType<T>::value, "shfl_xor: unsupported type");
+  static_assert(sizeof(T) <= sizeof(uint64_t), "shfl_xor: at most 64 bits");
+  fiber::WarpSlot mine;
+  mine.dst = dst;
+  std::memcpy(&mine.value, &value, sizeof value);
+  mine.arg = lane_mask;
+  // One name per size: lanes must agree on the width they exchange.
+  static constexpr const char* kNames[] = {
+      "", "shfl_xor(8-bit)", "shfl_xor(16-bit)", "", "shfl_xor(32-bit)", "", "",
+      "", "shfl_xor(64-bit)"};
+  fiber::WarpCollective(kNames[sizeof(T)], mine, [](fiber::BlockState*, fiber::WarpExchange& ex) {
+    for (int l = 0; l < ex.lanes; ++l) {
+      const unsigned src = static_cast<unsigned>(l) ^ static_cast<unsigned>(ex.slot[l].arg);
+      const fiber::WarpSlot& from =
+          src < static_cast<unsigned>(ex.lanes) ? ex.slot[src] : ex.slot[l];
+      std::memcpy(ex.slot[l].dst, &from.value, sizeof(T));
+    }
+  });
+}
+
+// ---- cp.async (copies now) and plain vector copies.
+
+inline void cp_async_4(void* dst, const void* src, int src_bytes) {
+  cp_async_ca<4>(dst, src, src_bytes);
+}
+inline void cp_async_8(void* dst, const void* src, int src_bytes) {
+  cp_async_ca<8>(dst, src, src_bytes);
+}
+inline void cp_async_16(void* dst, const void* src, int src_bytes) {
+  cp_async_cg<16>(dst, src, src_bytes);
+}
+inline void cp_async_commit() {}
+template <int N>
+inline void cp_async_wait() {
+  static_assert(N >= 0, "cp_async_wait takes a non-negative count");
+}
+
+inline void copy_2(void* dst, const void* src) { std::memcpy(dst, src, 2); }
+inline void copy_4(void* dst, const void* src) { std::memcpy(dst, src, 4); }
+inline void copy_8(void* dst, const void* src) { std::memcpy(dst, src, 8); }
+inline void copy_16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
+
+// ---- Atomics: *dst = op(*dst, value) atomically; no value is returned.
+// T: float, double, 32/64-bit integers, half_t, bfloat16_t (these compute in
+// float and round back, like the CUDA side's CAS loops). Float max/min are
+// fmax/fmin. Integer adds wrap.
+
+namespace detail {
+
+template <class T>
+struct IsAtomicInt
+    : std::integral_constant<bool, std::is_integral<T>::value && !std::is_same<T, bool>::value &&
+                                       (sizeof(T) == 4 || sizeof(T) == 8)> {};
+
+// Replaces *dst with f(*dst) by compare-and-swap; T is a 2/4/8-byte
+// trivially copyable type (GCC/Clang's generic __atomic builtins).
+template <class T, class F>
+inline void AtomicUpdate(T* dst, F f) {
+  T expected;
+  __atomic_load(dst, &expected, __ATOMIC_RELAXED);
+  for (;;) {
+    T desired = f(expected);
+    if (std::memcmp(&desired, &expected, sizeof(T)) == 0) return;
+    if (__atomic_compare_exchange(dst, &expected, &desired, /*weak=*/true, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED))
+      return;
+  }
+}
+
+template <class T, class Op>
+inline void AtomicStorage(T* dst, float value, Op op) {
+  AtomicUpdate(&dst->bits, [&](uint16_t old) {
+    return StorageFromFloat<T>::Run(op(StorageToFloat(T{old}), value)).bits;
+  });
+}
+
+template <class T>
+inline void AtomicAdd(T* dst, T value) {
+  static_assert(IsAtomicInt<T>::value, "atomic_add: unsupported type");
+  __atomic_fetch_add(dst, value, __ATOMIC_RELAXED);
+}
+inline void AtomicAdd(float* dst, float value) {
+  AtomicUpdate(dst, [value](float old) { return old + value; });
+}
+inline void AtomicAdd(double* dst, double value) {
+  AtomicUpdate(dst, [value](double old) { return old + value; });
+}
+inline void AtomicAdd(half_t* dst, half_t value) {
+  AtomicStorage(dst, half_to_float(value), [](float a, float b) { return a + b; });
+}
+inline void AtomicAdd(bfloat16_t* dst, bfloat16_t value) {
+  AtomicStorage(dst, bfloat16_to_float(value), [](float a, float b) { return a + b; });
+}
+
+template <class T>
+inline void AtomicMax(T* dst, T value) {
+  static_assert(IsAtomicInt<T>::value, "atomic_max: unsupported type");
+  AtomicUpdate(dst, [value](T old) { return old < value ? value : old; });
+}
+template <class T>
+inline void AtomicMin(T* dst, T value) {
+  static_assert(IsAtomicInt<T>::value, "atomic_min: unsupported type");
+  AtomicUpdate(dst, [value](T old) { return value < old ? value : old; });
+}
+inline void AtomicMax(float* dst, float value) {
+  AtomicUpdate(dst, [value](float old) { return std::fmax(old, value); });
+}
+inline void AtomicMax(double* dst, double value) {
+  AtomicUpdate(dst, [value](double old) { return std::fmax(old, value); });
+}
+inline void AtomicMin(float* dst, float value) {
+  AtomicUpdate(dst, [value](float old) { return std::fmin(old, value); });
+}
+inline void AtomicMin(double* dst, double value) {
+  AtomicUpdate(dst, [value](double old) { return std::fmin(old, value); });
+}
+inline void AtomicMax(half_t* dst, half_t value) {
+  AtomicStorage(dst, half_to_float(value), [](float a, float b) { return std::fmax(a, b); });
+}
+inline void AtomicMax(bfloat16_t* dst, bfloat16_t value) {
+  AtomicStorage(dst, bfloat16_to_float(value), [](float a, float b) { return std::fmax(a, b); });
+}
+inline void AtomicMin(half_t* dst, half_t value) {
+  AtomicStorage(dst, half_to_float(value), [](float a, float b) { return std::fmin(a, b); });
+}
+inline void AtomicMin(bfloat16_t* dst, bfloat16_t value) {
+  AtomicStorage(dst, bfloat16_to_float(value), [](float a, float b) { return std::fmin(a, b); });
+}
+
+} // namespace detail
+
+template <class T>
+inline void atomic_add(T* dst, typename detail::Identity<T>::type value) {
+  detail::AtomicAdd(dst, value);
+}
+template <class T>
+inline void atomic_max(T* dst, typename detail::Identity<T>::type value) {
+  detail::AtomicMax(dst, value);
+}
+template <class T>
+inline void atomic_min(T* dst, typename detail::Identity<T>::type value) {
+  detail::AtomicMin(dst, value);
+}
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_CPU_THREAD_OPS_H_

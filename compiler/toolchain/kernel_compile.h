@@ -1,0 +1,27 @@
+// Compiles an emitted CUDA kernel (compiler/codegen/kernel_spec.h) to a
+// cubin and/or PTX with NVRTC in process (default) or nvcc as a subprocess,
+// handing over Kiln's embedded runtime headers, so no file on disk is
+// needed. The CPU target goes through host_cc.h instead.
+// Thread-safe (NVRTC programs are per call).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/toolchain/cuda_compile.h"
+
+namespace kiln::toolchain {
+
+struct KernelCompileOptions {
+  bool use_nvcc = false;
+  bool want_cubin = true;
+  bool want_ptx = false;
+  bool fast_math = false;
+  bool line_info = false;
+};
+
+// InvalidArgument for a CPU kernel; the toolchain's errors otherwise (with
+// the compiler log, which for Kiln-generated code means a Kiln bug).
+absl::StatusOr<CompileOutput> CompileCudaKernel(const codegen::EmittedKernel& kernel,
+                                                const KernelCompileOptions& options = {});
+
+} // namespace kiln::toolchain

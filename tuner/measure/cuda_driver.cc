@@ -1,0 +1,487 @@
+#include "tuner/measure/cuda_driver.h"
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::measure {
+
+// Declared here rather than taken from cuda.h so that Kiln builds where the
+// CUDA headers are absent; these signatures are the driver's stable C ABI.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long; // NOLINT(google-runtime-int): the ABI type
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUevent = void*;
+using CUstream = void*;
+
+struct CudaApi {
+  CUresult (*Init)(unsigned);
+  CUresult (*DriverGetVersion)(int*);
+  CUresult (*DeviceGetCount)(int*);
+  CUresult (*DeviceGet)(CUdevice*, int);
+  CUresult (*DeviceGetName)(char*, int, CUdevice);
+  CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxSynchronize)();
+  CUresult (*ModuleLoadData)(CUmodule*, const void*);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, CUstream, void**, void**);
+  CUresult (*EventCreate)(CUevent*, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*GetErrorName)(CUresult, const char**);
+  CUresult (*GetErrorString)(CUresult, const char**);
+};
+
+namespace {
+
+constexpr CUresult kSuccess = 0;
+constexpr int kAttrMaxSharedPerBlock = 8;
+constexpr int kAttrMultiprocessorCount = 16;
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+constexpr int kAttrMaxSharedPerBlockOptin = 97;
+constexpr int kFuncAttrMaxDynamicSharedSize = 8;
+
+// Resolves the first of `names` the library exports: versioned entry points
+// (_v2) come first, the names older drivers export after them.
+template <typename Fn>
+bool Resolve(void* handle, std::initializer_list<const char*> names, Fn*& out,
+             std::vector<std::string>* missing) {
+  for (const char* name : names) {
+    out = reinterpret_cast<Fn*>(dlsym(handle, name));
+    if (out != nullptr) return true;
+  }
+  missing->emplace_back(*names.begin());
+  return false;
+}
+
+absl::Status StatusFor(CUresult result, std::string message) {
+  switch (result) {
+  case 1:   // CUDA_ERROR_INVALID_VALUE
+  case 101: // CUDA_ERROR_INVALID_DEVICE
+  case 200: // CUDA_ERROR_INVALID_IMAGE
+  case 209: // CUDA_ERROR_NO_BINARY_FOR_GPU
+  case 218: // CUDA_ERROR_INVALID_PTX
+  case 222: // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    return absl::InvalidArgumentError(std::move(message));
+  case 2:   // CUDA_ERROR_OUT_OF_MEMORY
+  case 701: // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    return absl::ResourceExhaustedError(std::move(message));
+  case 3:   // CUDA_ERROR_NOT_INITIALIZED
+  case 34:  // CUDA_ERROR_STUB_LIBRARY
+  case 35:  // CUDA_ERROR_INSUFFICIENT_DRIVER
+  case 100: // CUDA_ERROR_NO_DEVICE
+  case 304: // CUDA_ERROR_OPERATING_SYSTEM
+    return absl::UnavailableError(std::move(message));
+  case 500: // CUDA_ERROR_NOT_FOUND
+    return absl::NotFoundError(std::move(message));
+  default:
+    return absl::InternalError(std::move(message));
+  }
+}
+
+} // namespace
+
+// --- CudaDriver --------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<CudaDriver>> CudaDriver::Load(const std::string& library) {
+  dlerror();
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    return absl::NotFoundError(absl::StrCat(
+        "CUDA driver not found: cannot load ", library, " (", err != nullptr ? err : "?",
+        "); is the NVIDIA driver installed and a GPU attached?"));
+  }
+  std::shared_ptr<CudaDriver> driver(new CudaDriver());
+  driver->handle_ = handle;
+  driver->api_ = std::make_unique<CudaApi>();
+  CudaApi& a = *driver->api_;
+  std::vector<std::string> missing;
+  Resolve(handle, {"cuInit"}, a.Init, &missing);
+  Resolve(handle, {"cuDriverGetVersion"}, a.DriverGetVersion, &missing);
+  Resolve(handle, {"cuDeviceGetCount"}, a.DeviceGetCount, &missing);
+  Resolve(handle, {"cuDeviceGet"}, a.DeviceGet, &missing);
+  Resolve(handle, {"cuDeviceGetName"}, a.DeviceGetName, &missing);
+  Resolve(handle, {"cuDeviceGetAttribute"}, a.DeviceGetAttribute, &missing);
+  Resolve(handle, {"cuDevicePrimaryCtxRetain"}, a.DevicePrimaryCtxRetain, &missing);
+  Resolve(handle, {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"},
+          a.DevicePrimaryCtxRelease, &missing);
+  Resolve(handle, {"cuCtxSetCurrent"}, a.CtxSetCurrent, &missing);
+  Resolve(handle, {"cuCtxSynchronize"}, a.CtxSynchronize, &missing);
+  Resolve(handle, {"cuModuleLoadData"}, a.ModuleLoadData, &missing);
+  Resolve(handle, {"cuModuleUnload"}, a.ModuleUnload, &missing);
+  Resolve(handle, {"cuModuleGetFunction"}, a.ModuleGetFunction, &missing);
+  Resolve(handle, {"cuFuncSetAttribute"}, a.FuncSetAttribute, &missing);
+  Resolve(handle, {"cuMemAlloc_v2"}, a.MemAlloc, &missing);
+  Resolve(handle, {"cuMemFree_v2"}, a.MemFree, &missing);
+  Resolve(handle, {"cuMemcpyHtoD_v2"}, a.MemcpyHtoD, &missing);
+  Resolve(handle, {"cuMemcpyDtoH_v2"}, a.MemcpyDtoH, &missing);
+  Resolve(handle, {"cuMemsetD8_v2"}, a.MemsetD8, &missing);
+  Resolve(handle, {"cuLaunchKernel"}, a.LaunchKernel, &missing);
+  Resolve(handle, {"cuEventCreate"}, a.EventCreate, &missing);
+  Resolve(handle, {"cuEventRecord"}, a.EventRecord, &missing);
+  Resolve(handle, {"cuEventSynchronize"}, a.EventSynchronize, &missing);
+  Resolve(handle, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, a.EventElapsedTime, &missing);
+  Resolve(handle, {"cuEventDestroy_v2", "cuEventDestroy"}, a.EventDestroy, &missing);
+  Resolve(handle, {"cuGetErrorName"}, a.GetErrorName, &missing);
+  Resolve(handle, {"cuGetErrorString"}, a.GetErrorString, &missing);
+  if (!missing.empty()) {
+    return absl::UnavailableError(absl::StrCat("CUDA driver ", library, " lacks ",
+                                               absl::StrJoin(missing, ", "), " (driver too old?)"));
+  }
+  if (absl::Status s = driver->Check(a.Init(0), "cuInit"); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("CUDA driver unusable: ", s.message()));
+  }
+  if (absl::Status s = driver->Check(a.DriverGetVersion(&driver->version_), "cuDriverGetVersion");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = driver->Check(a.DeviceGetCount(&driver->device_count_), "cuDeviceGetCount");
+      !s.ok()) {
+    return s;
+  }
+  if (driver->device_count_ == 0) {
+    return absl::UnavailableError("CUDA driver loaded but it sees no GPU");
+  }
+  return driver;
+}
+
+CudaDriver::~CudaDriver() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+absl::Status CudaDriver::Check(int result, std::string_view what_in) const {
+  const absl::string_view what(what_in.data(), what_in.size());
+  if (result == kSuccess) return absl::OkStatus();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api_->GetErrorName == nullptr || api_->GetErrorName(result, &name) != kSuccess) {
+    name = nullptr;
+  }
+  if (api_->GetErrorString == nullptr || api_->GetErrorString(result, &text) != kSuccess) {
+    text = nullptr;
+  }
+  const std::string shown_name =
+      name != nullptr ? std::string(name) : absl::StrCat("CUDA error ", result);
+  return StatusFor(result, absl::StrCat(what, ": ", shown_name, " (",
+                                        text != nullptr ? text : "no description", ")"));
+}
+
+// --- Device ------------------------------------------------------------------
+
+std::string DeviceProperties::arch() const { return absl::StrCat("sm_", cc_major, cc_minor); }
+
+absl::StatusOr<std::shared_ptr<Device>> Device::Open(std::shared_ptr<CudaDriver> driver,
+                                                     int ordinal) {
+  if (ordinal < 0 || ordinal >= driver->device_count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no CUDA device ", ordinal, ": ", driver->device_count(),
+                     " device(s) visible (0..", driver->device_count() - 1, ")"));
+  }
+  const CudaApi& a = driver->api();
+  std::shared_ptr<Device> device(new Device());
+  device->driver_ = driver;
+  DeviceProperties& p = device->properties_;
+  p.ordinal = ordinal;
+  if (absl::Status s = driver->Check(a.DeviceGet(&device->handle_, ordinal), "cuDeviceGet");
+      !s.ok()) {
+    return s;
+  }
+  char name[256] = {0};
+  if (absl::Status s = driver->Check(a.DeviceGetName(name, sizeof(name) - 1, device->handle_),
+                                     "cuDeviceGetName");
+      !s.ok()) {
+    return s;
+  }
+  p.name = name;
+  struct Attr {
+    int attr;
+    const char* what;
+    int* out;
+  };
+  int smem = 0, smem_optin = 0;
+  for (const Attr& attr :
+       {Attr{kAttrComputeCapabilityMajor, "compute capability major", &p.cc_major},
+        Attr{kAttrComputeCapabilityMinor, "compute capability minor", &p.cc_minor},
+        Attr{kAttrMultiprocessorCount, "multiprocessor count", &p.multiprocessors},
+        Attr{kAttrMaxSharedPerBlock, "max shared memory per block", &smem},
+        Attr{kAttrMaxSharedPerBlockOptin, "max shared memory per block (opt-in)", &smem_optin}}) {
+    if (absl::Status s = driver->Check(a.DeviceGetAttribute(attr.out, attr.attr, device->handle_),
+                                       absl::StrCat("cuDeviceGetAttribute(", attr.what, ")"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  p.max_shared_per_block = smem;
+  p.max_shared_per_block_optin = smem_optin;
+  CUcontext context = nullptr;
+  if (absl::Status s = driver->Check(a.DevicePrimaryCtxRetain(&context, device->handle_),
+                                     "cuDevicePrimaryCtxRetain");
+      !s.ok()) {
+    return s;
+  }
+  device->context_ = context;
+  if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+  return device;
+}
+
+Device::~Device() {
+  if (context_ != nullptr) driver_->api().DevicePrimaryCtxRelease(handle_);
+}
+
+absl::Status Device::MakeCurrent() const {
+  return driver_->Check(driver_->api().CtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+absl::Status Device::Synchronize() const {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  return driver_->Check(driver_->api().CtxSynchronize(), "cuCtxSynchronize");
+}
+
+// --- Module ------------------------------------------------------------------
+
+absl::StatusOr<Module> Module::Load(std::shared_ptr<Device> device, std::string_view image) {
+  if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+  // PTX must be NUL-terminated; a cubin is unaffected by the extra byte.
+  std::string copy(image);
+  CUmodule handle = nullptr;
+  if (absl::Status s = device->driver().Check(
+          device->driver().api().ModuleLoadData(&handle, copy.c_str()), "cuModuleLoadData");
+      !s.ok()) {
+    return s;
+  }
+  Module module;
+  module.device_ = std::move(device);
+  module.handle_ = handle;
+  return module;
+}
+
+Module::Module(Module&& other) noexcept
+    : device_(std::move(other.device_)), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    Module old(std::move(*this));
+    device_ = std::move(other.device_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+Module::~Module() {
+  if (handle_ == nullptr) return;
+  // Unloading acts on the current context.
+  (void)device_->MakeCurrent();
+  device_->driver().api().ModuleUnload(handle_);
+}
+
+absl::StatusOr<Function> Module::GetFunction(const std::string& name) const {
+  CUfunction fn = nullptr;
+  absl::Status s =
+      device_->driver().Check(device_->driver().api().ModuleGetFunction(&fn, handle_, name.c_str()),
+                              absl::StrCat("cuModuleGetFunction(", name, ")"));
+  if (!s.ok()) return s;
+  return Function{fn, name, device_.get()};
+}
+
+// --- DeviceBuffer --------------------------------------------------------------
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(std::shared_ptr<Device> device, size_t bytes) {
+  DeviceBuffer buffer;
+  if (bytes > 0) {
+    if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+    CUdeviceptr address = 0;
+    if (absl::Status s = device->driver().Check(device->driver().api().MemAlloc(&address, bytes),
+                                                absl::StrCat("cuMemAlloc(", bytes, " bytes)"));
+        !s.ok()) {
+      return s;
+    }
+    buffer.address_ = address;
+  }
+  buffer.device_ = std::move(device);
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : device_(std::move(other.device_)), address_(std::exchange(other.address_, 0)),
+      size_(std::exchange(other.size_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    DeviceBuffer old(std::move(*this));
+    device_ = std::move(other.device_);
+    address_ = std::exchange(other.address_, 0);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (address_ == 0) return;
+  (void)device_->MakeCurrent();
+  device_->driver().api().MemFree(address_);
+}
+
+absl::Status DeviceBuffer::CopyFromHost(const void* data, size_t bytes) {
+  if (bytes != size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host-to-device copy of ", bytes, " bytes into a buffer of ", size_));
+  }
+  if (bytes == 0) return absl::OkStatus();
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  return device_->driver().Check(device_->driver().api().MemcpyHtoD(address_, data, bytes),
+                                 "cuMemcpyHtoD");
+}
+
+absl::Status DeviceBuffer::CopyToHost(void* data, size_t bytes) const {
+  if (bytes != size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device-to-host copy of ", bytes, " bytes from a buffer of ", size_));
+  }
+  if (bytes == 0) return absl::OkStatus();
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  return device_->driver().Check(device_->driver().api().MemcpyDtoH(data, address_, bytes),
+                                 "cuMemcpyDtoH");
+}
+
+absl::Status DeviceBuffer::Fill(uint8_t byte) {
+  if (size_ == 0) return absl::OkStatus();
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  return device_->driver().Check(device_->driver().api().MemsetD8(address_, byte, size_),
+                                 "cuMemsetD8");
+}
+
+// --- Event -------------------------------------------------------------------
+
+absl::StatusOr<Event> Event::Create(std::shared_ptr<Device> device) {
+  if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+  CUevent handle = nullptr;
+  if (absl::Status s =
+          device->driver().Check(device->driver().api().EventCreate(&handle, 0), "cuEventCreate");
+      !s.ok()) {
+    return s;
+  }
+  Event event;
+  event.device_ = std::move(device);
+  event.handle_ = handle;
+  return event;
+}
+
+Event::Event(Event&& other) noexcept
+    : device_(std::move(other.device_)), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    Event old(std::move(*this));
+    device_ = std::move(other.device_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+Event::~Event() {
+  if (handle_ == nullptr) return;
+  (void)device_->MakeCurrent();
+  device_->driver().api().EventDestroy(handle_);
+}
+
+absl::Status Event::Record() {
+  return device_->driver().Check(device_->driver().api().EventRecord(handle_, nullptr),
+                                 "cuEventRecord");
+}
+
+absl::StatusOr<float> Event::ElapsedMsSince(const Event& start) const {
+  const CudaDriver& driver = device_->driver();
+  if (absl::Status s = driver.Check(driver.api().EventSynchronize(handle_), "cuEventSynchronize");
+      !s.ok()) {
+    return s;
+  }
+  float ms = 0;
+  if (absl::Status s = driver.Check(driver.api().EventElapsedTime(&ms, start.handle_, handle_),
+                                    "cuEventElapsedTime");
+      !s.ok()) {
+    return s;
+  }
+  return ms;
+}
+
+// --- Launch ------------------------------------------------------------------
+
+absl::Status Launch(const Function& function, const LaunchConfig& config, void** args) {
+  if (function.handle == nullptr || function.device == nullptr) {
+    return absl::InvalidArgumentError("Launch: no function");
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (config.grid[d] == 0 || config.block[d] == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Launch of ", function.name, ": empty grid or block (grid ", config.grid[0],
+                       "x", config.grid[1], "x", config.grid[2], ", block ", config.block[0], "x",
+                       config.block[1], "x", config.block[2], ")"));
+    }
+  }
+  const Device& device = *function.device;
+  const CudaDriver& driver = device.driver();
+  if (absl::Status s = device.MakeCurrent(); !s.ok()) return s;
+  if (config.dynamic_smem_bytes > kDefaultDynamicSmemLimit) {
+    const int64_t limit = device.properties().max_shared_per_block_optin;
+    if (config.dynamic_smem_bytes > limit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Launch of ", function.name, ": ", config.dynamic_smem_bytes,
+                       " bytes of dynamic shared memory exceed the device's limit of ", limit,
+                       " bytes per block (", device.properties().name, ")"));
+    }
+    if (absl::Status s = driver.Check(
+            driver.api().FuncSetAttribute(function.handle, kFuncAttrMaxDynamicSharedSize,
+                                          static_cast<int>(config.dynamic_smem_bytes)),
+            absl::StrCat("cuFuncSetAttribute(", function.name, ", MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return driver.Check(driver.api().LaunchKernel(function.handle, config.grid[0], config.grid[1],
+                                                config.grid[2], config.block[0], config.block[1],
+                                                config.block[2], config.dynamic_smem_bytes, nullptr,
+                                                args, nullptr),
+                      absl::StrCat("cuLaunchKernel(", function.name, ")"));
+}
+
+absl::StatusOr<float> TimedLaunch(std::shared_ptr<Device> device, const Function& function,
+                                  const LaunchConfig& config, void** args) {
+  absl::StatusOr<Event> start = Event::Create(device);
+  if (!start.ok()) return start.status();
+  absl::StatusOr<Event> stop = Event::Create(device);
+  if (!stop.ok()) return stop.status();
+  if (absl::Status s = start->Record(); !s.ok()) return s;
+  if (absl::Status s = Launch(function, config, args); !s.ok()) return s;
+  if (absl::Status s = stop->Record(); !s.ok()) return s;
+  absl::StatusOr<float> ms = stop->ElapsedMsSince(*start);
+  if (!ms.ok()) return ms.status();
+  // Faults of the kernel itself surface here at the latest.
+  if (absl::Status s = device->Synchronize(); !s.ok()) return s;
+  return ms;
+}
+
+} // namespace kiln::measure
