@@ -182,7 +182,8 @@ FragmentLayout Normalize(FragmentLayout layout) {
   return layout;
 }
 
-FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector) {
+FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector,
+                             bool row_warps) {
   FragmentLayout layout;
   layout.shape = shape;
   const int n = static_cast<int>(shape.size());
@@ -192,14 +193,23 @@ FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads,
     layout.reg.push_back({n - 1, vector, 1});
     cover[n - 1] = vector;
   }
+  // The innermost dimension takes one warp's lanes and leaves the warps to
+  // the outer dimensions when they are big enough to use them: reductions
+  // along the row then stay inside a warp (shuffles, no barrier).
+  int64_t outer = 1;
+  for (int d = 0; d + 1 < n; ++d) outer *= shape[d];
   for (int d = n - 1; d >= 0; --d) {
     int64_t e = CeilDiv(shape[d], cover[d]);
+    int64_t take = rest;
+    if (row_warps && d == n - 1 && n > 1 && rest > 32 && rest % 32 == 0) {
+      take = outer >= rest / 32 ? 32 : (rest % outer == 0 ? rest / outer : rest);
+    }
     if (rest > 1 && e > 1) {
-      if (e % rest == 0) {
-        layout.thread.push_back({d, rest, cover[d]});
-        cover[d] *= rest;
-        e /= rest;
-        rest = 1;
+      if (e % take == 0) {
+        layout.thread.push_back({d, take, cover[d]});
+        cover[d] *= take;
+        e /= take;
+        rest /= take;
       } else if (rest % e == 0) {
         layout.thread.push_back({d, e, cover[d]});
         cover[d] *= e;

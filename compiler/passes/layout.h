@@ -71,7 +71,12 @@ FragmentLayout Normalize(FragmentLayout layout);
 // it divides the extent), then outward; what threads cannot cover exactly
 // goes to registers, the outermost dimension may be padded, and leftover
 // threads replicate.
-FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector);
+// With `row_warps`, the innermost dimension takes one warp's lanes and the
+// warps go to outer dimensions when those are big enough (reductions along
+// rows then stay within a warp); without, threads fill the innermost
+// dimension first (best for element-wise loops over global memory).
+FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector,
+                             bool row_warps = true);
 
 // The m16n8 accumulator layout of an (m x n) tile over warps_m x warps_n
 // warps (warp w covers rows (w % warps_m) * m / warps_m and columns

@@ -450,7 +450,8 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
   for (const Candidate& c : cands) {
     if (c.dims.size() == extents.size() && !hint) hint = frags.at(c.buffer).buffer->dtype;
   }
-  return DefaultLayout(extents, BlockThreads(program), hint ? VectorOf(*hint) : 1);
+  const bool has_fragments = !cands.empty();
+  return DefaultLayout(extents, BlockThreads(program), hint ? VectorOf(*hint) : 1, has_fragments);
 }
 
 absl::Status InferLayouts(ir::Program& program) {

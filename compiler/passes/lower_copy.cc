@@ -39,13 +39,6 @@ std::vector<Expr> SideIndex(const std::vector<Expr>& min, const std::vector<int>
   return idx;
 }
 
-Expr InBoundsOf(const Buf& b, const std::vector<Expr>& idx) {
-  Expr cond = ir::BoolImm(true);
-  if (b.scope != ir::Scope::kGlobal) return cond;
-  for (size_t d = 0; d < idx.size(); ++d) cond = And(cond, Lt(idx[d], b.shape_expr[d]));
-  return ir::Simplify(cond);
-}
-
 Expr ZeroOf(ir::DType t) { return ir::IsFloat(t) ? ir::FloatImm(0.0, t) : ir::IntImm(0, t); }
 
 std::string ShapeText(const std::vector<int64_t>& v) {
@@ -53,6 +46,63 @@ std::string ShapeText(const std::vector<int64_t>& v) {
 }
 
 } // namespace
+
+std::optional<int64_t> Lowering::MaxOf(const Expr& e) const {
+  switch (e.kind) {
+  case ir::ExprKind::kInt:
+    return e.ival;
+  case ir::ExprKind::kVar: {
+    auto it = var_max_.find(e.name);
+    if (it == var_max_.end()) return std::nullopt;
+    return it->second;
+  }
+  case ir::ExprKind::kThreadIdx:
+    return program_.kernel.threads[e.ival] - 1;
+  case ir::ExprKind::kCast:
+    return ir::IsInteger(e.dtype) ? MaxOf(e.args[0]) : std::nullopt;
+  case ir::ExprKind::kBinary: {
+    std::optional<int64_t> a = MaxOf(e.args[0]);
+    std::optional<int64_t> b = MaxOf(e.args[1]);
+    switch (e.bop) {
+    case ir::BinOp::kAdd:
+      if (a && b) return *a + *b;
+      return std::nullopt;
+    case ir::BinOp::kMul:
+      if (a && b) return *a * *b;
+      return std::nullopt;
+    case ir::BinOp::kFloorDiv:
+      if (a && e.args[1].kind == ir::ExprKind::kInt && e.args[1].ival > 0) {
+        return *a / e.args[1].ival;
+      }
+      return std::nullopt;
+    case ir::BinOp::kFloorMod:
+      if (e.args[1].kind == ir::ExprKind::kInt && e.args[1].ival > 0) {
+        return a ? std::min(*a, e.args[1].ival - 1) : e.args[1].ival - 1;
+      }
+      return std::nullopt;
+    case ir::BinOp::kMin:
+      if (a && b) return std::min(*a, *b);
+      return a ? a : b;
+    default:
+      return std::nullopt;
+    }
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+Expr Lowering::InBoundsOf(const Buf& b, const std::vector<Expr>& idx) const {
+  Expr cond = ir::BoolImm(true);
+  if (b.scope != ir::Scope::kGlobal) return cond;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    std::optional<int64_t> extent = ir::ConstInt(ir::Simplify(b.shape_expr[d]));
+    std::optional<int64_t> max = MaxOf(idx[d]);
+    if (extent && max && *max < *extent) continue; // always inside
+    cond = And(cond, Lt(idx[d], b.shape_expr[d]));
+  }
+  return ir::Simplify(cond);
+}
 
 absl::StatusOr<CopyPlan> Lowering::PlanCopy(const Stmt& s) {
   const bool atomic = s.kind == ir::StmtKind::kAtomic;
@@ -148,6 +198,7 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
   }
   const FragmentLayout& layout = *f.layout;
   const std::string r = Fresh("r");
+  var_max_[r] = layout.NumRegs() - 1;
   const std::vector<Expr> fidx = ElementIndex(layout, tid_, Var(r));
   std::vector<Stmt> body;
   if (o.scope == ir::Scope::kFragment) {
@@ -170,6 +221,10 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
                                            frag_src ? plan.dst_dims : plan.src_dims, coord);
   Expr guard = layout.HasPadding() ? InBounds(layout, fidx) : ir::BoolImm(true);
   const Expr inb = InBoundsOf(o, oidx);
+  if (!atomic) {
+    const int64_t v = FragmentVector(plan, frag_src);
+    if (v > 1) return CopyFragmentVectors(s, plan, frag_src, v, out);
+  }
   if (frag_src) {
     Expr v = ir::Load(f.name, f.dtype, {Var(r)});
     if (v.dtype != o.dtype) v = ir::Cast(o.dtype, v);
@@ -196,6 +251,71 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
   return absl::OkStatus();
 }
 
+int64_t Lowering::FragmentVector(const CopyPlan& plan, bool frag_src) const {
+  const Buf& f = frag_src ? *plan.src : *plan.dst;
+  const Buf& o = frag_src ? *plan.dst : *plan.src;
+  if (o.scope != ir::Scope::kGlobal && o.scope != ir::Scope::kShared) return 1;
+  const FragmentLayout& layout = *f.layout;
+  const std::vector<int>& fdims = frag_src ? plan.src_dims : plan.dst_dims;
+  const std::vector<int>& odims = frag_src ? plan.dst_dims : plan.src_dims;
+  const std::vector<Expr>& omin = frag_src ? plan.dst_min : plan.src_min;
+  const size_t last = o.shape_expr.size() - 1;
+  if (layout.reg.empty() || layout.reg[0].stride != 1 || layout.reg[0].dim != fdims.back() ||
+      static_cast<size_t>(odims.back()) != last) {
+    return 1;
+  }
+  const int64_t e = std::max<int64_t>(1, ir::DTypeBits(o.dtype) / 8);
+  int64_t v = 1;
+  while (layout.reg[0].size % (v * 2) == 0 && v * 2 * e <= 16) v *= 2;
+  while (v > 1 && (f.shape[fdims.back()] % v != 0 || !IsMultipleOf(omin[last], v) ||
+                   !IsMultipleOf(ir::Simplify(o.shape_expr[last]), v) ||
+                   (o.scope == ir::Scope::kShared && o.size % v != 0))) {
+    v /= 2;
+  }
+  return v;
+}
+
+absl::Status Lowering::CopyFragmentVectors(const Stmt& s, const CopyPlan& plan, bool frag_src,
+                                           int64_t v, std::vector<Stmt>* out) {
+  const Buf& f = frag_src ? *plan.src : *plan.dst;
+  const Buf& o = frag_src ? *plan.dst : *plan.src;
+  const FragmentLayout& layout = *f.layout;
+  const std::string tmp = Fresh("v");
+  out->push_back(LocalAlloc(tmp, o.dtype, v));
+  const Buf& tb = bufs_.at(tmp);
+  const std::string r = Fresh("r");
+  var_max_[r] = layout.NumRegs() / v - 1;
+  const Expr base = Mul(Var(r), I(v));
+  const std::vector<Expr> fidx = ElementIndex(layout, tid_, base);
+  std::vector<Expr> coord;
+  for (int d : frag_src ? plan.src_dims : plan.dst_dims) coord.push_back(fidx[d]);
+  const std::vector<Expr> oidx = SideIndex(frag_src ? plan.dst_min : plan.src_min,
+                                           frag_src ? plan.dst_dims : plan.src_dims, coord);
+  Expr guard = layout.HasPadding() ? InBounds(layout, fidx) : ir::BoolImm(true);
+  guard = And(guard, InBoundsOf(o, oidx));
+  ASSIGN_OR_RETURN(Expr oflat, FlatIndex(o, oidx));
+  const std::string copy = absl::StrCat("copy_", v * Bytes(o.dtype));
+  const std::string k = Fresh("e");
+  std::vector<Stmt> body;
+  if (frag_src) {
+    Expr val = ir::Load(f.name, f.dtype, {Add(base, Var(k))});
+    if (val.dtype != o.dtype) val = ir::Cast(o.dtype, val);
+    body.push_back(For(k, I(v), ir::ForKind::kUnroll, {Store(tmp, {Var(k)}, val)}));
+    Guarded(And(guard, IsFirstReplica(layout, tid_)),
+            {Call(copy, {Address(o, oflat), Address(tb, I(0))})}, &body);
+  } else {
+    body.push_back(For(k, I(v), ir::ForKind::kUnroll, {Store(tmp, {Var(k)}, ZeroOf(o.dtype))}));
+    Guarded(guard, {Call(copy, {Address(tb, I(0)), Address(o, oflat)})}, &body);
+    Expr val = ir::Load(tmp, o.dtype, {Var(k)});
+    if (val.dtype != f.dtype) val = ir::Cast(f.dtype, val);
+    body.push_back(For(k, I(v), ir::ForKind::kUnroll, {Store(f.name, {Add(base, Var(k))}, val)}));
+  }
+  Stmt loop = For(r, I(layout.NumRegs() / v), ir::ForKind::kUnroll, std::move(body));
+  loop.loc = s.loc;
+  out->push_back(std::move(loop));
+  return absl::OkStatus();
+}
+
 absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool atomic,
                                        std::vector<Stmt>* out) {
   if (atomic) {
@@ -212,6 +332,7 @@ absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool
   const int64_t workers = per_thread ? 1 : threads_;
   const int64_t iters = (nv + workers - 1) / workers;
   const std::string it = Fresh("i");
+  var_max_[it] = iters - 1;
   Expr flat_v = per_thread ? Var(it) : Add(Mul(Var(it), I(threads_)), tid_);
   Expr e = Mul(flat_v, I(v));
   std::vector<Expr> coord(plan.extents.size());
@@ -294,6 +415,7 @@ absl::Status Lowering::LowerFill(const Stmt& s, std::vector<Stmt>* out) {
   const int64_t workers = per_thread ? 1 : threads_;
   const int64_t iters = (total + workers - 1) / workers;
   const std::string it = Fresh("i");
+  var_max_[it] = iters - 1;
   Expr flat = per_thread ? Var(it) : Add(Mul(Var(it), I(threads_)), tid_);
   Expr e = flat;
   std::vector<Expr> coord(plan.extents.size());

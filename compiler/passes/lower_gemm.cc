@@ -142,19 +142,19 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
 
   const bool b16 = ir::DTypeBits(a->dtype) == 16;
   auto ldsm_ok = [&](const Buf* x) { return b16 && (x->shape[1] * 2) % 16 == 0; };
+  // Two register slots per operand: step kk+1's fragments load while step
+  // kk's MMAs run (the k-steps are unrolled, so every index is constant).
+  const int64_t a_slot = mi_count * mma->a_elems, b_slot = ni_count * mma->b_elems;
   std::string a_regs;
   if (a->scope == ir::Scope::kShared) {
     a_regs = Fresh("a");
-    out->push_back(LocalAlloc(a_regs, a->dtype, mi_count * mma->a_elems));
+    out->push_back(LocalAlloc(a_regs, a->dtype, 2 * a_slot));
   }
   const std::string b_regs = Fresh("b");
-  out->push_back(LocalAlloc(b_regs, b->dtype, ni_count * mma->b_elems));
+  out->push_back(LocalAlloc(b_regs, b->dtype, 2 * b_slot));
   const Buf& abuf = a->scope == ir::Scope::kShared ? bufs_.at(a_regs) : *a;
   const Buf& bbuf = bufs_.at(b_regs);
 
-  const std::string kk = Fresh("k");
-  const Expr k0 = Mul(Var(kk), I(mma->kstep));
-  std::vector<Stmt> step;
   auto a_elem = [&](const Expr& row, const Expr& col) {
     return s.transpose_a ? SharedPhys(*a, {col, row}) : SharedPhys(*a, {row, col});
   };
@@ -162,72 +162,82 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     return s.transpose_b ? SharedPhys(*b, {nx, kx}) : SharedPhys(*b, {kx, nx});
   };
 
-  // A fragments.
-  if (a->scope == ir::Scope::kShared) {
-    for (int64_t mi = 0; mi < mi_count; ++mi) {
-      const Expr m0 = Add(row0, I(mi * 16));
-      if (ldsm_ok(a)) {
-        Expr addr;
-        if (!s.transpose_a) {
-          addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(8))));
-          step.push_back(Call("ldmatrix_x4", {Address(abuf, I(mi * 8)), Address(*a, addr)}));
+  // Loads k-step `step`'s fragments into register slot `slot`.
+  auto load = [&](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+    const Expr k0 = I(step * mma->kstep);
+    if (a->scope == ir::Scope::kShared) {
+      for (int64_t mi = 0; mi < mi_count; ++mi) {
+        const Expr m0 = Add(row0, I(mi * 16));
+        const int64_t at = slot * a_slot + mi * mma->a_elems;
+        if (ldsm_ok(a)) {
+          Expr addr;
+          if (!s.transpose_a) {
+            addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(8))));
+            to->push_back(Call("ldmatrix_x4", {Address(abuf, I(at)), Address(*a, addr)}));
+          } else {
+            addr = a_elem(Add(m0, Mul(Mod(Div(lane, 8), 2), I(8))),
+                          Add(Add(k0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)));
+            to->push_back(Call("ldmatrix_x4_trans", {Address(abuf, I(at)), Address(*a, addr)}));
+          }
         } else {
-          addr = a_elem(Add(m0, Mul(Mod(Div(lane, 8), 2), I(8))),
-                        Add(Add(k0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)));
-          step.push_back(Call("ldmatrix_x4_trans", {Address(abuf, I(mi * 8)), Address(*a, addr)}));
-        }
-      } else {
-        for (int64_t e = 0; e < mma->a_elems; ++e) {
-          auto [r, cc] = AElem(*mma, e, g, t);
-          step.push_back(Store(abuf.name, {I(mi * mma->a_elems + e)},
-                               ir::Load(a->name, a->dtype, {a_elem(Add(m0, r), Add(k0, cc))})));
+          for (int64_t e = 0; e < mma->a_elems; ++e) {
+            auto [r, cc] = AElem(*mma, e, g, t);
+            to->push_back(Store(abuf.name, {I(at + e)},
+                                ir::Load(a->name, a->dtype, {a_elem(Add(m0, r), Add(k0, cc))})));
+          }
         }
       }
     }
-  }
-  // B fragments.
-  for (int64_t ni = 0; ni < ni_count; ++ni) {
-    const Expr n0 = Add(col0, I(ni * 8));
-    if (ldsm_ok(b)) {
-      const bool pair = ni + 1 < ni_count;
-      const Expr k_row = Add(Add(k0, Mul(Mod(Div(lane, 8), 2), I(8))), Mod(lane, 8));
-      const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(8)));
-      Expr addr;
-      std::string op;
-      if (!s.transpose_b) {
-        addr = b_elem(k_row, pair ? Add(n0, Mul(Div(lane, 16), I(8))) : n0);
-        op = pair ? "ldmatrix_x4_trans" : "ldmatrix_x2_trans";
-      } else {
-        Expr nrow =
-            pair ? Add(Add(n0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)) : Add(n0, Mod(lane, 8));
-        addr = b_elem(k_chunk, nrow);
-        op = pair ? "ldmatrix_x4" : "ldmatrix_x2";
-      }
-      step.push_back(Call(op, {Address(bbuf, I(ni * 4)), Address(*b, addr)}));
-      if (pair) ++ni;
-    } else {
-      for (int64_t e = 0; e < mma->b_elems; ++e) {
-        auto [kx, nx] = BElem(*mma, e, g, t);
-        step.push_back(Store(bbuf.name, {I(ni * mma->b_elems + e)},
-                             ir::Load(b->name, b->dtype, {b_elem(Add(k0, kx), Add(n0, nx))})));
-      }
-    }
-  }
-  // MMAs.
-  const int64_t a_frag_atoms = k / 8; // register A operand: atoms per row of its layout
-  for (int64_t mi = 0; mi < mi_count; ++mi) {
-    Expr a_addr = a->scope == ir::Scope::kShared
-                      ? Address(abuf, I(mi * mma->a_elems))
-                      : Address(*a, Mul(Add(I(mi * a_frag_atoms), Mul(Var(kk), I(2))), I(4)));
     for (int64_t ni = 0; ni < ni_count; ++ni) {
-      const Expr acc = I((mi * ni_count + ni) * 4);
-      step.push_back(Call(mma->name, {Address(*c, acc), a_addr, Address(bbuf, I(ni * mma->b_elems)),
-                                      Address(*c, acc)}));
+      const Expr n0 = Add(col0, I(ni * 8));
+      const int64_t at = slot * b_slot + ni * mma->b_elems;
+      if (ldsm_ok(b)) {
+        const bool pair = ni + 1 < ni_count;
+        const Expr k_row = Add(Add(k0, Mul(Mod(Div(lane, 8), 2), I(8))), Mod(lane, 8));
+        const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(8)));
+        Expr addr;
+        std::string op;
+        if (!s.transpose_b) {
+          addr = b_elem(k_row, pair ? Add(n0, Mul(Div(lane, 16), I(8))) : n0);
+          op = pair ? "ldmatrix_x4_trans" : "ldmatrix_x2_trans";
+        } else {
+          Expr nrow =
+              pair ? Add(Add(n0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)) : Add(n0, Mod(lane, 8));
+          addr = b_elem(k_chunk, nrow);
+          op = pair ? "ldmatrix_x4" : "ldmatrix_x2";
+        }
+        to->push_back(Call(op, {Address(bbuf, I(at)), Address(*b, addr)}));
+        if (pair) ++ni;
+      } else {
+        for (int64_t e = 0; e < mma->b_elems; ++e) {
+          auto [kx, nx] = BElem(*mma, e, g, t);
+          to->push_back(Store(bbuf.name, {I(at + e)},
+                              ir::Load(b->name, b->dtype, {b_elem(Add(k0, kx), Add(n0, nx))})));
+        }
+      }
     }
+  };
+  // MMAs of k-step `step` from register slot `slot`.
+  const int64_t a_frag_atoms = k / 8; // register A operand: atoms per row of its layout
+  auto compute = [&](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+    for (int64_t mi = 0; mi < mi_count; ++mi) {
+      Expr a_addr = a->scope == ir::Scope::kShared
+                        ? Address(abuf, I(slot * a_slot + mi * mma->a_elems))
+                        : Address(*a, I((mi * a_frag_atoms + 2 * step) * 4));
+      for (int64_t ni = 0; ni < ni_count; ++ni) {
+        const Expr acc = I((mi * ni_count + ni) * 4);
+        to->push_back(Call(mma->name, {Address(*c, acc), a_addr,
+                                       Address(bbuf, I(slot * b_slot + ni * mma->b_elems)),
+                                       Address(*c, acc)}));
+      }
+    }
+  };
+  const int64_t steps = k / mma->kstep;
+  load(0, 0, out);
+  for (int64_t step = 0; step < steps; ++step) {
+    if (step + 1 < steps) load(step + 1, (step + 1) % 2, out);
+    compute(step, step % 2, out);
   }
-  Stmt loop = For(kk, I(k / mma->kstep), ir::ForKind::kUnroll, std::move(step));
-  loop.loc = s.loc;
-  out->push_back(std::move(loop));
   return absl::OkStatus();
 }
 

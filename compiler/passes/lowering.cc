@@ -180,6 +180,11 @@ absl::Status Lowering::Run() {
   if (t.size() > 2) tid_ = Add(tid_, Mul(ir::ThreadIdx(2), I(t[0] * t[1])));
   tid_ = ir::Simplify(tid_);
   CollectNames(program_, &names_);
+  for (size_t d = 0; d < program_.kernel.block_vars.size(); ++d) {
+    if (std::optional<int64_t> g = ir::ConstInt(ir::Simplify(program_.kernel.grid[d]))) {
+      var_max_[program_.kernel.block_vars[d]] = *g - 1;
+    }
+  }
 
   for (const ir::Param& p : program_.params) {
     Buf b;
@@ -542,6 +547,7 @@ absl::Status Lowering::LowerParallel(const Stmt& s, std::vector<Stmt>* out) {
   Touch(reads, writes, out);
 
   const std::string r = Fresh("r");
+  var_max_[r] = layout.NumRegs() - 1;
   const std::vector<Expr> idx = ElementIndex(layout, tid_, Var(r));
   std::map<std::string, Expr> saved = env_;
   for (size_t k = 0; k < s.loop_vars.size(); ++k) env_[s.loop_vars[k]] = idx[k];
@@ -569,6 +575,9 @@ absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
   loop.stage.clear();
   for (Expr& e : loop.extents) {
     ASSIGN_OR_RETURN(e, LowerExpr(e));
+  }
+  if (std::optional<int64_t> n = MaxOf(loop.extents[0])) {
+    var_max_[loop.loop_vars[0]] = *n - 1;
   }
   if (loop_) {
     RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));

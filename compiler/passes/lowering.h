@@ -88,6 +88,13 @@ class Lowering {
                                         ir::Expr value);
   ir::Expr Address(const Buf& b, ir::Expr flat);
 
+  // The largest value `e` takes (every variable the lowering knows of is
+  // >= 0 with a known maximum: block indices, thread index, loop
+  // variables), or nullopt when unknown. Used to drop bounds checks that
+  // always hold (tiles that divide the problem).
+  std::optional<int64_t> MaxOf(const ir::Expr& e) const;
+  ir::Expr InBoundsOf(const Buf& b, const std::vector<ir::Expr>& idx) const;
+
   // Barrier bookkeeping.
   void Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
              std::vector<ir::Stmt>* out);
@@ -103,6 +110,11 @@ class Lowering {
                                 std::vector<ir::Stmt>* out);
   absl::Status CopyDistributed(const ir::Stmt& s, const CopyPlan& plan, bool atomic,
                                std::vector<ir::Stmt>* out);
+  // Elements per vector moved between a fragment's consecutive registers
+  // and global/shared memory (1: element by element).
+  int64_t FragmentVector(const CopyPlan& plan, bool frag_src) const;
+  absl::Status CopyFragmentVectors(const ir::Stmt& s, const CopyPlan& plan, bool frag_src,
+                                   int64_t v, std::vector<ir::Stmt>* out);
   // Elements per vector (1 when not vectorizable) for a global/shared copy.
   int64_t CopyVector(const CopyPlan& plan) const;
 
@@ -128,6 +140,7 @@ class Lowering {
   ir::Expr tid_;
   int64_t threads_ = 1;
   std::map<std::string, ir::Expr> env_;
+  std::map<std::string, int64_t> var_max_; // see MaxOf
   std::optional<LoopCtx> loop_;
   std::set<std::string> dirty_, read_;
   std::map<std::string, ir::Expr> stage_;

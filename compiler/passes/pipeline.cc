@@ -145,6 +145,8 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   for (size_t i : producers) dsts.insert(s.body[i].regions[1].buffer);
   Touch({}, dsts, out);
 
+  // Ranges under the guards `iteration < n` around each issue.
+  const std::optional<int64_t> n_const = MaxOf(n);
   auto issue = [&](const Expr& iter, std::vector<Stmt>* to) -> absl::Status {
     std::map<std::string, Expr> saved_env = env_;
     env_[ko] = iter;
@@ -163,6 +165,7 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
 
   // Prologue.
   const std::string sv = Fresh("s");
+  if (n_const) var_max_[sv] = std::min<int64_t>(stages - 2, *n_const - 1);
   std::vector<Stmt> pro, pro_issue;
   RETURN_IF_ERROR(issue(Var(sv), &pro_issue));
   Guarded(Lt(Var(sv), n), std::move(pro_issue), &pro);
@@ -176,10 +179,12 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   loop.body.push_back(Call("cp_async_wait", {I(stages - 2)}));
   Barrier(&loop.body);
   std::vector<Stmt> next;
+  if (n_const) var_max_[ko] = *n_const - stages;
   const Expr ahead = ir::Simplify(Add(Var(ko), I(stages - 1)));
   RETURN_IF_ERROR(issue(ahead, &next));
   Guarded(Lt(ahead, n), std::move(next), &loop.body);
   loop.body.push_back(Call("cp_async_commit", {}));
+  if (n_const) var_max_[ko] = *n_const - 1;
   for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(Var(ko), stages));
   for (size_t i = 0; i < s.body.size(); ++i) {
     if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;

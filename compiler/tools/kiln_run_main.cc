@@ -320,10 +320,16 @@ absl::StatusOr<std::vector<int64_t>> EvalShape(const std::vector<ir::Expr>& shap
                                                const std::map<std::string, int64_t>& symbols,
                                                const std::string& what) {
   std::vector<int64_t> out;
+  int64_t elements = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     absl::StatusOr<int64_t> v = EvalInt(shape[d], symbols, absl::StrCat(what, " dimension ", d));
     if (!v.ok()) return v.status();
     if (*v < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative extent"));
+    // 2^40 elements is far beyond any host's memory; the bound keeps byte counts exact.
+    if (*v != 0 && elements > (int64_t{1} << 40) / *v) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is too large"));
+    }
+    elements *= *v;
     out.push_back(*v);
   }
   return out;
@@ -762,8 +768,10 @@ int Run(const Args& args) {
                                   [](const ir::Param& p) { return p.is_output; });
   std::vector<bool> is_output(program->params.size(), false);
   for (size_t i = 0; i < program->params.size(); ++i) {
+    // Scalars are passed by value: never outputs.
     is_output[i] =
-        marked ? program->params[i].is_output : (arity.ok() && static_cast<int>(i) >= *arity);
+        !program->params[i].is_scalar &&
+        (marked ? program->params[i].is_output : (arity.ok() && static_cast<int>(i) >= *arity));
   }
   if (args.check) {
     const int outputs = static_cast<int>(std::count(is_output.begin(), is_output.end(), true));
@@ -786,6 +794,10 @@ int Run(const Args& args) {
     if (it == bindings.end() || it->second.kind != BindingValue::Kind::kInt) {
       return Fail(absl::StrCat("shape symbol '", sym.name, "' has no value; bind it with --bind ",
                                sym.name, "=N"));
+    }
+    if (it->second.ival < 0 || it->second.ival > INT32_MAX) {
+      return Fail(absl::StrCat("shape symbol '", sym.name, "' = ", it->second.ival,
+                               " is not a non-negative int32"));
     }
     symbols[sym.name] = it->second.ival;
     symbol_values.push_back(static_cast<int32_t>(it->second.ival));

@@ -20,6 +20,17 @@
 // unwound: destructors of their locals do not run, so the body should own no
 // resources. An exception escaping `body` fails the block too.
 //
+// Stacks: a fiber's stack holds the body's locals plus the runtime's frames;
+// a warp collective's emulation runs on the stack of the lane that arrives
+// last and takes up to ~9 KiB (mma, AddressSanitizer builds). Keep a thread's
+// locals well under KILN_CPU_FIBER_STACK_BYTES minus that. Running off the
+// end faults on a guard page (SIGSEGV); a frame that jumps the guard is
+// caught by a canary check after the block and reported as an overflow.
+//
+// Thread-safety: launch_grid may run on several OS threads at once; each
+// uses its own block state and stacks. The body's own shared data (global
+// memory) needs the atomics of kiln/cpu/thread_ops.h as on a GPU.
+//
 // Partial warps: a block of 48 threads has warp 1 with lanes 0-15 only. Its
 // collectives gather the lanes that exist; shfl_xor reads a missing lane as
 // the reader's own value, ldmatrix needs the lanes whose row addresses it
@@ -255,6 +266,15 @@ inline void DescribeDeadlock(BlockState* b) {
   std::snprintf(out, room, "%d of %d threads did not finish", b->threads - b->done, b->threads);
 }
 
+// This OS thread's stacks, kept from launch to launch (mapping them and
+// their guards costs more than a small kernel's run: 18 ms against 0.1 ms
+// for an empty 1024-thread block); unmapped at thread exit. Holds
+// 80 KiB of address space per thread of the largest block run so far.
+inline StackPool& ThreadStackPool() {
+  static thread_local StackPool pool;
+  return pool;
+}
+
 inline int Report(char* error, int error_len, const char* message) {
   if (error == nullptr || error_len <= 0) return 1;
   std::size_t n = std::strlen(message);
@@ -294,8 +314,9 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
   const int n = static_cast<int>(threads);
   const int warps = (n + 31) / 32;
 
-  fiber::StackPool stacks;
-  if (!stacks.Allocate(n, KILN_CPU_FIBER_STACK_BYTES)) {
+  fiber::StackPool& stacks = fiber::detail::ThreadStackPool();
+  if ((stacks.count() < n || stacks.size() < KILN_CPU_FIBER_STACK_BYTES) &&
+      !stacks.Allocate(n, KILN_CPU_FIBER_STACK_BYTES)) {
     std::snprintf(message, sizeof message, "cannot map %d fiber stacks of %d bytes", n,
                   static_cast<int>(KILN_CPU_FIBER_STACK_BYTES));
     return fiber::detail::Report(error, error_len, message);

@@ -1,9 +1,8 @@
 // Kiln CPU runtime: small helpers generated code uses on both targets:
-// barriers, ceildiv, the shared-memory swizzle, fast math.
+// ceildiv, the shared-memory swizzle, fast math. (The block barrier,
+// sync_threads, is the fiber scheduler's: kiln/cpu/thread_ops.h.)
 //
-// sync_threads() is empty on the CPU: the barrier-split loop structure of the
-// generated code (each barrier-free region runs for all threads before the
-// next starts) already is the barrier. fast_exp2/fast_rsqrt are the exact
+// fast_exp2/fast_rsqrt are the exact
 // library functions here, while the GPU uses ex2.approx/rsqrt.approx (2 ulp
 // or so), so results that go through them are compared with a tolerance.
 // All functions are pure and thread-safe.
@@ -14,8 +13,6 @@
 
 namespace kiln {
 namespace rt {
-
-inline void sync_threads() {}
 
 // ceil(a / b) for a >= 0, b > 0.
 template <typename T>

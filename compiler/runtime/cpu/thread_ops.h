@@ -26,16 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
-// helpers.h predates the fiber scheduler and defines an empty sync_threads
-// (for code that ran one barrier-free region for all threads at a time); the
-// block barrier below replaces it. Included here under another name so both
-// can coexist until helpers.h drops its version.
-#ifndef KILN_CPU_HELPERS_H_
-#define sync_threads sync_threads_without_fibers
 #include "kiln/cpu/helpers.h"
-#undef sync_threads
-#endif
-
 #include "kiln/cpu/convert.h"
 #include "kiln/cpu/cp_async.h"
 #include "kiln/cpu/fiber.h"
@@ -186,10 +177,11 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
                               WarpRegs<const int32_t> wc) { mma_m16n8k32_s8(wd, wa, wb, wc); });
 }
 
-// ---- shfl_xor: *dst = the `value` of lane (lane ^ lane_mask), or this
-// lane's own value when that lane is past 31 or missing from a partial warp.
-// Full member mask, width 32. T: float, double, 8/16/32/64-bit integers,
-// half_t, bfloat16_t.
+// ---- shfl_xor: *dst = the `value` of lane (lane ^ lane_mask). As shfl.sync
+// reads only bits 4:0 of the mask (bval[4:0] = b[4:0] in the PTX ISA), a
+// mask of 32 reads the own lane and 33 reads lane ^ 1. A lane missing from a
+// partial warp reads as the reader's own value. Full member mask, width 32.
+// T: float, double, 8/16/32/64-bit integers, half_t, bfloat16_t.
 
 namespace detail {
 template <class T>
@@ -220,7 +212,7 @@ inline void shfl_xor(T* dst, typename detail::Identity<T>::type value, int lane_
       "", "shfl_xor(64-bit)"};
   fiber::WarpCollective(kNames[sizeof(T)], mine, [](fiber::BlockState*, fiber::WarpExchange& ex) {
     for (int l = 0; l < ex.lanes; ++l) {
-      const unsigned src = static_cast<unsigned>(l) ^ static_cast<unsigned>(ex.slot[l].arg);
+      const unsigned src = (static_cast<unsigned>(l) ^ static_cast<unsigned>(ex.slot[l].arg)) & 31u;
       const fiber::WarpSlot& from =
           src < static_cast<unsigned>(ex.lanes) ? ex.slot[src] : ex.slot[l];
       std::memcpy(ex.slot[l].dst, &from.value, sizeof(T));

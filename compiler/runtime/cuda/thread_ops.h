@@ -88,8 +88,9 @@ KILN_DEVICE void mma_m16n8k32_s8(void* d, const void* a, const void* b, const vo
                   static_cast<const uint32_t*>(b), static_cast<const int32_t*>(c));
 }
 
-// ---- shfl_xor: *dst = the `value` of lane (lane ^ lane_mask), own value past
-// lane 31. Values wider than 32 bits travel as two shuffles.
+// ---- shfl_xor: *dst = the `value` of lane (lane ^ (lane_mask & 31)); the
+// hardware reads bits 4:0 of the mask. Values wider than 32 bits travel as
+// two shuffles.
 
 namespace detail {
 KILN_DEVICE uint32_t ShflXorValue(uint32_t v, uint32_t m) { return shfl_xor(v, m); }

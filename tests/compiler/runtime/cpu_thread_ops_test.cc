@@ -141,7 +141,7 @@ TEST(CpuThreadOps, ShflXorButterflySumsEveryType) {
   std::vector<int64_t> i64(kThreads);
   std::vector<uint16_t> h(kThreads), bf(kThreads);
   std::vector<int8_t> i8(kThreads);
-  std::vector<float> own(kThreads);
+  std::vector<float> own(kThreads), xor1(kThreads);
   const std::string err = RunGrid({}, {kThreads}, 0, [&] {
     const int tid = Tid();
     float vf = static_cast<float>(tid);
@@ -172,9 +172,12 @@ TEST(CpuThreadOps, ShflXorButterflySumsEveryType) {
     int8_t o8;
     shfl_xor(&o8, static_cast<int8_t>(-tid), 1);
     i8[tid] = o8;
-    float o;
-    shfl_xor(&o, static_cast<float>(tid), 32); // source past lane 31: own value
-    own[tid] = o;
+    // shfl.sync reads bits 4:0 of the mask: 32 is the own lane, 33 is lane ^ 1.
+    float o32, o33;
+    shfl_xor(&o32, static_cast<float>(tid), 32);
+    shfl_xor(&o33, static_cast<float>(tid), 33);
+    own[tid] = o32;
+    xor1[tid] = o33;
   });
   ASSERT_EQ(err, "");
   for (int tid = 0; tid < kThreads; ++tid) {
@@ -190,6 +193,7 @@ TEST(CpuThreadOps, ShflXorButterflySumsEveryType) {
     EXPECT_EQ(bf[tid], float_to_bfloat16(static_cast<float>(tid ^ 3)).bits);
     EXPECT_EQ(i8[tid], static_cast<int8_t>(-(tid ^ 1)));
     EXPECT_EQ(own[tid], static_cast<float>(tid));
+    EXPECT_EQ(xor1[tid], static_cast<float>(tid ^ 1));
   }
 }
 
