@@ -37,6 +37,7 @@
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/kernel_compile.h"
+#include "compiler/toolchain/resource_usage.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace {
@@ -225,14 +226,8 @@ int main(int argc, char** argv) {
       std::cerr << kernel.status().message() << "\n";
       return 1;
     }
-    if (!args.launch_json.empty()) {
-      std::ofstream json(args.launch_json);
-      json << kiln::codegen::LaunchJson(*kernel);
-      if (!json) {
-        std::cerr << "kiln-opt: cannot write '" << args.launch_json << "'\n";
-        return 2;
-      }
-    }
+    std::string launch_json;
+    if (!args.launch_json.empty()) launch_json = kiln::codegen::LaunchJson(*kernel);
     if (args.emit == "cuda" || args.emit == "cpp") {
       output = kernel->source;
     } else {
@@ -247,6 +242,26 @@ int main(int argc, char** argv) {
         return 1;
       }
       output = args.emit == "cubin" ? compiled->cubin : compiled->ptx;
+      // ptxas's report (cubin only): registers, spills, stack, as the
+      // launch metadata's "resources".
+      if (const kiln::toolchain::ResourceUsage* u =
+              kiln::toolchain::FindKernel(compiled->kernels, kernel->launch.symbol);
+          u != nullptr && !launch_json.empty()) {
+        launch_json.resize(launch_json.rfind('}'));
+        launch_json += ", \"resources\": {\"registers\": " + std::to_string(u->registers) +
+                       ", \"spill_store_bytes\": " + std::to_string(u->spill_store_bytes) +
+                       ", \"spill_load_bytes\": " + std::to_string(u->spill_load_bytes) +
+                       ", \"stack_frame_bytes\": " + std::to_string(u->stack_frame_bytes) +
+                       "}}\n";
+      }
+    }
+    if (!args.launch_json.empty()) {
+      std::ofstream json(args.launch_json);
+      json << launch_json;
+      if (!json) {
+        std::cerr << "kiln-opt: cannot write '" << args.launch_json << "'\n";
+        return 2;
+      }
     }
   } else if (args.hash) {
     kiln::ir::KeyContext key;

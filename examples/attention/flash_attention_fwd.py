@@ -1,7 +1,7 @@
 # O = softmax(Q K^T / sqrt(dim)) V per (batch, head), optionally causal, without ever
 # materializing the seq_len x seq_len score matrix: each block keeps block_M query rows and
 # streams K/V tiles through an online softmax (running max m, running denominator l).
-# kiln: bind batch=4 heads=32 seq_len=4096 dim=128 is_causal=True block_M=128 block_N=64
+# kiln: bind batch=4 heads=32 seq_len=4096 dim=128 is_causal=True block_M=128 block_N=128 num_stages=2 threads=256
 # kiln: test-bind batch=2 heads=2 seq_len=50 dim=32 is_causal=True block_M=64 block_N=32
 import numpy as np
 import tilelang

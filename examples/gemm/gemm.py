@@ -1,5 +1,5 @@
 # C = A @ B: the baseline tiled GEMM (float16 in and out, float32 accumulation).
-# kiln: bind M=4096 N=4096 K=4096 block_M=128 block_N=128 block_K=32
+# kiln: bind M=4096 N=4096 K=4096 block_M=128 block_N=256 block_K=64 num_stages=4 threads=256
 # kiln: test-bind M=100 N=72 K=40 block_M=64 block_N=32 block_K=16
 import numpy as np
 import tilelang
