@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     const Clock::time_point t1 = Clock::now();
-    absl::StatusOr<kiln::toolchain::CompileOutput> cubin = kiln::toolchain::CompileCudaKernel(*kernel);
+    absl::StatusOr<kiln::toolchain::CompileOutput> cubin =
+        kiln::toolchain::CompileCudaKernel(*kernel);
     const Clock::time_point t2 = Clock::now();
     if (!cubin.ok()) {
       std::cerr << cubin.status().message() << "\n";
@@ -106,7 +107,8 @@ int main(int argc, char** argv) {
     }
     // The peer: NVRTC alone on the same source.
     const Clock::time_point t3 = Clock::now();
-    absl::StatusOr<kiln::toolchain::CompileOutput> again = kiln::toolchain::CompileCudaKernel(*kernel);
+    absl::StatusOr<kiln::toolchain::CompileOutput> again =
+        kiln::toolchain::CompileCudaKernel(*kernel);
     const Clock::time_point t4 = Clock::now();
     if (!again.ok()) return 1;
     source_bytes = kernel->source.size();

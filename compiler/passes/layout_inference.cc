@@ -131,6 +131,32 @@ std::vector<Candidate> LoopCandidates(const Stmt& loop,
 
 int64_t VectorOf(ir::DType t) { return std::max(1, 128 / std::max(8, ir::DTypeBits(t))); }
 
+// Elements per 16-byte vector for a fragment's default layout: by the
+// narrowest dtype it is copied from or to in global or shared memory, so
+// that a float32 fragment loaded from float16 data moves 16 bytes per load.
+int64_t FragmentVector(const ir::Program& p, const std::string& frag, ir::DType dtype) {
+  std::map<std::string, const ir::Buffer*> memory;
+  for (const ir::Param& param : p.params) {
+    if (!param.is_scalar) memory[param.buffer.name] = &param.buffer;
+  }
+  ir::ForEachStmt(p.kernel.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::kAlloc &&
+        (s.buffer.scope == ir::Scope::kShared || s.buffer.scope == ir::Scope::kSharedDyn)) {
+      memory[s.buffer.name] = &s.buffer;
+    }
+  });
+  int bits = ir::DTypeBits(dtype);
+  ir::ForEachStmt(p.kernel.body, [&](const Stmt& s) {
+    if (s.kind != StmtKind::kCopy || s.regions.size() != 2) return;
+    for (int k = 0; k < 2; ++k) {
+      if (s.regions[k].buffer != frag) continue;
+      auto it = memory.find(s.regions[1 - k].buffer);
+      if (it != memory.end()) bits = std::min(bits, ir::DTypeBits(it->second->dtype));
+    }
+  });
+  return VectorOf(bits <= 8 ? ir::DType::kInt8 : bits <= 16 ? ir::DType::kFloat16 : dtype);
+}
+
 class Inference {
  public:
   Inference(ir::Program& p, std::map<std::string, FragInfo> frags)
@@ -310,7 +336,8 @@ class Inference {
     }
     if (!frag) return false;
     RETURN_IF_ERROR(Set(frag->buffer->name,
-                        DefaultLayout(frag->shape, threads_, VectorOf(frag->buffer->dtype)),
+                        DefaultLayout(frag->shape, threads_,
+                                      FragmentVector(p_, frag->buffer->name, frag->buffer->dtype)),
                         frag->buffer->loc, "the default layout"));
     return true;
   }
@@ -446,12 +473,15 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
     }
     return out;
   }
-  std::optional<ir::DType> hint = vector_hint;
+  int64_t vector = vector_hint ? VectorOf(*vector_hint) : 1;
   for (const Candidate& c : cands) {
-    if (c.dims.size() == extents.size() && !hint) hint = frags.at(c.buffer).buffer->dtype;
+    if (c.dims.size() == extents.size() && !vector_hint) {
+      vector = FragmentVector(program, c.buffer, frags.at(c.buffer).buffer->dtype);
+      break;
+    }
   }
   const bool has_fragments = !cands.empty();
-  return DefaultLayout(extents, BlockThreads(program), hint ? VectorOf(*hint) : 1, has_fragments);
+  return DefaultLayout(extents, BlockThreads(program), vector, has_fragments);
 }
 
 absl::Status InferLayouts(ir::Program& program) {

@@ -17,6 +17,7 @@
 // one they describe for copy-then-compute bodies.
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/simplify.h"
@@ -182,13 +183,39 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   if (n_const) var_max_[ko] = *n_const - stages;
   const Expr ahead = ir::Simplify(Add(Var(ko), I(stages - 1)));
   RETURN_IF_ERROR(issue(ahead, &next));
-  Guarded(Lt(ahead, n), std::move(next), &loop.body);
-  loop.body.push_back(Call("cp_async_commit", {}));
+  std::vector<Stmt> producer;
+  Guarded(Lt(ahead, n), std::move(next), &producer);
+  producer.push_back(Call("cp_async_commit", {}));
   if (n_const) var_max_[ko] = *n_const - 1;
   for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(Var(ko), stages));
+  std::vector<Stmt> consumer;
   for (size_t i = 0; i < s.body.size(); ++i) {
     if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
-    RETURN_IF_ERROR(LowerStmt(s.body[i], &loop.body));
+    RETURN_IF_ERROR(LowerStmt(s.body[i], &consumer));
+  }
+  // The issue (address arithmetic and cp.async) goes right after the first
+  // k-step's MMAs, so it runs while the tensor cores work through them
+  // instead of delaying them after the barrier. Any point after the barrier
+  // is safe: the stage it overwrites was last read in the previous
+  // iteration.
+  auto is_mma = [&](size_t i) {
+    return consumer[i].kind == StmtKind::kCall && absl::StartsWith(consumer[i].name, "mma_");
+  };
+  size_t at = 0;
+  for (size_t i = 0; i < consumer.size(); ++i) {
+    if (!is_mma(i)) continue;
+    at = i;
+    while (at < consumer.size() && is_mma(at)) ++at;
+    break;
+  }
+  for (size_t i = 0; i < consumer.size(); ++i) {
+    if (i == at) {
+      for (Stmt& p : producer) loop.body.push_back(std::move(p));
+    }
+    loop.body.push_back(std::move(consumer[i]));
+  }
+  if (at >= consumer.size()) {
+    for (Stmt& p : producer) loop.body.push_back(std::move(p));
   }
   for (const std::string& d : dsts) stage_.erase(d);
   out->push_back(std::move(loop));

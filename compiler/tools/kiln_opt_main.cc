@@ -3,7 +3,7 @@
 //
 //   kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]
 //            [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]
-//            [--print-locs] [--nvcc] [-o OUT]
+//            [--print-locs] [--nvcc] [--test-bind] [-o OUT]
 // --emit=cuda|cpp lowers (layout-inference, lower-tile-ops) unless the
 // input is already thread IR and prints the generated CUDA C++ (target
 // cuda:sm_XX) or host C++ (target cpu); ptx and cubin compile the CUDA
@@ -38,6 +38,7 @@
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/kernel_compile.h"
 #include "compiler/toolchain/resource_usage.h"
+#include "compiler/tools/bind_lines.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace {
@@ -46,6 +47,7 @@ constexpr char kUsage[] =
     "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
+    "                [--test-bind]\n"
     "                [--list-passes]\n";
 
 struct Args {
@@ -61,6 +63,7 @@ struct Args {
   bool verify = true;
   bool list_passes = false;
   bool nvcc = false;
+  bool test_bind = false;  // start from the file's `# kiln: test-bind` line
   std::string launch_json; // with --emit=cuda|cpp|ptx|cubin: write launch metadata here
 };
 
@@ -119,6 +122,8 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->print_locs = true;
     } else if (TakeValue(argc, argv, i, "--launch-json", &value)) {
       args->launch_json = value;
+    } else if (arg == "--test-bind") {
+      args->test_bind = true;
     } else if (arg == "--nvcc") {
       args->nvcc = true;
     } else if (arg == "--no-verify") {
@@ -160,6 +165,11 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
   options.file_name = name;
   options.entry = args.entry;
   options.bindings = args.bindings;
+  if (args.test_bind) {
+    absl::StatusOr<kiln::tools::Bindings> line = kiln::tools::BindLine(text, name, "test-bind");
+    if (!line.ok()) return line.status();
+    options.bindings = kiln::tools::Override(*std::move(line), args.bindings);
+  }
   return kiln::frontend::CompileSource(text, options);
 }
 
@@ -251,8 +261,7 @@ int main(int argc, char** argv) {
         launch_json += ", \"resources\": {\"registers\": " + std::to_string(u->registers) +
                        ", \"spill_store_bytes\": " + std::to_string(u->spill_store_bytes) +
                        ", \"spill_load_bytes\": " + std::to_string(u->spill_load_bytes) +
-                       ", \"stack_frame_bytes\": " + std::to_string(u->stack_frame_bytes) +
-                       "}}\n";
+                       ", \"stack_frame_bytes\": " + std::to_string(u->stack_frame_bytes) + "}}\n";
       }
     }
     if (!args.launch_json.empty()) {
@@ -272,8 +281,12 @@ int main(int argc, char** argv) {
     options.locations = args.print_locs;
     output = kiln::ir::PrintProgram(*program, options);
   } else if (args.emit == "proto" || args.emit == "json") {
-    kiln::v1::Program proto;
-    kiln::ir::ToProto(*program, &proto);
+    absl::StatusOr<kiln::v1::Program> converted = kiln::ir::ToProto(*program);
+    if (!converted.ok()) {
+      std::cerr << converted.status().message() << "\n";
+      return 1;
+    }
+    const kiln::v1::Program& proto = *converted;
     if (args.emit == "proto") {
       output = proto.SerializeAsString();
     } else {

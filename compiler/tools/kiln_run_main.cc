@@ -54,6 +54,7 @@
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/toolchain/host_cc.h"
 #include "compiler/toolchain/nvrtc.h"
+#include "compiler/tools/bind_lines.h"
 #include "compiler/tools/npy.h"
 #include "compiler/tools/reference_check.h"
 #include "kiln/cpu/types.h"
@@ -264,30 +265,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     return absl::NotFoundError(absl::StrCat("cannot read '", path, "': ", std::strerror(errno)));
   }
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// The bindings of the `# kiln: test-bind` line (the format of docs/examples.md).
-absl::StatusOr<std::vector<std::pair<std::string, BindingValue>>>
-TestBindings(const std::string& source, const std::string& file) {
-  static constexpr std::string_view kTag = "# kiln: test-bind ";
-  std::istringstream lines(source);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(kTag, 0) != 0) continue;
-    std::vector<std::pair<std::string, BindingValue>> out;
-    std::istringstream words(line.substr(kTag.size()));
-    std::string word, name, value;
-    while (words >> word) {
-      if (!SplitAssignment(word, &name, &value)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(file, ": bad '# kiln: test-bind' entry '", word, "' (want NAME=VALUE)"));
-      }
-      out.emplace_back(name, kiln::frontend::ParseBindingText(value));
-    }
-    return out;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--test-bind: ", file, " has no '# kiln: test-bind' line"));
 }
 
 // --- values of shapes and grids ------------------------------------------------
@@ -739,7 +716,7 @@ int Run(const Args& args) {
   std::vector<std::pair<std::string, BindingValue>> bindings;
   if (args.test_bind) {
     absl::StatusOr<std::vector<std::pair<std::string, BindingValue>>> line =
-        TestBindings(*source, args.file);
+        kiln::tools::BindLine(*source, args.file, "test-bind");
     if (!line.ok()) return Fail(std::string(line.status().message()));
     bindings = *std::move(line);
   }

@@ -1,6 +1,6 @@
 # Y = (X - mean) / sqrt(var + eps) * gamma + beta over each row, streaming the row in tiles so
 # that any hidden size fits: pass 1 gathers sum and sum of squares, pass 2 normalizes.
-# kiln: bind M=16384 N=4096 block_M=1 block_N=4096
+# kiln: bind M=16384 N=4096 block_M=4 block_N=1024
 # kiln: test-bind M=45 N=200 block_M=8 block_N=64
 import numpy as np
 import tilelang

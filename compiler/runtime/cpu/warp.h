@@ -5,7 +5,8 @@
 // result at out[l * stride]; out may alias in. Lane semantics are those of
 // shfl.sync with the full member mask: shfl_xor reads lane l ^ mask and
 // shfl_down lane l + delta, and a lane whose source is past lane 31 keeps its
-// own value; shfl_idx reads lane (src & 31). Reductions are the butterfly the
+// own value; shfl_idx reads lane (src & 31). shfl_xor uses the mask's low 5
+// bits (measured on an H200: mask 33 reads lane ^ 1). Reductions are the butterfly the
 // CUDA side runs (xor 16, 8, 4, 2, 1), in the same order, so float sums are
 // bit-identical to the GPU; every lane ends with the result. Max/min of floats
 // follow fmaxf/fminf (a NaN operand loses); signed zeros are not ordered.
@@ -27,7 +28,7 @@ inline void shfl_xor(T* out, const T* in, unsigned lane_mask, std::ptrdiff_t str
   T v[32];
   for (int l = 0; l < 32; ++l) v[l] = in[l * stride];
   for (unsigned l = 0; l < 32; ++l) {
-    const unsigned src = l ^ lane_mask;
+    const unsigned src = l ^ (lane_mask & 31u); // the hardware reads 5 bits of the mask
     out[l * stride] = src < 32 ? v[src] : v[l];
   }
 }

@@ -81,8 +81,8 @@ TEST(CpuWarp, ShufflesFollowShflSyncLaneRules) {
     shfl_xor(out, in, mask);
     for (unsigned l = 0; l < 32; ++l) EXPECT_EQ(out[l], in[l ^ mask]) << mask << " " << l;
   }
-  shfl_xor(out, in, 32u); // source past lane 31: own value
-  for (int l = 0; l < 32; ++l) EXPECT_EQ(out[l], in[l]);
+  shfl_xor(out, in, 33u); // only the mask's low 5 bits count, as on the GPU
+  for (unsigned l = 0; l < 32; ++l) EXPECT_EQ(out[l], in[l ^ 1u]);
   for (unsigned delta : {0u, 1u, 3u, 16u, 31u, 40u}) {
     shfl_down(out, in, delta);
     for (unsigned l = 0; l < 32; ++l)
