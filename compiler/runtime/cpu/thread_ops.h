@@ -26,10 +26,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kiln/cpu/helpers.h"
 #include "kiln/cpu/convert.h"
 #include "kiln/cpu/cp_async.h"
 #include "kiln/cpu/fiber.h"
+#include "kiln/cpu/helpers.h"
 #include "kiln/cpu/ldmatrix.h"
 #include "kiln/cpu/mma.h"
 #include "kiln/cpu/scalar_math.h"
