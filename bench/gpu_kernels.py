@@ -196,8 +196,8 @@ def main():
             "add": [dict(block_M=8, block_N=1024, threads=256), dict(block_M=16, block_N=512, threads=256)],
             "softmax": [dict(block_M=1, block_N=8192, threads=256), dict(block_M=1, block_N=8192, threads=128),
                         dict(block_M=2, block_N=8192, threads=256)],
-            "layernorm": [dict(block_M=1, block_N=4096, threads=128), dict(block_M=2, block_N=4096, threads=256),
-                          dict(block_M=1, block_N=4096, threads=256)],
+            "layernorm": [dict(block_M=4, block_N=4096, threads=256), dict(block_M=8, block_N=1024, threads=256),
+                          dict(block_M=4, block_N=2048, threads=256)],
             "rmsnorm": [dict(block_M=4, threads=256), dict(block_M=1, threads=128), dict(block_M=2, threads=256)],
         }
         for name, p in [("add", "elementwise/add.py"), ("softmax", "softmax/softmax.py"),

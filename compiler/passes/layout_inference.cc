@@ -255,7 +255,7 @@ class Inference {
     }
     auto warps = GemmWarps(cs[0], cs[1], threads_ / 32, s.policy);
     if (!warps.ok())
-      return ir::ErrorAt(p_.source_name, s.loc, std::string(warps.status().message()));
+      return ir::ErrorAt(p_.source_name, s.loc, absl::StrCat(warps.status().message()));
     const auto [wm, wn] = *warps;
     RETURN_IF_ERROR(Set(c.buffer, MmaAccumulatorLayout(cs[0], cs[1], wm, wn, threads_), s.loc,
                         "gemm's accumulator"));
@@ -419,7 +419,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> GemmWarps(int64_t m, int64_t n, int6
       break;
     case ir::GemmPolicy::kSquare: {
       // Balanced per-warp tiles; ties go to more warps along M.
-      const double r = static_cast<double>(m / wm) / static_cast<double>(n / wn);
+      const int64_t tile_m = m / wm, tile_n = n / wn;
+      const double r = static_cast<double>(tile_m) / static_cast<double>(tile_n);
       score = -std::abs(std::log2(r)) + 1e-3 * static_cast<double>(wm);
       break;
     }
@@ -503,7 +504,7 @@ absl::StatusOr<LayoutMap> ReadLayouts(const ir::Program& program) {
     auto layout = ParseLayout(it->second, info.shape);
     if (!layout.ok()) {
       return ir::ErrorAt(program.source_name, info.buffer->loc,
-                         std::string(layout.status().message()));
+                         absl::StrCat(layout.status().message()));
     }
     out.emplace(name, *std::move(layout));
   }

@@ -115,7 +115,7 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
                                      " for ", std::string(ir::DTypeName(a->dtype)), " inputs"));
   }
   auto warps = GemmWarps(m, n, threads_ / 32, s.policy);
-  if (!warps.ok()) return Error(s.loc, std::string(warps.status().message()));
+  if (!warps.ok()) return Error(s.loc, absl::StrCat(warps.status().message()));
   const auto [wm, wn] = *warps;
   if (!(Normalize(*c->layout) == MmaAccumulatorLayout(m, n, wm, wn, threads_))) {
     return Error(s.loc, absl::StrCat("gemm: accumulator '", c->name, "' has layout ",

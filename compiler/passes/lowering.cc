@@ -50,7 +50,7 @@ Expr And(Expr a, Expr b) {
 }
 Expr Var(const std::string& name) { return ir::VarRef(name); }
 
-Stmt For(const std::string& var, Expr extent, ir::ForKind kind, std::vector<Stmt> body) {
+Stmt For(const std::string& var, const Expr& extent, ir::ForKind kind, std::vector<Stmt> body) {
   Stmt s;
   s.kind = StmtKind::kFor;
   s.for_kind = kind;
@@ -68,7 +68,7 @@ Stmt Call(const std::string& name, std::vector<Expr> args) {
   return s;
 }
 
-Stmt Store(const std::string& buffer, std::vector<Expr> idx, Expr value) {
+Stmt Store(const std::string& buffer, std::vector<Expr> idx, const Expr& value) {
   Stmt s;
   s.kind = StmtKind::kStore;
   s.name = buffer;
@@ -347,7 +347,7 @@ absl::StatusOr<Stmt> Lowering::ElementStore(const Buf& b, const std::vector<Expr
   return Store(b.name, {flat}, value);
 }
 
-Expr Lowering::Address(const Buf& b, Expr flat) {
+Expr Lowering::Address(const Buf& b, const Expr& flat) {
   Expr e;
   e.kind = ExprKind::kAddress;
   e.dtype = b.dtype;

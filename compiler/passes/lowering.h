@@ -86,7 +86,7 @@ class Lowering {
   absl::StatusOr<ir::Expr> ElementLoad(const Buf& b, const std::vector<ir::Expr>& idx);
   absl::StatusOr<ir::Stmt> ElementStore(const Buf& b, const std::vector<ir::Expr>& idx,
                                         ir::Expr value);
-  ir::Expr Address(const Buf& b, ir::Expr flat);
+  ir::Expr Address(const Buf& b, const ir::Expr& flat);
 
   // The largest value `e` takes (every variable the lowering knows of is
   // >= 0 with a known maximum: block indices, thread index, loop
@@ -160,9 +160,10 @@ ir::Expr Mod(ir::Expr a, int64_t b);
 ir::Expr Lt(ir::Expr a, ir::Expr b);
 ir::Expr And(ir::Expr a, ir::Expr b);
 ir::Expr Var(const std::string& name);
-ir::Stmt For(const std::string& var, ir::Expr extent, ir::ForKind kind, std::vector<ir::Stmt> body);
+ir::Stmt For(const std::string& var, const ir::Expr& extent, ir::ForKind kind,
+             std::vector<ir::Stmt> body);
 ir::Stmt Call(const std::string& name, std::vector<ir::Expr> args);
-ir::Stmt Store(const std::string& buffer, std::vector<ir::Expr> idx, ir::Expr value);
+ir::Stmt Store(const std::string& buffer, std::vector<ir::Expr> idx, const ir::Expr& value);
 // Appends `body` to out, inside `if (cond)` unless cond is literally true.
 void Guarded(ir::Expr cond, std::vector<ir::Stmt> body, std::vector<ir::Stmt>* out);
 bool IsTrue(const ir::Expr& e);

@@ -32,13 +32,13 @@ absl::StatusOr<Bindings> BindLine(const std::string& source, const std::string& 
 }
 
 Bindings Override(Bindings base, const Bindings& overrides) {
-  for (const auto& [name, value] : overrides) {
-    auto it =
-        std::find_if(base.begin(), base.end(), [&](const auto& b) { return b.first == name; });
+  for (const auto& entry : overrides) {
+    auto it = std::find_if(base.begin(), base.end(),
+                           [&](const auto& b) { return b.first == entry.first; });
     if (it != base.end()) {
-      it->second = value;
+      it->second = entry.second;
     } else {
-      base.emplace_back(name, value);
+      base.push_back(entry);
     }
   }
   return base;

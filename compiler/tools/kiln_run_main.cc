@@ -42,6 +42,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/frontend/frontend.h"
@@ -133,7 +134,7 @@ struct Args {
   std::string emit_dir;
 };
 
-int Fail(const std::string& message) {
+int Fail(absl::string_view message) {
   std::cerr << "kiln-run: " << message << "\n";
   return kExitError;
 }
@@ -477,10 +478,9 @@ absl::Status CheckLaunchSpec(const kiln::codegen::LaunchSpec& spec, const ir::Pr
                              const std::vector<HostParam>& params,
                              const std::map<std::string, int64_t>& symbols) {
   const size_t want = program.params.size() + program.symbols.size();
-  auto mismatch = [](const std::string& detail) {
-    return absl::InternalError("the code generator's launch metadata does not match the "
-                               "program: " +
-                               detail);
+  auto mismatch = [](absl::string_view detail) {
+    return absl::InternalError(
+        absl::StrCat("the code generator's launch metadata does not match the program: ", detail));
   };
   if (spec.args.size() != want) {
     return mismatch(
@@ -498,7 +498,7 @@ absl::Status CheckLaunchSpec(const kiln::codegen::LaunchSpec& spec, const ir::Pr
     if (!p.is_scalar) {
       absl::StatusOr<std::vector<int64_t>> shape =
           EvalShape(arg.shape, symbols, absl::StrCat("kernel argument '", arg.name, "'"));
-      if (!shape.ok()) return mismatch(std::string(shape.status().message()));
+      if (!shape.ok()) return mismatch(shape.status().message());
       if (*shape != p.before.shape) {
         return mismatch(absl::StrCat("argument '", arg.name, "' has shape ",
                                      kiln::tools::FormatShape(*shape), ", the parameter ",
@@ -601,7 +601,7 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
 }
 
 absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
-                                    std::shared_ptr<kiln::measure::Device> device,
+                                    const std::shared_ptr<kiln::measure::Device>& device,
                                     std::vector<HostParam>& params,
                                     const std::vector<int32_t>& symbol_values,
                                     const std::array<int64_t, 3>& grid) {
@@ -710,17 +710,19 @@ absl::Status WriteEmitted(const std::string& dir, const ir::Program& program,
 
 int Run(const Args& args) {
   absl::StatusOr<std::string> source = ReadFile(args.file);
-  if (!source.ok()) return Fail(std::string(source.status().message()));
+  if (!source.ok()) return Fail(source.status().message());
 
   // Bindings: the test-bind line, then --bind values replacing single names.
   std::vector<std::pair<std::string, BindingValue>> bindings;
   if (args.test_bind) {
     absl::StatusOr<std::vector<std::pair<std::string, BindingValue>>> line =
         kiln::tools::BindLine(*source, args.file, "test-bind");
-    if (!line.ok()) return Fail(std::string(line.status().message()));
+    if (!line.ok()) return Fail(line.status().message());
     bindings = *std::move(line);
   }
-  for (const auto& [name, value] : args.bindings) {
+  for (const auto& binding : args.bindings) {
+    const std::string& name = binding.first;
+    const BindingValue& value = binding.second;
     auto it = std::find_if(bindings.begin(), bindings.end(),
                            [&](const auto& b) { return b.first == name; });
     if (it != bindings.end()) {
@@ -735,12 +737,12 @@ int Run(const Args& args) {
   options.entry = args.entry;
   options.bindings = bindings;
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
-  if (!program.ok()) return Fail(std::string(program.status().message()));
-  if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(std::string(s.message()));
+  if (!program.ok()) return Fail(program.status().message());
+  if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(s.message());
 
   // Which parameters are outputs, and which feed ref_program.
   absl::StatusOr<int> arity = kiln::tools::RefProgramArity(*source, args.file);
-  if (args.check && !arity.ok()) return Fail("--check: " + std::string(arity.status().message()));
+  if (args.check && !arity.ok()) return Fail(absl::StrCat("--check: ", arity.status().message()));
   const bool marked = std::any_of(program->params.begin(), program->params.end(),
                                   [](const ir::Param& p) { return p.is_output; });
   std::vector<bool> is_output(program->params.size(), false);
@@ -794,7 +796,7 @@ int Run(const Args& args) {
     if (!p.is_scalar) {
       absl::StatusOr<std::vector<int64_t>> shape =
           EvalShape(p.buffer.shape, symbols, absl::StrCat("the shape of '", hp.name, "'"));
-      if (!shape.ok()) return Fail(std::string(shape.status().message()));
+      if (!shape.ok()) return Fail(shape.status().message());
       hp.before.shape = *shape;
     }
     const int64_t n = hp.before.num_elements();
@@ -811,11 +813,11 @@ int Run(const Args& args) {
                      "'; parameters: ", names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
   };
   for (const auto& [name, path] : args.saves) {
-    if (absl::Status s = known("--save", name); !s.ok()) return Fail(std::string(s.message()));
+    if (absl::Status s = known("--save", name); !s.ok()) return Fail(s.message());
   }
   std::set<std::string> from_file;
   for (const auto& [name, path] : args.inputs) {
-    if (absl::Status s = known("--input", name); !s.ok()) return Fail(std::string(s.message()));
+    if (absl::Status s = known("--input", name); !s.ok()) return Fail(s.message());
     HostParam& p = params[index_of[name]];
     absl::StatusOr<kiln::tools::NpyArray> array = kiln::tools::ReadNpyFile(path);
     if (!array.ok()) return Fail(absl::StrCat("--input ", name, ": ", array.status().message()));
@@ -868,22 +870,22 @@ int Run(const Args& args) {
 
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
       kiln::codegen::LowerAndEmit(*program, target);
-  if (!kernel.ok()) return Fail(std::string(kernel.status().message()));
+  if (!kernel.ok()) return Fail(kernel.status().message());
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {
-      return Fail(std::string(s.message()));
+      return Fail(s.message());
     }
   }
   if (absl::Status s = CheckLaunchSpec(kernel->launch, *program, params, symbols); !s.ok()) {
-    return Fail(std::string(s.message()));
+    return Fail(s.message());
   }
   absl::StatusOr<std::array<int64_t, 3>> grid = EvalGrid(kernel->launch, symbols);
-  if (!grid.ok()) return Fail(std::string(grid.status().message()));
+  if (!grid.ok()) return Fail(grid.status().message());
 
   absl::StatusOr<RunResult> ran = args.is_cuda
                                       ? RunOnCuda(*kernel, device, params, symbol_values, *grid)
                                       : RunOnCpu(*kernel, params, symbol_values, *grid);
-  if (!ran.ok()) return Fail(std::string(ran.status().message()));
+  if (!ran.ok()) return Fail(ran.status().message());
 
   for (const auto& [name, path] : args.saves) {
     if (absl::Status s = kiln::tools::WriteNpyFile(path, params[index_of[name]].after); !s.ok()) {

@@ -79,7 +79,7 @@ class HeaderParser {
       ++pos_;
     }
     if (begin == pos_) return std::nullopt;
-    return std::string(text_.substr(begin, pos_ - begin));
+    return std::string(text_.data() + begin, pos_ - begin);
   }
   // A non-negative integer (Python 2 files may add an 'L').
   std::optional<int64_t> Int() {

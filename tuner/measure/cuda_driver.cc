@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
 namespace kiln::measure {
 
@@ -76,7 +77,7 @@ bool Resolve(void* handle, std::initializer_list<const char*> names, Fn*& out,
   return false;
 }
 
-absl::Status StatusFor(CUresult result, std::string message) {
+absl::Status StatusFor(CUresult result, absl::string_view message) {
   switch (result) {
   case 1:   // CUDA_ERROR_INVALID_VALUE
   case 101: // CUDA_ERROR_INVALID_DEVICE
@@ -84,20 +85,20 @@ absl::Status StatusFor(CUresult result, std::string message) {
   case 209: // CUDA_ERROR_NO_BINARY_FOR_GPU
   case 218: // CUDA_ERROR_INVALID_PTX
   case 222: // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-    return absl::InvalidArgumentError(std::move(message));
+    return absl::InvalidArgumentError(message);
   case 2:   // CUDA_ERROR_OUT_OF_MEMORY
   case 701: // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-    return absl::ResourceExhaustedError(std::move(message));
+    return absl::ResourceExhaustedError(message);
   case 3:   // CUDA_ERROR_NOT_INITIALIZED
   case 34:  // CUDA_ERROR_STUB_LIBRARY
   case 35:  // CUDA_ERROR_INSUFFICIENT_DRIVER
   case 100: // CUDA_ERROR_NO_DEVICE
   case 304: // CUDA_ERROR_OPERATING_SYSTEM
-    return absl::UnavailableError(std::move(message));
+    return absl::UnavailableError(message);
   case 500: // CUDA_ERROR_NOT_FOUND
-    return absl::NotFoundError(std::move(message));
+    return absl::NotFoundError(message);
   default:
-    return absl::InternalError(std::move(message));
+    return absl::InternalError(message);
   }
 }
 
@@ -202,16 +203,16 @@ absl::StatusOr<std::shared_ptr<Device>> Device::Open(std::shared_ptr<CudaDriver>
   }
   const CudaApi& a = driver->api();
   std::shared_ptr<Device> device(new Device());
-  device->driver_ = driver;
+  device->driver_ = std::move(driver);
+  const CudaDriver& drv = *device->driver_;
   DeviceProperties& p = device->properties_;
   p.ordinal = ordinal;
-  if (absl::Status s = driver->Check(a.DeviceGet(&device->handle_, ordinal), "cuDeviceGet");
-      !s.ok()) {
+  if (absl::Status s = drv.Check(a.DeviceGet(&device->handle_, ordinal), "cuDeviceGet"); !s.ok()) {
     return s;
   }
   char name[256] = {0};
-  if (absl::Status s = driver->Check(a.DeviceGetName(name, sizeof(name) - 1, device->handle_),
-                                     "cuDeviceGetName");
+  if (absl::Status s =
+          drv.Check(a.DeviceGetName(name, sizeof(name) - 1, device->handle_), "cuDeviceGetName");
       !s.ok()) {
     return s;
   }
@@ -228,8 +229,8 @@ absl::StatusOr<std::shared_ptr<Device>> Device::Open(std::shared_ptr<CudaDriver>
         Attr{kAttrMultiprocessorCount, "multiprocessor count", &p.multiprocessors},
         Attr{kAttrMaxSharedPerBlock, "max shared memory per block", &smem},
         Attr{kAttrMaxSharedPerBlockOptin, "max shared memory per block (opt-in)", &smem_optin}}) {
-    if (absl::Status s = driver->Check(a.DeviceGetAttribute(attr.out, attr.attr, device->handle_),
-                                       absl::StrCat("cuDeviceGetAttribute(", attr.what, ")"));
+    if (absl::Status s = drv.Check(a.DeviceGetAttribute(attr.out, attr.attr, device->handle_),
+                                   absl::StrCat("cuDeviceGetAttribute(", attr.what, ")"));
         !s.ok()) {
       return s;
     }
@@ -237,8 +238,8 @@ absl::StatusOr<std::shared_ptr<Device>> Device::Open(std::shared_ptr<CudaDriver>
   p.max_shared_per_block = smem;
   p.max_shared_per_block_optin = smem_optin;
   CUcontext context = nullptr;
-  if (absl::Status s = driver->Check(a.DevicePrimaryCtxRetain(&context, device->handle_),
-                                     "cuDevicePrimaryCtxRetain");
+  if (absl::Status s = drv.Check(a.DevicePrimaryCtxRetain(&context, device->handle_),
+                                 "cuDevicePrimaryCtxRetain");
       !s.ok()) {
     return s;
   }
@@ -470,9 +471,11 @@ absl::Status Launch(const Function& function, const LaunchConfig& config, void**
 
 absl::StatusOr<float> TimedLaunch(std::shared_ptr<Device> device, const Function& function,
                                   const LaunchConfig& config, void** args) {
+  // The events share ownership of the device, which keeps `dev` alive.
+  const Device& dev = *device;
   absl::StatusOr<Event> start = Event::Create(device);
   if (!start.ok()) return start.status();
-  absl::StatusOr<Event> stop = Event::Create(device);
+  absl::StatusOr<Event> stop = Event::Create(std::move(device));
   if (!stop.ok()) return stop.status();
   if (absl::Status s = start->Record(); !s.ok()) return s;
   if (absl::Status s = Launch(function, config, args); !s.ok()) return s;
@@ -480,7 +483,7 @@ absl::StatusOr<float> TimedLaunch(std::shared_ptr<Device> device, const Function
   absl::StatusOr<float> ms = stop->ElapsedMsSince(*start);
   if (!ms.ok()) return ms.status();
   // Faults of the kernel itself surface here at the latest.
-  if (absl::Status s = device->Synchronize(); !s.ok()) return s;
+  if (absl::Status s = dev.Synchronize(); !s.ok()) return s;
   return ms;
 }
 
