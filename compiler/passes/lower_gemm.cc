@@ -92,10 +92,10 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     return Error(s.loc, "gemm: A and B must have the same dtype");
   }
   std::optional<MmaKind> mma = MmaFor(a->dtype);
-  if (!mma) {
-    return Error(s.loc, absl::StrCat("gemm: no tensor-core instruction for ",
-                                     std::string(ir::DTypeName(a->dtype)), " inputs"));
-  }
+  // An int8 product accumulated in a float, or any input without a tensor
+  // instruction (float64, 32/64-bit integers): multiply-adds per element.
+  if (mma && c->dtype != mma->acc && a->dtype == ir::DType::kInt8) mma.reset();
+  if (!mma) return LowerGemmScalar(s, out);
   if (c->dtype != mma->acc) {
     return Error(s.loc, absl::StrCat("gemm: ", std::string(ir::DTypeName(a->dtype)),
                                      " inputs accumulate in ", std::string(ir::DTypeName(mma->acc)),
@@ -238,6 +238,55 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     if (step + 1 < steps) load(step + 1, (step + 1) % 2, out);
     compute(step, step % 2, out);
   }
+  return absl::OkStatus();
+}
+
+// 4. Without a tensor instruction for the dtypes: every thread computes its
+//    own accumulator registers (the same layout as the MMA path, so the rest
+//    of the program is unchanged) with one multiply-add per k, reading A and
+//    B from shared memory.
+absl::Status Lowering::LowerGemmScalar(const Stmt& s, std::vector<Stmt>* out) {
+  const Buf* a = FindBuf(s.regions[0].buffer);
+  const Buf* b = FindBuf(s.regions[1].buffer);
+  const Buf* c = FindBuf(s.regions[2].buffer);
+  if (a->scope != ir::Scope::kShared) {
+    return Error(s.loc, absl::StrCat("gemm: ", std::string(ir::DTypeName(a->dtype)),
+                                     " inputs have no tensor instruction; the scalar path needs A "
+                                     "in shared memory"));
+  }
+  const int64_t m = c->shape[0], n = c->shape[1];
+  const int64_t k = s.transpose_a ? a->shape[0] : a->shape[1];
+  if ((s.transpose_a ? a->shape[1] : a->shape[0]) != m ||
+      (s.transpose_b ? b->shape[0] : b->shape[1]) != n ||
+      (s.transpose_b ? b->shape[1] : b->shape[0]) != k) {
+    return Error(s.loc, "gemm: operand shapes do not agree");
+  }
+  Touch({a->name, b->name}, {}, out);
+  const FragmentLayout& layout = *c->layout;
+  const std::string r = Fresh("r");
+  const std::string kk = Fresh("k");
+  var_max_[r] = layout.NumRegs() - 1;
+  var_max_[kk] = k - 1;
+  const std::vector<Expr> idx = ElementIndex(layout, tid_, Var(r));
+  const Expr av = ir::Load(
+      a->name, a->dtype,
+      {s.transpose_a ? SharedPhys(*a, {Var(kk), idx[0]}) : SharedPhys(*a, {idx[0], Var(kk)})});
+  const Expr bv = ir::Load(
+      b->name, b->dtype,
+      {s.transpose_b ? SharedPhys(*b, {idx[1], Var(kk)}) : SharedPhys(*b, {Var(kk), idx[1]})});
+  auto widen = [&](Expr x) { return x.dtype == c->dtype ? x : ir::Cast(c->dtype, std::move(x)); };
+  const Expr acc = ir::Load(c->name, c->dtype, {Var(r)});
+  std::vector<Stmt> body = {
+      For(kk, I(k), ir::ForKind::kSerial,
+          {Store(c->name, {Var(r)},
+                 ir::Binary(ir::BinOp::kAdd, acc,
+                            ir::Binary(ir::BinOp::kMul, widen(av), widen(bv))))})};
+  std::vector<Stmt> guarded;
+  Guarded(layout.HasPadding() ? InBounds(layout, idx) : ir::BoolImm(true), std::move(body),
+          &guarded);
+  Stmt loop = For(r, I(layout.NumRegs()), ir::ForKind::kUnroll, std::move(guarded));
+  loop.loc = s.loc;
+  out->push_back(std::move(loop));
   return absl::OkStatus();
 }
 

@@ -120,6 +120,7 @@ class Lowering {
 
   // --- lower_gemm.cc / lower_reduce.cc / pipeline.cc -----------------------
   absl::Status LowerGemm(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerGemmScalar(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
 

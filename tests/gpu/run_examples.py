@@ -30,11 +30,12 @@ def torch_refs():
     import torch.nn.functional as F
 
     return {
-        "gemm": lambda A, B: A.float() @ B.float(),
+        "gemm": lambda A, B: A.double() @ B.double(),
         "gemm_transposed_b": lambda A, B: A.float() @ B.float().T,
         "gemm_relu": lambda A, B, bias: torch.relu(A.float() @ B.float() + bias.float()),
         "gemm_splitk": lambda A, B: A.double() @ B.double(),
         "batched_gemm": lambda A, B: torch.bmm(A.float(), B.float()),
+        "gemm_int8": lambda A, B: A.double() @ B.double(),
         "flash_attention_fwd": lambda Q, K, V, causal=True: F.scaled_dot_product_attention(
             Q.float(), K.float(), V.float(), is_causal=causal
         ),
@@ -49,6 +50,9 @@ VARIANTS = [
     # tf32 tensor cores (4-byte elements: a smaller tile keeps shared memory in bounds)
     ("gemm", {"dtype": "float32", "block_N": 128, "block_K": 32, "num_stages": 3}),
     ("gemm_transposed_b", {"dtype": "bfloat16"}),
+    # float64 has no tensor instruction: the scalar multiply-add path
+    ("gemm", {"dtype": "float64", "accum_dtype": "float64", "block_M": 64, "block_N": 64, "block_K": 16,
+              "num_stages": 2, "threads": 128}),
 ]
 
 

@@ -1,8 +1,6 @@
 // Fragment layouts: the (thread, register) -> element maps that every
 // lowering decision rests on, checked by evaluating their index expressions
 // for every thread and register.
-#include "compiler/passes/layout.h"
-
 #include <map>
 #include <set>
 #include <string>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "compiler/ir/builder.h"
+#include "compiler/passes/layout.h"
 #include "gtest/gtest.h"
 
 namespace kiln::passes {
@@ -121,8 +120,8 @@ TEST(Layout, DefaultLayoutsCoverTheirShapes) {
            {{4, 128}, 128, 4},
            {{1, 8192}, 128, 8},
            {{64}, 128, 4},
-           {{100}, 128, 1},   // padded
-           {{3, 40}, 64, 4},  // 40 is not a multiple of 64 threads
+           {{100}, 128, 1},  // padded
+           {{3, 40}, 64, 4}, // 40 is not a multiple of 64 threads
            {{2, 4096}, 128, 4},
            {{16, 512}, 128, 8}}) {
     SCOPED_TRACE(testing::Message() << shape.size() << "-d, " << threads << " threads");
@@ -136,8 +135,7 @@ TEST(Layout, RowWarpsKeepRowsInsideAWarp) {
   const FragmentLayout layout = DefaultLayout({4, 128}, 128, 4);
   EXPECT_EQ(layout.ToString(), "threads(1:32@4 0:4@1) regs(1:4@1)");
   // Without: the threads run along the row first.
-  EXPECT_EQ(DefaultLayout({4, 128}, 128, 4, false).ToString(),
-            "threads(1:32@4 0:4@1) regs(1:4@1)");
+  EXPECT_EQ(DefaultLayout({4, 128}, 128, 4, false).ToString(), "threads(1:32@4 0:4@1) regs(1:4@1)");
   EXPECT_EQ(DefaultLayout({4, 1024}, 128, 4, false).ToString(),
             "threads(1:128@4) regs(1:4@1 1:2@512 0:4@1)");
   EXPECT_EQ(DefaultLayout({4, 1024}, 128, 4).ToString(),

@@ -1,12 +1,11 @@
 // An emitted kernel through both CUDA toolchains: NVRTC in process and nvcc
 // as a subprocess give a cubin with the launch symbol, and ptxas's resource
 // report is parsed; a CPU kernel is refused.
-#include "compiler/toolchain/kernel_compile.h"
-
 #include <string>
 
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/toolchain/kernel_compile.h"
 #include "compiler/toolchain/resource_usage.h"
 #include "gtest/gtest.h"
 #include "tests/compiler/toolchain/cuda_test_util.h"
@@ -16,7 +15,8 @@ namespace kiln::toolchain {
 namespace {
 
 codegen::EmittedKernel Gemm(const std::string& target) {
-  const kiln::testing::ExampleFile ex = kiln::testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  const kiln::testing::ExampleFile ex =
+      kiln::testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
   absl::StatusOr<ir::Program> program = frontend::CompileSource(ex.source, ex.Options(true));
   EXPECT_TRUE(program.ok()) << program.status();
   absl::StatusOr<codegen::EmittedKernel> kernel = codegen::LowerAndEmit(*program, target);
@@ -34,7 +34,8 @@ TEST_P(KernelCompileTest, CubinHasTheKernelAndItsResources) {
   const codegen::EmittedKernel kernel = Gemm("cuda:sm_80");
   absl::StatusOr<CompileOutput> out = CompileCudaKernel(kernel, options);
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(out->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(out->cubin.substr(0, 4), std::string("\x7f"
+                                                 "ELF"));
   EXPECT_NE(out->ptx.find(".entry kiln_kernel"), std::string::npos);
   EXPECT_NE(out->ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
   EXPECT_NE(out->ptx.find("ldmatrix.sync.aligned"), std::string::npos);
