@@ -140,8 +140,15 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   const Expr row0 = ir::Simplify(Mul(wmi, I(warp_m)));
   const Expr col0 = ir::Simplify(Mul(wni, I(warp_n)));
 
-  const bool b16 = ir::DTypeBits(a->dtype) == 16;
-  auto ldsm_ok = [&](const Buf* x) { return b16 && (x->shape[1] * 2) % 16 == 0; };
+  // ldmatrix moves 8x8 tiles of 16-bit elements: any layout of a 16-bit
+  // operand (.trans where K runs down the rows), and an 8-bit operand whose
+  // K is contiguous (a 16-bit column pair is then 4 consecutive k of one
+  // row, the m16n8k32 fragment). Rows must start 16-byte aligned.
+  const int bits = ir::DTypeBits(a->dtype);
+  const int64_t chunk = 128 / bits; // elements per 16-byte row of an 8x8 b16 tile
+  auto ldsm_ok = [&](const Buf* x, bool k_contiguous) {
+    return (bits == 16 || (bits == 8 && k_contiguous)) && (x->shape[1] * bits / 8) % 16 == 0;
+  };
   // Two register slots per operand: step kk+1's fragments load while step
   // kk's MMAs run (the k-steps are unrolled, so every index is constant).
   const int64_t a_slot = mi_count * mma->a_elems, b_slot = ni_count * mma->b_elems;
@@ -169,10 +176,10 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
       for (int64_t mi = 0; mi < mi_count; ++mi) {
         const Expr m0 = Add(row0, I(mi * 16));
         const int64_t at = slot * a_slot + mi * mma->a_elems;
-        if (ldsm_ok(a)) {
+        if (ldsm_ok(a, !s.transpose_a)) {
           Expr addr;
           if (!s.transpose_a) {
-            addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(8))));
+            addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(chunk))));
             to->push_back(Call("ldmatrix_x4", {Address(abuf, I(at)), Address(*a, addr)}));
           } else {
             addr = a_elem(Add(m0, Mul(Mod(Div(lane, 8), 2), I(8))),
@@ -191,10 +198,10 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     for (int64_t ni = 0; ni < ni_count; ++ni) {
       const Expr n0 = Add(col0, I(ni * 8));
       const int64_t at = slot * b_slot + ni * mma->b_elems;
-      if (ldsm_ok(b)) {
+      if (ldsm_ok(b, s.transpose_b)) {
         const bool pair = ni + 1 < ni_count;
         const Expr k_row = Add(Add(k0, Mul(Mod(Div(lane, 8), 2), I(8))), Mod(lane, 8));
-        const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(8)));
+        const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(chunk)));
         Expr addr;
         std::string op;
         if (!s.transpose_b) {

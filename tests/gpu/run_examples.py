@@ -35,7 +35,7 @@ def torch_refs():
         "gemm_relu": lambda A, B, bias: torch.relu(A.float() @ B.float() + bias.float()),
         "gemm_splitk": lambda A, B: A.double() @ B.double(),
         "batched_gemm": lambda A, B: torch.bmm(A.float(), B.float()),
-        "gemm_int8": lambda A, B: A.double() @ B.double(),
+        "gemm_int8": lambda A, B: A.double() @ (B.double() if B.shape[0] == A.shape[1] else B.double().T),
         "flash_attention_fwd": lambda Q, K, V, causal=True: F.scaled_dot_product_attention(
             Q.float(), K.float(), V.float(), is_causal=causal
         ),
@@ -50,6 +50,7 @@ VARIANTS = [
     # tf32 tensor cores (4-byte elements: a smaller tile keeps shared memory in bounds)
     ("gemm", {"dtype": "float32", "block_N": 128, "block_K": 32, "num_stages": 3}),
     ("gemm_transposed_b", {"dtype": "bfloat16"}),
+    ("gemm_int8", {"transpose_B": True, "N": 4104}),
     # float64 has no tensor instruction: the scalar multiply-add path
     ("gemm", {"dtype": "float64", "accum_dtype": "float64", "block_M": 64, "block_N": 64, "block_K": 16,
               "num_stages": 2, "threads": 128}),
