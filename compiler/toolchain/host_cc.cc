@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler/runtime/runtime_headers.h"
 #include "util/subprocess.h"
+#include "util/temp_dir.h"
 
 namespace kiln::toolchain {
 namespace {
@@ -28,31 +29,6 @@ std::string TempBase() {
   const char* base = getenv("TMPDIR");
   return base != nullptr && base[0] != '\0' ? base : "/tmp";
 }
-
-// A fresh directory, removed with everything in it when this goes away.
-class ScratchDir {
- public:
-  static absl::StatusOr<ScratchDir> Create() {
-    std::string pattern = TempBase() + "/kiln-hostcc-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::InternalError(absl::StrCat("cannot create a temporary directory ", pattern, ": ",
-                                              std::strerror(errno)));
-    }
-    return ScratchDir(pattern);
-  }
-  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 // A relative path of [A-Za-z0-9_.-] components, none of them "." or "..".
 bool IsSafeRelativeName(const std::string& name) {
@@ -167,7 +143,7 @@ absl::StatusOr<HostCompileOutput> HostCompile(const HostCompileInput& in,
                                               const HostCompileOptions& options) {
   if (absl::Status s = Validate(in); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ScratchDir> dir = ScratchDir::Create();
+  absl::StatusOr<kiln::util::TempDir> dir = kiln::util::TempDir::Create("kiln-hostcc");
   if (!dir.ok()) return dir.status();
   const fs::path root(dir->path());
   if (absl::Status s = WriteFile(root / in.program_name, in.source); !s.ok()) return s;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "util/subprocess.h"
+#include "util/temp_dir.h"
 
 namespace kiln::toolchain {
 namespace {
@@ -20,32 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kStderrLinesInError = 30;
-
-// A fresh directory, removed with everything in it when this goes away.
-class TempDir {
- public:
-  static absl::StatusOr<TempDir> Create() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern =
-        absl::StrCat(base != nullptr && base[0] != '\0' ? base : "/tmp", "/kiln-nvcc-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::InternalError(absl::StrCat("cannot create a temporary directory ", pattern));
-    }
-    return TempDir(pattern);
-  }
-  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  TempDir& operator=(TempDir&&) = delete;
-  ~TempDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 absl::Status WriteFile(const fs::path& path, const std::string& content) {
   std::error_code ec;
@@ -133,7 +108,7 @@ absl::StatusOr<CompileOutput> NvccCompile(const CudaCompileInput& in, const Nvcc
   if (!nvcc.ok()) return nvcc.status();
   const auto start = std::chrono::steady_clock::now();
 
-  absl::StatusOr<TempDir> dir = TempDir::Create();
+  absl::StatusOr<kiln::util::TempDir> dir = kiln::util::TempDir::Create("kiln-nvcc");
   if (!dir.ok()) return dir.status();
   const fs::path root(dir->path());
   if (absl::Status s = WriteFile(root / in.program_name, in.source); !s.ok()) return s;

@@ -12,6 +12,7 @@
 #include "compiler/frontend/parser.h"
 #include "compiler/ir/dtype.h"
 #include "util/subprocess.h"
+#include "util/temp_dir.h"
 
 namespace kiln::tools {
 namespace {
@@ -244,33 +245,6 @@ constexpr int kExitNoNumpy = 3;
 constexpr int kExitReferenceRaised = 4;
 constexpr int kExitWrongArity = 5;
 
-// A fresh directory, removed with everything in it when this goes away.
-class ScratchDir {
- public:
-  static absl::StatusOr<ScratchDir> Create() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern =
-        absl::StrCat(base != nullptr && base[0] != '\0' ? base : "/tmp", "/kiln-check-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::InternalError(absl::StrCat("cannot create a temporary directory ", pattern, ": ",
-                                              std::strerror(errno)));
-    }
-    return ScratchDir(pattern);
-  }
-  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
 std::string NameList(const std::vector<NamedArray>& arrays) {
   std::vector<std::string> items;
   for (const NamedArray& a : arrays) {
@@ -328,7 +302,7 @@ absl::StatusOr<ReferenceCheckResult> RunReferenceCheck(const ReferenceCheckReque
   if (request.outputs.empty()) {
     return absl::InvalidArgumentError("reference check: the kernel has no outputs to compare");
   }
-  absl::StatusOr<ScratchDir> dir = ScratchDir::Create();
+  absl::StatusOr<kiln::util::TempDir> dir = kiln::util::TempDir::Create("kiln-check");
   if (!dir.ok()) return dir.status();
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     if (absl::Status s =
