@@ -1,0 +1,147 @@
+#include "compiler/tools/kernel_inputs.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
+#include "kiln/cpu/types.h"
+
+namespace kiln::tools {
+namespace {
+
+// SplitMix64: a fixed generator, so a seed gives the same data everywhere
+// (the standard distributions are implementation-defined).
+struct Rng {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53 * 2.0 - 1.0; }
+};
+
+template <typename T>
+void Put(std::string& data, int64_t i, T value) {
+  std::memcpy(data.data() + i * sizeof(T), &value, sizeof(T));
+}
+
+} // namespace
+
+void CollectVars(const ir::Expr& e, std::set<std::string>* names) {
+  if (e.kind == ir::ExprKind::kVar) names->insert(e.name);
+  for (const ir::Expr& a : e.args) CollectVars(a, names);
+}
+
+absl::StatusOr<int64_t> EvalInt(const ir::Expr& e, const std::map<std::string, int64_t>& symbols,
+                                const std::string& what) {
+  ir::Expr bound = e;
+  ir::RewriteExpr(&bound, [&](ir::Expr x) {
+    if (x.kind == ir::ExprKind::kVar) {
+      auto it = symbols.find(x.name);
+      if (it != symbols.end()) return ir::IntImm(it->second, x.dtype, x.loc);
+    }
+    return x;
+  });
+  if (std::optional<int64_t> v = ir::ConstInt(ir::Simplify(bound))) return *v;
+  std::set<std::string> vars;
+  CollectVars(bound, &vars);
+  if (vars.empty()) return absl::InvalidArgumentError(what + " is not a constant");
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " depends on ", absl::StrJoin(vars, ", "), ", which has no value"));
+}
+
+absl::StatusOr<std::vector<int64_t>> EvalShape(const std::vector<ir::Expr>& shape,
+                                               const std::map<std::string, int64_t>& symbols,
+                                               const std::string& what) {
+  std::vector<int64_t> out;
+  int64_t elements = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    absl::StatusOr<int64_t> v = EvalInt(shape[d], symbols, absl::StrCat(what, " dimension ", d));
+    if (!v.ok()) return v.status();
+    if (*v < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative extent"));
+    // 2^40 elements is far beyond any host's memory; the bound keeps byte counts exact.
+    if (*v != 0 && elements > (int64_t{1} << 40) / *v) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is too large"));
+    }
+    elements *= *v;
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// Parameter `index`'s data: independent of the other parameters, so that
+// replacing one with --input leaves the rest unchanged.
+void FillRandom(NpyArray& a, uint64_t seed, size_t index) {
+  using ir::DType;
+  namespace rt = kiln::rt;
+  Rng rng{seed * 0x2545f4914f6cdd1dULL + index * 0x9e3779b97f4a7c15ULL + 1};
+  const int64_t n = a.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const double f = rng.Uniform();
+    const int64_t k = static_cast<int64_t>(rng.Next() >> 60) - 8; // [-8, 8)
+    switch (a.dtype) {
+    case DType::kBool:
+      Put<uint8_t>(a.data, i, (rng.Next() >> 63) != 0);
+      break;
+    case DType::kInt8:
+      Put<int8_t>(a.data, i, static_cast<int8_t>(k));
+      break;
+    case DType::kInt16:
+      Put<int16_t>(a.data, i, static_cast<int16_t>(k));
+      break;
+    case DType::kInt32:
+      Put<int32_t>(a.data, i, static_cast<int32_t>(k));
+      break;
+    case DType::kInt64:
+      Put<int64_t>(a.data, i, k);
+      break;
+    // Unsigned types take the same draw modulo 2^bits (so -1 is the maximum).
+    case DType::kUInt8:
+      Put<uint8_t>(a.data, i, static_cast<uint8_t>(k));
+      break;
+    case DType::kUInt16:
+      Put<uint16_t>(a.data, i, static_cast<uint16_t>(k));
+      break;
+    case DType::kUInt32:
+      Put<uint32_t>(a.data, i, static_cast<uint32_t>(k));
+      break;
+    case DType::kUInt64:
+      Put<uint64_t>(a.data, i, static_cast<uint64_t>(k));
+      break;
+    case DType::kFloat16:
+      Put<uint16_t>(a.data, i, rt::float_to_half(static_cast<float>(f)).bits);
+      break;
+    case DType::kBFloat16:
+      Put<uint16_t>(a.data, i, rt::float_to_bfloat16(static_cast<float>(f)).bits);
+      break;
+    case DType::kFloat32:
+      Put<float>(a.data, i, static_cast<float>(f));
+      break;
+    case DType::kFloat64:
+      Put<double>(a.data, i, f);
+      break;
+    case DType::kFloat8E4M3:
+      Put<uint8_t>(a.data, i, rt::float_to_e4m3(static_cast<float>(f)).bits);
+      break;
+    case DType::kFloat8E5M2:
+      Put<uint8_t>(a.data, i, rt::float_to_e5m2(static_cast<float>(f)).bits);
+      break;
+    }
+  }
+}
+
+AlignedBytes AllocateAligned(size_t bytes) {
+  const size_t rounded =
+      std::max<size_t>(kHostAlign, (bytes + kHostAlign - 1) / kHostAlign * kHostAlign);
+  return AlignedBytes(static_cast<char*>(std::aligned_alloc(kHostAlign, rounded)));
+}
+
+} // namespace kiln::tools

@@ -1,0 +1,292 @@
+#include "compiler/tools/kernel_launch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <utility>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "compiler/runtime/runtime_headers.h"
+#include "compiler/toolchain/cuda_compile.h"
+#include "compiler/toolchain/host_cc.h"
+#include "compiler/toolchain/nvrtc.h"
+
+namespace kiln::tools {
+namespace {
+
+// kiln-run's exit status for anything but a check mismatch (kExitError in
+// kiln_run_main.cc).
+constexpr int kCrashExitStatus = 2;
+
+// A generated kernel runs in this process: a crash in it (a code generator
+// bug) must still end with the documented exit status and a message, so
+// fatal signals are caught, on their own stack (a fiber's stack may be the
+// one that overflowed), while the kernel runs.
+extern "C" void OnKernelCrash(int sig) {
+  const char* name = sig == SIGSEGV  ? "SIGSEGV (invalid memory access)"
+                     : sig == SIGBUS ? "SIGBUS"
+                     : sig == SIGFPE ? "SIGFPE (arithmetic error, e.g. integer division by zero)"
+                     : sig == SIGILL ? "SIGILL"
+                                     : "SIGABRT";
+  static constexpr char kPrefix[] = "kiln-run: the kernel crashed with ";
+  static constexpr char kSuffix[] = "; --emit-dir DIR writes the generated source\n";
+  ssize_t ignored = write(STDERR_FILENO, kPrefix, sizeof(kPrefix) - 1);
+  ignored = write(STDERR_FILENO, name, strlen(name));
+  ignored = write(STDERR_FILENO, kSuffix, sizeof(kSuffix) - 1);
+  (void)ignored;
+  _exit(kCrashExitStatus);
+}
+
+class CrashGuard {
+ public:
+  CrashGuard() : stack_(kStackBytes) {
+    stack_t alt{};
+    alt.ss_sp = stack_.data();
+    alt.ss_size = stack_.size();
+    sigaltstack(&alt, &old_stack_);
+    struct sigaction action {};
+    action.sa_handler = OnKernelCrash;
+    action.sa_flags = SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &old_[i]);
+  }
+  ~CrashGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    sigaltstack(&old_stack_, nullptr);
+  }
+  CrashGuard(const CrashGuard&) = delete;
+  CrashGuard& operator=(const CrashGuard&) = delete;
+
+ private:
+  static constexpr size_t kStackBytes = 64 * 1024;
+  static constexpr std::array<int, 5> kSignals = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  std::vector<char> stack_;
+  stack_t old_stack_{};
+  std::array<struct sigaction, 5> old_{};
+};
+
+// Scalars and symbols by value, in 8-byte slots (little-endian: a narrower
+// value sits at the slot's start, which is what args[i] points to).
+uint64_t ScalarSlot(const kiln::tools::NpyArray& a) {
+  uint64_t slot = 0;
+  std::memcpy(&slot, a.data.data(), std::min<size_t>(a.data.size(), sizeof(slot)));
+  return slot;
+}
+
+} // namespace
+
+absl::Status CheckLaunchSpec(const kiln::codegen::LaunchSpec& spec, const ir::Program& program,
+                             const std::vector<HostParam>& params,
+                             const std::map<std::string, int64_t>& symbols) {
+  const size_t want = program.params.size() + program.symbols.size();
+  auto mismatch = [](absl::string_view detail) {
+    return absl::InternalError(
+        absl::StrCat("the code generator's launch metadata does not match the program: ", detail));
+  };
+  if (spec.args.size() != want) {
+    return mismatch(
+        absl::StrCat(spec.args.size(), " kernel arguments for ", want, " parameters and symbols"));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const kiln::codegen::KernelArg& arg = spec.args[i];
+    const HostParam& p = params[i];
+    if (arg.name != p.name || arg.dtype != p.dtype || arg.is_scalar != p.is_scalar ||
+        arg.is_symbol) {
+      return mismatch(absl::StrCat("argument ", i, " is '", arg.name, "' (",
+                                   std::string(ir::DTypeName(arg.dtype)), "), parameter '", p.name,
+                                   "' (", std::string(ir::DTypeName(p.dtype)), ")"));
+    }
+    if (!p.is_scalar) {
+      absl::StatusOr<std::vector<int64_t>> shape =
+          EvalShape(arg.shape, symbols, absl::StrCat("kernel argument '", arg.name, "'"));
+      if (!shape.ok()) return mismatch(shape.status().message());
+      if (*shape != p.before.shape) {
+        return mismatch(absl::StrCat("argument '", arg.name, "' has shape ",
+                                     kiln::tools::FormatShape(*shape), ", the parameter ",
+                                     kiln::tools::FormatShape(p.before.shape)));
+      }
+    }
+  }
+  for (size_t s = 0; s < program.symbols.size(); ++s) {
+    const kiln::codegen::KernelArg& arg = spec.args[params.size() + s];
+    if (!arg.is_symbol || arg.name != program.symbols[s].name) {
+      return mismatch(absl::StrCat("argument ", params.size() + s, " is '", arg.name, "', symbol '",
+                                   program.symbols[s].name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const kiln::codegen::LaunchSpec& spec,
+                                                const std::map<std::string, int64_t>& symbols) {
+  if (spec.grid.empty() || spec.grid.size() > 3) {
+    return absl::InternalError(
+        absl::StrCat("the code generator gave a grid of ", spec.grid.size(), " extents"));
+  }
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (size_t d = 0; d < spec.grid.size(); ++d) {
+    absl::StatusOr<int64_t> v = EvalInt(spec.grid[d], symbols, absl::StrCat("grid extent ", d));
+    if (!v.ok()) return v.status();
+    if (*v <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("grid extent ", d, " is ", *v));
+    }
+    grid[d] = *v;
+  }
+  return grid;
+}
+
+absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
+                                   std::vector<HostParam>& params,
+                                   const std::vector<int32_t>& symbol_values,
+                                   const std::array<int64_t, 3>& grid) {
+  kiln::toolchain::HostCompileInput in;
+  in.source = kernel.source;
+  absl::StatusOr<kiln::toolchain::HostCompileOutput> so = kiln::toolchain::HostCompile(in);
+  if (!so.ok()) return so.status();
+  absl::StatusOr<kiln::toolchain::LoadedCpuKernel> loaded =
+      kiln::toolchain::LoadedCpuKernel::Load(so->shared_object, kernel.launch.symbol);
+  if (!loaded.ok()) return loaded.status();
+
+  std::vector<AlignedBytes> buffers(params.size());
+  std::vector<void*> pointers(params.size(), nullptr);
+  std::vector<uint64_t> slots(params.size() + symbol_values.size(), 0);
+  std::vector<void*> args;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const HostParam& p = params[i];
+    if (p.is_scalar) {
+      slots[i] = ScalarSlot(p.before);
+      args.push_back(&slots[i]);
+      continue;
+    }
+    buffers[i] = AllocateAligned(p.before.data.size());
+    if (buffers[i] == nullptr) return absl::ResourceExhaustedError("out of host memory");
+    std::memcpy(buffers[i].get(), p.before.data.data(), p.before.data.size());
+    pointers[i] = buffers[i].get();
+    args.push_back(&pointers[i]);
+  }
+  for (size_t s = 0; s < symbol_values.size(); ++s) {
+    int32_t v = symbol_values[s];
+    std::memcpy(&slots[params.size() + s], &v, sizeof(v));
+    args.push_back(&slots[params.size() + s]);
+  }
+  std::chrono::steady_clock::time_point start, stop;
+  absl::Status status;
+  {
+    CrashGuard guard;
+    start = std::chrono::steady_clock::now();
+    status = loaded->Run(args.data(), grid.data());
+    stop = std::chrono::steady_clock::now();
+  }
+  if (!status.ok()) return status;
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].after = params[i].before;
+    if (!params[i].is_scalar) {
+      std::memcpy(params[i].after.data.data(), buffers[i].get(), params[i].after.data.size());
+    }
+  }
+  RunResult result;
+  result.kernel_ms = std::chrono::duration<double, std::milli>(stop - start).count();
+  result.timing_kind = "wall clock";
+  result.compile_note =
+      absl::StrFormat("%s -O%d, %.2f s", kiln::toolchain::HostCompiler(), in.opt_level,
+                      std::chrono::duration<double>(so->elapsed).count());
+  return result;
+}
+
+absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
+                                    const std::shared_ptr<kiln::measure::Device>& device,
+                                    std::vector<HostParam>& params,
+                                    const std::vector<int32_t>& symbol_values,
+                                    const std::array<int64_t, 3>& grid) {
+  kiln::toolchain::CudaCompileInput in;
+  in.source = kernel.source;
+  in.program_name = "kernel.cu";
+  in.arch = kernel.arch;
+  for (const kiln::runtime::EmbeddedHeader& h : kiln::runtime::CudaRuntimeHeaders()) {
+    in.headers.emplace(std::string(h.name), std::string(h.content));
+  }
+  absl::StatusOr<kiln::toolchain::CompileOutput> cubin = kiln::toolchain::NvrtcCompile(in);
+  if (!cubin.ok()) return cubin.status();
+  absl::StatusOr<kiln::measure::Module> module = kiln::measure::Module::Load(device, cubin->cubin);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<kiln::measure::Function> function = module->GetFunction(kernel.launch.symbol);
+  if (!function.ok()) return function.status();
+
+  std::vector<kiln::measure::DeviceBuffer> buffers;
+  std::vector<uint64_t> slots(params.size() + symbol_values.size(), 0);
+  std::vector<void*> args;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const HostParam& p = params[i];
+    if (p.is_scalar) {
+      slots[i] = ScalarSlot(p.before);
+    } else {
+      absl::StatusOr<kiln::measure::DeviceBuffer> buffer =
+          kiln::measure::DeviceBuffer::Allocate(device, p.before.data.size());
+      if (!buffer.ok()) return buffer.status();
+      if (absl::Status s = buffer->CopyFromHost(p.before.data.data(), p.before.data.size());
+          !s.ok()) {
+        return s;
+      }
+      slots[i] = buffer->address();
+      buffers.push_back(*std::move(buffer));
+    }
+    args.push_back(&slots[i]);
+  }
+  for (size_t s = 0; s < symbol_values.size(); ++s) {
+    int32_t v = symbol_values[s];
+    std::memcpy(&slots[params.size() + s], &v, sizeof(v));
+    args.push_back(&slots[params.size() + s]);
+  }
+  kiln::measure::LaunchConfig config;
+  for (int d = 0; d < 3; ++d) {
+    if (grid[d] > UINT32_MAX || kernel.launch.block[d] <= 0 || kernel.launch.block[d] > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("launch dimension ", d, " out of range (grid ",
+                                                     grid[d], ", block ", kernel.launch.block[d],
+                                                     ")"));
+    }
+    config.grid[d] = static_cast<uint32_t>(grid[d]);
+    config.block[d] = static_cast<uint32_t>(kernel.launch.block[d]);
+  }
+  if (kernel.launch.dynamic_smem_bytes < 0 || kernel.launch.dynamic_smem_bytes > UINT32_MAX) {
+    return absl::InvalidArgumentError("dynamic shared memory size out of range");
+  }
+  config.dynamic_smem_bytes = static_cast<uint32_t>(kernel.launch.dynamic_smem_bytes);
+  absl::StatusOr<float> ms = kiln::measure::TimedLaunch(device, *function, config, args.data());
+  if (!ms.ok()) return ms.status();
+
+  size_t next = 0;
+  for (HostParam& p : params) {
+    p.after = p.before;
+    if (p.is_scalar) continue;
+    if (absl::Status s = buffers[next++].CopyToHost(p.after.data.data(), p.after.data.size());
+        !s.ok()) {
+      return s;
+    }
+  }
+  RunResult result;
+  result.kernel_ms = *ms;
+  result.timing_kind = "cuEvent";
+  result.compile_note = absl::StrFormat("NVRTC %s, %.2f s", kernel.arch,
+                                        std::chrono::duration<double>(cubin->elapsed).count());
+  return result;
+}
+
+bool CubinRunsOn(const std::string& arch, int major, int minor) {
+  std::string digits = arch.substr(3);
+  const bool specific = !digits.empty() && digits.back() == 'a';
+  if (specific) digits.pop_back();
+  int version = 0;
+  if (!absl::SimpleAtoi(digits, &version)) return false;
+  if (version / 10 != major) return false;
+  return specific ? version % 10 == minor : version % 10 <= minor;
+}
+
+} // namespace kiln::tools
