@@ -13,9 +13,13 @@
 //    fills them in top-down. Statement-level constructs without `loc(...)`
 //    take their position in the text, so that later diagnostics about a
 //    hand-written .kir file point into it.
-// 4. Recursion (blocks, unary operators, parentheses) and expression-tree
-//    depth are both bounded by kMaxDepth, so hostile input cannot overflow
-//    the stack here or in the passes that walk the result.
+// 4. Expression-tree depth is bounded by kMaxDepth and expression recursion
+//    (unary operators, parentheses) by three times that, blocks by kMaxDepth,
+//    so hostile input cannot overflow the stack here or in the passes that
+//    walk the result. The factor three is what printing can add: with
+//    locations, each negation of a chain prints as `(-(...)@L:C)`, three
+//    frames per tree level, and whatever parses must parse again after
+//    printing.
 #include "compiler/ir/text_parser.h"
 
 #include <algorithm>
@@ -379,7 +383,7 @@ class Parser {
   absl::Status ParseUnary(Expr* out, int* depth) {
     const Token& t = Peek();
     DepthScope scope(&depth_);
-    if (depth_ > kMaxDepth) return DepthError(t);
+    if (depth_ > 3 * kMaxDepth) return DepthError(t);
     if (AtNegativeLiteral()) {
       ASSIGN_OR_RETURN(*out, ParseLiteral());
       *depth = 1;

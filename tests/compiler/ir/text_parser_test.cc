@@ -995,6 +995,23 @@ void CheckStable(const std::string& text) {
   EXPECT_EQ(PrintProgram(*q), printed);
 }
 
+// Found by the fuzzer: a chain of ~130 unary operators parses, but printed
+// with locations each operator is parenthesised, two recursion levels per
+// tree level; the printed form must parse again.
+TEST(TextParserTest, LocatedUnaryChainParsesAfterPrinting) {
+  std::string chain = "x";
+  for (int i = 0; i < 200; ++i) chain = "(-" + chain + ")@1:" + std::to_string(i + 1);
+  absl::StatusOr<Expr> deep = ParseExprText(chain);
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  absl::StatusOr<Program> p = Parse(WithBody({"A[0] = " + Repeat("-", 250) + "A[1]"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  LocAssigner(7).Run(&*p);
+  const std::string printed = PrintProgram(*p, PrintOptions{.locations = true});
+  absl::StatusOr<Program> q = Parse(printed);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(PrintProgram(*q, PrintOptions{.locations = true}), printed);
+}
+
 TEST(TextParserTest, MutatedInputNeverCrashes) {
   std::mt19937 rng(12345);
   const std::string base = PrintProgram(FullProgram());
