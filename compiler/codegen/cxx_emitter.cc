@@ -11,6 +11,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/intrinsics.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/ir/text_lexer.h"
 #include "util/status_macros.h"
 
 namespace kiln::codegen {
@@ -169,47 +170,6 @@ const char* MathName(ir::Intrinsic fn) {
     return "sigmoid";
   }
   return "exp";
-}
-
-const char* OpText(BinOp op) {
-  switch (op) {
-  case BinOp::kAdd:
-    return "+";
-  case BinOp::kSub:
-    return "-";
-  case BinOp::kMul:
-    return "*";
-  case BinOp::kDiv:
-    return "/";
-  case BinOp::kEq:
-    return "==";
-  case BinOp::kNe:
-    return "!=";
-  case BinOp::kLt:
-    return "<";
-  case BinOp::kLe:
-    return "<=";
-  case BinOp::kGt:
-    return ">";
-  case BinOp::kGe:
-    return ">=";
-  case BinOp::kAnd:
-    return "&&";
-  case BinOp::kOr:
-    return "||";
-  case BinOp::kBitAnd:
-    return "&";
-  case BinOp::kBitOr:
-    return "|";
-  case BinOp::kBitXor:
-    return "^";
-  case BinOp::kShl:
-    return "<<";
-  case BinOp::kShr:
-    return ">>";
-  default:
-    return nullptr;
-  }
 }
 
 class Emitter {
@@ -461,7 +421,9 @@ class Emitter {
     default:
       break;
     }
-    std::string s = absl::StrCat("(", a, " ", OpText(e.bop), " ", b, ")");
+    // Every operator left here is spelled the same in the IR text and in C.
+    std::string s =
+        absl::StrCat("(", a, " ", std::string(ir::text::BinOpSpelling(e.bop)), " ", b, ")");
     if (ir::IsComparison(e.bop) || ir::IsLogical(e.bop)) return s;
     (void)t;
     return Narrow(s, e.dtype);
