@@ -39,6 +39,12 @@ GEMM_CONFIGS_LARGE = [
     (128, 128, 64, 3, 128),  # two CTAs per SM
     (128, 128, 32, 4, 128),
     (256, 128, 64, 4, 256),
+    # 16 warps (64 x 32 warp tiles): twice the warps per scheduler to hide latency.
+    (256, 128, 32, 4, 512),
+    (256, 128, 32, 5, 512),
+    (256, 128, 64, 3, 512),
+    (128, 256, 32, 4, 512),
+    (128, 256, 32, 5, 512),
 ]
 GEMM_CONFIGS_SMALL_M = [
     (16, 128, 64, 4, 128),
@@ -174,7 +180,11 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="")
     ap.add_argument("--only", default="gemm,llm,bandwidth,attention")
+    ap.add_argument("--gemm-configs", default="",
+                    help="replace the large-GEMM configs: 'bm,bn,bk,stages,threads;...'")
     args = ap.parse_args()
+    if args.gemm_configs:
+        GEMM_CONFIGS_LARGE[:] = [tuple(int(x) for x in c.split(",")) for c in args.gemm_configs.split(";")]
     import tempfile
 
     import torch
@@ -195,9 +205,13 @@ def main():
         variants = {
             "add": [dict(block_M=8, block_N=1024, threads=256), dict(block_M=16, block_N=512, threads=256)],
             "softmax": [dict(block_M=1, block_N=8192, threads=256), dict(block_M=1, block_N=8192, threads=128),
-                        dict(block_M=2, block_N=8192, threads=256)],
+                        dict(block_M=2, block_N=8192, threads=256), dict(block_M=1, block_N=8192, threads=512),
+                        dict(block_M=1, block_N=8192, threads=1024), dict(block_M=2, block_N=8192, threads=512)],
+            # block_N = N: one tile, so each row is read from memory once.
             "layernorm": [dict(block_M=4, block_N=4096, threads=256), dict(block_M=8, block_N=1024, threads=256),
-                          dict(block_M=4, block_N=2048, threads=256)],
+                          dict(block_M=4, block_N=2048, threads=256), dict(block_M=1, block_N=4096, threads=256),
+                          dict(block_M=1, block_N=4096, threads=512), dict(block_M=2, block_N=4096, threads=256),
+                          dict(block_M=2, block_N=4096, threads=512), dict(block_M=4, block_N=4096, threads=512)],
             "rmsnorm": [dict(block_M=4, threads=256), dict(block_M=1, threads=128), dict(block_M=2, threads=256)],
         }
         for name, p in [("add", "elementwise/add.py"), ("softmax", "softmax/softmax.py"),

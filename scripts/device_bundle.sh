@@ -13,6 +13,8 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 for bin in "$@"; do
   cp "$bin" "$out/bin/"
+  # Debug info is most of a RelWithDebInfo binary and the transfer is size-limited.
+  strip --strip-debug "$out/bin/$(basename "$bin")"
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so.* | libm.so.* | libgcc_s.so.* | libstdc++.so.* | ld-linux* | libdl.so.* | \

@@ -144,11 +144,14 @@ absl::StatusOr<CopyPlan> Lowering::PlanCopy(const Stmt& s) {
 }
 
 int64_t Lowering::CopyVector(const CopyPlan& plan) const {
-  if (plan.src->dtype != plan.dst->dtype) return 1;
-  const int64_t e = Bytes(plan.src->dtype);
+  // A converting copy moves v elements of each side at once: the wider
+  // element sets v, and the narrower side's vector must still be 4 bytes.
+  const int64_t es = Bytes(plan.src->dtype), ed = Bytes(plan.dst->dtype);
+  const int64_t e = std::max(es, ed);
   for (int64_t bytes : {16, 8, 4}) {
     const int64_t v = bytes / e;
     if (v < 1 || bytes % e != 0) continue;
+    if (es != ed && (v < 2 || v * std::min(es, ed) < 4)) continue;
     if (plan.extents.back() % v != 0) continue;
     bool ok = true;
     for (int k = 0; k < 2 && ok; ++k) {
@@ -355,6 +358,28 @@ absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool
     body.push_back(Call(absl::StrCat("cp_async_", bytes),
                         {Address(dst, SharedPhys(dst, didx)), Address(src, sflat),
                          IsTrue(s_in) ? I(bytes) : ir::Select(s_in, I(bytes), I(0))}));
+  } else if (v > 1 && src.dtype != dst.dtype) {
+    // Converting vectors: v source elements in one load (zeros past the
+    // source's edge), converted in registers, stored as one vector.
+    const std::string ts = Fresh("v"), td = Fresh("w"), k = Fresh("e");
+    out->push_back(LocalAlloc(ts, src.dtype, v));
+    out->push_back(LocalAlloc(td, dst.dtype, v));
+    ASSIGN_OR_RETURN(Expr sflat, FlatIndex(src, sidx));
+    ASSIGN_OR_RETURN(Expr dflat, FlatIndex(dst, didx));
+    if (!IsTrue(s_in)) {
+      body.push_back(For(k, I(v), ir::ForKind::kUnroll, {Store(ts, {Var(k)}, ZeroOf(src.dtype))}));
+    }
+    Guarded(s_in,
+            {Call(absl::StrCat("copy_", v * Bytes(src.dtype)),
+                  {Address(bufs_.at(ts), I(0)), Address(src, sflat)})},
+            &body);
+    body.push_back(
+        For(k, I(v), ir::ForKind::kUnroll,
+            {Store(td, {Var(k)}, ir::Cast(dst.dtype, ir::Load(ts, src.dtype, {Var(k)})))}));
+    Guarded(d_in,
+            {Call(absl::StrCat("copy_", v * Bytes(dst.dtype)),
+                  {Address(dst, dflat), Address(bufs_.at(td), I(0))})},
+            &body);
   } else if (v > 1) {
     ASSIGN_OR_RETURN(Expr sflat, FlatIndex(src, sidx));
     ASSIGN_OR_RETURN(Expr dflat, FlatIndex(dst, didx));

@@ -10,6 +10,7 @@
 //    accumulator layout of m16n8k16 is the A-operand layout).
 // 3. One mma per (mi, ni) atom accumulates into C in place.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -69,7 +70,7 @@ std::pair<Expr, Expr> BElem(const MmaKind& k, int64_t e, const Expr& g, const Ex
 
 } // namespace
 
-absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
   const Buf* a = FindBuf(s.regions[0].buffer);
   const Buf* b = FindBuf(s.regions[1].buffer);
   const Buf* c = FindBuf(s.regions[2].buffer);
@@ -95,7 +96,7 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   // An int8 product accumulated in a float, or any input without a tensor
   // instruction (float64, 32/64-bit integers): multiply-adds per element.
   if (mma && c->dtype != mma->acc && a->dtype == ir::DType::kInt8) mma.reset();
-  if (!mma) return LowerGemmScalar(s, out);
+  if (!mma) return std::optional<MmaGemm>();
   if (c->dtype != mma->acc) {
     return Error(s.loc, absl::StrCat("gemm: ", std::string(ir::DTypeName(a->dtype)),
                                      " inputs accumulate in ", std::string(ir::DTypeName(mma->acc)),
@@ -124,10 +125,9 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   if (a->scope == ir::Scope::kFragment && mma->kstep != 16) {
     return Error(s.loc, "gemm: a register A operand needs 16-bit inputs");
   }
-  std::set<std::string> reads;
-  if (a->scope == ir::Scope::kShared) reads.insert(a->name);
-  reads.insert(b->name);
-  Touch(reads, {}, out);
+  MmaGemm plan;
+  if (a->scope == ir::Scope::kShared) plan.reads.insert(a->name);
+  plan.reads.insert(b->name);
 
   const int64_t warp_m = m / wm, warp_n = n / wn;
   const int64_t mi_count = warp_m / 16, ni_count = warp_n / 8;
@@ -146,7 +146,7 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   // row, the m16n8k32 fragment). Rows must start 16-byte aligned.
   const int bits = ir::DTypeBits(a->dtype);
   const int64_t chunk = 128 / bits; // elements per 16-byte row of an 8x8 b16 tile
-  auto ldsm_ok = [&](const Buf* x, bool k_contiguous) {
+  auto ldsm_ok = [bits](const Buf* x, bool k_contiguous) {
     return (bits == 16 || (bits == 8 && k_contiguous)) && (x->shape[1] * bits / 8) % 16 == 0;
   };
   // Two register slots per operand: step kk+1's fragments load while step
@@ -155,41 +155,47 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   std::string a_regs;
   if (a->scope == ir::Scope::kShared) {
     a_regs = Fresh("a");
-    out->push_back(LocalAlloc(a_regs, a->dtype, 2 * a_slot));
+    plan.allocs.push_back(LocalAlloc(a_regs, a->dtype, 2 * a_slot));
   }
   const std::string b_regs = Fresh("b");
-  out->push_back(LocalAlloc(b_regs, b->dtype, 2 * b_slot));
-  const Buf& abuf = a->scope == ir::Scope::kShared ? bufs_.at(a_regs) : *a;
-  const Buf& bbuf = bufs_.at(b_regs);
+  plan.allocs.push_back(LocalAlloc(b_regs, b->dtype, 2 * b_slot));
+  // Pointers into bufs_ (a std::map: stable while the plan is in use).
+  const Buf* abuf = a->scope == ir::Scope::kShared ? &bufs_.at(a_regs) : a;
+  const Buf* bbuf = &bufs_.at(b_regs);
+  const bool ta = s.transpose_a, tb = s.transpose_b;
+  const MmaKind k_mma = *mma;
 
-  auto a_elem = [&](const Expr& row, const Expr& col) {
-    return s.transpose_a ? SharedPhys(*a, {col, row}) : SharedPhys(*a, {row, col});
+  // The pieces below run when the caller emits them (SharedPhys then reads
+  // the stage the caller has set), so they capture values, not references.
+  auto a_elem = [this, a, ta](const Expr& row, const Expr& col) {
+    return ta ? SharedPhys(*a, {col, row}) : SharedPhys(*a, {row, col});
   };
-  auto b_elem = [&](const Expr& kx, const Expr& nx) {
-    return s.transpose_b ? SharedPhys(*b, {nx, kx}) : SharedPhys(*b, {kx, nx});
+  auto b_elem = [this, b, tb](const Expr& kx, const Expr& nx) {
+    return tb ? SharedPhys(*b, {nx, kx}) : SharedPhys(*b, {kx, nx});
   };
 
   // Loads k-step `step`'s fragments into register slot `slot`.
-  auto load = [&](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+  plan.load = [=, this](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+    const MmaKind* mma = &k_mma;
     const Expr k0 = I(step * mma->kstep);
     if (a->scope == ir::Scope::kShared) {
       for (int64_t mi = 0; mi < mi_count; ++mi) {
         const Expr m0 = Add(row0, I(mi * 16));
         const int64_t at = slot * a_slot + mi * mma->a_elems;
-        if (ldsm_ok(a, !s.transpose_a)) {
+        if (ldsm_ok(a, !ta)) {
           Expr addr;
-          if (!s.transpose_a) {
+          if (!ta) {
             addr = a_elem(Add(m0, Mod(lane, 16)), Add(k0, Mul(Div(lane, 16), I(chunk))));
-            to->push_back(Call("ldmatrix_x4", {Address(abuf, I(at)), Address(*a, addr)}));
+            to->push_back(Call("ldmatrix_x4", {Address(*abuf, I(at)), Address(*a, addr)}));
           } else {
             addr = a_elem(Add(m0, Mul(Mod(Div(lane, 8), 2), I(8))),
                           Add(Add(k0, Mul(Div(lane, 16), I(8))), Mod(lane, 8)));
-            to->push_back(Call("ldmatrix_x4_trans", {Address(abuf, I(at)), Address(*a, addr)}));
+            to->push_back(Call("ldmatrix_x4_trans", {Address(*abuf, I(at)), Address(*a, addr)}));
           }
         } else {
           for (int64_t e = 0; e < mma->a_elems; ++e) {
             auto [r, cc] = AElem(*mma, e, g, t);
-            to->push_back(Store(abuf.name, {I(at + e)},
+            to->push_back(Store(abuf->name, {I(at + e)},
                                 ir::Load(a->name, a->dtype, {a_elem(Add(m0, r), Add(k0, cc))})));
           }
         }
@@ -198,13 +204,13 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     for (int64_t ni = 0; ni < ni_count; ++ni) {
       const Expr n0 = Add(col0, I(ni * 8));
       const int64_t at = slot * b_slot + ni * mma->b_elems;
-      if (ldsm_ok(b, s.transpose_b)) {
+      if (ldsm_ok(b, tb)) {
         const bool pair = ni + 1 < ni_count;
         const Expr k_row = Add(Add(k0, Mul(Mod(Div(lane, 8), 2), I(8))), Mod(lane, 8));
         const Expr k_chunk = Add(k0, Mul(Mod(Div(lane, 8), 2), I(chunk)));
         Expr addr;
         std::string op;
-        if (!s.transpose_b) {
+        if (!tb) {
           addr = b_elem(k_row, pair ? Add(n0, Mul(Div(lane, 16), I(8))) : n0);
           op = pair ? "ldmatrix_x4_trans" : "ldmatrix_x2_trans";
         } else {
@@ -213,12 +219,12 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
           addr = b_elem(k_chunk, nrow);
           op = pair ? "ldmatrix_x4" : "ldmatrix_x2";
         }
-        to->push_back(Call(op, {Address(bbuf, I(at)), Address(*b, addr)}));
+        to->push_back(Call(op, {Address(*bbuf, I(at)), Address(*b, addr)}));
         if (pair) ++ni;
       } else {
         for (int64_t e = 0; e < mma->b_elems; ++e) {
           auto [kx, nx] = BElem(*mma, e, g, t);
-          to->push_back(Store(bbuf.name, {I(at + e)},
+          to->push_back(Store(bbuf->name, {I(at + e)},
                               ir::Load(b->name, b->dtype, {b_elem(Add(k0, kx), Add(n0, nx))})));
         }
       }
@@ -226,24 +232,33 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   };
   // MMAs of k-step `step` from register slot `slot`.
   const int64_t a_frag_atoms = k / 8; // register A operand: atoms per row of its layout
-  auto compute = [&](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+  plan.compute = [=, this](int64_t step, int64_t slot, std::vector<Stmt>* to) {
+    const MmaKind* mma = &k_mma;
     for (int64_t mi = 0; mi < mi_count; ++mi) {
       Expr a_addr = a->scope == ir::Scope::kShared
-                        ? Address(abuf, I(slot * a_slot + mi * mma->a_elems))
+                        ? Address(*abuf, I(slot * a_slot + mi * mma->a_elems))
                         : Address(*a, I((mi * a_frag_atoms + 2 * step) * 4));
       for (int64_t ni = 0; ni < ni_count; ++ni) {
         const Expr acc = I((mi * ni_count + ni) * 4);
         to->push_back(Call(mma->name, {Address(*c, acc), a_addr,
-                                       Address(bbuf, I(slot * b_slot + ni * mma->b_elems)),
+                                       Address(*bbuf, I(slot * b_slot + ni * mma->b_elems)),
                                        Address(*c, acc)}));
       }
     }
   };
-  const int64_t steps = k / mma->kstep;
-  load(0, 0, out);
-  for (int64_t step = 0; step < steps; ++step) {
-    if (step + 1 < steps) load(step + 1, (step + 1) % 2, out);
-    compute(step, step % 2, out);
+  plan.steps = k / mma->kstep;
+  return std::optional<MmaGemm>(std::move(plan));
+}
+
+absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+  ASSIGN_OR_RETURN(std::optional<MmaGemm> g, PlanMmaGemm(s));
+  if (!g) return LowerGemmScalar(s, out);
+  Touch(g->reads, {}, out);
+  for (Stmt& alloc : g->allocs) out->push_back(std::move(alloc));
+  g->load(0, 0, out);
+  for (int64_t step = 0; step < g->steps; ++step) {
+    if (step + 1 < g->steps) g->load(step + 1, (step + 1) % 2, out);
+    g->compute(step, step % 2, out);
   }
   return absl::OkStatus();
 }

@@ -6,9 +6,9 @@
 // 2. Each thread combines its own registers (padding positions count as
 //    the identity).
 // 3. Threads that hold parts of one output differ in the reduced thread
-//    digits. Digits inside a warp (power-of-two places and sizes within the
-//    32 lanes) are combined with a shfl_xor butterfly; any others (across
-//    warps) through a shared scratch array between two barriers, every
+//    digits. The lane bits of those digits are combined with a shfl_xor
+//    butterfly; the warp bits (a digit may have both) through a shared
+//    scratch array between two barriers, one partial per warp, every
 //    thread of a group combining the same partials in the same order, so
 //    replicas agree bit for bit.
 // 4. dst = partial (clear) or dst (+) partial.
@@ -113,16 +113,28 @@ absl::Status Lowering::LowerReduce(const Stmt& s, std::vector<Stmt>* out) {
   out->push_back(For(r, I(ls.NumRegs()), ir::ForKind::kUnroll,
                      {Store(red, {dst_reg}, Combine(kind, ir::Load(red, acc, {dst_reg}), v))}));
 
-  // 3. Across threads.
+  // 3. Across threads. A reduced thread digit is a run of `size` thread ids
+  //    at stride `place`; the part of it inside a warp (power-of-two place
+  //    and size, within the 32 lanes) becomes butterfly masks and the part
+  //    across warps (place >= 32) a piece combined through shared memory.
+  //    A digit straddling the warp boundary (place < 32 < place * size)
+  //    splits into both, so a row spread over all the block's threads
+  //    reads one partial per warp, not one per thread.
+  struct Piece {
+    int64_t place, size;
+  };
   std::vector<int64_t> masks;
-  std::vector<size_t> smem_digits;
+  std::vector<Piece> cross;
   for (size_t k = 0; k < ls.thread.size(); ++k) {
     if (ls.thread[k].dim != s.dim) continue;
     const int64_t p = ls.ThreadPlace(k), z = ls.thread[k].size;
     if (IsPow2(p) && IsPow2(z) && p * z <= 32) {
       for (int64_t m = p; m < p * z; m *= 2) masks.push_back(m);
+    } else if (IsPow2(p) && IsPow2(z) && p < 32) {
+      for (int64_t m = p; m < 32; m *= 2) masks.push_back(m);
+      cross.push_back({32, p * z / 32});
     } else {
-      smem_digits.push_back(k);
+      cross.push_back({p, z});
     }
   }
   if (!masks.empty()) {
@@ -138,7 +150,7 @@ absl::Status Lowering::LowerReduce(const Stmt& s, std::vector<Stmt>* out) {
     }
     out->push_back(For(rd, I(rd_count), ir::ForKind::kUnroll, std::move(body)));
   }
-  if (!smem_digits.empty()) {
+  if (!cross.empty()) {
     const std::string scratch = Fresh("scratch");
     Stmt alloc;
     alloc.kind = ir::StmtKind::kAlloc;
@@ -161,20 +173,22 @@ absl::Status Lowering::LowerReduce(const Stmt& s, std::vector<Stmt>* out) {
         rd, I(rd_count), ir::ForKind::kUnroll,
         {Store(scratch, {Add(Mul(tid_, I(rd_count)), Var(rd))}, ir::Load(red, acc, {Var(rd)}))}));
     Barrier(out);
-    // Thread id with the reduced cross-warp digits cleared.
+    // Thread id with the reduced cross-warp pieces cleared.
     Expr base = tid_;
     int64_t combos = 1;
-    for (size_t k : smem_digits) {
-      base = ir::Binary(BinOp::kSub, base, Mul(ThreadDigit(ls, k, tid_), I(ls.ThreadPlace(k))));
-      combos *= ls.thread[k].size;
+    for (const Piece& q : cross) {
+      Expr digit = ir::Binary(BinOp::kFloorDiv, tid_, I(q.place));
+      if (q.place * q.size < threads_) digit = ir::Binary(BinOp::kFloorMod, digit, I(q.size));
+      base = ir::Binary(BinOp::kSub, base, Mul(digit, I(q.place)));
+      combos *= q.size;
     }
     base = ir::Simplify(base);
     std::vector<Stmt> body = {Store(red, {Var(rd)}, Identity(kind, acc))};
     for (int64_t c = 0; c < combos; ++c) {
       int64_t rest = c, offset = 0;
-      for (size_t k : smem_digits) {
-        offset += (rest % ls.thread[k].size) * ls.ThreadPlace(k);
-        rest /= ls.thread[k].size;
+      for (const Piece& q : cross) {
+        offset += (rest % q.size) * q.place;
+        rest /= q.size;
       }
       Expr slot = Add(Mul(Add(base, I(offset)), I(rd_count)), Var(rd));
       body.push_back(

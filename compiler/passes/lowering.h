@@ -15,6 +15,7 @@
 //    buffers keep their shape (the emitter flattens them).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -58,6 +59,18 @@ struct CopyPlan {
   std::vector<int64_t> src_ext, dst_ext;  // region extents
   std::vector<int> src_dims, dst_dims;    // buffer dims that take copy coordinates
   std::vector<int64_t> extents;           // copy shape
+};
+
+// An mma.sync gemm in pieces, so that a pipeline can interleave them with its
+// own statements (lower_gemm.cc, pipeline.cc). `load(step, slot, out)`
+// emits the loads of k-step `step`'s operand fragments into register slot
+// `slot` (0 or 1) from the stage of each shared operand that stage_ names
+// when it is called; `compute(step, slot, out)` the MMAs of that k-step.
+struct MmaGemm {
+  int64_t steps = 0;            // k-steps of the instruction over the gemm's K
+  std::set<std::string> reads;  // shared buffers the loads read
+  std::vector<ir::Stmt> allocs; // the fragment registers (two slots each)
+  std::function<void(int64_t, int64_t, std::vector<ir::Stmt>*)> load, compute;
 };
 
 class Lowering {
@@ -120,9 +133,18 @@ class Lowering {
 
   // --- lower_gemm.cc / lower_reduce.cc / pipeline.cc -----------------------
   absl::Status LowerGemm(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // The mma.sync plan of a gemm, or nullopt for the scalar path (dtypes
+  // without a tensor instruction).
+  absl::StatusOr<std::optional<MmaGemm>> PlanMmaGemm(const ir::Stmt& s);
   absl::Status LowerGemmScalar(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // Issues a pipeline's producers for iteration `iter` (pipeline.cc).
+  using IssueFn = std::function<absl::Status(const ir::Expr&, std::vector<ir::Stmt>*)>;
+  // The rotated GEMM main loop (pipeline.cc): false when `s` is not one.
+  absl::StatusOr<bool> LowerRotatedGemmLoop(const ir::Stmt& s, const std::vector<size_t>& producers,
+                                            const std::set<std::string>& dsts, const ir::Expr& n,
+                                            const IssueFn& issue, std::vector<ir::Stmt>* out);
 
   // --- helpers ---------------------------------------------------------------
   absl::Status Error(ir::Loc loc, const std::string& message) const;

@@ -13,8 +13,20 @@
 //    run the rest of the body on stage ko % S.
 // 4. After the loop, wait for all groups.
 // Loops with S < 2 or without producers run as serial loops.
+//
+// A body that is only producers and one mma.sync gemm (a GEMM main loop)
+// is rotated instead, as in CUTLASS's multistage main loop: the wait and
+// barrier move from the top of iteration ko to before its last k-step, and
+// the first k-step's fragments of iteration ko+1 load right after them, so
+// the tensor cores still hold the last k-steps' MMAs while warps meet at
+// the barrier and no iteration starts by waiting on shared-memory loads.
+// Iteration ko issues iteration ko+S-1's producers after its first k-step;
+// the stage they overwrite was last read before the previous iteration's
+// barrier.
 // `order` and `stage` annotations are accepted; the schedule above is the
 // one they describe for copy-then-compute bodies.
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -126,6 +138,71 @@ void CollectPipelineStages(const std::vector<Stmt>& body, std::map<std::string, 
   Collect(body, shared, global, stages);
 }
 
+absl::StatusOr<bool> Lowering::LowerRotatedGemmLoop(const Stmt& s,
+                                                    const std::vector<size_t>& producers,
+                                                    const std::set<std::string>& dsts,
+                                                    const Expr& n, const IssueFn& issue,
+                                                    std::vector<Stmt>* out) {
+  // Only a body of producers and one mma.sync gemm, with an even number of
+  // k-steps (each tile then starts in register slot 0).
+  const Stmt* gemm = nullptr;
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
+    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
+    gemm = &s.body[i];
+  }
+  if (!gemm) return false;
+  ASSIGN_OR_RETURN(std::optional<MmaGemm> g, PlanMmaGemm(*gemm));
+  if (!g || g->steps < 2 || g->steps % 2 != 0) return false;
+
+  const int stages = s.num_stages;
+  const std::string ko = s.loop_vars[0];
+  const std::optional<int64_t> n_const = MaxOf(n);
+  auto set_stage = [&](const Expr& iter) {
+    for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(iter, stages));
+  };
+  auto clear_stage = [&] {
+    for (const std::string& d : dsts) stage_.erase(d);
+  };
+  for (Stmt& alloc : g->allocs) out->push_back(std::move(alloc));
+  out->push_back(Call("cp_async_wait", {I(stages - 2)}));
+  Barrier(out);
+  set_stage(I(0));
+  g->load(0, 0, out);
+
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  std::vector<Stmt> next, producer;
+  if (n_const) var_max_[ko] = *n_const - stages;
+  const Expr ahead = ir::Simplify(Add(Var(ko), I(stages - 1)));
+  RETURN_IF_ERROR(issue(ahead, &next));
+  Guarded(Lt(ahead, n), std::move(next), &producer);
+  producer.push_back(Call("cp_async_commit", {}));
+  if (n_const) var_max_[ko] = *n_const - 1;
+  for (int64_t kk = 0; kk < g->steps; ++kk) {
+    set_stage(Var(ko));
+    if (kk + 1 < g->steps) g->load(kk + 1, (kk + 1) % 2, &loop.body);
+    g->compute(kk, kk % 2, &loop.body);
+    if (kk == 0) {
+      for (Stmt& p : producer) loop.body.push_back(std::move(p));
+    }
+    if (kk == g->steps - 2) {
+      loop.body.push_back(Call("cp_async_wait", {I(stages - 2)}));
+      Barrier(&loop.body);
+      set_stage(Add(Var(ko), I(1)));
+      g->load(0, 0, &loop.body);
+    }
+  }
+  clear_stage();
+  out->push_back(std::move(loop));
+  out->push_back(Call("cp_async_wait", {I(0)}));
+  // After the loop the operands were read (the last k-step) and the stages
+  // written (by copies that the final wait completed) since the last barrier.
+  read_.insert(g->reads.begin(), g->reads.end());
+  dirty_.insert(dsts.begin(), dsts.end());
+  return true;
+}
+
 absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   std::set<std::string> shared, global;
   for (const auto& [name, b] : bufs_) {
@@ -148,7 +225,7 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
 
   // Ranges under the guards `iteration < n` around each issue.
   const std::optional<int64_t> n_const = MaxOf(n);
-  auto issue = [&](const Expr& iter, std::vector<Stmt>* to) -> absl::Status {
+  const IssueFn issue = [&](const Expr& iter, std::vector<Stmt>* to) -> absl::Status {
     std::map<std::string, Expr> saved_env = env_;
     env_[ko] = iter;
     for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(iter, stages));
@@ -173,8 +250,15 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   pro.push_back(Call("cp_async_commit", {}));
   out->push_back(For(sv, I(stages - 1), ir::ForKind::kUnroll, std::move(pro)));
 
-  // Steady state.
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  ASSIGN_OR_RETURN(bool rotated, LowerRotatedGemmLoop(s, producers, dsts, n, issue, out));
+  if (rotated) {
+    dirty_.insert(entry_dirty.begin(), entry_dirty.end());
+    read_.insert(entry_read.begin(), entry_read.end());
+    return absl::OkStatus();
+  }
+
+  // Steady state.
   Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
   loop.loc = s.loc;
   loop.body.push_back(Call("cp_async_wait", {I(stages - 2)}));

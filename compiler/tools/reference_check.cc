@@ -163,6 +163,10 @@ def compare(name, dtype, kernel, ref):
         with np.errstate(invalid="ignore", over="ignore"):
             finite = np.isfinite(k) & np.isfinite(r)
             diff = np.where(finite, np.abs(k - r), 0.0)
+            # The absolute slack shrinks with the output's scale, so that outputs
+            # far below 1 (softmax probabilities) are held to their rtol too.
+            peak = float(np.abs(r[finite]).max()) if finite.any() else 0.0
+            atol = atol * min(1.0, peak)
             bad = finite & (diff > atol + rtol * np.abs(r))
             special_ok = (np.isnan(k) & np.isnan(r)) | (k == r)
             bad |= ~finite & ~special_ok
