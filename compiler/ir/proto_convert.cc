@@ -982,4 +982,6 @@ absl::StatusOr<Program> FromProto(const kiln::v1::Program& proto) {
   return program;
 }
 
+pb::DType DTypeToProto(DType dtype) { return Encode(kDTypes, dtype); }
+
 } // namespace kiln::ir

@@ -24,4 +24,7 @@ absl::StatusOr<kiln::v1::Program> ToProto(const Program& program);
 void ToProto(const Program& program, kiln::v1::Program* out);
 absl::StatusOr<Program> FromProto(const kiln::v1::Program& proto);
 
+// The wire enum of a dtype (launch metadata uses it too).
+kiln::v1::DType DTypeToProto(DType dtype);
+
 } // namespace kiln::ir

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/toolchain/host_cc.h"
 #include "compiler/toolchain/nvcc.h"
 #include "compiler/toolchain/nvrtc.h"
 
@@ -17,6 +18,8 @@ const char* KindName(ToolchainKind kind) {
     return "nvrtc";
   case ToolchainKind::kNvcc:
     return "nvcc";
+  case ToolchainKind::kHostCc:
+    return "cc";
   }
   return "unknown";
 }
@@ -29,6 +32,10 @@ std::string ProbeVersion(ToolchainKind kind) {
   }
   case ToolchainKind::kNvcc: {
     absl::StatusOr<std::string> version = NvccVersion();
+    return version.ok() ? *version : kUnavailable;
+  }
+  case ToolchainKind::kHostCc: {
+    absl::StatusOr<std::string> version = HostCompilerVersion();
     return version.ok() ? *version : kUnavailable;
   }
   }
@@ -46,8 +53,8 @@ std::string ToolchainFingerprint(ToolchainKind kind) {
     std::once_flag once;
     std::string fingerprint;
   };
-  static Cached cache[2];
-  Cached& entry = cache[kind == ToolchainKind::kNvrtc ? 0 : 1];
+  static Cached cache[3];
+  Cached& entry = cache[static_cast<int>(kind)];
   std::call_once(entry.once,
                  [&] { entry.fingerprint = FormatFingerprint(kind, ProbeVersion(kind)); });
   return entry.fingerprint;

@@ -139,6 +139,23 @@ std::string HostCompiler(const HostCompileOptions& options) {
   return "c++";
 }
 
+absl::StatusOr<std::string> HostCompilerVersion(const HostCompileOptions& options) {
+  util::SubprocessOptions run_options;
+  run_options.timeout = options.timeout;
+  run_options.memory_limit_bytes = options.memory_limit_bytes;
+  const std::string cxx = HostCompiler(options);
+  absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess({cxx, "--version"}, run_options);
+  if (!run.ok()) return run.status();
+  if (!run->success()) {
+    return absl::InternalError(
+        absl::StrCat("`", cxx, " --version` failed: ", run->DescribeTermination()));
+  }
+  std::string line = run->stdout_data.substr(0, run->stdout_data.find('\n'));
+  if (line.empty())
+    return absl::InternalError(absl::StrCat("`", cxx, " --version` printed nothing"));
+  return line;
+}
+
 absl::StatusOr<HostCompileOutput> HostCompile(const HostCompileInput& in,
                                               const HostCompileOptions& options) {
   if (absl::Status s = Validate(in); !s.ok()) return s;

@@ -77,6 +77,11 @@ std::string HostCompiler(const HostCompileOptions& options = {});
 absl::StatusOr<HostCompileOutput> HostCompile(const HostCompileInput& in,
                                               const HostCompileOptions& options = {});
 
+// The first line of `<compiler> --version` ("g++ (Debian 12.2.0-14) 12.2.0"),
+// for the CPU target's toolchain fingerprint. NotFound when the compiler is
+// missing; Internal when it fails or prints nothing.
+absl::StatusOr<std::string> HostCompilerVersion(const HostCompileOptions& options = {});
+
 // A shared object loaded into this process; unloaded (dlclose) when
 // destroyed. Move-only.
 class LoadedCpuKernel {

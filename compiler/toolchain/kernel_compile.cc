@@ -21,6 +21,7 @@ absl::StatusOr<CompileOutput> CompileCudaKernel(const codegen::EmittedKernel& ke
   in.want_ptx = options.want_ptx;
   in.fast_math = options.fast_math;
   in.line_info = options.line_info;
+  in.opt_level = options.opt_level;
   for (const runtime::EmbeddedHeader& h : runtime::CudaRuntimeHeaders()) {
     in.headers.emplace(std::string(h.name), std::string(h.content));
   }

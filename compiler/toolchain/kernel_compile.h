@@ -17,6 +17,7 @@ struct KernelCompileOptions {
   bool want_ptx = false;
   bool fast_math = false;
   bool line_info = false;
+  int opt_level = 3; // ptxas, 0..3
 };
 
 // InvalidArgument for a CPU kernel; the toolchain's errors otherwise (with

@@ -9,8 +9,8 @@ namespace {
 using ::testing::MatchesRegex;
 
 TEST(Fingerprint, Format) {
-  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"), "kiln-codegen=1;nvrtc=13.0");
-  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvcc, "13.0.88"), "kiln-codegen=1;nvcc=13.0.88");
+  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"), "kiln-codegen=2;nvrtc=13.0");
+  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvcc, "13.0.88"), "kiln-codegen=2;nvcc=13.0.88");
   EXPECT_NE(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"),
             FormatFingerprint(ToolchainKind::kNvcc, "13.0"));
   static_assert(kKilnCodegenVersion >= 1);
@@ -29,6 +29,14 @@ TEST(Fingerprint, FromInstalledToolchains) {
   // Cached: the same string again.
   EXPECT_EQ(ToolchainFingerprint(ToolchainKind::kNvrtc), nvrtc);
   EXPECT_EQ(ToolchainFingerprint(ToolchainKind::kNvcc), nvcc);
+}
+
+TEST(Fingerprint, HostCompiler) {
+  // The CPU target's compiler is always installed where Kiln builds.
+  std::string cc = ToolchainFingerprint(ToolchainKind::kHostCc);
+  EXPECT_THAT(cc, MatchesRegex("kiln-codegen=[0-9]+;cc=.*[0-9]+\\.[0-9]+.*"));
+  EXPECT_EQ(cc.find("unavailable"), std::string::npos) << cc;
+  EXPECT_EQ(ToolchainFingerprint(ToolchainKind::kHostCc), cc);
 }
 
 } // namespace

@@ -1,0 +1,202 @@
+#include "compiler/driver/compile_driver.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/codegen/launch_json.h"
+#include "compiler/ir/canonicalize.h"
+#include "compiler/ir/hash.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/text_parser.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/target.h"
+#include "compiler/toolchain/fingerprint.h"
+#include "compiler/toolchain/host_cc.h"
+#include "compiler/toolchain/kernel_compile.h"
+
+namespace kiln::driver {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool IsCuda(const BuildOptions& o) { return o.target.rfind("cuda:", 0) == 0; }
+
+// The toolchain that will run, with the target's default filled in.
+std::string Toolchain(const BuildOptions& o) {
+  if (!o.toolchain.empty()) return o.toolchain;
+  return IsCuda(o) ? "nvrtc" : "cc";
+}
+
+int OptLevel(const BuildOptions& o) {
+  if (o.opt_level >= 0) return o.opt_level;
+  return IsCuda(o) ? 3 : 1;
+}
+
+std::string WithResources(std::string json, const toolchain::ResourceUsage& u) {
+  json.resize(json.rfind('}'));
+  absl::StrAppend(&json, ", \"resources\": {\"registers\": ", u.registers,
+                  ", \"spill_store_bytes\": ", u.spill_store_bytes,
+                  ", \"spill_load_bytes\": ", u.spill_load_bytes,
+                  ", \"stack_frame_bytes\": ", u.stack_frame_bytes,
+                  ", \"static_shared_bytes\": ", u.shared_bytes, "}}\n");
+  return json;
+}
+
+} // namespace
+
+absl::Status ValidateBuildOptions(const BuildOptions& o) {
+  absl::StatusOr<passes::Target> target = passes::ParseTarget(o.target);
+  if (!target.ok()) return target.status();
+  if (target->kind == passes::Target::Kind::kHip) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", o.target, "': HIP code generation is not available yet"));
+  }
+  const std::string tc = Toolchain(o);
+  if (IsCuda(o) ? (tc != "nvrtc" && tc != "nvcc") : tc != "cc") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toolchain '", o.toolchain, "' cannot compile for target '", o.target,
+                     "' (use ", IsCuda(o) ? "nvrtc or nvcc" : "cc", ")"));
+  }
+  if (o.opt_level < -1 || o.opt_level > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("opt_level must be 0..3 (or unset), not ", o.opt_level));
+  }
+  if (!IsCuda(o) && (o.emit_ptx || o.line_info || o.fast_math)) {
+    return absl::InvalidArgumentError(
+        "emit_ptx, line_info and fast_math apply to CUDA targets only");
+  }
+  if (!o.pass_options.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown pass option '", o.pass_options[0],
+                                                   "' (Kiln defines no pass options yet)"));
+  }
+  return absl::OkStatus();
+}
+
+std::string CanonicalOptions(const BuildOptions& o) {
+  // Only what changes the generated code; emit_source / emit_ptx change
+  // which files an artifact holds, so they are part of the key too.
+  return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
+                      ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
+                      ";source=", o.emit_source ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0);
+}
+
+std::string FingerprintFor(const BuildOptions& o) {
+  const std::string tc = Toolchain(o);
+  if (tc == "nvcc") return toolchain::ToolchainFingerprint(toolchain::ToolchainKind::kNvcc);
+  if (tc == "nvrtc") return toolchain::ToolchainFingerprint(toolchain::ToolchainKind::kNvrtc);
+  return toolchain::ToolchainFingerprint(toolchain::ToolchainKind::kHostCc);
+}
+
+absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& options) {
+  if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
+  const Clock::time_point start = Clock::now();
+  Prepared out;
+  switch (in.kind) {
+  case ProgramInput::Kind::kTileLang: {
+    frontend::FrontendOptions fo;
+    fo.file_name = in.file_name;
+    fo.entry = in.entry;
+    fo.bindings = in.bindings;
+    absl::StatusOr<ir::Program> p = frontend::CompileSource(in.text, fo);
+    if (!p.ok()) return p.status();
+    out.program = *std::move(p);
+    break;
+  }
+  case ProgramInput::Kind::kIrText:
+  case ProgramInput::Kind::kProgram: {
+    if (!in.bindings.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(in.file_name, ": bindings apply to TileLang source, not to IR"));
+    }
+    if (in.kind == ProgramInput::Kind::kIrText) {
+      absl::StatusOr<ir::Program> p = ir::ParseProgramText(in.text, in.file_name);
+      if (!p.ok()) return p.status();
+      out.program = *std::move(p);
+    } else {
+      out.program = in.program;
+    }
+    if (out.program.attrs.count("kiln.level")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(in.file_name, ": thread-level IR is not accepted; send tile IR"));
+    }
+    break;
+  }
+  }
+  if (absl::Status s = ir::Verify(out.program); !s.ok()) return s;
+  out.fingerprint = FingerprintFor(options);
+  ir::KeyContext ctx;
+  ctx.target = options.target;
+  ctx.options = CanonicalOptions(options);
+  ctx.toolchain_fingerprint = out.fingerprint;
+  out.key = ir::ProgramKey(out.program, ctx);
+  out.frontend_seconds = SecondsSince(start);
+  return out;
+}
+
+absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {
+  if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
+  if (absl::StrContains(prepared.fingerprint, "unavailable")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the ", Toolchain(options), " toolchain for target '", options.target,
+                     "' is not installed on this host (fingerprint ", prepared.fingerprint, ")"));
+  }
+  Built out;
+  Clock::time_point start = Clock::now();
+  absl::StatusOr<codegen::EmittedKernel> kernel =
+      codegen::LowerAndEmit(prepared.program, options.target);
+  if (!kernel.ok()) return kernel.status();
+  out.kernel = *std::move(kernel);
+  out.timings["lower_emit"] = SecondsSince(start);
+
+  start = Clock::now();
+  out.launch_json = codegen::LaunchJson(out.kernel);
+  if (IsCuda(options)) {
+    toolchain::KernelCompileOptions ko;
+    ko.use_nvcc = Toolchain(options) == "nvcc";
+    ko.want_cubin = true;
+    ko.want_ptx = options.emit_ptx;
+    ko.fast_math = options.fast_math;
+    ko.line_info = options.line_info;
+    ko.opt_level = OptLevel(options);
+    absl::StatusOr<toolchain::CompileOutput> compiled =
+        toolchain::CompileCudaKernel(out.kernel, ko);
+    if (!compiled.ok()) return compiled.status();
+    out.files.push_back({kCubin, std::move(compiled->cubin)});
+    if (options.emit_ptx) out.files.push_back({kPtx, std::move(compiled->ptx)});
+    if (const toolchain::ResourceUsage* u =
+            toolchain::FindKernel(compiled->kernels, out.kernel.launch.symbol)) {
+      out.resources = *u;
+      out.launch_json = WithResources(out.launch_json, *u);
+    }
+    out.log = std::move(compiled->log);
+  } else {
+    toolchain::HostCompileInput hi;
+    hi.source = out.kernel.source;
+    hi.opt_level = OptLevel(options);
+    absl::StatusOr<toolchain::HostCompileOutput> compiled = toolchain::HostCompile(hi);
+    if (!compiled.ok()) return compiled.status();
+    out.files.push_back({kSharedObject, std::move(compiled->shared_object)});
+    out.log = std::move(compiled->log);
+  }
+  out.timings["toolchain"] = SecondsSince(start);
+  if (options.emit_source) {
+    out.files.push_back({IsCuda(options) ? kCudaSource : kCppSource, out.kernel.source});
+  }
+  out.files.push_back({kIrText, ir::PrintProgram(ir::Canonicalize(prepared.program))});
+  return out;
+}
+
+absl::StatusOr<Built> CompileProgram(const ProgramInput& in, const BuildOptions& options) {
+  absl::StatusOr<Prepared> prepared = Prepare(in, options);
+  if (!prepared.ok()) return prepared.status();
+  return Build(*prepared, options);
+}
+
+} // namespace kiln::driver

@@ -1,0 +1,112 @@
+// The compiler behind two calls, for kilnd's compile jobs and the tuner:
+//
+//   Prepare: a program (TileLang source, textual IR or wire IR, with its
+//            bindings) and build options -> the specialized, verified,
+//            canonical tile IR and its cache key. Cheap (well under a
+//            millisecond for the examples): the hit path runs only this.
+//   Build:   a prepared program -> the artifact files (cubin, PTX, source,
+//            the CPU target's shared object, canonical IR text) and the
+//            launch metadata. The expensive part (NVRTC, nvcc or the host
+//            compiler).
+//
+// The key covers everything that changes the generated code: the canonical
+// program (so cosmetic source edits still hit), the target, the canonical
+// options (CanonicalOptions) and the toolchain fingerprint (Kiln's codegen
+// version and the compiler's version).
+//
+// Thread-safe (no shared mutable state; NVRTC programs are per call; host
+// compiles run in their own directories and processes).
+//
+// Errors: InvalidArgument with "file:line:col: message" for bad programs
+// and for options that do not apply to the target; the toolchain's errors
+// from Build (DeadlineExceeded / ResourceExhausted for a subprocess past its
+// limits); FailedPrecondition when the target's toolchain is not installed.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir.h"
+#include "compiler/toolchain/resource_usage.h"
+
+namespace kiln::driver {
+
+struct ProgramInput {
+  enum class Kind : uint8_t { kTileLang, kIrText, kProgram };
+  Kind kind = Kind::kTileLang;
+  std::string text;    // kTileLang, kIrText
+  ir::Program program; // kProgram (from the wire: already converted)
+  std::string file_name = "<request>";
+  std::string entry; // TileLang: the kernel function; empty: the only one
+  std::vector<std::pair<std::string, frontend::BindingValue>> bindings;
+};
+
+struct BuildOptions {
+  std::string target = "cpu"; // "cpu", "cuda:sm_80" ... "cuda:sm_90a"
+  // "" (the target's default: nvrtc for CUDA, cc for the CPU), "nvrtc",
+  // "nvcc", "cc".
+  std::string toolchain;
+  // 0..3; -1: the toolchain's default (ptxas -O3 for CUDA, -O1 for the CPU).
+  int opt_level = -1;
+  bool fast_math = false;
+  bool emit_source = false; // keep the generated CUDA / C++ source
+  bool emit_ptx = false;    // CUDA only
+  bool line_info = false;   // CUDA only
+  // Kiln pass options "name=value"; none are defined yet, so any is an
+  // InvalidArgument (never silently ignored).
+  std::vector<std::string> pass_options;
+};
+
+// InvalidArgument naming the offending option for `options.target`.
+absl::Status ValidateBuildOptions(const BuildOptions& options);
+// The options as hashed into the key: defaults made explicit, so two
+// spellings of one configuration give one key.
+std::string CanonicalOptions(const BuildOptions& options);
+// The toolchain fingerprint the options' target and toolchain compile with.
+std::string FingerprintFor(const BuildOptions& options);
+
+struct Prepared {
+  ir::Program program; // specialized and verified tile IR (not canonicalized)
+  std::string key;     // 64 hex digits
+  std::string fingerprint;
+  double frontend_seconds = 0; // parse + evaluate + lower + verify + hash
+};
+
+absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& options);
+
+// Artifact file kinds (the cache's ArtifactFile::kind).
+inline constexpr char kCubin[] = "cubin";
+inline constexpr char kPtx[] = "ptx";
+inline constexpr char kCudaSource[] = "cuda_source";
+inline constexpr char kCppSource[] = "cpp_source";
+inline constexpr char kSharedObject[] = "so";
+inline constexpr char kIrText[] = "ir_text";
+
+struct BuiltFile {
+  std::string kind;
+  std::string bytes;
+};
+
+struct Built {
+  codegen::EmittedKernel kernel;                     // the emitted source and launch spec
+  std::vector<BuiltFile> files;                      // the binary first, then the extras asked for
+  std::optional<toolchain::ResourceUsage> resources; // CUDA: ptxas's report
+  // codegen::LaunchJson, with "resources" added when known.
+  std::string launch_json;
+  // "lower_emit" and "toolchain", in seconds.
+  std::map<std::string, double> timings;
+  std::string log; // the toolchain's warnings
+};
+
+absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options);
+
+// Prepare then Build.
+absl::StatusOr<Built> CompileProgram(const ProgramInput& in, const BuildOptions& options);
+
+} // namespace kiln::driver

@@ -1,0 +1,142 @@
+#include <string>
+
+#include "absl/strings/match.h"
+#include "compiler/driver/compile_driver.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/toolchain/cuda_test_util.h"
+#include "tests/support/example_loader.h"
+
+namespace kiln::driver {
+namespace {
+
+using ::testing::HasSubstr;
+
+ProgramInput GemmInput(bool test_size = true) {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  ProgramInput in;
+  in.text = ex.source;
+  in.file_name = ex.rel_path;
+  in.bindings = test_size ? ex.test_bind : ex.bind;
+  return in;
+}
+
+std::string KeyOf(const ProgramInput& in, const BuildOptions& o) {
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? p->key : "";
+}
+
+TEST(CompileDriver, KeyIsStableAndCoversTargetAndOptions) {
+  BuildOptions cpu;
+  const std::string k1 = KeyOf(GemmInput(), cpu);
+  EXPECT_EQ(k1.size(), 64u);
+  EXPECT_EQ(KeyOf(GemmInput(), cpu), k1);
+
+  // A comment and a renamed local change nothing the key covers.
+  ProgramInput edited = GemmInput();
+  edited.text = "# a comment the key must ignore\n" + edited.text;
+  EXPECT_EQ(KeyOf(edited, cpu), k1);
+
+  BuildOptions cuda;
+  cuda.target = "cuda:sm_90";
+  BuildOptions cuda80 = cuda;
+  cuda80.target = "cuda:sm_80";
+  BuildOptions with_source = cpu;
+  with_source.emit_source = true;
+  BuildOptions o2 = cpu;
+  o2.opt_level = 2;
+  BuildOptions o1 = cpu;
+  o1.opt_level = 1; // the CPU default spelled out: same configuration, same key
+  const std::string kc = KeyOf(GemmInput(), cuda);
+  EXPECT_NE(kc, k1);
+  EXPECT_NE(KeyOf(GemmInput(), cuda80), kc);
+  EXPECT_NE(KeyOf(GemmInput(), with_source), k1);
+  EXPECT_NE(KeyOf(GemmInput(), o2), k1);
+  EXPECT_EQ(KeyOf(GemmInput(), o1), k1);
+
+  // Another binding is another program.
+  ProgramInput bigger = GemmInput();
+  bigger.bindings.emplace_back("M", frontend::ParseBindingText("101"));
+  EXPECT_NE(KeyOf(bigger, cpu), k1);
+}
+
+TEST(CompileDriver, BadInputIsALocatedOrNamedError) {
+  struct Case {
+    const char* name;
+    ProgramInput in;
+    BuildOptions options;
+    const char* expect;
+  };
+  ProgramInput broken = GemmInput();
+  broken.text += "\ndef oops(:\n";
+  ProgramInput ir_with_bindings;
+  ir_with_bindings.kind = ProgramInput::Kind::kIrText;
+  ir_with_bindings.text = "program @p {\n  kernel grid(1) threads(32) as (bx) {\n  }\n}\n";
+  ir_with_bindings.file_name = "p.kir";
+  ir_with_bindings.bindings.emplace_back("M", frontend::ParseBindingText("4"));
+  BuildOptions bad_target;
+  bad_target.target = "cuda:sm_70";
+  BuildOptions bad_toolchain;
+  bad_toolchain.toolchain = "nvcc"; // for the CPU target
+  BuildOptions pass_option;
+  pass_option.pass_options = {"unroll=4"};
+  BuildOptions ptx_on_cpu;
+  ptx_on_cpu.emit_ptx = true;
+  BuildOptions hip;
+  hip.target = "hip:gfx942";
+  const Case cases[] = {
+      {"syntax error", broken, {}, "examples/gemm/gemm.py:"},
+      {"bindings on IR", ir_with_bindings, {}, "bindings apply to TileLang source"},
+      {"unsupported arch", GemmInput(), bad_target, "sm_70"},
+      {"wrong toolchain", GemmInput(), bad_toolchain, "toolchain 'nvcc' cannot compile"},
+      {"pass option", GemmInput(), pass_option, "unknown pass option 'unroll=4'"},
+      {"ptx on cpu", GemmInput(), ptx_on_cpu, "CUDA targets only"},
+      {"hip", GemmInput(), hip, "HIP code generation is not available"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<Prepared> p = Prepare(c.in, c.options);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(c.expect));
+  }
+}
+
+TEST(CompileDriver, BuildsTheCpuTarget) {
+  BuildOptions o;
+  o.emit_source = true;
+  absl::StatusOr<Built> b = CompileProgram(GemmInput(), o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->files.size(), 3u);
+  EXPECT_EQ(b->files[0].kind, kSharedObject);
+  EXPECT_EQ(b->files[0].bytes.substr(0, 4), "\x7f"
+                                            "ELF");
+  EXPECT_EQ(b->files[1].kind, kCppSource);
+  EXPECT_THAT(b->files[1].bytes, HasSubstr("kiln/cpu/runtime.h"));
+  EXPECT_EQ(b->files[2].kind, kIrText);
+  EXPECT_THAT(b->files[2].bytes, HasSubstr("program @"));
+  EXPECT_THAT(b->launch_json, HasSubstr("\"symbol\": \"kiln_kernel\""));
+  EXPECT_GT(b->timings.at("toolchain"), 0);
+}
+
+TEST(CompileDriver, BuildsCudaWithResources) {
+  if (!toolchain::testing::CudaToolkitPresent()) GTEST_SKIP() << toolchain::testing::kNoToolkit;
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  o.emit_ptx = true;
+  absl::StatusOr<Built> b = CompileProgram(GemmInput(), o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_GE(b->files.size(), 2u);
+  EXPECT_EQ(b->files[0].kind, kCubin);
+  EXPECT_EQ(b->files[0].bytes.substr(0, 4), "\x7f"
+                                            "ELF");
+  EXPECT_EQ(b->files[1].kind, kPtx);
+  EXPECT_THAT(b->files[1].bytes, HasSubstr(".target sm_90"));
+  ASSERT_TRUE(b->resources.has_value());
+  EXPECT_GT(b->resources->registers, 0);
+  EXPECT_THAT(b->launch_json, HasSubstr("\"resources\": {\"registers\": "));
+}
+
+} // namespace
+} // namespace kiln::driver
