@@ -130,6 +130,7 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, Cache
   }
   std::unique_ptr<Cache> cache(new Cache(dir, std::move(options), std::move(index)));
   for (const std::string& w : warnings) cache->Warn(w);
+  cache->RestoreReserve();
   if (cache->options_.background) {
     cache->maintenance_ = std::thread([c = cache.get()] { c->MaintenanceLoop(); });
   }
@@ -206,7 +207,7 @@ absl::Status Cache::HandleBadBlob(const std::string& key, const std::string& dig
   std::vector<std::string> displaced;
   int64_t evicted = 0;
   bool repaired_records = false;
-  RETURN_IF_ERROR(index_->Write([&](IndexTxn& txn) -> absl::Status {
+  RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
     displaced.clear();
     evicted = 0;
     repaired_records = false;
@@ -360,7 +361,7 @@ absl::Status Cache::RemoveArtifact(std::string_view key_view) {
   RETURN_IF_ERROR(ValidateKey(key_view, "artifact key"));
   const std::string key(key_view);
   std::vector<std::string> displaced;
-  RETURN_IF_ERROR(index_->Write([&](IndexTxn& txn) -> absl::Status {
+  RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
     ASSIGN_OR_RETURN(displaced, txn.DeleteArtifact(key));
     return absl::OkStatus();
   }));
@@ -382,7 +383,7 @@ absl::StatusOr<std::vector<ArtifactSummary>> Cache::ListArtifacts(int64_t limit)
 
 absl::StatusOr<int64_t> Cache::SweepBlobs(const std::vector<std::string>* candidates) {
   int64_t removed = 0;
-  RETURN_IF_ERROR(index_->Write([&](IndexTxn& txn) -> absl::Status {
+  RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
     removed = 0;
     ASSIGN_OR_RETURN(std::vector<std::string> gone, txn.Unreferenced(candidates));
     for (const std::string& d : gone) {
@@ -394,6 +395,25 @@ absl::StatusOr<int64_t> Cache::SweepBlobs(const std::vector<std::string>* candid
     return absl::OkStatus();
   }));
   return removed;
+}
+
+absl::Status Cache::RemovalWrite(const std::function<absl::Status(IndexTxn&)>& fn) {
+  absl::Status s = index_->Write(fn);
+  if (s.code() != absl::StatusCode::kResourceExhausted || options_.reserve_bytes == 0) return s;
+  if (unlink((dir_ + "/reserve").c_str()) != 0) return s;
+  return index_->Write(fn);
+}
+
+void Cache::RestoreReserve() {
+  if (options_.reserve_bytes == 0) return;
+  const std::string path = dir_ + "/reserve";
+  if (Exists(path)) return;
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool ok = posix_fallocate(fd, 0, static_cast<off_t>(options_.reserve_bytes)) == 0;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
 }
 
 // --- best configs ------------------------------------------------------------

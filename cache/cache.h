@@ -86,6 +86,11 @@ struct CacheOptions {
                                             "cpp_source"};
   int zstd_level = 3;
   SqliteOptions sqlite;
+  // A file of this size (<dir>/reserve) is kept so that, when the disk is
+  // full, removals still find room for the index's writes: a removal that
+  // fails with kExhausted deletes the reserve and retries, and the reserve
+  // is recreated when space allows. 0: none.
+  uint64_t reserve_bytes = 2ULL << 20;
   // Create the directory and index when missing.
   bool create = true;
   // Where warnings go (besides warnings()); default: stderr.
@@ -229,6 +234,10 @@ class Cache {
   // Removes files this put created that no row names (after a failed put).
   void DiscardCreated(const std::vector<std::string>& created);
   absl::StatusOr<VerifyReport> VerifyBlobs(const std::vector<BlobInfo>& blobs);
+  // Index::Write for removals: on kExhausted, frees the reserve and retries.
+  absl::Status RemovalWrite(const std::function<absl::Status(IndexTxn&)>& fn);
+  // Recreates the reserve file if it is missing (best effort).
+  void RestoreReserve();
   void MaybeStartEviction(uint64_t total_bytes);
   void MaintenanceLoop();
   void Warn(const std::string& message);

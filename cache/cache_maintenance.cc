@@ -24,6 +24,10 @@ namespace {
 constexpr int64_t kEvictBatch = 64;
 constexpr size_t kFilesPerTxn = 256;
 
+bool IsMissOrDamage(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kNotFound || s.code() == absl::StatusCode::kDataLoss;
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -52,7 +56,7 @@ absl::StatusOr<int64_t> Cache::EvictTo(uint64_t target_bytes) {
     std::vector<std::string> displaced;
     bool done = false;
     int64_t batch = 0;
-    RETURN_IF_ERROR(index_->Write([&](IndexTxn& txn) -> absl::Status {
+    RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
       displaced.clear();
       done = false;
       batch = 0;
@@ -81,6 +85,7 @@ absl::StatusOr<int64_t> Cache::EvictTo(uint64_t target_bytes) {
     if (!displaced.empty()) RETURN_IF_ERROR(SweepBlobs(&displaced).status());
     if (done) break;
   }
+  RestoreReserve();
   return evicted;
 }
 
@@ -187,6 +192,7 @@ absl::StatusOr<GcReport> Cache::Gc(const GcOptions& gc) {
   }
   ASSIGN_OR_RETURN(int temps, blobs_.RemoveStaleTemps(grace));
   report.removed_temps = temps;
+  RestoreReserve();
   RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
     ASSIGN_OR_RETURN(report.bytes_after, txn.TotalBytes());
     return absl::OkStatus();
@@ -205,20 +211,29 @@ absl::StatusOr<VerifyReport> Cache::VerifyBlobs(const std::vector<BlobInfo>& blo
       verified.push_back(b.digest);
       continue;
     }
+    if (!IsMissOrDamage(bytes.status())) return bytes.status();
+    // A row nothing references, whose file is gone or damaged, is what an
+    // interrupted sweep leaves (file unlinked, row not yet deleted): finish
+    // the sweep. Rows removed since the listing are skipped.
+    bool has_row = false;
+    bool unreferenced = false;
+    RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
+      ASSIGN_OR_RETURN(has_row, txn.HasBlob(b.digest));
+      const std::vector<std::string> one = {b.digest};
+      ASSIGN_OR_RETURN(std::vector<std::string> u, txn.Unreferenced(&one));
+      unreferenced = !u.empty();
+      return absl::OkStatus();
+    }));
+    if (!has_row) continue;
+    if (unreferenced) {
+      const std::vector<std::string> one = {b.digest};
+      RETURN_IF_ERROR(SweepBlobs(&one).status());
+      continue;
+    }
     if (bytes.status().code() == absl::StatusCode::kNotFound) {
-      // Removed since the listing (e.g. with an artifact evicted above) is
-      // not missing.
-      bool has_row = false;
-      RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
-        ASSIGN_OR_RETURN(has_row, txn.HasBlob(b.digest));
-        return absl::OkStatus();
-      }));
-      if (!has_row) continue;
       ++report.missing_blobs;
-    } else if (bytes.status().code() == absl::StatusCode::kDataLoss) {
-      ++report.corrupt_blobs;
     } else {
-      return bytes.status();
+      ++report.corrupt_blobs;
     }
     int64_t users = 0;
     RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
@@ -229,13 +244,16 @@ absl::StatusOr<VerifyReport> Cache::VerifyBlobs(const std::vector<BlobInfo>& blo
     report.evicted_artifacts += users;
     RETURN_IF_ERROR(HandleBadBlob("", b.digest, bytes.status()));
   }
+  // Bookkeeping for Scrub's order; best effort (a full disk must not turn a
+  // clean verify into an error).
   const int64_t now = NowMs();
   for (size_t begin = 0; begin < verified.size(); begin += kFilesPerTxn) {
     const size_t end = std::min(verified.size(), begin + kFilesPerTxn);
-    RETURN_IF_ERROR(index_->Write([&](IndexTxn& txn) -> absl::Status {
+    absl::Status s = index_->Write([&](IndexTxn& txn) -> absl::Status {
       for (size_t i = begin; i < end; ++i) RETURN_IF_ERROR(txn.SetVerified(verified[i], now));
       return absl::OkStatus();
-    }));
+    });
+    if (!s.ok()) break;
   }
   return report;
 }
