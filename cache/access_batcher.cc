@@ -40,7 +40,7 @@ AccessBatch AccessBatcher::Take() {
   return out;
 }
 
-void AccessBatcher::Restore(AccessBatch batch) {
+void AccessBatcher::Restore(const AccessBatch& batch) {
   absl::MutexLock lock(&mu_);
   if (batch_.empty()) started_ = Clock::now();
   for (const auto& [key, ms] : batch.last_access_ms) {

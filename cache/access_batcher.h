@@ -38,7 +38,7 @@ class AccessBatcher {
   // Hands over the pending batch and starts a new one.
   AccessBatch Take();
   // Puts back a batch that could not be flushed (merged with newer entries).
-  void Restore(AccessBatch batch);
+  void Restore(const AccessBatch& batch);
 
  private:
   bool DueLocked(Clock::time_point now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

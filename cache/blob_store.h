@@ -4,8 +4,8 @@
 //
 // A blob file is a 32-byte header followed by the payload (the bytes, or
 // their zstd frame):
-//   0  magic "KLNB"        8  raw size (u64 LE)      24 XXH3-64 of header[0..24) + payload
-//   4  format version (1)  16 payload size (u64 LE)
+//   0  magic "KLNB"        8  raw size (u64 LE)      24 XXH3-64 of the payload
+//   4  format version (1)  16 payload size (u64 LE)    (seeded with XXH3 of the header)
 //   5  flags (bit 0: zstd payload, bit 1: record, i.e. a manifest)
 // The checksum lets every read verify the stored bytes at memory speed; the
 // full SHA-256 is checked on Put, by Get with kFullHash, and by scrubs.

@@ -177,21 +177,34 @@ absl::StatusOr<Artifact> Cache::GetArtifact(std::string_view key) {
 }
 
 absl::StatusOr<Artifact> Cache::ReadArtifact(const std::string& key) {
+  if (std::shared_ptr<const IndexedArtifact> memo = MemoGet(key)) {
+    absl::StatusOr<Artifact> a = ReadFrom(key, *memo, /*from_memo=*/true);
+    if (a.ok() || !IsMissOrDamage(a.status())) return a;
+    MemoDrop(key); // stale: ask the index
+  }
   std::optional<IndexedArtifact> indexed;
-  RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
+  RETURN_IF_ERROR(index_->ReadOne([&](IndexTxn& txn) -> absl::Status {
     ASSIGN_OR_RETURN(indexed, txn.GetArtifact(key));
     return absl::OkStatus();
   }));
   if (!indexed.has_value()) {
     return MakeError(CacheError::kNotFound, absl::StrCat("no artifact for key ", key));
   }
-  Artifact out = std::move(indexed->meta);
+  auto entry = std::make_shared<const IndexedArtifact>(*std::move(indexed));
+  absl::StatusOr<Artifact> a = ReadFrom(key, *entry, /*from_memo=*/false);
+  if (a.ok()) MemoPut(key, std::move(entry));
+  return a;
+}
+
+absl::StatusOr<Artifact> Cache::ReadFrom(const std::string& key, const IndexedArtifact& indexed,
+                                         bool from_memo) {
+  Artifact out = indexed.meta;
   for (size_t i = 0; i < out.files.size(); ++i) {
     ArtifactFile& f = out.files[i];
     absl::StatusOr<std::string> bytes =
-        blobs_.Get(f.digest, options_.read_verify, indexed->file_sizes[i]);
+        blobs_.Get(f.digest, options_.read_verify, indexed.file_sizes[i]);
     if (!bytes.ok()) {
-      if (!IsMissOrDamage(bytes.status())) return bytes.status();
+      if (from_memo || !IsMissOrDamage(bytes.status())) return bytes.status();
       RETURN_IF_ERROR(HandleBadBlob(key, f.digest, bytes.status()));
       return MakeError(CacheError::kNotFound,
                        absl::StrCat("no artifact for key ", key, " (its ", f.kind, " blob was ",
@@ -200,6 +213,31 @@ absl::StatusOr<Artifact> Cache::ReadArtifact(const std::string& key) {
     f.bytes = *std::move(bytes);
   }
   return out;
+}
+
+std::shared_ptr<const IndexedArtifact> Cache::MemoGet(const std::string& key) {
+  if (options_.memo_ttl.count() <= 0) return nullptr;
+  absl::ReaderMutexLock lock(&memo_mu_);
+  auto it = memo_.find(key);
+  if (it == memo_.end() || std::chrono::steady_clock::now() >= it->second.expires) return nullptr;
+  return it->second.artifact;
+}
+
+void Cache::MemoPut(const std::string& key, std::shared_ptr<const IndexedArtifact> entry) {
+  if (options_.memo_ttl.count() <= 0) return;
+  absl::MutexLock lock(&memo_mu_);
+  if (memo_.size() >= options_.memo_entries) memo_.clear();
+  memo_[key] = {std::move(entry), std::chrono::steady_clock::now() + options_.memo_ttl};
+}
+
+void Cache::MemoDrop(const std::string& key) {
+  absl::MutexLock lock(&memo_mu_);
+  memo_.erase(key);
+}
+
+void Cache::MemoClear() {
+  absl::MutexLock lock(&memo_mu_);
+  memo_.clear();
 }
 
 absl::Status Cache::HandleBadBlob(const std::string& key, const std::string& digest,
@@ -249,6 +287,7 @@ absl::Status Cache::HandleBadBlob(const std::string& key, const std::string& dig
                       evicted, " artifact(s)",
                       repaired_records ? ", rewrote its best config" : ""));
   }
+  MemoClear();
   if (!displaced.empty()) (void)SweepBlobs(&displaced);
   return absl::OkStatus();
 }
@@ -326,6 +365,7 @@ absl::Status Cache::PutArtifact(std::string_view key_view, const Artifact& artif
       if (s.code() == absl::StatusCode::kResourceExhausted) MaybeStartEviction(hard + 1);
       return s;
     }
+    MemoDrop(key);
     if (!displaced.empty()) (void)SweepBlobs(&displaced);
     MaybeStartEviction(total_after);
     return absl::OkStatus();
@@ -365,6 +405,7 @@ absl::Status Cache::RemoveArtifact(std::string_view key_view) {
     ASSIGN_OR_RETURN(displaced, txn.DeleteArtifact(key));
     return absl::OkStatus();
   }));
+  MemoDrop(key);
   if (displaced.empty()) {
     return MakeError(CacheError::kNotFound, absl::StrCat("no artifact for key ", key));
   }

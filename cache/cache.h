@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -68,6 +69,13 @@ struct CacheOptions {
   // Access-time batching (access_batcher.h).
   std::chrono::milliseconds access_flush_interval{1000};
   size_t access_flush_keys = 256;
+  // Hit-path memo: what the index said about a key is reused for this long
+  // without asking SQLite again (blobs are immutable, and a blob that is gone
+  // sends the read back to the index). Another process's removal of an
+  // artifact whose blobs are still stored can go unseen for up to this long;
+  // this process's own changes are seen at once. 0: no memo.
+  std::chrono::milliseconds memo_ttl{2000};
+  size_t memo_entries = 4096;
   // What every read verifies (kChecksum: XXH3; see docs/cache.md for the
   // measured cost of kFullHash on the hit path).
   ReadVerify read_verify = ReadVerify::kChecksum;
@@ -224,6 +232,12 @@ class Cache {
   Cache(std::string dir, CacheOptions options, std::unique_ptr<Index> index);
 
   absl::StatusOr<Artifact> ReadArtifact(const std::string& key);
+  absl::StatusOr<Artifact> ReadFrom(const std::string& key, const IndexedArtifact& indexed,
+                                    bool from_memo);
+  std::shared_ptr<const IndexedArtifact> MemoGet(const std::string& key);
+  void MemoPut(const std::string& key, std::shared_ptr<const IndexedArtifact> entry);
+  void MemoDrop(const std::string& key);
+  void MemoClear();
   // A blob of `key` was missing or damaged: evicts every artifact using it
   // (if it is still missing or damaged under the write lock) and counts it.
   absl::Status HandleBadBlob(const std::string& key, const std::string& digest,
@@ -251,6 +265,13 @@ class Cache {
   MeasurementLog measurements_;
   AccessBatcher access_;
   std::vector<std::string> warnings_;
+
+  struct MemoEntry {
+    std::shared_ptr<const IndexedArtifact> artifact;
+    std::chrono::steady_clock::time_point expires;
+  };
+  absl::Mutex memo_mu_;
+  absl::flat_hash_map<std::string, MemoEntry> memo_ ABSL_GUARDED_BY(memo_mu_);
 
   // One eviction at a time in this process (others may run in other
   // processes; the index keeps them consistent).

@@ -44,7 +44,7 @@ absl::Status Cache::FlushAccessTimes() {
     RETURN_IF_ERROR(txn.AddCounter("hits", batch.hits));
     return txn.AddCounter("misses", batch.misses);
   });
-  if (!s.ok()) access_.Restore(std::move(batch));
+  if (!s.ok()) access_.Restore(batch);
   return s;
 }
 
@@ -81,6 +81,7 @@ absl::StatusOr<int64_t> Cache::EvictTo(uint64_t target_bytes) {
       return txn.AddCounter("evictions", batch);
     }));
     evicted += batch;
+    if (batch > 0) MemoClear();
     // Shared blobs may keep some bytes: the loop rechecks the total.
     if (!displaced.empty()) RETURN_IF_ERROR(SweepBlobs(&displaced).status());
     if (done) break;

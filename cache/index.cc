@@ -489,6 +489,12 @@ absl::Status Index::Read(const std::function<absl::Status(IndexTxn&)>& fn) {
   return Run(false, fn);
 }
 
+absl::Status Index::ReadOne(const std::function<absl::Status(IndexTxn&)>& fn) {
+  ASSIGN_OR_RETURN(ConnectionPool::Lease db, pool_.Acquire());
+  IndexTxn txn(*db);
+  return db->Read([&] { return fn(txn); });
+}
+
 absl::Status Index::Write(const std::function<absl::Status(IndexTxn&)>& fn) {
   return Run(true, fn);
 }

@@ -117,6 +117,8 @@ class Index {
                                                      const SqliteOptions& options);
 
   absl::Status Read(const std::function<absl::Status(IndexTxn&)>& fn);
+  // For callbacks that run a single statement: no explicit transaction.
+  absl::Status ReadOne(const std::function<absl::Status(IndexTxn&)>& fn);
   absl::Status Write(const std::function<absl::Status(IndexTxn&)>& fn);
 
   ConnectionPool& pool() { return pool_; }

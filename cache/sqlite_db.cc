@@ -177,17 +177,17 @@ absl::Status SqliteDb::Transaction(bool write, const std::function<absl::Status(
   thread_local std::minstd_rand rng(std::random_device{}());
   int attempt = 0;
   while (true) {
-    absl::Status s = Exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+    absl::Status s = RunCached(write ? "BEGIN IMMEDIATE" : "BEGIN");
     if (s.ok()) {
       ++depth_;
       s = fn();
       --depth_;
       if (s.ok()) {
-        s = Exec("COMMIT");
+        s = RunCached("COMMIT");
         if (s.ok()) return s;
       }
       // ROLLBACK fails harmlessly when SQLite already rolled back.
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      (void)RunCached("ROLLBACK");
     }
     if (!IsBusy(s)) return s;
     if (std::chrono::steady_clock::now() > deadline) {
@@ -200,6 +200,26 @@ absl::Status SqliteDb::Transaction(bool write, const std::function<absl::Status(
     ++attempt;
     std::this_thread::sleep_for(
         std::chrono::microseconds(std::uniform_int_distribution<int>(100, cap * 1000)(rng)));
+  }
+}
+
+absl::Status SqliteDb::RunCached(std::string_view sql) {
+  absl::StatusOr<Statement> st = Prepare(sql);
+  if (!st.ok()) return st.status();
+  return st->Run();
+}
+
+absl::Status SqliteDb::Read(const std::function<absl::Status()>& fn) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.retry_budget;
+  while (true) {
+    absl::Status s = fn();
+    if (!IsBusy(s)) return s;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return MakeError(CacheError::kTimeout,
+                       absl::StrCat("cache index ", path_, " stayed locked for ",
+                                    options_.retry_budget.count(), " ms"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -27,7 +27,7 @@ TEST(AccessBatcherTest, DueByAgeAndRestoreMerges) {
   EXPECT_TRUE(b.Due(AccessBatcher::Clock::now() + std::chrono::milliseconds(60)));
   AccessBatch batch = b.Take();
   b.RecordHit("k", 3);
-  b.Restore(std::move(batch));
+  b.Restore(batch);
   AccessBatch merged = b.Take();
   EXPECT_EQ(merged.last_access_ms.at("k"), 3);
   EXPECT_EQ(merged.hits, 2);

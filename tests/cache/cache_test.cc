@@ -457,6 +457,25 @@ TEST_F(CacheTest, GcRemovesOldOrphansAndTempsButNotYoungOnes) {
   EXPECT_EQ(c->Verify()->orphan_files, 0);
 }
 
+TEST_F(CacheTest, HitMemoSeesOwnChangesAndNeverServesVanishedBlobs) {
+  CacheOptions o = Options();
+  o.memo_ttl = std::chrono::hours(1);
+  std::unique_ptr<Cache> c = OpenCache(o);
+  std::unique_ptr<Cache> other = OpenCache();
+  ASSERT_TRUE(c->PutArtifact("k", MakeArtifact("v1")).ok());
+  ASSERT_TRUE(MatchesKey(*c->GetArtifact("k"), "v1")); // now memoized
+  ASSERT_TRUE(c->PutArtifact("k", MakeArtifact("v2")).ok());
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("k"), "v2")) << "own replacement seen at once";
+  // Another process replaces it and its old blobs go: the memo's blobs are
+  // gone, so the read goes back to the index and returns the new version.
+  ASSERT_TRUE(other->PutArtifact("k", MakeArtifact("v3")).ok());
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("k"), "v3"));
+  // Another process removes it: a miss, not an error.
+  ASSERT_TRUE(other->RemoveArtifact("k").ok());
+  EXPECT_EQ(c->GetArtifact("k").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(c->Stats()->corrupt_blobs, 0) << "a vanished blob behind a memo is not corruption";
+}
+
 TEST_F(CacheTest, OpenWithoutCreateOnAMissingCacheIsNotFound) {
   CacheOptions o = Options();
   o.create = false;
