@@ -80,6 +80,33 @@ bool IsMissOrDamage(const absl::Status& s) {
   return s.code() == absl::StatusCode::kNotFound || s.code() == absl::StatusCode::kDataLoss;
 }
 
+// Size limits are part of the cache, not only of one process's options: an
+// Open that sets them records them, and an Open that does not (the CLI)
+// uses the recorded ones.
+absl::Status ApplyStoredLimits(Index& index, CacheOptions& options) {
+  int64_t stored_soft = 0;
+  int64_t stored_hard = 0;
+  RETURN_IF_ERROR(index.ReadOne([&](IndexTxn& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(IndexCounts c, txn.Counts());
+    stored_soft = c.counters["limit_soft_bytes"];
+    stored_hard = c.counters["limit_hard_bytes"];
+    return absl::OkStatus();
+  }));
+  if (options.max_size_bytes == 0 && options.hard_limit_bytes == 0) {
+    options.max_size_bytes = static_cast<uint64_t>(stored_soft);
+    options.hard_limit_bytes = static_cast<uint64_t>(stored_hard);
+    return absl::OkStatus();
+  }
+  const auto soft = static_cast<int64_t>(options.max_size_bytes);
+  const auto hard = static_cast<int64_t>(options.hard_limit_bytes);
+  if (soft == stored_soft && hard == stored_hard) return absl::OkStatus();
+  return index.Write([&](IndexTxn& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(IndexCounts c, txn.Counts());
+    RETURN_IF_ERROR(txn.AddCounter("limit_soft_bytes", soft - c.counters["limit_soft_bytes"]));
+    return txn.AddCounter("limit_hard_bytes", hard - c.counters["limit_hard_bytes"]);
+  });
+}
+
 // A put found, under the write lock, that a blob it relies on is gone.
 constexpr char kVanished[] = "blob vanished before commit";
 
@@ -122,6 +149,7 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, Cache
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Index> index,
                    Index::Open(index_path, options.create, options.sqlite));
+  RETURN_IF_ERROR(ApplyStoredLimits(*index, options));
   if (!has_marker) {
     RETURN_IF_ERROR(WriteFileAtomically(
         marker,

@@ -58,6 +58,8 @@ namespace kiln::cache {
 struct CacheOptions {
   // Soft limit on blob bytes: crossing it starts eviction (in the background
   // thread, or inline without one) down to evict_to_fraction of it. 0: none.
+  // Limits are recorded in the index; an Open that gives neither limit uses
+  // the recorded ones (so `kiln cache gc` knows the daemon's).
   uint64_t max_size_bytes = 0;
   // Writes that would cross it fail with kExhausted until eviction catches
   // up. 0: max_size_bytes + max_size_bytes / 4.

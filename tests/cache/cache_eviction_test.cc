@@ -172,6 +172,15 @@ TEST_F(CacheEvictionTest, BackgroundThreadEvictsPastTheSoftLimit) {
   EXPECT_FALSE(Has(*c, 0));
 }
 
+TEST_F(CacheEvictionTest, LimitsAreRecordedForLaterOpens) {
+  { std::unique_ptr<Cache> daemon = Open(Options(123456, 234567)); }
+  std::unique_ptr<Cache> cli = Open(Options(0));
+  absl::StatusOr<CacheStats> s = cli->Stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->soft_limit_bytes, 123456U);
+  EXPECT_EQ(s->hard_limit_bytes, 234567U);
+}
+
 TEST_F(CacheEvictionTest, GcMaxSizeOverridesTheSoftLimit) {
   std::unique_ptr<Cache> c = Open(Options(0));
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(Put(*c, i).ok());
