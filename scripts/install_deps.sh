@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev llvm-14-tools clang-format clang-tidy
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libhiredis-dev
+  libzstd-dev libxxhash-dev nlohmann-json3-dev  # cache: blob compression, checksums, manifests
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
 )
