@@ -83,6 +83,12 @@ ALTER TABLE blobs ADD COLUMN verified_ms INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX blobs_verified ON blobs(verified_ms);
 ALTER TABLE measurements ADD COLUMN target TEXT NOT NULL DEFAULT '';
 )sql",
+    // v4: indexes for the reference checks of sweeps (without them every
+    // check scanned the artifacts: eviction was quadratic).
+    R"sql(
+CREATE INDEX artifacts_manifest ON artifacts(manifest_digest);
+CREATE INDEX best_configs_record ON best_configs(record_digest);
+)sql",
 };
 
 absl::Status ApplySteps(SqliteDb& db, int version) {

@@ -170,6 +170,11 @@ int Stats(cache::Cache& c, const Flags& flags, CommandIo io) {
          << "schema version   " << s->schema_version << "\n"
          << "artifacts        " << s->artifacts << " (" << s->pinned_artifacts << " pinned)\n"
          << "blobs            " << s->blobs << ", " << Bytes(s->blob_bytes) << "\n"
+         << "size limits      "
+         << (s->soft_limit_bytes == 0
+                 ? std::string("none")
+                 : "soft " + Bytes(s->soft_limit_bytes) + ", hard " + Bytes(s->hard_limit_bytes))
+         << "\n"
          << "best configs     " << s->best_configs << "\n"
          << "measurements     " << s->measurements << "\n"
          << "hits / misses    " << s->hits << " / " << s->misses << "\n"
