@@ -49,6 +49,7 @@
 #include "cache/access_batcher.h"
 #include "cache/blob_store.h"
 #include "cache/index.h"
+#include "cache/job_log.h"
 #include "cache/measurement_log.h"
 #include "cache/records.h"
 #include "cache/sqlite_db.h"
@@ -206,6 +207,9 @@ class Cache {
   absl::StatusOr<std::vector<Measurement>> QueryMeasurements(const MeasurementQuery& q);
   absl::StatusOr<std::vector<std::string>> MeasurementLabels(const std::string& key);
 
+  // --- job records (the daemon's; job_log.h) ---
+  JobLog& jobs() { return jobs_; }
+
   // --- maintenance ---
   absl::StatusOr<CacheStats> Stats();
   absl::StatusOr<GcReport> Gc(const GcOptions& options = {});
@@ -265,6 +269,7 @@ class Cache {
   BlobStore blobs_;
   std::unique_ptr<Index> index_;
   MeasurementLog measurements_;
+  JobLog jobs_;
   AccessBatcher access_;
   std::vector<std::string> warnings_;
 

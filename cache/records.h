@@ -98,4 +98,16 @@ struct MeasurementQuery {
   int64_t limit = 1000; // <= 0: no limit
 };
 
+// A job of a daemon using this cache: the columns a query selects on, plus
+// the daemon's own serialized record (opaque to the cache).
+struct JobRecord {
+  std::string id;
+  std::string kind;  // "compile", "tune", "benchmark"
+  std::string state; // "queued", "running", "succeeded", "failed", "cancelled"
+  std::string key;
+  int64_t created_unix_ms = 0;
+  int64_t finished_unix_ms = 0; // 0 while unfinished
+  std::string record;
+};
+
 } // namespace kiln::cache

@@ -89,6 +89,21 @@ ALTER TABLE measurements ADD COLUMN target TEXT NOT NULL DEFAULT '';
 CREATE INDEX artifacts_manifest ON artifacts(manifest_digest);
 CREATE INDEX best_configs_record ON best_configs(record_digest);
 )sql",
+    // v5: the daemon's job records (kilnd: server/job_manager.h), so results
+    // and failures of jobs survive a restart.
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  state TEXT NOT NULL,
+  key TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,     -- 0 while unfinished
+  record BLOB NOT NULL              -- the caller's serialized record
+) WITHOUT ROWID;
+CREATE INDEX jobs_created ON jobs(created_ms);
+CREATE INDEX jobs_unfinished ON jobs(finished_ms) WHERE finished_ms = 0;
+)sql",
 };
 
 absl::Status ApplySteps(SqliteDb& db, int version) {

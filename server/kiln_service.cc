@@ -1,38 +1,458 @@
 #include "server/kiln_service.h"
 
+#include <algorithm>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include <unistd.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "compiler/toolchain/fingerprint.h"
+#include "server/artifact_metadata.h"
+#include "server/artifact_store.h"
+#include "server/grpc_status.h"
+#include "server/request_convert.h"
 #include "server/version.h"
 
 namespace kiln::server {
+namespace {
 
-KilnService::KilnService(ServerConfig config) : config_(std::move(config)) {}
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
 
-grpc::ServerUnaryReactor* KilnService::GetVersion(grpc::CallbackServerContext* ctx,
-                                                  const kiln::v1::GetVersionRequest* request,
-                                                  kiln::v1::GetVersionResponse* response) {
-  response->set_version(kKilnVersion);
-  response->set_ir_version(kIrVersions);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+ServerUnaryReactor* FinishNow(CallbackServerContext* ctx, const absl::Status& status) {
+  ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* KilnService::ListDevices(grpc::CallbackServerContext* ctx,
-                                                   const kiln::v1::ListDevicesRequest* request,
+bool IsHexKey(const std::string& key) {
+  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+           return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+         });
+}
+
+// --- Compile -----------------------------------------------------------------
+
+// Finishes the RPC when the compile service calls back; a cancelled or
+// timed-out call detaches from its job.
+class CompileReactor final : public ServerUnaryReactor {
+ public:
+  CompileReactor(CompileService* service, const CompileCall& call,
+                 kiln::v1::CompileResponse* response)
+      : response_(response) {
+    std::shared_ptr<CompileService::Pending> pending =
+        service->Start(call, [this](absl::StatusOr<CompileReply> reply) {
+          if (reply.ok()) {
+            if (!reply->metadata.key().empty()) {
+              *response_->mutable_artifact() = std::move(reply->metadata);
+            }
+            response_->set_outcome(reply->outcome);
+            response_->set_job_id(reply->job_id);
+            response_->set_server_seconds(reply->server_seconds);
+          }
+          Finish(ToGrpcStatus(reply.status()));
+        });
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      pending_ = pending;
+      cancel = cancelled_;
+    }
+    if (cancel) pending->Cancel();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<CompileService::Pending> pending;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      pending = pending_;
+    }
+    if (pending) pending->Cancel();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  kiln::v1::CompileResponse* const response_;
+  absl::Mutex mu_;
+  std::shared_ptr<CompileService::Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// --- GetArtifact -------------------------------------------------------------
+
+class ArtifactWriter final : public grpc::ServerWriteReactor<kiln::v1::ArtifactChunk> {
+ public:
+  ArtifactWriter(const ServiceDeps& deps, const kiln::v1::GetArtifactRequest& request) {
+    absl::Status s = Load(deps, request);
+    if (!s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Load(const ServiceDeps& deps, const kiln::v1::GetArtifactRequest& request) {
+    if (!IsHexKey(request.key())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key must be 64 lowercase hex digits, not '", request.key(), "'"));
+    }
+    chunk_ = request.chunk_bytes() > 0
+                 ? std::min<int64_t>(request.chunk_bytes(), deps.max_chunk_bytes)
+                 : int64_t{1} << 20;
+    if (deps.cache == nullptr) return absl::UnavailableError("this daemon has no cache");
+    absl::StatusOr<cache::Artifact> a = deps.cache->GetArtifact(request.key());
+    if (!a.ok()) {
+      if (a.status().code() == absl::StatusCode::kNotFound) {
+        return absl::NotFoundError(absl::StrCat("no artifact with key ", request.key()));
+      }
+      return a.status();
+    }
+    bool have_metadata = false;
+    for (cache::ArtifactFile& f : a->files) {
+      if (f.kind == kMetadataKind) have_metadata = metadata_.ParseFromString(f.bytes);
+    }
+    if (!have_metadata) {
+      return absl::DataLossError(absl::StrCat("artifact ", request.key(), " has no metadata"));
+    }
+    for (int k : request.kinds()) {
+      const auto kind = static_cast<kiln::v1::ArtifactKind>(k);
+      if (FileKindOf(kind, metadata_.target()).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("kinds: unknown artifact kind ", k));
+      }
+    }
+    for (cache::ArtifactFile& f : a->files) {
+      const kiln::v1::ArtifactKind kind = ArtifactKindOf(f.kind);
+      if (kind == kiln::v1::ARTIFACT_KIND_UNSPECIFIED) continue; // metadata, launch JSON
+      const bool wanted =
+          request.kinds().empty() || std::find(request.kinds().begin(), request.kinds().end(),
+                                               static_cast<int>(kind)) != request.kinds().end();
+      if (wanted) files_.push_back({kind, std::move(f.bytes)});
+    }
+    if (!request.kinds().empty() && files_.size() < static_cast<size_t>(request.kinds().size())) {
+      return absl::NotFoundError(
+          absl::StrCat("artifact ", request.key(), " lacks some of the requested kinds (it has ",
+                       a->files.size() - 1, " files; compile with emit_source / emit_ptx)"));
+    }
+    return absl::OkStatus();
+  }
+
+  void Next() {
+    if (file_ >= files_.size() && sent_any_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    out_.Clear();
+    if (!sent_any_) *out_.mutable_metadata() = metadata_;
+    sent_any_ = true;
+    if (file_ < files_.size()) {
+      const File& f = files_[file_];
+      const int64_t n = std::min<int64_t>(chunk_, static_cast<int64_t>(f.bytes.size()) - offset_);
+      out_.set_kind(f.kind);
+      out_.set_offset(offset_);
+      out_.set_data(f.bytes.substr(offset_, n));
+      offset_ += n;
+      if (offset_ >= static_cast<int64_t>(f.bytes.size())) {
+        out_.set_last_of_file(true);
+        ++file_;
+        offset_ = 0;
+      }
+    }
+    StartWrite(&out_);
+  }
+
+  struct File {
+    kiln::v1::ArtifactKind kind;
+    std::string bytes;
+  };
+  kiln::v1::ArtifactMetadata metadata_;
+  std::vector<File> files_;
+  int64_t chunk_ = 1 << 20;
+  size_t file_ = 0;
+  int64_t offset_ = 0;
+  bool sent_any_ = false;
+  kiln::v1::ArtifactChunk out_;
+};
+
+// --- WatchJob ----------------------------------------------------------------
+
+// Writes the job's snapshot after every change (coalescing changes made
+// while a write is in flight) and finishes once a final state is written.
+class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
+ public:
+  // The watcher callback holds this, so it never touches a deleted reactor.
+  struct Link {
+    absl::Mutex mu;
+    JobWatcher* reactor ABSL_GUARDED_BY(mu) = nullptr;
+  };
+
+  explicit JobWatcher(std::shared_ptr<Job> job) : job_(std::move(job)) {
+    link_ = std::make_shared<Link>();
+    {
+      absl::MutexLock lock(&link_->mu);
+      link_->reactor = this;
+    }
+    std::shared_ptr<Link> link = link_;
+    watcher_ = job_->AddWatcher([link] {
+      absl::MutexLock lock(&link->mu);
+      if (link->reactor != nullptr) link->reactor->Changed();
+    });
+    Changed();
+  }
+  // A finished job that only the store remembers: one snapshot, then done.
+  explicit JobWatcher(const kiln::v1::Job& record) {
+    {
+      absl::MutexLock lock(&mu_);
+      out_ = record;
+      final_sent_ = true;
+      writing_ = true;
+    }
+    StartWrite(&out_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    bool finish = false, again = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (final_sent_) {
+        finish = true;
+      } else if (dirty_) {
+        dirty_ = false;
+        again = true;
+        Fill();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (finish) {
+      Finish(grpc::Status::OK);
+    } else if (again) {
+      StartWrite(&out_);
+    }
+  }
+  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+  void OnDone() override {
+    if (link_) {
+      {
+        absl::MutexLock lock(&link_->mu);
+        link_->reactor = nullptr;
+      }
+      job_->RemoveWatcher(watcher_);
+    }
+    delete this;
+  }
+
+ private:
+  void Changed() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (final_sent_) return;
+      if (writing_) {
+        dirty_ = true;
+        return;
+      }
+      writing_ = true;
+      Fill();
+    }
+    StartWrite(&out_);
+  }
+  void Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    out_ = job_->Snapshot();
+    final_sent_ = IsFinal(out_.state());
+  }
+
+  std::shared_ptr<Job> job_;
+  std::shared_ptr<Link> link_;
+  uint64_t watcher_ = 0;
+  absl::Mutex mu_;
+  kiln::v1::Job out_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+template <typename Message>
+class FailedWriter final : public grpc::ServerWriteReactor<Message> {
+ public:
+  explicit FailedWriter(const absl::Status& status) { this->Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+} // namespace
+
+std::string ClientOf(const grpc::CallbackServerContext& ctx) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("x-kiln-client");
+  if (it != md.end()) return std::string(it->second.data(), it->second.size());
+  std::string peer = ctx.peer(); // "ipv4:127.0.0.1:5555"
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
+
+kiln::v1::Device HostCpuDevice() {
+  kiln::v1::Device cpu;
+  cpu.set_id("cpu");
+  cpu.set_model("host CPU");
+  cpu.set_arch("x86_64");
+  cpu.set_sm_count(static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  cpu.set_worker_state("none");
+  return cpu;
+}
+
+KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {}
+
+grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
+                                               const kiln::v1::CompileRequest* request,
+                                               kiln::v1::CompileResponse* response) {
+  if (deps_.compile == nullptr) {
+    return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
+  }
+  if (!request->use_best_for_device().empty()) {
+    return FinishNow(ctx, absl::UnimplementedError(
+                              "use_best_for_device needs the tuner's best-config lookup, which "
+                              "is not built yet; pass the config explicitly"));
+  }
+  absl::StatusOr<driver::ProgramInput> program =
+      ProgramFromProto(request->program(), request->config());
+  if (!program.ok()) return FinishNow(ctx, program.status());
+  CompileCall call;
+  call.program = *std::move(program);
+  call.options = OptionsFromProto(request->target(), request->options());
+  call.client = ClientOf(*ctx);
+  call.async = request->async();
+  return new CompileReactor(deps_.compile, call, response);
+}
+
+grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
+KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifactRequest* request) {
+  return new ArtifactWriter(deps_, *request);
+}
+
+grpc::ServerWriteReactor<kiln::v1::TuneEvent>* KilnService::Tune(CallbackServerContext* ctx,
+                                                                 const kiln::v1::TuneRequest*) {
+  return new FailedWriter<kiln::v1::TuneEvent>(absl::UnimplementedError(
+      "Tune: the autotuner (Roller policy, sweeps) is not built yet; compile with an explicit "
+      "config"));
+}
+
+grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
+                                                  const kiln::v1::LookupBestRequest*,
+                                                  kiln::v1::LookupBestResponse*) {
+  return FinishNow(ctx, absl::UnimplementedError(
+                            "LookupBest: best configs are recorded by the autotuner, which is not "
+                            "built yet"));
+}
+
+grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
+                                              const kiln::v1::GetJobRequest* request,
+                                              kiln::v1::Job* response) {
+  absl::StatusOr<kiln::v1::Job> job = deps_.jobs->Get(request->job_id());
+  if (!job.ok()) return FinishNow(ctx, job.status());
+  *response = *std::move(job);
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<kiln::v1::Job>*
+KilnService::WatchJob(CallbackServerContext* ctx, const kiln::v1::WatchJobRequest* request) {
+  if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
+    return new JobWatcher(std::move(job));
+  }
+  absl::StatusOr<kiln::v1::Job> stored = deps_.jobs->Get(request->job_id());
+  if (!stored.ok()) return new FailedWriter<kiln::v1::Job>(stored.status());
+  return new JobWatcher(*stored);
+}
+
+grpc::ServerUnaryReactor* KilnService::CancelJob(CallbackServerContext* ctx,
+                                                 const kiln::v1::CancelJobRequest* request,
+                                                 kiln::v1::CancelJobResponse* response) {
+  if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
+    job->RequestCancel();
+    *response->mutable_job() = job->Snapshot();
+    return FinishNow(ctx, absl::OkStatus());
+  }
+  absl::StatusOr<kiln::v1::Job> stored = deps_.jobs->Get(request->job_id());
+  if (!stored.ok()) return FinishNow(ctx, stored.status());
+  *response->mutable_job() = *std::move(stored); // already final
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::ListJobs(CallbackServerContext* ctx,
+                                                const kiln::v1::ListJobsRequest* request,
+                                                kiln::v1::ListJobsResponse* response) {
+  const int limit = request->limit() > 0 ? std::min(request->limit(), 10000) : 50;
+  for (kiln::v1::Job& j : deps_.jobs->List(limit)) *response->add_jobs() = std::move(j);
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::ListDevices(CallbackServerContext* ctx,
+                                                   const kiln::v1::ListDevicesRequest*,
                                                    kiln::v1::ListDevicesResponse* response) {
-  // GPU discovery arrives with the worker pool; the host CPU is always there.
-  kiln::v1::Device* cpu = response->add_devices();
-  cpu->set_id("cpu");
-  cpu->set_model("host CPU");
-  cpu->set_arch("x86_64");
-  cpu->set_sm_count(static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
-  cpu->set_worker_state("none");
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  if (deps_.devices) {
+    for (kiln::v1::Device& d : deps_.devices()) *response->add_devices() = std::move(d);
+  } else {
+    *response->add_devices() = HostCpuDevice();
+  }
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
+                                                  const kiln::v1::CacheStatsRequest*,
+                                                  kiln::v1::CacheStatsResponse* response) {
+  if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
+  absl::StatusOr<cache::CacheStats> s = deps_.cache->Stats();
+  if (!s.ok()) return FinishNow(ctx, s.status());
+  response->set_entries(s->artifacts);
+  response->set_blob_bytes(static_cast<int64_t>(s->blob_bytes));
+  response->set_capacity_bytes(static_cast<int64_t>(s->soft_limit_bytes));
+  response->set_hits(s->hits);
+  response->set_misses(s->misses);
+  if (deps_.compile) response->set_joined(deps_.compile->counters().joined.load());
+  response->set_evictions(s->evictions);
+  response->set_corrupt_blobs_repaired(s->corrupt_blobs);
+  response->set_best_configs(s->best_configs);
+  response->set_measurements(s->measurements);
+  response->set_cache_dir(s->dir);
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
+                                            const kiln::v1::EchoRequest* request,
+                                            kiln::v1::EchoResponse* response) {
+  if (request->size() < 0 || request->size() > (16 << 20)) {
+    return FinishNow(ctx, absl::InvalidArgumentError("Echo: size must be 0..16 MiB"));
+  }
+  response->mutable_payload()->assign(static_cast<size_t>(request->size()), 'k');
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::GetVersion(CallbackServerContext* ctx,
+                                                  const kiln::v1::GetVersionRequest*,
+                                                  kiln::v1::GetVersionResponse* response) {
+  response->set_version(kKilnVersion);
+  response->set_ir_version(kIrVersions);
+  for (const char* t : {"cpu", "cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"}) {
+    response->add_targets(t);
+  }
+  response->set_toolchain_fingerprint(
+      toolchain::ToolchainFingerprint(toolchain::ToolchainKind::kNvrtc));
+  return FinishNow(ctx, absl::OkStatus());
 }
 
 } // namespace kiln::server

@@ -1,28 +1,84 @@
 // The gRPC adapter for kiln.v1.Kiln (callback API). Each method translates
-// the request, calls into the layers below and maps their errors with
-// ToGrpcStatus (grpc_status.h). Methods whose capability has not been built
-// yet answer UNIMPLEMENTED with a message saying so, never a fake result.
+// the request (request_convert.h), calls the layer below (CompileService,
+// JobManager, the cache) and maps errors with ToGrpcStatus (grpc_status.h).
+// No handler blocks a gRPC thread on work: compiles finish their RPC from the
+// pool thread that completes the job, and a cancelled or timed-out call
+// detaches from its job (which is cancelled unless others share it).
+// Methods whose capability has not been built yet answer UNIMPLEMENTED with a
+// message saying so, never a fake result.
 // Thread-safe: methods run concurrently on gRPC's threads.
 #pragma once
 
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "cache/cache.h"
 #include "kiln/v1/service.grpc.pb.h"
-#include "server/server_config.h"
+#include "server/compile_service.h"
+#include "server/job_manager.h"
 
 namespace kiln::server {
 
+struct ServiceDeps {
+  CompileService* compile = nullptr;
+  JobManager* jobs = nullptr;
+  cache::Cache* cache = nullptr;
+  std::string cache_dir;
+  // Devices to list (the device pool); the host CPU when unset.
+  std::function<std::vector<kiln::v1::Device>()> devices;
+  // Largest chunk GetArtifact sends.
+  int64_t max_chunk_bytes = 4 << 20;
+};
+
 class KilnService final : public kiln::v1::Kiln::CallbackService {
  public:
-  explicit KilnService(ServerConfig config);
+  explicit KilnService(ServiceDeps deps);
 
-  grpc::ServerUnaryReactor* GetVersion(grpc::CallbackServerContext* ctx,
-                                       const kiln::v1::GetVersionRequest* request,
-                                       kiln::v1::GetVersionResponse* response) override;
+  grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* ctx,
+                                    const kiln::v1::CompileRequest* request,
+                                    kiln::v1::CompileResponse* response) override;
+  grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
+  GetArtifact(grpc::CallbackServerContext* ctx,
+              const kiln::v1::GetArtifactRequest* request) override;
+  grpc::ServerWriteReactor<kiln::v1::TuneEvent>*
+  Tune(grpc::CallbackServerContext* ctx, const kiln::v1::TuneRequest* request) override;
+  grpc::ServerUnaryReactor* LookupBest(grpc::CallbackServerContext* ctx,
+                                       const kiln::v1::LookupBestRequest* request,
+                                       kiln::v1::LookupBestResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
+                                   const kiln::v1::GetJobRequest* request,
+                                   kiln::v1::Job* response) override;
+  grpc::ServerWriteReactor<kiln::v1::Job>*
+  WatchJob(grpc::CallbackServerContext* ctx, const kiln::v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* ctx,
+                                      const kiln::v1::CancelJobRequest* request,
+                                      kiln::v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
+                                     const kiln::v1::ListJobsRequest* request,
+                                     kiln::v1::ListJobsResponse* response) override;
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
                                         const kiln::v1::ListDevicesRequest* request,
                                         kiln::v1::ListDevicesResponse* response) override;
+  grpc::ServerUnaryReactor* CacheStats(grpc::CallbackServerContext* ctx,
+                                       const kiln::v1::CacheStatsRequest* request,
+                                       kiln::v1::CacheStatsResponse* response) override;
+  grpc::ServerUnaryReactor* GetVersion(grpc::CallbackServerContext* ctx,
+                                       const kiln::v1::GetVersionRequest* request,
+                                       kiln::v1::GetVersionResponse* response) override;
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx,
+                                 const kiln::v1::EchoRequest* request,
+                                 kiln::v1::EchoResponse* response) override;
 
  private:
-  ServerConfig config_;
+  ServiceDeps deps_;
 };
+
+// The client a request counts against for fair share: the "x-kiln-client"
+// metadata entry if present, else the peer's address without its port.
+std::string ClientOf(const grpc::CallbackServerContext& ctx);
+
+// The host CPU as a device.
+kiln::v1::Device HostCpuDevice();
 
 } // namespace kiln::server

@@ -5,10 +5,18 @@
 
 #include "clients/cpp/cache_commands.h"
 #include "clients/cpp/command_table.h"
+#ifdef KILN_WITH_REMOTE_COMMANDS
+#include "clients/cpp/remote/server_commands.h"
+#endif
 
 int main(int argc, char** argv) {
   kiln::cli::CommandTable table;
   table.Add(kiln::cli::CacheCommand());
+#ifdef KILN_WITH_REMOTE_COMMANDS
+  table.Add(kiln::cli::CompileCommand());
+  table.Add(kiln::cli::DevicesCommand());
+  table.Add(kiln::cli::JobsCommand());
+#endif
   const std::vector<std::string> args(argv, argv + argc);
   return table.Dispatch(args, {std::cout, std::cerr});
 }

@@ -77,6 +77,18 @@ class DaemonProcess {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // SIGKILL (a crash: no shutdown code runs) and waits.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    DrainOutput();
+    if (out_fd_ >= 0) close(out_fd_);
+    out_fd_ = -1;
+  }
+
   // Waits for the process to exit by itself; returns its exit status.
   int Wait() {
     int status = 0;

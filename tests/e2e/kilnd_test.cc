@@ -52,9 +52,19 @@ TEST_F(KilndTest, ListsTheHostCpu) {
 TEST_F(KilndTest, UnbuiltMethodsSayUnimplemented) {
   auto stub = kiln::v1::Kiln::NewStub(channel_);
   grpc::ClientContext ctx;
-  kiln::v1::CacheStatsResponse response;
-  grpc::Status status = stub->CacheStats(&ctx, {}, &response);
+  kiln::v1::LookupBestResponse response;
+  grpc::Status status = stub->LookupBest(&ctx, {}, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(status.error_message().find("not built yet"), std::string::npos);
+}
+
+TEST_F(KilndTest, CacheStatsNamesItsDirectory) {
+  auto stub = kiln::v1::Kiln::NewStub(channel_);
+  grpc::ClientContext ctx;
+  kiln::v1::CacheStatsResponse response;
+  ASSERT_TRUE(stub->CacheStats(&ctx, {}, &response).ok());
+  EXPECT_EQ(response.cache_dir(), CacheDir());
+  EXPECT_EQ(response.entries(), 0);
 }
 
 TEST_F(KilndTest, HealthCheckServes) {

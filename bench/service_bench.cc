@@ -1,0 +1,200 @@
+// Service benchmarks against a real kilnd process (started here on a
+// loopback port with a fresh cache directory):
+//
+//  1. Cache-hit Compile RPC: QPS and p50/p99 latency with 1, 8 and 64
+//     concurrent clients, each client its own channel, next to the Echo RPC
+//     of the same response size on the same server in the same run.
+//  2. Cold compile through the daemon (Compile of a program it has never
+//     seen) next to a direct library call (driver::CompileProgram in this
+//     process) on the same programs: the daemon's overhead.
+//
+//   build/bench/service_bench [--kilnd build/kilnd] [--seconds 5] [--cold 5]
+//                             [--target cpu|cuda:sm_90]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/numbers.h"
+#include "compiler/driver/compile_driver.h"
+#include "kiln/v1/service.grpc.pb.h"
+#include "tests/e2e/daemon_process.h"
+#include "tests/support/example_loader.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string kilnd = std::string(KILN_BINARY_DIR) + "/kilnd";
+  double seconds = 5;
+  int cold = 5;
+  std::string target = "cpu";
+};
+
+kiln::v1::CompileRequest GemmRequest(const kiln::testing::ExampleFile& ex, int64_t m,
+                                     const std::string& target) {
+  kiln::v1::CompileRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  for (const auto& [name, value] : ex.test_bind) {
+    kiln::v1::BindingValue v;
+    v.set_int_value(name == "M" ? m : value.ival);
+    (*req.mutable_program()->mutable_bindings())[name] = v;
+  }
+  req.set_target(target);
+  return req;
+}
+
+struct Result {
+  double qps = 0, p50_us = 0, p99_us = 0;
+  int64_t errors = 0;
+};
+
+// `clients` threads, each with its own channel, calling `call` for `seconds`.
+template <typename Call>
+Result Drive(const std::string& address, int clients, double seconds, Call call) {
+  std::vector<std::vector<double>> lat(clients);
+  std::atomic<int64_t> errors{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      grpc::ChannelArguments ch;
+      ch.SetInt("grpc.use_local_subchannel_pool", 1); // a connection per client
+      auto stub = kiln::v1::Kiln::NewStub(
+          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), ch));
+      while (!stop.load(std::memory_order_relaxed)) {
+        const Clock::time_point t0 = Clock::now();
+        if (!call(*stub)) errors.fetch_add(1);
+        lat[c].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  }
+  const Clock::time_point start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  Result r;
+  r.errors = errors.load();
+  if (all.empty()) return r;
+  r.qps = static_cast<double>(all.size()) / wall;
+  r.p50_us = all[all.size() / 2];
+  r.p99_us = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  return r;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--kilnd") {
+      args.kilnd = v;
+    } else if (k == "--seconds") {
+      (void)absl::SimpleAtod(v, &args.seconds);
+    } else if (k == "--cold") {
+      (void)absl::SimpleAtoi(v, &args.cold);
+    } else if (k == "--target") {
+      args.target = v;
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / "kiln_service_bench";
+  std::filesystem::remove_all(dir);
+  kiln::testing::DaemonProcess daemon;
+  if (!daemon.Start(args.kilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir})) {
+    std::fprintf(stderr, "kilnd did not start:\n%s\n", daemon.output().c_str());
+    return 1;
+  }
+  const kiln::testing::ExampleFile ex =
+      kiln::testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  const kiln::v1::CompileRequest hit_req = GemmRequest(ex, 100, args.target);
+  auto stub = kiln::v1::Kiln::NewStub(
+      grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  kiln::v1::CompileResponse first;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status s = stub->Compile(&ctx, hit_req, &first);
+    if (!s.ok()) {
+      std::fprintf(stderr, "compile failed: %s\n", s.error_message().c_str());
+      return 1;
+    }
+  }
+  const int64_t response_bytes = static_cast<int64_t>(first.ByteSizeLong());
+  std::printf("kilnd %s, target %s, hit response %lld bytes, %.0f s per point\n\n",
+              daemon.address().c_str(), args.target.c_str(), static_cast<long long>(response_bytes),
+              args.seconds);
+  std::printf("| clients | Compile hit QPS | p50 us | p99 us | Echo QPS | p50 us | p99 us | QPS "
+              "ratio |\n|---|---|---|---|---|---|---|---|\n");
+  for (int clients : {1, 8, 64}) {
+    Result hit = Drive(daemon.address(), clients, args.seconds, [&](kiln::v1::Kiln::Stub& s) {
+      grpc::ClientContext ctx;
+      kiln::v1::CompileResponse r;
+      return s.Compile(&ctx, hit_req, &r).ok() && r.outcome() == kiln::v1::CACHE_OUTCOME_HIT;
+    });
+    kiln::v1::EchoRequest echo;
+    echo.set_size(response_bytes - 3); // field tag + length
+    Result ech = Drive(daemon.address(), clients, args.seconds, [&](kiln::v1::Kiln::Stub& s) {
+      grpc::ClientContext ctx;
+      kiln::v1::EchoResponse r;
+      return s.Echo(&ctx, echo, &r).ok();
+    });
+    std::printf("| %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2fx |%s\n", clients, hit.qps,
+                hit.p50_us, hit.p99_us, ech.qps, ech.p50_us, ech.p99_us,
+                ech.qps > 0 ? hit.qps / ech.qps : 0.0, hit.errors + ech.errors ? " (errors!)" : "");
+  }
+
+  // Cold compiles: new programs (another M each), daemon vs library.
+  std::vector<double> daemon_ms, direct_ms;
+  for (int i = 0; i < args.cold; ++i) {
+    kiln::v1::CompileRequest req = GemmRequest(ex, 1000 + i, args.target);
+    grpc::ClientContext ctx;
+    kiln::v1::CompileResponse r;
+    Clock::time_point t0 = Clock::now();
+    grpc::Status s = stub->Compile(&ctx, req, &r);
+    daemon_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!s.ok() || r.outcome() != kiln::v1::CACHE_OUTCOME_MISS) {
+      std::fprintf(stderr, "cold compile %d: %s\n", i, s.error_message().c_str());
+      return 1;
+    }
+    kiln::driver::ProgramInput in;
+    in.text = ex.source;
+    in.file_name = ex.rel_path;
+    for (const auto& [name, value] : ex.test_bind) {
+      in.bindings.emplace_back(name, value);
+      if (name == "M") in.bindings.back().second.ival = 2000 + i;
+    }
+    kiln::driver::BuildOptions o;
+    o.target = args.target;
+    t0 = Clock::now();
+    absl::StatusOr<kiln::driver::Built> b = kiln::driver::CompileProgram(in, o);
+    direct_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!b.ok()) {
+      std::fprintf(stderr, "direct compile %d: %s\n", i, std::string(b.status().message()).c_str());
+      return 1;
+    }
+  }
+  std::sort(daemon_ms.begin(), daemon_ms.end());
+  std::sort(direct_ms.begin(), direct_ms.end());
+  const double dm = daemon_ms[daemon_ms.size() / 2], lm = direct_ms[direct_ms.size() / 2];
+  std::printf("\ncold compile (%d programs, median): daemon %.1f ms, library %.1f ms, overhead "
+              "%.1f ms (%.2fx)\n",
+              args.cold, dm, lm, dm - lm, dm / lm);
+  daemon.Stop();
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,28 @@
+// The `kiln` commands that talk to a kilnd over gRPC:
+//
+//   kiln compile FILE [--bind NAME=VALUE]... [--entry NAME] [--target T]
+//                [--emit cubin|ptx|cuda|cpp|so] [-o OUT] [--toolchain nvrtc|nvcc|cc]
+//                [--async] [--json]
+//   kiln devices [--json]
+//   kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]
+//
+// Every command takes --server HOST:PORT (default $KILN_SERVER, else
+// 127.0.0.1:7070) and --timeout SECONDS (default 600).
+//
+// Exit codes (besides command_table.h's 0 success, 2 usage): 1 the server
+// refused the request (a bad program: its file:line:col diagnostic is printed;
+// a failed job), 5 the server could not be reached or the call timed out.
+// Thread-compatible.
+#pragma once
+
+#include "clients/cpp/command_table.h"
+
+namespace kiln::cli {
+
+inline constexpr int kExitUnavailable = 5;
+
+Command CompileCommand();
+Command DevicesCommand();
+Command JobsCommand();
+
+} // namespace kiln::cli

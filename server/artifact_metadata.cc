@@ -1,0 +1,110 @@
+#include "server/artifact_metadata.h"
+
+#include <optional>
+
+#include "absl/time/clock.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/proto_convert.h"
+#include "compiler/ir/simplify.h"
+#include "server/artifact_store.h"
+#include "util/sha256.h"
+
+namespace kiln::server {
+namespace {
+
+std::string ExtentText(const ir::Expr& e) {
+  std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+  return v ? std::to_string(*v) : ir::PrintExpr(e);
+}
+
+} // namespace
+
+kiln::v1::ArtifactKind ArtifactKindOf(const std::string& kind) {
+  if (kind == driver::kCubin) return kiln::v1::ARTIFACT_KIND_CUBIN;
+  if (kind == driver::kPtx) return kiln::v1::ARTIFACT_KIND_PTX;
+  if (kind == driver::kSharedObject) return kiln::v1::ARTIFACT_KIND_SHARED_OBJECT;
+  if (kind == driver::kCudaSource || kind == driver::kCppSource) {
+    return kiln::v1::ARTIFACT_KIND_SOURCE;
+  }
+  if (kind == driver::kIrText) return kiln::v1::ARTIFACT_KIND_IR_TEXT;
+  return kiln::v1::ARTIFACT_KIND_UNSPECIFIED;
+}
+
+std::string FileKindOf(kiln::v1::ArtifactKind kind, const std::string& target) {
+  switch (kind) {
+  case kiln::v1::ARTIFACT_KIND_CUBIN:
+    return driver::kCubin;
+  case kiln::v1::ARTIFACT_KIND_PTX:
+    return driver::kPtx;
+  case kiln::v1::ARTIFACT_KIND_SHARED_OBJECT:
+    return driver::kSharedObject;
+  case kiln::v1::ARTIFACT_KIND_SOURCE:
+    return target.rfind("cuda", 0) == 0 ? driver::kCudaSource : driver::kCppSource;
+  case kiln::v1::ARTIFACT_KIND_IR_TEXT:
+    return driver::kIrText;
+  default:
+    return "";
+  }
+}
+
+kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
+                                                const driver::BuildOptions& options,
+                                                const driver::Prepared& prepared,
+                                                const driver::Built& built) {
+  kiln::v1::ArtifactMetadata m;
+  m.set_key(key);
+  m.set_target(options.target);
+  for (const driver::BuiltFile& f : built.files) {
+    kiln::v1::ArtifactFile* out = m.add_files();
+    out->set_kind(ArtifactKindOf(f.kind));
+    out->set_blob_digest(util::Sha256Hex(f.bytes));
+    out->set_size_bytes(static_cast<int64_t>(f.bytes.size()));
+  }
+  const codegen::LaunchSpec& l = built.kernel.launch;
+  kiln::v1::LaunchInfo* launch = m.mutable_launch();
+  launch->set_kernel_symbol(l.symbol);
+  for (const ir::Expr& g : l.grid) launch->add_grid(ExtentText(g));
+  for (int64_t b : l.block) launch->add_block(b);
+  launch->set_dynamic_shared_bytes(l.dynamic_smem_bytes);
+  for (const codegen::KernelArg& a : l.args) {
+    if (a.is_symbol) {
+      launch->add_symbols(a.name);
+      continue;
+    }
+    kiln::v1::ParamInfo* p = launch->add_params();
+    p->set_name(a.name);
+    p->set_dtype(ir::DTypeToProto(a.dtype));
+    p->set_is_scalar(a.is_scalar);
+    p->set_is_output(a.is_output);
+    for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
+  }
+  if (built.resources) {
+    kiln::v1::ResourceUsage* r = m.mutable_resources();
+    r->set_registers_per_thread(built.resources->registers);
+    r->set_static_shared_bytes(built.resources->shared_bytes);
+    r->set_spill_store_bytes(built.resources->spill_store_bytes);
+    r->set_spill_load_bytes(built.resources->spill_load_bytes);
+    r->set_local_bytes(built.resources->stack_frame_bytes);
+  }
+  m.set_toolchain_fingerprint(prepared.fingerprint);
+  double seconds = prepared.frontend_seconds;
+  for (const auto& [step, s] : built.timings) seconds += s;
+  m.set_compile_seconds(seconds);
+  m.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  return m;
+}
+
+cache::Artifact MakeCacheArtifact(const kiln::v1::ArtifactMetadata& metadata,
+                                  const driver::Built& built) {
+  cache::Artifact a;
+  a.target = metadata.target();
+  a.toolchain_fingerprint = metadata.toolchain_fingerprint();
+  a.launch_json = built.launch_json;
+  a.timings = built.timings;
+  a.created_unix_ms = metadata.created_unix_ms();
+  for (const driver::BuiltFile& f : built.files) a.files.push_back({f.kind, f.bytes, "", 0});
+  a.files.push_back({kMetadataKind, metadata.SerializeAsString(), "", 0});
+  return a;
+}
+
+} // namespace kiln::server

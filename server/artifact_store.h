@@ -1,0 +1,33 @@
+// What the compile service needs of the content-addressed cache: artifacts
+// by cache key, optionally only some of their files (the hit path reads just
+// the small metadata file, not the binary). kilnd uses the cache directory
+// (cache_artifact_store.h); tests may use anything else behind this
+// interface.
+//
+// Implementations are thread-safe. Errors: NotFound on a miss (also for an
+// artifact whose blob was found damaged and evicted); ResourceExhausted when
+// the store is full; others as the store reports them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cache/records.h"
+
+namespace kiln::server {
+
+// The file kind holding the serialized kiln.v1.ArtifactMetadata.
+inline constexpr char kMetadataKind[] = "metadata";
+
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+  // The artifact with the files of `kinds` (every file when empty).
+  virtual absl::StatusOr<cache::Artifact> Get(const std::string& key,
+                                              const std::vector<std::string>& kinds) = 0;
+  // Publishes all of `artifact` or nothing.
+  virtual absl::Status Put(const std::string& key, const cache::Artifact& artifact) = 0;
+};
+
+} // namespace kiln::server

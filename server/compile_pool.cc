@@ -1,0 +1,120 @@
+#include "server/compile_pool.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::server {
+
+const char* PriorityName(Priority p) {
+  switch (p) {
+  case Priority::kInteractive:
+    return "interactive";
+  case Priority::kBenchmark:
+    return "benchmark";
+  case Priority::kTuning:
+    return "tuning";
+  }
+  return "unknown";
+}
+
+CompilePool::CompilePool(CompilePoolOptions options) : options_(options) {
+  int n = options_.threads > 0 ? options_.threads
+                               : static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  threads_.reserve(n);
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+CompilePool::~CompilePool() { Shutdown(); }
+
+absl::Status CompilePool::Submit(Priority priority, const std::string& client,
+                                 std::function<void()> run, std::function<void()> on_drop) {
+  const int p = static_cast<int>(priority);
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::FailedPreconditionError("the daemon is shutting down");
+  Lane& lane = lanes_[p];
+  if (lane.size >= options_.max_queued[p]) {
+    return absl::ResourceExhaustedError(absl::StrCat("the ", PriorityName(priority),
+                                                     " queue is full (", lane.size,
+                                                     " tasks waiting); retry later"));
+  }
+  lane.by_client[client].push_back(Task{std::move(run), std::move(on_drop)});
+  ++lane.size;
+  return absl::OkStatus();
+}
+
+bool CompilePool::PopLocked(Task* task) {
+  for (Lane& lane : lanes_) {
+    if (lane.size == 0) continue;
+    // The next client after the one served last (wrapping around).
+    auto it = lane.by_client.upper_bound(lane.last_client);
+    if (it == lane.by_client.end()) it = lane.by_client.begin();
+    *task = std::move(it->second.front());
+    it->second.pop_front();
+    lane.last_client = it->first;
+    if (it->second.empty()) lane.by_client.erase(it);
+    --lane.size;
+    return true;
+  }
+  return false;
+}
+
+void CompilePool::Loop() {
+  for (;;) {
+    Task task;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (stopping_) return true;
+        for (const Lane& lane : lanes_) {
+          if (lane.size > 0) return true;
+        }
+        return false;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_) return;
+      PopLocked(&task);
+      ++running_;
+    }
+    task.run();
+    absl::MutexLock lock(&mu_);
+    --running_;
+  }
+}
+
+std::array<int64_t, kPriorities> CompilePool::QueueDepths() const {
+  absl::MutexLock lock(&mu_);
+  std::array<int64_t, kPriorities> out{};
+  for (int p = 0; p < kPriorities; ++p) out[p] = lanes_[p].size;
+  return out;
+}
+
+int64_t CompilePool::Running() const {
+  absl::MutexLock lock(&mu_);
+  return running_;
+}
+
+void CompilePool::Shutdown() {
+  std::vector<Task> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (Lane& lane : lanes_) {
+      for (auto& [client, tasks] : lane.by_client) {
+        for (Task& t : tasks) dropped.push_back(std::move(t));
+      }
+      lane.by_client.clear();
+      lane.size = 0;
+    }
+  }
+  for (Task& t : dropped) {
+    if (t.on_drop) t.on_drop();
+  }
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+} // namespace kiln::server

@@ -1,0 +1,288 @@
+#include "server/compile_service.h"
+
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "server/artifact_metadata.h"
+#include "util/sha256.h"
+
+namespace kiln::server {
+namespace {
+
+constexpr size_t kMemoGeneration = 1 << 16; // entries per generation
+
+double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
+
+std::string BindingText(const frontend::BindingValue& v) {
+  switch (v.kind) {
+  case frontend::BindingValue::Kind::kInt:
+    return absl::StrCat("i", v.ival);
+  case frontend::BindingValue::Kind::kFloat:
+    return absl::StrCat("f", v.fval);
+  case frontend::BindingValue::Kind::kBool:
+    return v.bval ? "bT" : "bF";
+  case frontend::BindingValue::Kind::kString:
+    return absl::StrCat("s", v.sval);
+  }
+  return "?";
+}
+
+} // namespace
+
+// --- Pending ---------------------------------------------------------------
+
+bool CompileService::Pending::Complete(absl::StatusOr<CompileReply> reply) {
+  if (completed_.exchange(true)) return false;
+  done_(std::move(reply));
+  return true;
+}
+
+void CompileService::Pending::Cancel() {
+  std::shared_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+  }
+  if (Complete(absl::CancelledError("the request was cancelled")) && job) job->Detach();
+}
+
+// --- CompileService ----------------------------------------------------------
+
+CompileService::CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool)
+    : store_(store), jobs_(jobs), pool_(pool) {}
+
+std::string CompileService::MemoKey(const CompileCall& call) {
+  util::Sha256 h;
+  h.UpdateField(std::to_string(static_cast<int>(call.program.kind)));
+  h.UpdateField(call.program.text);
+  h.UpdateField(call.program.entry);
+  for (const auto& [name, value] : call.program.bindings) {
+    h.UpdateField(name);
+    h.UpdateField(BindingText(value));
+  }
+  h.UpdateField(call.options.target);
+  h.UpdateField(driver::CanonicalOptions(call.options));
+  h.UpdateField(absl::StrCat(call.options.pass_options.size()));
+  return h.FinishHex();
+}
+
+std::optional<std::string> CompileService::MemoGet(const std::string& memo_key) {
+  absl::MutexLock lock(&memo_mu_);
+  auto it = memo_.find(memo_key);
+  if (it != memo_.end()) return it->second;
+  it = memo_old_.find(memo_key);
+  if (it != memo_old_.end()) return it->second;
+  return std::nullopt;
+}
+
+void CompileService::MemoPut(const std::string& memo_key, const std::string& key) {
+  absl::MutexLock lock(&memo_mu_);
+  if (memo_.size() >= kMemoGeneration) {
+    memo_old_ = std::move(memo_);
+    memo_.clear();
+  }
+  memo_[memo_key] = key;
+}
+
+absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {
+  absl::StatusOr<cache::Artifact> a = store_->Get(key, {kMetadataKind});
+  if (!a.ok()) return a.status();
+  for (const cache::ArtifactFile& f : a->files) {
+    if (f.kind != kMetadataKind) continue;
+    kiln::v1::ArtifactMetadata m;
+    if (!m.ParseFromString(f.bytes)) {
+      return absl::DataLossError(absl::StrCat("artifact ", key, ": unreadable metadata"));
+    }
+    return m;
+  }
+  // Stored by something other than kilnd (no metadata): compile it again.
+  return absl::NotFoundError(absl::StrCat("artifact ", key, " has no metadata"));
+}
+
+absl::StatusOr<std::string> CompileService::KeyOf(const CompileCall& call) {
+  const bool memoizable = call.program.kind != driver::ProgramInput::Kind::kProgram;
+  const std::string memo = memoizable ? MemoKey(call) : "";
+  if (memoizable) {
+    if (std::optional<std::string> key = MemoGet(memo)) return *key;
+  }
+  absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
+  if (!p.ok()) return p.status();
+  if (memoizable) MemoPut(memo, p->key);
+  return p->key;
+}
+
+std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall& call, Done done) {
+  auto pending = std::make_shared<Pending>();
+  pending->done_ = std::move(done);
+  const absl::Time start = absl::Now();
+
+  const bool memoizable = call.program.kind != driver::ProgramInput::Kind::kProgram;
+  const std::string memo = memoizable ? MemoKey(call) : "";
+  std::optional<std::string> key;
+  if (memoizable) key = MemoGet(memo);
+  std::optional<driver::Prepared> prepared;
+  if (key) {
+    counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
+    if (!p.ok()) {
+      pending->Complete(p.status());
+      return pending;
+    }
+    key = p->key;
+    prepared = *std::move(p);
+    if (memoizable) MemoPut(memo, *key);
+  }
+
+  absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(*key);
+  if (hit.ok()) {
+    counters_.hits.fetch_add(1, std::memory_order_relaxed);
+    CompileReply reply;
+    reply.metadata = *std::move(hit);
+    reply.outcome = kiln::v1::CACHE_OUTCOME_HIT;
+    reply.server_seconds = SecondsSince(start);
+    pending->Complete(std::move(reply));
+    return pending;
+  }
+  if (hit.status().code() != absl::StatusCode::kNotFound) {
+    pending->Complete(hit.status());
+    return pending;
+  }
+  if (!prepared) {
+    // The memo knew the key, but the artifact is gone (evicted): the build
+    // needs the program again.
+    absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
+    if (!p.ok()) {
+      pending->Complete(p.status());
+      return pending;
+    }
+    prepared = *std::move(p);
+  }
+
+  JobManager::Joined joined =
+      jobs_->JoinOrCreate(kiln::v1::JOB_KIND_COMPILE, *key, /*held=*/call.async);
+  std::shared_ptr<Job> job = joined.job;
+  if (joined.created) {
+    auto shared_prepared = std::make_shared<driver::Prepared>(*std::move(prepared));
+    const driver::BuildOptions options = call.options;
+    absl::Status queued = pool_->Submit(
+        call.priority, call.client,
+        [this, job, shared_prepared, options] { RunJob(job, *shared_prepared, options); },
+        [job] { job->Fail(absl::CancelledError("the daemon shut down before the compile ran")); });
+    if (!queued.ok()) {
+      job->Fail(queued);
+      pending->Complete(queued);
+      return pending;
+    }
+  }
+  const kiln::v1::CacheOutcome outcome =
+      joined.created ? kiln::v1::CACHE_OUTCOME_MISS : kiln::v1::CACHE_OUTCOME_JOINED;
+  if (call.async) {
+    CompileReply reply;
+    reply.outcome = outcome;
+    reply.job_id = job->id();
+    reply.server_seconds = SecondsSince(start);
+    pending->Complete(std::move(reply));
+    return pending;
+  }
+  Wait(pending, job, outcome, start);
+  return pending;
+}
+
+void CompileService::Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
+                          kiln::v1::CacheOutcome outcome, absl::Time start) {
+  job->Attach();
+  {
+    absl::MutexLock lock(&pending->mu_);
+    pending->job_ = job;
+  }
+  if (pending->completed_.load()) { // cancelled before it could wait
+    job->Detach();
+    return;
+  }
+  job->OnDone([this, pending, outcome, start](const Job& j) {
+    absl::StatusOr<CompileReply> reply;
+    if (const CompileJobResult* r = j.result<CompileJobResult>()) {
+      CompileReply ok;
+      ok.metadata = r->metadata;
+      ok.outcome = r->from_cache ? kiln::v1::CACHE_OUTCOME_HIT : outcome;
+      ok.job_id = j.id();
+      ok.server_seconds = SecondsSince(start);
+      reply = std::move(ok);
+    } else {
+      reply = j.status();
+    }
+    if (reply.ok()) {
+      (reply->outcome == kiln::v1::CACHE_OUTCOME_HIT    ? counters_.hits
+       : reply->outcome == kiln::v1::CACHE_OUTCOME_MISS ? counters_.misses
+                                                        : counters_.joined)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
+    std::shared_ptr<Job> held;
+    {
+      absl::MutexLock lock(&pending->mu_);
+      held = pending->job_;
+    }
+    if (pending->Complete(std::move(reply)) && held) held->Detach();
+  });
+}
+
+void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
+                            const driver::BuildOptions& options) {
+  if (!job->Start("compiling")) return; // cancelled while queued
+  absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(prepared.key);
+  if (hit.ok()) {
+    job->Succeed(CompileJobResult{*std::move(hit), true}, "found in the cache");
+    return;
+  }
+  if (job->cancel_requested()) {
+    job->Fail(absl::CancelledError("cancelled before the compile started"));
+    return;
+  }
+  job->SetProgress(0.1, absl::StrCat("compiling for ", options.target));
+  const absl::Time t0 = absl::Now();
+  absl::StatusOr<driver::Built> built = driver::Build(prepared, options);
+  const double seconds = SecondsSince(t0);
+  counters_.builds.fetch_add(1, std::memory_order_relaxed);
+  if (on_build_) on_build_(seconds, built.ok());
+  if (!built.ok()) {
+    counters_.build_failures.fetch_add(1, std::memory_order_relaxed);
+    job->Fail(built.status());
+    return;
+  }
+  job->SetProgress(0.9, "storing the artifact");
+  kiln::v1::ArtifactMetadata metadata =
+      MakeArtifactMetadata(prepared.key, options, prepared, *built);
+  if (absl::Status s = store_->Put(prepared.key, MakeCacheArtifact(metadata, *built)); !s.ok()) {
+    job->Fail(absl::Status(s.code(), absl::StrCat("compiled, but the cache could not store the "
+                                                  "artifact: ",
+                                                  s.message())));
+    return;
+  }
+  job->Succeed(CompileJobResult{std::move(metadata), false}, "compiled");
+}
+
+absl::StatusOr<CompileReply> CompileService::CompileSync(const CompileCall& call,
+                                                         absl::Time deadline) {
+  struct Slot {
+    absl::Notification done;
+    absl::StatusOr<CompileReply> reply = absl::UnknownError("no reply");
+  };
+  auto slot = std::make_shared<Slot>();
+  std::shared_ptr<Pending> pending = Start(call, [slot](absl::StatusOr<CompileReply> r) {
+    slot->reply = std::move(r);
+    slot->done.Notify();
+  });
+  if (!slot->done.WaitForNotificationWithDeadline(deadline)) {
+    pending->Cancel();
+    slot->done.WaitForNotification();
+    return absl::DeadlineExceededError("the compile did not finish before the deadline");
+  }
+  return slot->reply;
+}
+
+} // namespace kiln::server

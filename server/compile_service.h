@@ -1,0 +1,131 @@
+// Compile, cache-or-compile: the business logic behind the Compile RPC,
+// callable without gRPC.
+//
+//  1. Key. A memo from the request's bytes (program, bindings, entry,
+//     target, canonical options) to its cache key skips the frontend for a
+//     repeated request; otherwise driver::Prepare parses and specializes
+//     the program (a bad program fails here with its located diagnostic).
+//  2. Hit. The artifact's metadata file is read from the store: HIT.
+//  3. Miss. Singleflight: the unfinished compile job for the key is joined
+//     (JOINED), or a new one is queued on the pool (MISS). The job re-checks
+//     the store before building (a compile that finished between this
+//     request's miss and its job counts as a HIT), builds, publishes the
+//     artifact, and only then leaves the singleflight table, so a later
+//     request either joins it or hits.
+//  4. Waiting. Start() never blocks a caller's thread: `done` runs once,
+//     at once for hits and errors, else in the pool thread that finishes the
+//     job. Cancel() (the RPC was cancelled or timed out) detaches the caller;
+//     a job that no caller waits for and nobody holds (async requests) is
+//     cancelled, one others share goes on.
+//
+// Thread-safe. The store, job manager and pool must outlive the service.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "compiler/driver/compile_driver.h"
+#include "kiln/v1/service.pb.h"
+#include "server/artifact_store.h"
+#include "server/compile_pool.h"
+#include "server/job_manager.h"
+
+namespace kiln::server {
+
+struct CompileCall {
+  driver::ProgramInput program;
+  driver::BuildOptions options;
+  std::string client = "anonymous"; // fair share between clients
+  Priority priority = Priority::kInteractive;
+  // Return once the job is queued; the job runs without waiters.
+  bool async = false;
+};
+
+struct CompileReply {
+  kiln::v1::ArtifactMetadata metadata; // empty for an async reply
+  kiln::v1::CacheOutcome outcome = kiln::v1::CACHE_OUTCOME_UNSPECIFIED;
+  std::string job_id; // empty for a hit
+  double server_seconds = 0;
+};
+
+// Counters the service keeps (metrics read them).
+struct CompileCounters {
+  std::atomic<int64_t> hits{0}, misses{0}, joined{0}, builds{0}, build_failures{0};
+  std::atomic<int64_t> memo_hits{0};
+};
+
+class CompileService {
+ public:
+  using Done = std::function<void(absl::StatusOr<CompileReply>)>;
+
+  CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool);
+
+  // A caller's interest in one compile.
+  class Pending {
+   public:
+    // Detaches the caller (if still waiting) and calls done(Cancelled).
+    void Cancel();
+
+   private:
+    friend class CompileService;
+    bool Complete(absl::StatusOr<CompileReply> reply);
+    std::atomic<bool> completed_{false};
+    Done done_;
+    std::shared_ptr<Job> job_; // set once the caller waits on a job
+    absl::Mutex mu_;
+  };
+
+  std::shared_ptr<Pending> Start(const CompileCall& call, Done done);
+  // Start + wait (tests, in-process callers). DeadlineExceeded past
+  // `deadline`, after detaching.
+  absl::StatusOr<CompileReply> CompileSync(const CompileCall& call,
+                                           absl::Time deadline = absl::InfiniteFuture());
+
+  // The key of a request (memo, else Prepare) without compiling.
+  absl::StatusOr<std::string> KeyOf(const CompileCall& call);
+
+  const CompileCounters& counters() const { return counters_; }
+  // Observes each build's wall time (metrics: the compile latency histogram).
+  void set_on_build(std::function<void(double seconds, bool ok)> fn) { on_build_ = std::move(fn); }
+
+ private:
+  // The memo's key for a request: SHA-256 of everything that determines the
+  // program and the options.
+  static std::string MemoKey(const CompileCall& call);
+  std::optional<std::string> MemoGet(const std::string& memo_key);
+  void MemoPut(const std::string& memo_key, const std::string& key);
+
+  // Reads the metadata of a stored artifact; NotFound on a miss.
+  absl::StatusOr<kiln::v1::ArtifactMetadata> Lookup(const std::string& key);
+  void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
+              const driver::BuildOptions& options);
+  void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
+            kiln::v1::CacheOutcome outcome, absl::Time start);
+
+  ArtifactStore* const store_;
+  JobManager* const jobs_;
+  CompilePool* const pool_;
+  CompileCounters counters_;
+  std::function<void(double, bool)> on_build_;
+
+  // Two generations: lookups see both, inserts go to `memo_`; when it is
+  // full it becomes `memo_old_` (bounded memory, recent keys kept).
+  absl::Mutex memo_mu_;
+  absl::flat_hash_map<std::string, std::string> memo_ ABSL_GUARDED_BY(memo_mu_);
+  absl::flat_hash_map<std::string, std::string> memo_old_ ABSL_GUARDED_BY(memo_mu_);
+};
+
+// The result a compile job stores (Job::result<CompileJobResult>()).
+struct CompileJobResult {
+  kiln::v1::ArtifactMetadata metadata;
+  bool from_cache = false; // another compile stored it first
+};
+
+} // namespace kiln::server

@@ -1,0 +1,129 @@
+// One unit of daemon work (a compile, a tuning sweep, a benchmark): its id,
+// state, progress and result, shared by every request attached to it.
+//
+// Life cycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED (QUEUED may
+// go straight to a final state). A final state is never left. Every change
+// bumps version(), so watchers (WatchJob) can wait for "anything newer than
+// what I saw" without missing or repeating an update.
+//
+// Cancellation is cooperative: RequestCancel() sets a flag that the running
+// work checks between steps (a queued job is cancelled before it starts).
+// Attach()/Detach() count the requests waiting on the job (singleflight
+// joiners); a job that nobody waits for and nobody holds (`held`, set for
+// async requests and jobs re-attached by id) is cancelled when its last
+// waiter leaves, so a client that gives up does not leave work behind that
+// no one wants, while work someone else shares goes on.
+//
+// Thread-safe: all methods may be called from any thread.
+#pragma once
+
+#include <any>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kiln/v1/service.pb.h"
+
+namespace kiln::server {
+
+class Job {
+ public:
+  Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held);
+
+  const std::string& id() const { return id_; }
+  kiln::v1::JobKind kind() const { return kind_; }
+  const std::string& key() const { return key_; }
+
+  // The job as the API shows it (waiters filled in).
+  kiln::v1::Job Snapshot() const;
+  uint64_t version() const;
+  bool done() const;
+
+  // QUEUED -> RUNNING; false if the job is already final (cancelled while
+  // queued): the caller must not start the work.
+  bool Start(const std::string& message);
+  // Progress 0..1 and the current step; ignored once final.
+  void SetProgress(double fraction, const std::string& message);
+  // Tuning progress (kept in the snapshot).
+  void SetTuneProgress(const kiln::v1::TuneProgress& progress);
+  // Final states. `result` is whatever the job's kind produces (read back
+  // with result<T>()); Fail with a cancelled status records CANCELLED.
+  void Succeed(std::any result, const std::string& message = "");
+  void Fail(const absl::Status& status);
+
+  // The failure (OK unless FAILED/CANCELLED).
+  absl::Status status() const;
+  // The success value, or nullptr when not succeeded or of another type.
+  template <typename T>
+  const T* result() const {
+    absl::MutexLock lock(&mu_);
+    return state_ == kiln::v1::JOB_STATE_SUCCEEDED ? std::any_cast<T>(&result_) : nullptr;
+  }
+
+  // Blocks until the job is final or `deadline` passes or `cancelled()`
+  // returns true (polled every 50 ms). Returns done().
+  bool WaitDone(absl::Time deadline, const std::function<bool()>& cancelled = nullptr) const;
+  // Blocks until version() > `seen` (or the deadline); returns the version.
+  uint64_t WaitNewer(uint64_t seen, absl::Time deadline) const;
+
+  // Runs `fn` once the job is final: at once (in this thread) if it already
+  // is, else in the thread that finishes it. Listeners must not block.
+  void OnDone(std::function<void(const Job&)> fn);
+
+  // Runs `fn` after every change (in the changing thread, outside the job's
+  // lock; it must not block), until RemoveWatcher(returned id).
+  uint64_t AddWatcher(std::function<void()> fn);
+  void RemoveWatcher(uint64_t id);
+
+  void RequestCancel();
+  bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }
+
+  void Attach();
+  // Returns true when this detach left the job with no waiter and not held,
+  // and so requested its cancellation.
+  bool Detach();
+  // Keeps the job running without waiters (async requests, re-attach).
+  void Hold();
+
+  // Called after every final transition (by the job manager, to persist and
+  // to drop singleflight entries). Set once, before the job is shared.
+  void set_on_final(std::function<void(const Job&)> fn) { on_final_ = std::move(fn); }
+
+ private:
+  void Finish(kiln::v1::JobState state, const std::string& message, std::any result,
+              absl::Status status);
+  // Calls the watchers (after a change, without mu_ held).
+  void Notify();
+
+  const std::string id_;
+  const kiln::v1::JobKind kind_;
+  const std::string key_;
+  const int64_t created_unix_ms_;
+  std::atomic<bool> cancel_{false};
+  std::function<void(const Job&)> on_final_;
+
+  mutable absl::Mutex mu_;
+  kiln::v1::JobState state_ ABSL_GUARDED_BY(mu_) = kiln::v1::JOB_STATE_QUEUED;
+  double progress_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string message_ ABSL_GUARDED_BY(mu_);
+  int64_t finished_unix_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::any result_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(const Job&)>> listeners_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<uint64_t, std::function<void()>>> watchers_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_watcher_ ABSL_GUARDED_BY(mu_) = 1;
+  kiln::v1::TuneProgress tune_progress_ ABSL_GUARDED_BY(mu_);
+  bool has_tune_progress_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+bool IsFinal(kiln::v1::JobState state);
+
+} // namespace kiln::server

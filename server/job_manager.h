@@ -1,0 +1,113 @@
+// The daemon's jobs: creation with ids, singleflight (identical requests of
+// one kind share the unfinished job for their key), lookup by id for
+// GetJob/WatchJob/CancelJob and re-attachment, and persistence of every job's
+// record (the cache's SQLite in kilnd) so that results survive a restart.
+//
+// Records are written when a job is created, starts and finishes (not on
+// every progress step). A job that a previous process left QUEUED or RUNNING
+// is marked FAILED ("interrupted: the daemon stopped") by
+// RecoverInterrupted() at start-up, so no client waits on it forever.
+//
+// Memory: live jobs, plus the most recent `keep_finished` finished ones (older
+// ones are answered from the store).
+//
+// Thread-safe. Lock order: JobManager::mu_ before Job::mu_ is never taken
+// (the manager reads jobs only through their own thread-safe methods, after
+// releasing mu_), so job callbacks may call back into the manager.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "kiln/v1/service.pb.h"
+#include "server/job.h"
+
+namespace kiln::server {
+
+// Where job records live. Implementations are thread-safe.
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+  // Inserts or replaces the record with job.id().
+  virtual absl::Status Save(const kiln::v1::Job& job) = 0;
+  // NotFound when there is no such job.
+  virtual absl::StatusOr<kiln::v1::Job> Load(const std::string& id) = 0;
+  // Newest first; limit <= 0: all.
+  virtual absl::StatusOr<std::vector<kiln::v1::Job>> List(int64_t limit) = 0;
+};
+
+// A JobStore in memory (tests, and a daemon run without persistence).
+class MemoryJobStore final : public JobStore {
+ public:
+  absl::Status Save(const kiln::v1::Job& job) override;
+  absl::StatusOr<kiln::v1::Job> Load(const std::string& id) override;
+  absl::StatusOr<std::vector<kiln::v1::Job>> List(int64_t limit) override;
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, kiln::v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+class JobManager {
+ public:
+  // `store` must outlive the manager; nullptr: records are not persisted.
+  explicit JobManager(JobStore* store, size_t keep_finished = 10000);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  struct Joined {
+    std::shared_ptr<Job> job;
+    bool created = false; // false: joined an unfinished job
+  };
+  // The unfinished job of `kind` for `key`, or a new QUEUED one (created).
+  // `held`: a new job keeps running without waiters (async requests).
+  Joined JoinOrCreate(kiln::v1::JobKind kind, const std::string& key, bool held);
+  // Always a new job (work that is not shared, e.g. a benchmark).
+  std::shared_ptr<Job> Create(kiln::v1::JobKind kind, const std::string& key, bool held);
+
+  // A job of this process (live or recently finished), or nullptr.
+  std::shared_ptr<Job> Find(const std::string& id);
+  // Its snapshot, or the stored record of an older one; NotFound otherwise.
+  absl::StatusOr<kiln::v1::Job> Get(const std::string& id);
+  // Recent jobs, newest first: this process's, then stored ones.
+  std::vector<kiln::v1::Job> List(int64_t limit);
+  // Live jobs by state (for metrics).
+  std::map<kiln::v1::JobState, int64_t> CountByState();
+
+  // Marks records left QUEUED/RUNNING by an earlier process as FAILED.
+  // Returns how many.
+  absl::StatusOr<int64_t> RecoverInterrupted();
+  // Requests cancellation of every unfinished job (shutdown).
+  void CancelAll();
+
+  // Persists a job's current snapshot (also called on final transitions).
+  void Persist(const Job& job);
+
+ private:
+  std::shared_ptr<Job> NewJob(kiln::v1::JobKind kind, const std::string& key, bool held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnFinal(const Job& job);
+
+  JobStore* const store_;
+  const size_t keep_finished_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Job>> by_id_ ABSL_GUARDED_BY(mu_);
+  // (kind, key) -> the unfinished job that identical requests join.
+  std::map<std::pair<int, std::string>, std::shared_ptr<Job>> inflight_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> finished_ ABSL_GUARDED_BY(mu_); // oldest first
+};
+
+// "j-" followed by 16 random hex digits.
+std::string NewJobId();
+
+} // namespace kiln::server

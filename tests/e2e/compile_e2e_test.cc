@@ -1,0 +1,222 @@
+// End-to-end: Compile, GetArtifact and jobs through the real kilnd process
+// on a loopback port with a temporary cache directory.
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kiln/v1/service.grpc.pb.h"
+#include "tests/e2e/daemon_process.h"
+#include "tests/support/example_loader.h"
+#include "util/sha256.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kKilnd = std::string(KILN_BINARY_DIR) + "/kilnd";
+
+kiln::v1::CompileRequest GemmRequest(int64_t m = 100) {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  kiln::v1::CompileRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  for (const auto& [name, value] : ex.test_bind) {
+    kiln::v1::BindingValue v;
+    if (value.kind == frontend::BindingValue::Kind::kInt) {
+      v.set_int_value(name == "M" ? m : value.ival);
+    } else {
+      v.set_string_value(value.sval);
+    }
+    (*req.mutable_program()->mutable_bindings())[name] = v;
+  }
+  req.set_target("cpu");
+  return req;
+}
+
+class CompileE2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "compile_e2e_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    StartDaemon();
+  }
+  void StartDaemon() {
+    daemon_ = std::make_unique<testing::DaemonProcess>();
+    ASSERT_TRUE(daemon_->Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir_}))
+        << daemon_->output();
+    stub_ = kiln::v1::Kiln::NewStub(
+        grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
+  }
+  grpc::Status Compile(const kiln::v1::CompileRequest& req, kiln::v1::CompileResponse* resp,
+                       std::chrono::milliseconds deadline = std::chrono::seconds(120)) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    return stub_->Compile(&ctx, req, resp);
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::DaemonProcess> daemon_;
+  std::unique_ptr<kiln::v1::Kiln::Stub> stub_;
+};
+
+TEST_F(CompileE2ETest, MissThenHitThenTheBytesMatchTheirDigests) {
+  kiln::v1::CompileResponse first, second;
+  grpc::Status s = Compile(GemmRequest(), &first);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(first.outcome(), kiln::v1::CACHE_OUTCOME_MISS);
+  ASSERT_TRUE(Compile(GemmRequest(), &second).ok());
+  EXPECT_EQ(second.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(second.artifact().key(), first.artifact().key());
+
+  grpc::ClientContext ctx;
+  kiln::v1::GetArtifactRequest get;
+  get.set_key(first.artifact().key());
+  get.set_chunk_bytes(4096); // several chunks for the shared object
+  auto reader = stub_->GetArtifact(&ctx, get);
+  kiln::v1::ArtifactChunk chunk;
+  std::map<int, std::string> files;
+  int chunks = 0;
+  bool metadata_first = false;
+  while (reader->Read(&chunk)) {
+    if (chunks++ == 0) metadata_first = chunk.has_metadata();
+    std::string& f = files[chunk.kind()];
+    EXPECT_EQ(chunk.offset(), static_cast<int64_t>(f.size()));
+    f += chunk.data();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_TRUE(metadata_first);
+  EXPECT_GT(chunks, 2);
+  for (const kiln::v1::ArtifactFile& f : first.artifact().files()) {
+    SCOPED_TRACE(f.kind());
+    ASSERT_TRUE(files.count(f.kind()));
+    EXPECT_EQ(static_cast<int64_t>(files[f.kind()].size()), f.size_bytes());
+    EXPECT_EQ(util::Sha256Hex(files[f.kind()]), f.blob_digest());
+  }
+}
+
+TEST_F(CompileE2ETest, BadProgramIsInvalidArgumentWithItsLocation) {
+  kiln::v1::CompileRequest req = GemmRequest();
+  std::string text = req.program().tilelang_source();
+  text.replace(text.find("T.gemm("), 7, "T.gemmm(");
+  req.mutable_program()->set_tilelang_source(text);
+  kiln::v1::CompileResponse resp;
+  grpc::Status s = Compile(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              ::testing::MatchesRegex("examples/gemm/gemm.py:[0-9]+:[0-9]+: .*"));
+
+  kiln::v1::CompileRequest empty;
+  EXPECT_EQ(Compile(empty, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  kiln::v1::CompileRequest bad_target = GemmRequest();
+  bad_target.set_target("cuda:sm_70");
+  s = Compile(bad_target, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("sm_70"));
+
+  grpc::ClientContext ctx;
+  kiln::v1::GetArtifactRequest get;
+  get.set_key(std::string(64, 'a'));
+  auto reader = stub_->GetArtifact(&ctx, get);
+  kiln::v1::ArtifactChunk chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(CompileE2ETest, SixtyFourConcurrentIdenticalCallsCauseOneCompile) {
+  constexpr int kCallers = 64;
+  std::vector<std::thread> threads;
+  std::vector<kiln::v1::CompileResponse> resp(kCallers);
+  std::vector<grpc::Status> status(kCallers);
+  const kiln::v1::CompileRequest req = GemmRequest(77);
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] { status[i] = Compile(req, &resp[i]); });
+  }
+  for (auto& t : threads) t.join();
+  std::map<int, int> outcomes;
+  for (int i = 0; i < kCallers; ++i) {
+    ASSERT_TRUE(status[i].ok()) << status[i].error_message();
+    ++outcomes[resp[i].outcome()];
+    EXPECT_EQ(resp[i].artifact().key(), resp[0].artifact().key());
+  }
+  EXPECT_EQ(outcomes[kiln::v1::CACHE_OUTCOME_MISS], 1);
+  EXPECT_EQ(outcomes[kiln::v1::CACHE_OUTCOME_JOINED] + outcomes[kiln::v1::CACHE_OUTCOME_HIT],
+            kCallers - 1);
+  grpc::ClientContext ctx;
+  kiln::v1::CacheStatsResponse stats;
+  ASSERT_TRUE(stub_->CacheStats(&ctx, {}, &stats).ok());
+  EXPECT_EQ(stats.entries(), 1);
+  EXPECT_EQ(stats.joined(), outcomes[kiln::v1::CACHE_OUTCOME_JOINED]);
+}
+
+TEST_F(CompileE2ETest, AsyncCompileIsAJobToWatch) {
+  kiln::v1::CompileRequest req = GemmRequest(55);
+  req.set_async(true);
+  kiln::v1::CompileResponse resp;
+  ASSERT_TRUE(Compile(req, &resp).ok());
+  ASSERT_FALSE(resp.job_id().empty());
+  EXPECT_FALSE(resp.has_artifact());
+
+  grpc::ClientContext ctx;
+  kiln::v1::WatchJobRequest watch;
+  watch.set_job_id(resp.job_id());
+  auto reader = stub_->WatchJob(&ctx, watch);
+  kiln::v1::Job job;
+  std::vector<kiln::v1::JobState> states;
+  while (reader->Read(&job)) states.push_back(job.state());
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_FALSE(states.empty());
+  EXPECT_EQ(states.back(), kiln::v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.kind(), kiln::v1::JOB_KIND_COMPILE);
+
+  grpc::ClientContext get_ctx;
+  kiln::v1::GetJobRequest get;
+  get.set_job_id(resp.job_id());
+  kiln::v1::Job got;
+  ASSERT_TRUE(stub_->GetJob(&get_ctx, get, &got).ok());
+  EXPECT_EQ(got.state(), kiln::v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(got.progress(), 1.0);
+
+  grpc::ClientContext missing_ctx;
+  get.set_job_id("j-0000000000000000");
+  EXPECT_EQ(stub_->GetJob(&missing_ctx, get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(CompileE2ETest, ATimedOutCallCancelsItsUnsharedJob) {
+  kiln::v1::CompileResponse resp;
+  // Compiling takes about a second; a 50 ms deadline expires first.
+  grpc::Status s = Compile(GemmRequest(33), &resp, std::chrono::milliseconds(50));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The daemon is fine and compiles the same program on request.
+  ASSERT_TRUE(Compile(GemmRequest(33), &resp).ok());
+  EXPECT_NE(resp.outcome(), kiln::v1::CACHE_OUTCOME_UNSPECIFIED);
+}
+
+TEST_F(CompileE2ETest, AfterKillNineEverythingCompletedIsAHit) {
+  kiln::v1::CompileRequest async = GemmRequest(44);
+  kiln::v1::CompileResponse first, resp;
+  ASSERT_TRUE(Compile(GemmRequest(), &first).ok());
+  daemon_->Kill();
+  StartDaemon();
+  ASSERT_TRUE(Compile(GemmRequest(), &resp).ok());
+  EXPECT_EQ(resp.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(resp.artifact().key(), first.artifact().key());
+  // The job that compiled it is still known, from the cache's records.
+  grpc::ClientContext ctx;
+  kiln::v1::GetJobRequest get;
+  get.set_job_id(first.job_id());
+  kiln::v1::Job job;
+  ASSERT_TRUE(stub_->GetJob(&ctx, get, &job).ok());
+  EXPECT_EQ(job.state(), kiln::v1::JOB_STATE_SUCCEEDED);
+}
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,108 @@
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "server/compile_pool.h"
+
+namespace kiln::server {
+namespace {
+
+// A pool of one thread, blocked on a gate, so that the order in which queued
+// tasks then run is exactly the scheduling order.
+struct GatedPool {
+  CompilePool pool{CompilePoolOptions{1, {8, 8, 8}}};
+  absl::Notification gate, started;
+  GatedPool() {
+    EXPECT_TRUE(pool.Submit(Priority::kInteractive, "gate",
+                            [this] {
+                              started.Notify();
+                              gate.WaitForNotification();
+                            })
+                    .ok());
+    started.WaitForNotification();
+  }
+};
+
+TEST(CompilePool, HigherPriorityFirstThenRoundRobinAcrossClients) {
+  GatedPool g;
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto task = [&](std::string name) {
+    return [&, name] {
+      absl::MutexLock lock(&mu);
+      order.push_back(name);
+    };
+  };
+  // Client "a" queues three tuning tasks, "b" one; then an interactive one.
+  ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "a", task("a1")).ok());
+  ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "a", task("a2")).ok());
+  ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "a", task("a3")).ok());
+  ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "b", task("b1")).ok());
+  ASSERT_TRUE(g.pool.Submit(Priority::kBenchmark, "c", task("c1")).ok());
+  ASSERT_TRUE(g.pool.Submit(Priority::kInteractive, "d", task("d1")).ok());
+  EXPECT_EQ(g.pool.QueueDepths()[0], 1);
+  EXPECT_EQ(g.pool.QueueDepths()[2], 4);
+  g.gate.Notify();
+  g.pool.Shutdown();
+  const std::vector<std::string> want = {"d1", "c1", "a1", "b1", "a2", "a3"};
+  EXPECT_EQ(order, want);
+}
+
+TEST(CompilePool, FullQueueIsResourceExhausted) {
+  GatedPool g;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "x", [] {}).ok());
+  absl::Status s = g.pool.Submit(Priority::kTuning, "x", [] {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(s.message()).find("tuning queue is full"), std::string::npos);
+  // Another priority still has room.
+  EXPECT_TRUE(g.pool.Submit(Priority::kInteractive, "x", [] {}).ok());
+  g.gate.Notify();
+}
+
+TEST(CompilePool, ShutdownDropsQueuedTasks) {
+  GatedPool g;
+  std::atomic<int> ran{0}, dropped{0};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(g.pool
+                    .Submit(
+                        Priority::kTuning, "x", [&] { ++ran; }, [&] { ++dropped; })
+                    .ok());
+  }
+  std::thread stopper([&] { g.pool.Shutdown(); });
+  // Shutdown drops the queue before it waits for the running task.
+  while (dropped.load() < 3) std::this_thread::yield();
+  g.gate.Notify();
+  stopper.join();
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(dropped.load(), 3);
+  EXPECT_EQ(g.pool.Submit(Priority::kTuning, "x", [] {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CompilePool, RunsTasksInParallel) {
+  CompilePool pool(CompilePoolOptions{4, {64, 64, 64}});
+  std::atomic<int> inside{0}, peak{0};
+  absl::Notification release;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pool.Submit(Priority::kInteractive, "x",
+                            [&] {
+                              int now = ++inside;
+                              int p = peak.load();
+                              while (now > p && !peak.compare_exchange_weak(p, now)) {
+                              }
+                              if (now == 4) release.Notify();
+                              release.WaitForNotification();
+                              --inside;
+                            })
+                    .ok());
+  }
+  release.WaitForNotification();
+  pool.Shutdown();
+  EXPECT_EQ(peak.load(), 4);
+}
+
+} // namespace
+} // namespace kiln::server

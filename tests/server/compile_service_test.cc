@@ -1,0 +1,267 @@
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/compile_service.h"
+#include "tests/support/example_loader.h"
+
+namespace kiln::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+// An ArtifactStore in memory, with a switch to make puts fail.
+class MemoryStore final : public ArtifactStore {
+ public:
+  absl::StatusOr<cache::Artifact> Get(const std::string& key,
+                                      const std::vector<std::string>& kinds) override {
+    absl::MutexLock lock(&mu_);
+    auto it = artifacts_.find(key);
+    if (it == artifacts_.end()) return absl::NotFoundError("miss");
+    cache::Artifact a = it->second;
+    if (!kinds.empty()) {
+      std::vector<cache::ArtifactFile> keep;
+      for (auto& f : a.files) {
+        if (std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end()) keep.push_back(f);
+      }
+      a.files = std::move(keep);
+    }
+    return a;
+  }
+  absl::Status Put(const std::string& key, const cache::Artifact& artifact) override {
+    absl::MutexLock lock(&mu_);
+    if (full_) return absl::ResourceExhaustedError("disk full");
+    artifacts_[key] = artifact;
+    return absl::OkStatus();
+  }
+  void set_full(bool full) {
+    absl::MutexLock lock(&mu_);
+    full_ = full;
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return artifacts_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, cache::Artifact> artifacts_ ABSL_GUARDED_BY(mu_);
+  bool full_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+CompileCall GemmCall() {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  CompileCall call;
+  call.program.text = ex.source;
+  call.program.file_name = ex.rel_path;
+  call.program.bindings = ex.test_bind;
+  return call; // target cpu: the host compiler takes about a second
+}
+
+struct Fixture {
+  MemoryStore store;
+  MemoryJobStore job_store;
+  JobManager jobs{&job_store};
+  CompilePool pool;
+  CompileService service{&store, &jobs, &pool};
+  explicit Fixture(int threads = 2) : pool(CompilePoolOptions{threads, {64, 64, 64}}) {}
+};
+
+TEST(CompileService, MissThenHit) {
+  Fixture f;
+  absl::StatusOr<CompileReply> first = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+  EXPECT_FALSE(first->job_id.empty());
+  const kiln::v1::ArtifactMetadata& m = first->metadata;
+  EXPECT_EQ(m.key().size(), 64u);
+  EXPECT_EQ(m.target(), "cpu");
+  ASSERT_GE(m.files_size(), 2);
+  EXPECT_EQ(m.files(0).kind(), kiln::v1::ARTIFACT_KIND_SHARED_OBJECT);
+  EXPECT_GT(m.files(0).size_bytes(), 0);
+  EXPECT_EQ(m.launch().kernel_symbol(), "kiln_kernel");
+  EXPECT_EQ(m.launch().params_size(), 3);
+  EXPECT_THAT(m.toolchain_fingerprint(), HasSubstr("kiln-codegen="));
+
+  absl::StatusOr<CompileReply> second = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->outcome, kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(second->metadata.key(), m.key());
+  EXPECT_TRUE(second->job_id.empty());
+  EXPECT_EQ(f.service.counters().builds.load(), 1);
+  EXPECT_EQ(f.service.counters().memo_hits.load(), 1);
+  // The job that built it is recorded as succeeded.
+  absl::StatusOr<kiln::v1::Job> job = f.jobs.Get(first->job_id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), kiln::v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job->key(), m.key());
+}
+
+TEST(CompileService, SixtyFourIdenticalConcurrentCompilesBuildOnce) {
+  Fixture f(2);
+  constexpr int kCallers = 64;
+  std::vector<std::thread> threads;
+  std::vector<absl::StatusOr<CompileReply>> replies(kCallers, absl::UnknownError("not run"));
+  absl::Notification go;
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] {
+      go.WaitForNotification();
+      replies[i] = f.service.CompileSync(GemmCall());
+    });
+  }
+  go.Notify();
+  for (auto& t : threads) t.join();
+  std::map<int, int> outcomes;
+  for (const auto& r : replies) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    ++outcomes[r->outcome];
+    EXPECT_EQ(r->metadata.key(), replies[0]->metadata.key());
+  }
+  EXPECT_EQ(f.service.counters().builds.load(), 1);
+  EXPECT_EQ(outcomes[kiln::v1::CACHE_OUTCOME_MISS], 1);
+  EXPECT_EQ(outcomes[kiln::v1::CACHE_OUTCOME_MISS] + outcomes[kiln::v1::CACHE_OUTCOME_JOINED] +
+                outcomes[kiln::v1::CACHE_OUTCOME_HIT],
+            kCallers);
+  EXPECT_GT(outcomes[kiln::v1::CACHE_OUTCOME_JOINED], 0);
+  EXPECT_EQ(f.store.size(), 1u);
+}
+
+TEST(CompileService, BadProgramIsALocatedErrorAndNoJob) {
+  Fixture f;
+  CompileCall call = GemmCall();
+  // An unknown tile op inside the kernel.
+  const size_t at = call.program.text.find("T.gemm(");
+  ASSERT_NE(at, std::string::npos);
+  call.program.text.replace(at, 7, "T.gemmm(");
+  absl::StatusOr<CompileReply> r = f.service.CompileSync(call);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("examples/gemm/gemm.py:"));
+  EXPECT_TRUE(f.jobs.List(10).empty());
+}
+
+TEST(CompileService, AsyncReturnsAJobThatFinishesWithoutWaiters) {
+  Fixture f;
+  CompileCall call = GemmCall();
+  call.async = true;
+  absl::StatusOr<CompileReply> r = f.service.CompileSync(call);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+  ASSERT_FALSE(r->job_id.empty());
+  std::shared_ptr<Job> job = f.jobs.Find(r->job_id);
+  ASSERT_NE(job, nullptr);
+  ASSERT_TRUE(job->WaitDone(absl::Now() + absl::Seconds(120)));
+  EXPECT_EQ(job->Snapshot().state(), kiln::v1::JOB_STATE_SUCCEEDED);
+  ASSERT_NE(job->result<CompileJobResult>(), nullptr);
+  absl::StatusOr<CompileReply> hit = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->outcome, kiln::v1::CACHE_OUTCOME_HIT);
+}
+
+// A one-thread pool held by a gate task, so compile jobs stay queued.
+struct GatedFixture : Fixture {
+  absl::Notification gate, started;
+  GatedFixture() : Fixture(1) {
+    EXPECT_TRUE(pool.Submit(Priority::kInteractive, "gate",
+                            [this] {
+                              started.Notify();
+                              gate.WaitForNotification();
+                            })
+                    .ok());
+    started.WaitForNotification();
+  }
+  ~GatedFixture() {
+    if (!gate.HasBeenNotified()) gate.Notify();
+  }
+};
+
+TEST(CompileService, TheLastWaiterLeavingCancelsTheJob) {
+  GatedFixture f;
+  absl::Notification replied;
+  absl::Status got;
+  std::shared_ptr<CompileService::Pending> pending =
+      f.service.Start(GemmCall(), [&](absl::StatusOr<CompileReply> r) {
+        got = r.status();
+        replied.Notify();
+      });
+  std::vector<kiln::v1::Job> listed = f.jobs.List(10);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].waiters(), 1);
+  pending->Cancel();
+  replied.WaitForNotification();
+  EXPECT_EQ(got.code(), absl::StatusCode::kCancelled);
+  absl::StatusOr<kiln::v1::Job> job = f.jobs.Get(listed[0].id());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state(), kiln::v1::JOB_STATE_CANCELLED);
+  f.gate.Notify();
+  f.pool.Shutdown();
+  EXPECT_EQ(f.service.counters().builds.load(), 0);
+}
+
+TEST(CompileService, AJobOthersShareGoesOnWhenOneCallerLeaves) {
+  GatedFixture f;
+  absl::Notification a_done, b_done;
+  absl::StatusOr<CompileReply> a_reply = absl::UnknownError(""), b_reply = absl::UnknownError("");
+  auto a = f.service.Start(GemmCall(), [&](absl::StatusOr<CompileReply> r) {
+    a_reply = std::move(r);
+    a_done.Notify();
+  });
+  auto b = f.service.Start(GemmCall(), [&](absl::StatusOr<CompileReply> r) {
+    b_reply = std::move(r);
+    b_done.Notify();
+  });
+  a->Cancel();
+  a_done.WaitForNotification();
+  EXPECT_EQ(a_reply.status().code(), absl::StatusCode::kCancelled);
+  f.gate.Notify();
+  b_done.WaitForNotification();
+  ASSERT_TRUE(b_reply.ok()) << b_reply.status();
+  EXPECT_EQ(b_reply->outcome, kiln::v1::CACHE_OUTCOME_JOINED);
+  EXPECT_EQ(f.service.counters().builds.load(), 1);
+}
+
+TEST(CompileService, AStoreThatCannotTakeTheArtifactFailsTheCompileClearly) {
+  Fixture f;
+  f.store.set_full(true);
+  absl::StatusOr<CompileReply> r = f.service.CompileSync(GemmCall());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("could not store"));
+  // Once there is room, the same request compiles.
+  f.store.set_full(false);
+  absl::StatusOr<CompileReply> again = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+}
+
+TEST(CompileService, FullQueueIsResourceExhausted) {
+  MemoryStore store;
+  JobManager jobs(nullptr);
+  CompilePool pool(CompilePoolOptions{1, {1, 1, 1}});
+  CompileService service(&store, &jobs, &pool);
+  absl::Notification gate, started;
+  ASSERT_TRUE(pool.Submit(Priority::kInteractive, "gate",
+                          [&] {
+                            started.Notify();
+                            gate.WaitForNotification();
+                          })
+                  .ok());
+  started.WaitForNotification();
+  CompileCall one = GemmCall();
+  one.async = true;
+  ASSERT_TRUE(service.CompileSync(one).ok()); // fills the one queue slot
+  CompileCall two = GemmCall();
+  two.program.bindings.emplace_back("M", frontend::ParseBindingText("99"));
+  absl::StatusOr<CompileReply> r = service.CompileSync(two);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  gate.Notify();
+}
+
+} // namespace
+} // namespace kiln::server
