@@ -10,6 +10,7 @@ packages=(
   libabsl-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libhiredis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
+  python3-prometheus-client  # the metrics test parses a /metrics scrape with it
 )
 
 missing=()
