@@ -10,7 +10,9 @@ packages=(
   libabsl-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libhiredis-dev
   libzstd-dev libxxhash-dev nlohmann-json3-dev  # cache: blob compression, checksums, manifests
   libgtest-dev libgmock-dev libbenchmark-dev
+  openssl  # the TLS end-to-end test makes its certificates with it
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
+  python3-prometheus-client  # the metrics test parses a /metrics scrape with it
 )
 
 missing=()

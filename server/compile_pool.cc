@@ -18,7 +18,7 @@ const char* PriorityName(Priority p) {
   return "unknown";
 }
 
-CompilePool::CompilePool(CompilePoolOptions options) : options_(options) {
+CompilePool::CompilePool(CompilePoolOptions options) : options_(std::move(options)) {
   int n = options_.threads > 0 ? options_.threads
                                : static_cast<int>(std::thread::hardware_concurrency());
   if (n <= 0) n = 1;
@@ -35,12 +35,22 @@ absl::Status CompilePool::Submit(Priority priority, const std::string& client,
   if (stopping_) return absl::FailedPreconditionError("the daemon is shutting down");
   Lane& lane = lanes_[p];
   if (lane.size >= options_.max_queued[p]) {
+    if (options_.on_reject) options_.on_reject(priority);
     return absl::ResourceExhaustedError(absl::StrCat("the ", PriorityName(priority),
                                                      " queue is full (", lane.size,
                                                      " tasks waiting); retry later"));
   }
+  auto mine = lane.by_client.find(client);
+  if (options_.max_queued_per_client > 0 && mine != lane.by_client.end() &&
+      static_cast<int64_t>(mine->second.size()) >= options_.max_queued_per_client) {
+    if (options_.on_reject) options_.on_reject(priority);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("client '", client, "' already has ", options_.max_queued_per_client,
+                     " tasks waiting in the ", PriorityName(priority), " queue; retry later"));
+  }
   lane.by_client[client].push_back(Task{std::move(run), std::move(on_drop)});
   ++lane.size;
+  if (options_.on_depth) options_.on_depth(priority, lane.size);
   return absl::OkStatus();
 }
 
@@ -55,6 +65,9 @@ bool CompilePool::PopLocked(Task* task) {
     lane.last_client = it->first;
     if (it->second.empty()) lane.by_client.erase(it);
     --lane.size;
+    if (options_.on_depth) {
+      options_.on_depth(static_cast<Priority>(&lane - lanes_.data()), lane.size);
+    }
     return true;
   }
   return false;

@@ -38,6 +38,13 @@ const char* PriorityName(Priority p);
 struct CompilePoolOptions {
   int threads = 0; // 0: std::thread::hardware_concurrency()
   std::array<int64_t, kPriorities> max_queued = {1024, 1024, 4096};
+  // Tasks one client may have queued per priority; 0: only max_queued.
+  int64_t max_queued_per_client = 0;
+  // Told of each queue's new depth after a change, and of each refusal
+  // (metrics). Called with the pool's lock held: must not block or call
+  // back into the pool.
+  std::function<void(Priority, int64_t depth)> on_depth;
+  std::function<void(Priority)> on_reject;
 };
 
 class CompilePool {

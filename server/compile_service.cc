@@ -8,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "server/artifact_metadata.h"
+#include "util/log.h"
 #include "util/sha256.h"
 
 namespace kiln::server {
@@ -248,7 +249,14 @@ void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepa
   absl::StatusOr<driver::Built> built = driver::Build(prepared, options);
   const double seconds = SecondsSince(t0);
   counters_.builds.fetch_add(1, std::memory_order_relaxed);
-  if (on_build_) on_build_(seconds, built.ok());
+  if (on_build_) on_build_(options.target, seconds, built.ok());
+  const std::string error = built.ok() ? "" : absl::StrCat(built.status().message());
+  util::LogInfo(built.ok() ? "compiled" : "compile failed",
+                {{"job_id", job->id()},
+                 {"key", prepared.key},
+                 {"target", options.target},
+                 {"ms", seconds * 1000},
+                 {"error", error}});
   if (!built.ok()) {
     counters_.build_failures.fetch_add(1, std::memory_order_relaxed);
     job->Fail(built.status());

@@ -93,7 +93,9 @@ class CompileService {
 
   const CompileCounters& counters() const { return counters_; }
   // Observes each build's wall time (metrics: the compile latency histogram).
-  void set_on_build(std::function<void(double seconds, bool ok)> fn) { on_build_ = std::move(fn); }
+  void set_on_build(std::function<void(const std::string& target, double seconds, bool ok)> fn) {
+    on_build_ = std::move(fn);
+  }
 
  private:
   // The memo's key for a request: SHA-256 of everything that determines the
@@ -113,7 +115,7 @@ class CompileService {
   JobManager* const jobs_;
   CompilePool* const pool_;
   CompileCounters counters_;
-  std::function<void(double, bool)> on_build_;
+  std::function<void(const std::string&, double, bool)> on_build_;
 
   // Two generations: lookups see both, inserts go to `memo_`; when it is
   // full it becomes `memo_old_` (bounded memory, recent keys kept).

@@ -1,81 +1,219 @@
 #include "server/daemon.h"
 
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <utility>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/cache_job_store.h"
+#include "server/rpc_observer.h"
+#include "util/log.h"
 
 namespace kiln::server {
+namespace {
 
-Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the TLS ", what, " ", path));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
-Daemon::~Daemon() { Shutdown(std::chrono::milliseconds(0)); }
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsConfig& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions o;
+  absl::StatusOr<std::string> cert = ReadPem(tls.cert_file, "certificate");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem(tls.key_file, "key");
+  if (!key.ok()) return key.status();
+  o.pem_key_cert_pairs.push_back({*key, *cert});
+  if (tls.mutual()) {
+    absl::StatusOr<std::string> ca = ReadPem(tls.client_ca_file, "client CA bundle");
+    if (!ca.ok()) return ca.status();
+    o.pem_root_certs = *ca;
+    o.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(o);
+}
+
+DaemonMetrics::JobKind MetricKind(kiln::v1::JobKind k) {
+  switch (k) {
+  case kiln::v1::JOB_KIND_TUNE:
+    return DaemonMetrics::JobKind::kTune;
+  case kiln::v1::JOB_KIND_BENCHMARK:
+    return DaemonMetrics::JobKind::kBenchmark;
+  default:
+    return DaemonMetrics::JobKind::kCompile;
+  }
+}
+
+DaemonMetrics::JobState MetricState(kiln::v1::JobState s) {
+  switch (s) {
+  case kiln::v1::JOB_STATE_RUNNING:
+    return DaemonMetrics::JobState::kRunning;
+  case kiln::v1::JOB_STATE_SUCCEEDED:
+    return DaemonMetrics::JobState::kSucceeded;
+  case kiln::v1::JOB_STATE_FAILED:
+    return DaemonMetrics::JobState::kFailed;
+  case kiln::v1::JOB_STATE_CANCELLED:
+    return DaemonMetrics::JobState::kCancelled;
+  default:
+    return DaemonMetrics::JobState::kQueued;
+  }
+}
+
+DaemonMetrics::Priority MetricPriority(Priority p) {
+  switch (p) {
+  case Priority::kBenchmark:
+    return DaemonMetrics::Priority::kCi;
+  case Priority::kTuning:
+    return DaemonMetrics::Priority::kTuning;
+  default:
+    return DaemonMetrics::Priority::kInteractive;
+  }
+}
+
+} // namespace
+
+Daemon::Daemon(ServerConfig config, DaemonMetrics* metrics)
+    : config_(std::move(config)), metrics_(metrics) {
+  config_.cache_dir = ResolveCacheDir(config_);
+}
+
+Daemon::~Daemon() { Shutdown(absl::ZeroDuration()); }
 
 std::string Daemon::address() const {
-  const std::string& l = options_.listen_address;
+  const std::string& l = config_.listen_address;
   return absl::StrCat(l.substr(0, l.rfind(':')), ":", port_);
 }
 
 absl::Status Daemon::Start() {
-  if (options_.cache_dir.empty()) return absl::InvalidArgumentError("no cache directory");
+  absl::StatusOr<std::unique_ptr<Authenticator>> auth =
+      Authenticator::Create(config_.auth, config_.fair_share);
+  if (!auth.ok()) return auth.status();
+  auth_ = *std::move(auth);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = Credentials(config_.tls);
+  if (!creds.ok()) return creds.status();
+
   cache::CacheOptions co;
-  co.max_size_bytes = options_.cache_max_bytes;
-  absl::StatusOr<std::unique_ptr<cache::Cache>> c = cache::Cache::Open(options_.cache_dir, co);
+  co.max_size_bytes = config_.cache_max_bytes;
+  co.on_warning = [](const std::string& w) { util::LogWarning(w, {{"component", "cache"}}); };
+  absl::StatusOr<std::unique_ptr<cache::Cache>> c = cache::Cache::Open(config_.cache_dir, co);
   if (!c.ok()) {
     return absl::Status(
         c.status().code(),
-        absl::StrCat("cannot open the cache in ", options_.cache_dir, ": ", c.status().message()));
+        absl::StrCat("cannot open the cache in ", config_.cache_dir, ": ", c.status().message()));
   }
   cache_ = *std::move(c);
   warnings_ = cache_->warnings();
 
   job_store_ = std::make_unique<CacheJobStore>(cache_.get());
   jobs_ = std::make_unique<JobManager>(job_store_.get());
+  if (metrics_ != nullptr) {
+    jobs_->set_observer([m = metrics_](kiln::v1::JobKind kind,
+                                       std::optional<kiln::v1::JobState> from,
+                                       kiln::v1::JobState to) {
+      std::optional<DaemonMetrics::JobState> f;
+      if (from) f = MetricState(*from);
+      m->OnJobStateChange(MetricKind(kind), f, MetricState(to));
+    });
+  }
   if (absl::StatusOr<int64_t> n = jobs_->RecoverInterrupted(); !n.ok()) {
     warnings_.push_back(absl::StrCat("could not recover earlier jobs: ", n.status().message()));
+  } else if (*n > 0) {
+    util::LogInfo("marked jobs an earlier kilnd left unfinished as failed", {{"jobs", *n}});
   }
+
   CompilePoolOptions po;
-  po.threads = options_.compile_threads;
-  po.max_queued = options_.max_queued;
+  po.threads = config_.compile_threads;
+  po.max_queued = {config_.max_queued.interactive, config_.max_queued.ci,
+                   config_.max_queued.tuning};
+  if (config_.fair_share.enabled)
+    po.max_queued_per_client = config_.fair_share.max_queued_per_client;
+  if (metrics_ != nullptr) {
+    po.on_depth = [m = metrics_](Priority p, int64_t depth) {
+      m->QueueDepth(MetricPriority(p)).Set(static_cast<double>(depth));
+    };
+    po.on_reject = [m = metrics_](Priority p) {
+      m->QueueRejections(MetricPriority(p)).Increment();
+    };
+  }
   pool_ = std::make_unique<CompilePool>(po);
   store_ = std::make_unique<CacheArtifactStore>(cache_.get());
   compile_ = std::make_unique<CompileService>(store_.get(), jobs_.get(), pool_.get());
+  if (metrics_ != nullptr) {
+    compile_->set_on_build([m = metrics_](const std::string& target, double seconds, bool ok) {
+      m->ObserveCompile(target, ok, seconds);
+    });
+    // The cache families read the index at scrape time; a second's old
+    // answer is good enough and keeps scrapes from queueing on SQLite.
+    struct Memo {
+      std::mutex mu;
+      absl::Time at = absl::InfinitePast();
+      DaemonMetrics::CacheStats stats;
+    };
+    auto memo = std::make_shared<Memo>();
+    cache::Cache* cache = cache_.get();
+    const uint64_t limit = config_.cache_max_bytes;
+    metrics_->SetCacheStatsSource([memo, cache, limit] {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      if (absl::Now() - memo->at > absl::Seconds(1)) {
+        absl::StatusOr<cache::CacheStats> s = cache->Stats();
+        if (s.ok()) {
+          memo->stats.hits = static_cast<uint64_t>(s->hits);
+          memo->stats.misses = static_cast<uint64_t>(s->misses);
+          memo->stats.evictions = static_cast<uint64_t>(s->evictions);
+          memo->stats.bytes = s->blob_bytes;
+          memo->stats.entries = static_cast<uint64_t>(s->artifacts);
+          memo->stats.limit_bytes = limit;
+        }
+        memo->at = absl::Now();
+      }
+      return memo->stats;
+    });
+  }
 
   ServiceDeps deps;
   deps.compile = compile_.get();
   deps.jobs = jobs_.get();
   deps.cache = cache_.get();
-  deps.cache_dir = options_.cache_dir;
+  deps.cache_dir = config_.cache_dir;
+  deps.auth = auth_.get();
   service_ = std::make_unique<KilnService>(std::move(deps));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  builder.AddListeningPort(config_.listen_address, *creds, &port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+  builder.experimental().SetInterceptorCreators(RpcObserverFactories(metrics_));
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ == 0) {
+  if (server_ == nullptr || (port_ == 0 && config_.listen_address.rfind("unix:", 0) != 0)) {
     server_.reset();
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen_address));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.listen_address));
   }
   running_ = true;
   return absl::OkStatus();
 }
 
-void Daemon::Shutdown(std::chrono::milliseconds grace) {
+void Daemon::Shutdown(std::optional<absl::Duration> grace) {
+  const absl::Duration g = grace.value_or(config_.grace_period);
+  running_ = false;
   if (server_ != nullptr) {
     if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
       health->SetServingStatus(false);
     }
-    // New calls are refused at once; calls in flight have `grace`, then are
-    // cancelled (their jobs with them, unless held).
-    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    // New calls are refused at once; calls in flight have the grace period,
+    // then are cancelled (and their jobs with them, unless others hold them).
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + g));
   }
   if (jobs_) jobs_->CancelAll();
   if (pool_) pool_->Shutdown();
@@ -83,6 +221,7 @@ void Daemon::Shutdown(std::chrono::milliseconds grace) {
     server_->Wait();
     server_.reset();
   }
+  if (metrics_ != nullptr && cache_ != nullptr) metrics_->SetCacheStatsSource(nullptr);
   service_.reset();
   compile_.reset();
   store_.reset();
@@ -90,7 +229,6 @@ void Daemon::Shutdown(std::chrono::milliseconds grace) {
   jobs_.reset();
   job_store_.reset();
   cache_.reset(); // flushes access times and counters
-  running_ = false;
 }
 
 } // namespace kiln::server

@@ -13,41 +13,43 @@
 // are thread-safe.
 #pragma once
 
-#include <chrono>
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "cache/cache.h"
+#include "server/authenticator.h"
 #include "server/cache_artifact_store.h"
 #include "server/compile_pool.h"
 #include "server/compile_service.h"
+#include "server/daemon_metrics.h"
 #include "server/job_manager.h"
 #include "server/kiln_service.h"
+#include "server/server_config.h"
 
 namespace kiln::server {
 
-struct DaemonOptions {
-  std::string listen_address = "127.0.0.1:7070"; // port 0: a free port
-  std::string cache_dir;                         // required
-  uint64_t cache_max_bytes = 0;                  // 0: unbounded
-  int compile_threads = 0;                       // 0: one per core
-  std::array<int64_t, kPriorities> max_queued = {1024, 1024, 4096};
-  int64_t max_message_bytes = 64 << 20;
-};
-
 class Daemon {
  public:
-  explicit Daemon(DaemonOptions options);
+  // `config.cache_dir` empty: ResolveCacheDir's default. `metrics` (may be
+  // null) must outlive the daemon.
+  explicit Daemon(ServerConfig config, DaemonMetrics* metrics = nullptr);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
   absl::Status Start();
-  // Drains for up to `grace`, then cancels what is left.
-  void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(10));
+  // Stops accepting calls, lets running ones finish for up to `grace` (the
+  // config's grace period when unset), then cancels what is left.
+  void Shutdown(std::optional<absl::Duration> grace = std::nullopt);
+  // Whether the daemon serves (for /healthz): after Start, until Shutdown.
+  bool serving() const { return running_.load(); }
 
   int port() const { return port_; } // after Start
   std::string address() const;       // "host:port"
@@ -58,7 +60,9 @@ class Daemon {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
-  DaemonOptions options_;
+  ServerConfig config_;
+  DaemonMetrics* const metrics_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<cache::Cache> cache_;
   std::unique_ptr<JobStore> job_store_;
   std::unique_ptr<JobManager> jobs_;
@@ -68,7 +72,7 @@ class Daemon {
   std::unique_ptr<KilnService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  bool running_ = false;
+  std::atomic<bool> running_{false};
   std::vector<std::string> warnings_;
 };
 

@@ -55,6 +55,7 @@ bool Job::Start(const std::string& message) {
     message_ = message;
     ++version_;
   }
+  if (on_transition_) on_transition_(kiln::v1::JOB_STATE_QUEUED, kiln::v1::JOB_STATE_RUNNING);
   Notify();
   return true;
 }
@@ -110,9 +111,11 @@ void Job::RemoveWatcher(uint64_t id) {
 void Job::Finish(kiln::v1::JobState state, const std::string& message, std::any result,
                  absl::Status status) {
   std::vector<std::function<void(const Job&)>> listeners;
+  kiln::v1::JobState from;
   {
     absl::MutexLock lock(&mu_);
     if (IsFinal(state_)) return;
+    from = state_;
     state_ = state;
     message_ = message;
     result_ = std::move(result);
@@ -122,6 +125,7 @@ void Job::Finish(kiln::v1::JobState state, const std::string& message, std::any 
     ++version_;
     listeners.swap(listeners_);
   }
+  if (on_transition_) on_transition_(from, state);
   if (on_final_) on_final_(*this);
   Notify();
   for (auto& fn : listeners) fn(*this);

@@ -93,6 +93,11 @@ class Job {
   // Called after every final transition (by the job manager, to persist and
   // to drop singleflight entries). Set once, before the job is shared.
   void set_on_final(std::function<void(const Job&)> fn) { on_final_ = std::move(fn); }
+  // Called after every state change with (from, to). Set once, before the
+  // job is shared.
+  void set_on_transition(std::function<void(kiln::v1::JobState, kiln::v1::JobState)> fn) {
+    on_transition_ = std::move(fn);
+  }
 
  private:
   void Finish(kiln::v1::JobState state, const std::string& message, std::any result,
@@ -106,6 +111,7 @@ class Job {
   const int64_t created_unix_ms_;
   std::atomic<bool> cancel_{false};
   std::function<void(const Job&)> on_final_;
+  std::function<void(kiln::v1::JobState, kiln::v1::JobState)> on_transition_;
 
   mutable absl::Mutex mu_;
   kiln::v1::JobState state_ ABSL_GUARDED_BY(mu_) = kiln::v1::JOB_STATE_QUEUED;

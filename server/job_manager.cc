@@ -52,6 +52,12 @@ std::shared_ptr<Job> JobManager::NewJob(kiln::v1::JobKind kind, const std::strin
   while (by_id_.count(id)) id = NewJobId();
   auto job = std::make_shared<Job>(id, kind, key, held);
   job->set_on_final([this](const Job& j) { OnFinal(j); });
+  if (observer_) {
+    job->set_on_transition([obs = observer_, kind](kiln::v1::JobState from, kiln::v1::JobState to) {
+      obs(kind, from, to);
+    });
+    observer_(kind, std::nullopt, kiln::v1::JOB_STATE_QUEUED);
+  }
   by_id_[id] = job;
   return job;
 }

@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +91,12 @@ class JobManager {
   // Requests cancellation of every unfinished job (shutdown).
   void CancelAll();
 
+  // Told of every job's state changes (metrics): `from` is empty for a new
+  // job. Set before the first job is created.
+  using Observer = std::function<void(
+      kiln::v1::JobKind kind, std::optional<kiln::v1::JobState> from, kiln::v1::JobState to)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
   // Persists a job's current snapshot (also called on final transitions).
   void Persist(const Job& job);
 
@@ -98,6 +106,7 @@ class JobManager {
   void OnFinal(const Job& job);
 
   JobStore* const store_;
+  Observer observer_;
   const size_t keep_finished_;
 
   absl::Mutex mu_;

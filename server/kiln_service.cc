@@ -297,15 +297,6 @@ class FailedWriter final : public grpc::ServerWriteReactor<Message> {
 
 } // namespace
 
-std::string ClientOf(const grpc::CallbackServerContext& ctx) {
-  const auto& md = ctx.client_metadata();
-  auto it = md.find("x-kiln-client");
-  if (it != md.end()) return std::string(it->second.data(), it->second.size());
-  std::string peer = ctx.peer(); // "ipv4:127.0.0.1:5555"
-  const size_t colon = peer.rfind(':');
-  return colon == std::string::npos ? peer : peer.substr(0, colon);
-}
-
 kiln::v1::Device HostCpuDevice() {
   kiln::v1::Device cpu;
   cpu.set_id("cpu");
@@ -316,11 +307,19 @@ kiln::v1::Device HostCpuDevice() {
   return cpu;
 }
 
-KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {}
+KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
+  if (deps_.auth == nullptr) {
+    owned_auth_ = std::make_unique<Authenticator>(std::vector<BearerToken>{},
+                                                  FairShareConfig::ClientKey::kPeer);
+    deps_.auth = owned_auth_.get();
+  }
+}
 
 grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
                                                const kiln::v1::CompileRequest* request,
                                                kiln::v1::CompileResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
   }
@@ -335,18 +334,24 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   CompileCall call;
   call.program = *std::move(program);
   call.options = OptionsFromProto(request->target(), request->options());
-  call.client = ClientOf(*ctx);
+  call.client = *who;
   call.async = request->async();
   return new CompileReactor(deps_.compile, call, response);
 }
 
 grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
 KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifactRequest* request) {
+  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
+    return new FailedWriter<kiln::v1::ArtifactChunk>(who.status());
+  }
   return new ArtifactWriter(deps_, *request);
 }
 
 grpc::ServerWriteReactor<kiln::v1::TuneEvent>* KilnService::Tune(CallbackServerContext* ctx,
                                                                  const kiln::v1::TuneRequest*) {
+  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
+    return new FailedWriter<kiln::v1::TuneEvent>(who.status());
+  }
   return new FailedWriter<kiln::v1::TuneEvent>(absl::UnimplementedError(
       "Tune: the autotuner (Roller policy, sweeps) is not built yet; compile with an explicit "
       "config"));
@@ -355,6 +360,8 @@ grpc::ServerWriteReactor<kiln::v1::TuneEvent>* KilnService::Tune(CallbackServerC
 grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
                                                   const kiln::v1::LookupBestRequest*,
                                                   kiln::v1::LookupBestResponse*) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   return FinishNow(ctx, absl::UnimplementedError(
                             "LookupBest: best configs are recorded by the autotuner, which is not "
                             "built yet"));
@@ -363,6 +370,8 @@ grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
                                               const kiln::v1::GetJobRequest* request,
                                               kiln::v1::Job* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   absl::StatusOr<kiln::v1::Job> job = deps_.jobs->Get(request->job_id());
   if (!job.ok()) return FinishNow(ctx, job.status());
   *response = *std::move(job);
@@ -371,6 +380,9 @@ grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
 
 grpc::ServerWriteReactor<kiln::v1::Job>*
 KilnService::WatchJob(CallbackServerContext* ctx, const kiln::v1::WatchJobRequest* request) {
+  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
+    return new FailedWriter<kiln::v1::Job>(who.status());
+  }
   if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
     return new JobWatcher(std::move(job));
   }
@@ -382,6 +394,8 @@ KilnService::WatchJob(CallbackServerContext* ctx, const kiln::v1::WatchJobReques
 grpc::ServerUnaryReactor* KilnService::CancelJob(CallbackServerContext* ctx,
                                                  const kiln::v1::CancelJobRequest* request,
                                                  kiln::v1::CancelJobResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
     job->RequestCancel();
     *response->mutable_job() = job->Snapshot();
@@ -396,6 +410,8 @@ grpc::ServerUnaryReactor* KilnService::CancelJob(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::ListJobs(CallbackServerContext* ctx,
                                                 const kiln::v1::ListJobsRequest* request,
                                                 kiln::v1::ListJobsResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   const int limit = request->limit() > 0 ? std::min(request->limit(), 10000) : 50;
   for (kiln::v1::Job& j : deps_.jobs->List(limit)) *response->add_jobs() = std::move(j);
   return FinishNow(ctx, absl::OkStatus());
@@ -404,6 +420,8 @@ grpc::ServerUnaryReactor* KilnService::ListJobs(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::ListDevices(CallbackServerContext* ctx,
                                                    const kiln::v1::ListDevicesRequest*,
                                                    kiln::v1::ListDevicesResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.devices) {
     for (kiln::v1::Device& d : deps_.devices()) *response->add_devices() = std::move(d);
   } else {
@@ -415,6 +433,8 @@ grpc::ServerUnaryReactor* KilnService::ListDevices(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
                                                   const kiln::v1::CacheStatsRequest*,
                                                   kiln::v1::CacheStatsResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
   absl::StatusOr<cache::CacheStats> s = deps_.cache->Stats();
   if (!s.ok()) return FinishNow(ctx, s.status());
@@ -435,6 +455,8 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
                                             const kiln::v1::EchoRequest* request,
                                             kiln::v1::EchoResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   if (request->size() < 0 || request->size() > (16 << 20)) {
     return FinishNow(ctx, absl::InvalidArgumentError("Echo: size must be 0..16 MiB"));
   }
@@ -445,6 +467,8 @@ grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::GetVersion(CallbackServerContext* ctx,
                                                   const kiln::v1::GetVersionRequest*,
                                                   kiln::v1::GetVersionResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
   response->set_version(kKilnVersion);
   response->set_ir_version(kIrVersions);
   for (const char* t : {"cpu", "cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"}) {

@@ -11,10 +11,12 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "cache/cache.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "server/authenticator.h"
 #include "server/compile_service.h"
 #include "server/job_manager.h"
 
@@ -27,6 +29,8 @@ struct ServiceDeps {
   std::string cache_dir;
   // Devices to list (the device pool); the host CPU when unset.
   std::function<std::vector<kiln::v1::Device>()> devices;
+  // Token checks and client names; nullptr: no tokens, clients by peer.
+  const Authenticator* auth = nullptr;
   // Largest chunk GetArtifact sends.
   int64_t max_chunk_bytes = 4 << 20;
 };
@@ -72,11 +76,8 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
 
  private:
   ServiceDeps deps_;
+  std::unique_ptr<Authenticator> owned_auth_;
 };
-
-// The client a request counts against for fair share: the "x-kiln-client"
-// metadata entry if present, else the peer's address without its port.
-std::string ClientOf(const grpc::CallbackServerContext& ctx);
 
 // The host CPU as a device.
 kiln::v1::Device HostCpuDevice();

@@ -1,73 +1,52 @@
-// kilnd: the Kiln daemon. Serves kiln.v1.Kiln, grpc.health.v1 and server
-// reflection until SIGINT/SIGTERM, then drains and shuts down.
+// kilnd: the Kiln daemon. Serves gRPC (kiln.v1.Kiln, grpc.health.v1 and
+// server reflection) and, with --metrics-listen, /metrics and /healthz over
+// HTTP, until SIGINT/SIGTERM; then stops accepting calls, drains for the
+// grace period, cancels the rest and closes the cache. Configuration:
+// server/server_config.h (`kilnd --help`).
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include <pthread.h>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "server/daemon.h"
+#include "server/daemon_metrics.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
 #include "server/server_config.h"
 #include "server/version.h"
-
-namespace {
-
-constexpr char kUsage[] =
-    "usage: kilnd [--listen HOST:PORT] [--cache-dir DIR] [--compile-threads N] [--version]\n"
-    "  --listen HOST:PORT    where to serve gRPC (default 127.0.0.1:7070; port 0 picks one)\n"
-    "  --cache-dir DIR       the cache directory (default $KILN_CACHE_DIR, else ~/.cache/kiln)\n"
-    "  --compile-threads N   compile pool threads (default: one per core)\n";
-
-bool TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& name,
-               std::string* value) {
-  const std::string& a = args[i];
-  std::string alt = name;
-  for (char& c : alt) c = c == '-' ? '_' : c;
-  alt = "--" + alt.substr(2);
-  for (const std::string& n : {name, alt}) {
-    if (a == n && i + 1 < args.size()) {
-      *value = args[++i];
-      return true;
-    }
-    if (a.rfind(n + "=", 0) == 0) {
-      *value = a.substr(n.size() + 1);
-      return true;
-    }
-  }
-  return false;
-}
-
-} // namespace
+#include "util/log.h"
 
 int main(int argc, char** argv) {
-  kiln::server::ServerConfig config;
-  int threads = 0;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string v;
-    if (args[i] == "--version") {
-      std::printf("kilnd %s (tile IR v%s)\n", kiln::server::kKilnVersion,
-                  kiln::server::kIrVersions);
-      return 0;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (TakeValue(args, i, "--listen", &v)) {
-      config.listen_address = v;
-    } else if (TakeValue(args, i, "--cache-dir", &v)) {
-      config.cache_dir = v;
-    } else if (TakeValue(args, i, "--compile-threads", &v)) {
-      if (!absl::SimpleAtoi(v, &threads) || threads < 0) {
-        std::fprintf(stderr, "kilnd: --compile-threads expects a number\n%s", kUsage);
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "kilnd: unknown argument '%s'\n%s", args[i].c_str(), kUsage);
-      return 2;
-    }
+  absl::StatusOr<kiln::server::LoadedServerConfig> loaded =
+      kiln::server::LoadServerConfig(argc, argv, kiln::server::ProcessEnvironment());
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "kilnd: %s\n", absl::StrCat(loaded.status().message()).c_str());
+    return 1;
   }
+  switch (loaded->action) {
+  case kiln::server::ServerAction::kHelp:
+    std::fputs(kiln::server::ServerConfigHelp().c_str(), stdout);
+    return 0;
+  case kiln::server::ServerAction::kVersion:
+    std::printf("kilnd %s (tile IR v%s)\n", kiln::server::kKilnVersion, kiln::server::kIrVersions);
+    return 0;
+  case kiln::server::ServerAction::kPrintConfig:
+    std::fputs(kiln::server::DumpConfigYaml(loaded->config, &loaded->sources).c_str(), stdout);
+    return 0;
+  case kiln::server::ServerAction::kServe:
+    break;
+  }
+  const kiln::server::ServerConfig& config = loaded->config;
+  if (absl::Status s =
+          kiln::util::ConfigureLogging(config.log.format, config.log.level, config.log.file);
+      !s.ok()) {
+    std::fprintf(stderr, "kilnd: %s\n", absl::StrCat(s.message()).c_str());
+    return 1;
+  }
+  for (const std::string& warning : loaded->warnings) kiln::util::LogWarning(warning);
 
   // Block SIGINT/SIGTERM before any thread starts, so every thread inherits
   // the mask and main() receives them with sigwait: no window in which a
@@ -78,25 +57,44 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  kiln::server::DaemonOptions options;
-  options.listen_address = config.listen_address;
-  options.cache_dir = kiln::server::ResolveCacheDir(config);
-  options.compile_threads = threads;
-  kiln::server::Daemon daemon(options);
-  if (absl::Status s = daemon.Start(); !s.ok()) {
-    const std::string message(s.message());
-    std::fprintf(stderr, "kilnd: %s\n", message.c_str());
+  kiln::server::MetricRegistry registry;
+  absl::StatusOr<std::unique_ptr<kiln::server::DaemonMetrics>> metrics =
+      kiln::server::DaemonMetrics::Create(registry, kiln::server::kKilnVersion);
+  if (!metrics.ok()) {
+    kiln::util::LogError("cannot register metrics", {{"error", metrics.status().ToString()}});
     return 1;
   }
-  std::printf("kilnd %s listening on %s (cache %s)\n", kiln::server::kKilnVersion,
-              daemon.address().c_str(), options.cache_dir.c_str());
-  for (const std::string& w : daemon.warnings()) std::printf("kilnd: warning: %s\n", w.c_str());
-  std::fflush(stdout);
+  kiln::server::Daemon daemon(config, metrics->get());
+  std::unique_ptr<kiln::server::HttpServer> http;
+  if (!config.metrics_listen_address.empty()) {
+    kiln::server::HttpServerOptions options;
+    options.listen_address = config.metrics_listen_address;
+    options.routes = kiln::server::OpsHttpRoutes(registry, [&daemon] { return daemon.serving(); });
+    absl::StatusOr<std::unique_ptr<kiln::server::HttpServer>> started =
+        kiln::server::HttpServer::Start(std::move(options));
+    if (!started.ok()) {
+      kiln::util::LogError(absl::StrCat("kilnd: ", started.status().message()));
+      return 1;
+    }
+    http = *std::move(started);
+  }
+  if (absl::Status s = daemon.Start(); !s.ok()) {
+    kiln::util::LogError(absl::StrCat("kilnd: ", s.message()));
+    return 1;
+  }
+  for (const std::string& w : daemon.warnings()) kiln::util::LogWarning(w);
+  const std::string metrics_part =
+      http != nullptr ? absl::StrCat(" metrics on ", http->address()) : std::string();
+  kiln::util::LogInfo(absl::StrCat("kilnd ", kiln::server::kKilnVersion, " listening on ",
+                                   daemon.address(), metrics_part, " (cache ",
+                                   kiln::server::ResolveCacheDir(config), ")"));
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  std::printf("kilnd: %s, shutting down\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-  std::fflush(stdout);
+  kiln::util::LogInfo(
+      absl::StrCat("kilnd: ", signal_number == SIGINT ? "SIGINT" : "SIGTERM", ", shutting down"));
   daemon.Shutdown();
+  if (http != nullptr) http->Stop();
+  kiln::util::LogInfo("kilnd: stopped");
   return 0;
 }

@@ -1,5 +1,8 @@
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -10,10 +13,26 @@
 namespace kiln::server {
 namespace {
 
+// Waits until the pool has run everything it was given.
+void Drain(CompilePool& pool) {
+  for (;;) {
+    auto d = pool.QueueDepths();
+    if (d[0] + d[1] + d[2] == 0 && pool.Running() == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+CompilePoolOptions PoolOptions(int threads, int64_t queued) {
+  CompilePoolOptions o;
+  o.threads = threads;
+  o.max_queued = {queued, queued, queued};
+  return o;
+}
+
 // A pool of one thread, blocked on a gate, so that the order in which queued
 // tasks then run is exactly the scheduling order.
 struct GatedPool {
-  CompilePool pool{CompilePoolOptions{1, {8, 8, 8}}};
+  CompilePool pool{PoolOptions(1, 8)};
   absl::Notification gate, started;
   GatedPool() {
     EXPECT_TRUE(pool.Submit(Priority::kInteractive, "gate",
@@ -46,6 +65,7 @@ TEST(CompilePool, HigherPriorityFirstThenRoundRobinAcrossClients) {
   EXPECT_EQ(g.pool.QueueDepths()[0], 1);
   EXPECT_EQ(g.pool.QueueDepths()[2], 4);
   g.gate.Notify();
+  Drain(g.pool);
   g.pool.Shutdown();
   const std::vector<std::string> want = {"d1", "c1", "a1", "b1", "a2", "a3"};
   EXPECT_EQ(order, want);
@@ -60,6 +80,45 @@ TEST(CompilePool, FullQueueIsResourceExhausted) {
   // Another priority still has room.
   EXPECT_TRUE(g.pool.Submit(Priority::kInteractive, "x", [] {}).ok());
   g.gate.Notify();
+}
+
+TEST(CompilePool, PerClientCapAndObserversSeeEveryChange) {
+  CompilePoolOptions o = PoolOptions(1, 8);
+  o.max_queued_per_client = 2;
+  std::mutex mu;
+  std::vector<int64_t> depths;
+  int rejects = 0;
+  o.on_depth = [&](Priority p, int64_t d) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (p == Priority::kTuning) depths.push_back(d);
+  };
+  o.on_reject = [&](Priority) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++rejects;
+  };
+  CompilePool pool(o);
+  absl::Notification gate, started;
+  ASSERT_TRUE(pool.Submit(Priority::kInteractive, "gate",
+                          [&] {
+                            started.Notify();
+                            gate.WaitForNotification();
+                          })
+                  .ok());
+  started.WaitForNotification();
+  ASSERT_TRUE(pool.Submit(Priority::kTuning, "a", [] {}).ok());
+  ASSERT_TRUE(pool.Submit(Priority::kTuning, "a", [] {}).ok());
+  absl::Status third = pool.Submit(Priority::kTuning, "a", [] {});
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(third.message()).find("client 'a' already has 2"), std::string::npos);
+  EXPECT_TRUE(pool.Submit(Priority::kTuning, "b", [] {}).ok()); // another client has room
+  gate.Notify();
+  Drain(pool);
+  pool.Shutdown();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(rejects, 1);
+  // Up to 3 as tasks were queued, back down to 0 as they ran.
+  const std::vector<int64_t> want = {1, 2, 3, 2, 1, 0};
+  EXPECT_EQ(depths, want);
 }
 
 TEST(CompilePool, ShutdownDropsQueuedTasks) {
@@ -83,7 +142,7 @@ TEST(CompilePool, ShutdownDropsQueuedTasks) {
 }
 
 TEST(CompilePool, RunsTasksInParallel) {
-  CompilePool pool(CompilePoolOptions{4, {64, 64, 64}});
+  CompilePool pool(PoolOptions(4, 64));
   std::atomic<int> inside{0}, peak{0};
   absl::Notification release;
   for (int i = 0; i < 4; ++i) {

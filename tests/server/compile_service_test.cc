@@ -14,6 +14,13 @@
 namespace kiln::server {
 namespace {
 
+CompilePoolOptions PoolOptions(int threads, int64_t queued) {
+  CompilePoolOptions o;
+  o.threads = threads;
+  o.max_queued = {queued, queued, queued};
+  return o;
+}
+
 using ::testing::HasSubstr;
 
 // An ArtifactStore in memory, with a switch to make puts fail.
@@ -70,7 +77,7 @@ struct Fixture {
   JobManager jobs{&job_store};
   CompilePool pool;
   CompileService service{&store, &jobs, &pool};
-  explicit Fixture(int threads = 2) : pool(CompilePoolOptions{threads, {64, 64, 64}}) {}
+  explicit Fixture(int threads = 2) : pool(PoolOptions(threads, 64)) {}
 };
 
 TEST(CompileService, MissThenHit) {
@@ -243,7 +250,7 @@ TEST(CompileService, AStoreThatCannotTakeTheArtifactFailsTheCompileClearly) {
 TEST(CompileService, FullQueueIsResourceExhausted) {
   MemoryStore store;
   JobManager jobs(nullptr);
-  CompilePool pool(CompilePoolOptions{1, {1, 1, 1}});
+  CompilePool pool(PoolOptions(1, 1));
   CompileService service(&store, &jobs, &pool);
   absl::Notification gate, started;
   ASSERT_TRUE(pool.Submit(Priority::kInteractive, "gate",

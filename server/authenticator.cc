@@ -1,0 +1,64 @@
+#include "server/authenticator.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+namespace kiln::server {
+namespace {
+
+std::string PeerHost(const grpc::ServerContextBase& ctx) {
+  std::string peer = ctx.peer(); // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", "unix:..."
+  const size_t colon = peer.rfind(':');
+  if (absl::StartsWith(peer, "unix:") || colon == std::string::npos) return peer;
+  return peer.substr(0, colon);
+}
+
+std::string Metadata(const grpc::ServerContextBase& ctx, const char* name) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(name);
+  return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Authenticator>>
+Authenticator::Create(const AuthConfig& auth, const FairShareConfig& fair_share) {
+  std::vector<BearerToken> tokens;
+  if (auth.enabled()) {
+    absl::StatusOr<std::vector<BearerToken>> loaded = LoadTokenFile(auth.tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = *std::move(loaded);
+  }
+  return std::make_unique<Authenticator>(std::move(tokens), fair_share.client_key);
+}
+
+Authenticator::Authenticator(std::vector<BearerToken> tokens, FairShareConfig::ClientKey key)
+    : tokens_(std::move(tokens)), key_(key) {}
+
+absl::StatusOr<std::string> Authenticator::Check(const grpc::ServerContextBase& ctx) const {
+  if (!tokens_.empty()) {
+    const std::string header = Metadata(ctx, "authorization");
+    constexpr char kBearer[] = "bearer ";
+    if (header.size() <= sizeof(kBearer) - 1 ||
+        absl::AsciiStrToLower(header.substr(0, sizeof(kBearer) - 1)) != kBearer) {
+      return absl::UnauthenticatedError(
+          "this kilnd requires a bearer token (metadata \"authorization: Bearer TOKEN\")");
+    }
+    const BearerToken* t = FindBearerToken(tokens_, header.substr(sizeof(kBearer) - 1));
+    if (t == nullptr) return absl::UnauthenticatedError("the bearer token is not accepted");
+    if (key_ != FairShareConfig::ClientKey::kAuto) {
+      // An explicit key still applies among authenticated clients.
+    } else {
+      return t->client;
+    }
+  }
+  if (key_ == FairShareConfig::ClientKey::kMetadata) {
+    std::string client = Metadata(ctx, "x-kiln-client");
+    if (!client.empty() && client.size() <= 128) return client;
+  }
+  return PeerHost(ctx);
+}
+
+} // namespace kiln::server

@@ -1,0 +1,43 @@
+// Who is calling: checks a call's bearer token (when the daemon has a token
+// file) and names the client that fair share, logs and metrics count the
+// call against.
+//
+// With tokens: a call without "authorization: Bearer TOKEN" or with an
+// unknown token is UNAUTHENTICATED (the message never echoes the token);
+// the client is the token's name. Without tokens: every call passes; the
+// client is, by FairShareConfig::ClientKey, the peer's address (kAuto,
+// kPeer) or the "x-kiln-client" metadata (kMetadata, for trusted networks).
+// The health service is not behind tokens (probes carry none).
+// Thread-safe (immutable after construction).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/server_context.h>
+
+#include "absl/status/statusor.h"
+#include "server/server_config.h"
+#include "server/token_file.h"
+
+namespace kiln::server {
+
+class Authenticator {
+ public:
+  // Loads the token file, if any. Errors: those of LoadTokenFile.
+  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(const AuthConfig& auth,
+                                                               const FairShareConfig& fair_share);
+  // Tokens given directly (tests).
+  Authenticator(std::vector<BearerToken> tokens, FairShareConfig::ClientKey key);
+
+  // The caller's client name, or Unauthenticated.
+  absl::StatusOr<std::string> Check(const grpc::ServerContextBase& ctx) const;
+  bool tokens_required() const { return !tokens_.empty(); }
+
+ private:
+  std::vector<BearerToken> tokens_;
+  FairShareConfig::ClientKey key_;
+};
+
+} // namespace kiln::server

@@ -1,0 +1,151 @@
+// End-to-end: kilnd's operational surface as a real process: the metrics
+// endpoint on a port of its own, --help, --print-config, configuration
+// errors and structured logs.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/config_options.h"
+#include "tests/e2e/daemon_process.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kKilnd = std::string(KILN_BINARY_DIR) + "/kilnd";
+
+// "metrics on HOST:PORT" from the first log line: the port, or 0.
+int MetricsPort(const std::string& output) {
+  const size_t at = output.find("metrics on ");
+  if (at == std::string::npos) return 0;
+  const size_t colon = output.find(':', at + 11);
+  return colon == std::string::npos ? 0 : std::atoi(output.c_str() + colon + 1);
+}
+
+// One HTTP/1.1 GET on 127.0.0.1:port; the whole response.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return response;
+}
+
+// Runs kilnd to completion with `args`; its exit status and output.
+std::pair<int, std::string> RunKilnd(const std::vector<std::string>& args) {
+  testing::DaemonProcess process;
+  process.Start(kKilnd, args, std::chrono::seconds(10));
+  const int status = process.Wait();
+  return {status, process.output()};
+}
+
+std::string CacheDir() { return ::testing::TempDir() + "kilnd_ops_test_cache"; }
+
+TEST(KilndOpsTest, ServesMetricsAndHealthOnTheMetricsPort) {
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                    "--cache-dir", CacheDir()}))
+      << daemon.output();
+  EXPECT_THAT(daemon.output(),
+              HasSubstr(" listening on " + daemon.address() + " metrics on 127.0.0.1:"));
+  EXPECT_THAT(daemon.output(), HasSubstr("(cache " + CacheDir() + ")"));
+  const int port = MetricsPort(daemon.output());
+  ASSERT_GT(port, 0) << daemon.output();
+
+  const std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_build_info{version=\""));
+  EXPECT_THAT(metrics, HasSubstr("\n# TYPE kiln_rpc_duration_seconds histogram\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_queue_depth{priority=\"interactive\"} 0\n"));
+  EXPECT_THAT(HttpGet(port, "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(HttpGet(port, "/nope"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
+  EXPECT_THAT(daemon.output(), HasSubstr("shutting down"));
+  EXPECT_EQ(HttpGet(port, "/healthz"), ""); // the port is closed with the daemon
+}
+
+TEST(KilndOpsTest, JsonLogs) {
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(
+      kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + CacheDir(), "--log-format=json"}))
+      << daemon.output();
+  EXPECT_THAT(daemon.output(), StartsWith("{\"ts\":\""));
+  EXPECT_THAT(daemon.output(), HasSubstr("\"level\":\"info\",\"msg\":\"kilnd "));
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+TEST(KilndOpsTest, HelpDocumentsEveryOption) {
+  const auto [status, output] = RunKilnd({"--help"});
+  EXPECT_EQ(status, 0);
+  for (const server::ConfigOption& option : server::ServerConfigOptions()) {
+    EXPECT_THAT(output, HasSubstr(option.flag())) << option.key;
+    EXPECT_THAT(output, HasSubstr(option.env())) << option.key;
+  }
+}
+
+TEST(KilndOpsTest, PrintConfigShowsTheSources) {
+  const std::string example = std::string(KILN_SOURCE_DIR) + "/docs/kilnd.example.yaml";
+  const auto [status, output] =
+      RunKilnd({"--config", example, "--print-config", "--cache-dir=/elsewhere"});
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("listen: \"0.0.0.0:7070\"  # " + example + ":"));
+  EXPECT_THAT(output, HasSubstr("  dir: \"/elsewhere\"  # flag --cache-dir\n"));
+}
+
+TEST(KilndOpsTest, ConfigurationErrorsAreClear) {
+  const std::string bad = ::testing::TempDir() + "kilnd_ops_bad.yaml";
+  std::ofstream(bad) << "cache:\n  max_sise: 1GiB\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--config", bad}, bad + ":2: unknown key 'cache.max_sise' (did you mean cache.max_size?)"},
+      {{"--cache_dirr=/x"}, "unknown flag --cache-dirr (did you mean --cache-dir?)"},
+      {{"--metrics-listen=127.0.0.1"}, "--metrics-listen: cannot listen"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    const auto [status, output] = RunKilnd(c.args);
+    EXPECT_EQ(status, 1);
+    EXPECT_THAT(output, HasSubstr("kilnd: " + c.message));
+  }
+}
+
+TEST(KilndOpsTest, MetricsPortInUseIsAClearError) {
+  testing::DaemonProcess first;
+  ASSERT_TRUE(first.Start(kKilnd, {"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
+                                   "--cache-dir=" + CacheDir()}))
+      << first.output();
+  const std::string taken = "127.0.0.1:" + std::to_string(MetricsPort(first.output()));
+  const auto [status, output] =
+      RunKilnd({"--listen=127.0.0.1:0", "--metrics-listen=" + taken, "--cache-dir=" + CacheDir()});
+  EXPECT_EQ(status, 1);
+  EXPECT_THAT(output, HasSubstr("cannot listen on " + taken));
+}
+
+} // namespace
+} // namespace kiln
