@@ -146,8 +146,11 @@ int main(int argc, char** argv) {
       kiln::v1::CompileResponse r;
       return s.Compile(&ctx, hit_req, &r).ok() && r.outcome() == kiln::v1::CACHE_OUTCOME_HIT;
     });
+    // The peer moves the same bytes both ways: a request as large as the
+    // Compile request (padding) and a reply as large as its response.
     kiln::v1::EchoRequest echo;
     echo.set_size(response_bytes - 3); // field tag + length
+    echo.set_padding(std::string(hit_req.ByteSizeLong() - 6, 'p'));
     Result ech = Drive(daemon.address(), clients, args.seconds, [&](kiln::v1::Kiln::Stub& s) {
       grpc::ClientContext ctx;
       kiln::v1::EchoResponse r;

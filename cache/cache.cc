@@ -1,5 +1,6 @@
 #include "cache/cache.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -194,9 +195,12 @@ uint64_t Cache::HardLimit() const {
 
 // --- artifacts ---------------------------------------------------------------
 
-absl::StatusOr<Artifact> Cache::GetArtifact(std::string_view key) {
+absl::StatusOr<Artifact> Cache::GetArtifact(std::string_view key) { return GetArtifact(key, {}); }
+
+absl::StatusOr<Artifact> Cache::GetArtifact(std::string_view key,
+                                            const std::vector<std::string>& kinds) {
   RETURN_IF_ERROR(ValidateKey(key, "artifact key"));
-  absl::StatusOr<Artifact> a = ReadArtifact(std::string(key));
+  absl::StatusOr<Artifact> a = ReadArtifact(std::string(key), kinds);
   const bool due = a.ok()
                        ? access_.RecordHit(std::string(key), NowMs())
                        : (a.status().code() == absl::StatusCode::kNotFound && access_.RecordMiss());
@@ -204,9 +208,10 @@ absl::StatusOr<Artifact> Cache::GetArtifact(std::string_view key) {
   return a;
 }
 
-absl::StatusOr<Artifact> Cache::ReadArtifact(const std::string& key) {
+absl::StatusOr<Artifact> Cache::ReadArtifact(const std::string& key,
+                                             const std::vector<std::string>& kinds) {
   if (std::shared_ptr<const IndexedArtifact> memo = MemoGet(key)) {
-    absl::StatusOr<Artifact> a = ReadFrom(key, *memo, /*from_memo=*/true);
+    absl::StatusOr<Artifact> a = ReadFrom(key, *memo, /*from_memo=*/true, kinds);
     if (a.ok() || !IsMissOrDamage(a.status())) return a;
     MemoDrop(key); // stale: ask the index
   }
@@ -219,16 +224,18 @@ absl::StatusOr<Artifact> Cache::ReadArtifact(const std::string& key) {
     return MakeError(CacheError::kNotFound, absl::StrCat("no artifact for key ", key));
   }
   auto entry = std::make_shared<const IndexedArtifact>(*std::move(indexed));
-  absl::StatusOr<Artifact> a = ReadFrom(key, *entry, /*from_memo=*/false);
+  absl::StatusOr<Artifact> a = ReadFrom(key, *entry, /*from_memo=*/false, kinds);
   if (a.ok()) MemoPut(key, std::move(entry));
   return a;
 }
 
 absl::StatusOr<Artifact> Cache::ReadFrom(const std::string& key, const IndexedArtifact& indexed,
-                                         bool from_memo) {
+                                         bool from_memo, const std::vector<std::string>& kinds) {
   Artifact out = indexed.meta;
+  std::vector<ArtifactFile> files;
   for (size_t i = 0; i < out.files.size(); ++i) {
     ArtifactFile& f = out.files[i];
+    if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end()) continue;
     absl::StatusOr<std::string> bytes =
         blobs_.Get(f.digest, options_.read_verify, indexed.file_sizes[i]);
     if (!bytes.ok()) {
@@ -239,7 +246,9 @@ absl::StatusOr<Artifact> Cache::ReadFrom(const std::string& key, const IndexedAr
                                     bytes.status().message(), ")"));
     }
     f.bytes = *std::move(bytes);
+    files.push_back(std::move(f));
   }
+  out.files = std::move(files);
   return out;
 }
 

@@ -178,6 +178,9 @@ class Cache {
   // --- artifacts ---
   // The artifact with all its file bytes (digests filled in).
   absl::StatusOr<Artifact> GetArtifact(std::string_view key);
+  // Only the files of `kinds` (all when empty): a caller that needs the
+  // metadata reads no binary. The hit still counts (and refreshes LRU).
+  absl::StatusOr<Artifact> GetArtifact(std::string_view key, const std::vector<std::string>& kinds);
   // Publishes (or replaces) the artifact for `key`: all or nothing.
   absl::Status PutArtifact(std::string_view key, const Artifact& artifact);
   absl::StatusOr<bool> ContainsArtifact(std::string_view key);
@@ -237,9 +240,10 @@ class Cache {
  private:
   Cache(std::string dir, CacheOptions options, std::unique_ptr<Index> index);
 
-  absl::StatusOr<Artifact> ReadArtifact(const std::string& key);
+  absl::StatusOr<Artifact> ReadArtifact(const std::string& key,
+                                        const std::vector<std::string>& kinds);
   absl::StatusOr<Artifact> ReadFrom(const std::string& key, const IndexedArtifact& indexed,
-                                    bool from_memo);
+                                    bool from_memo, const std::vector<std::string>& kinds);
   std::shared_ptr<const IndexedArtifact> MemoGet(const std::string& key);
   void MemoPut(const std::string& key, std::shared_ptr<const IndexedArtifact> entry);
   void MemoDrop(const std::string& key);

@@ -90,6 +90,22 @@ void CompileService::MemoPut(const std::string& memo_key, const std::string& key
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&hit_mu_);
+    auto it = hit_memo_.find(key);
+    if (it != hit_memo_.end() && it->second.expires > now) return it->second.metadata;
+  }
+  absl::StatusOr<kiln::v1::ArtifactMetadata> m = LookupStore(key);
+  if (m.ok()) {
+    absl::MutexLock lock(&hit_mu_);
+    if (hit_memo_.size() >= 4096) hit_memo_.clear();
+    hit_memo_[key] = {*m, now + absl::Seconds(1)};
+  }
+  return m;
+}
+
+absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::LookupStore(const std::string& key) {
   absl::StatusOr<cache::Artifact> a = store_->Get(key, {kMetadataKind});
   if (!a.ok()) return a.status();
   for (const cache::ArtifactFile& f : a->files) {
@@ -251,12 +267,11 @@ void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepa
   counters_.builds.fetch_add(1, std::memory_order_relaxed);
   if (on_build_) on_build_(options.target, seconds, built.ok());
   const std::string error = built.ok() ? "" : absl::StrCat(built.status().message());
-  util::LogInfo(built.ok() ? "compiled" : "compile failed",
-                {{"job_id", job->id()},
-                 {"key", prepared.key},
-                 {"target", options.target},
-                 {"ms", seconds * 1000},
-                 {"error", error}});
+  util::LogInfo(built.ok() ? "compiled" : "compile failed", {{"job_id", job->id()},
+                                                             {"key", prepared.key},
+                                                             {"target", options.target},
+                                                             {"ms", seconds * 1000},
+                                                             {"error", error}});
   if (!built.ok()) {
     counters_.build_failures.fetch_add(1, std::memory_order_relaxed);
     job->Fail(built.status());

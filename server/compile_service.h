@@ -106,6 +106,7 @@ class CompileService {
 
   // Reads the metadata of a stored artifact; NotFound on a miss.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Lookup(const std::string& key);
+  absl::StatusOr<kiln::v1::ArtifactMetadata> LookupStore(const std::string& key);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
   void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
@@ -122,6 +123,18 @@ class CompileService {
   absl::Mutex memo_mu_;
   absl::flat_hash_map<std::string, std::string> memo_ ABSL_GUARDED_BY(memo_mu_);
   absl::flat_hash_map<std::string, std::string> memo_old_ ABSL_GUARDED_BY(memo_mu_);
+
+  // Hit memo: the metadata of recently served keys, for one second, so a
+  // burst of hits on one kernel reads its metadata file once. The window is
+  // the cache's own (its index memo has the same staleness); an artifact
+  // evicted meanwhile shows up as NotFound from GetArtifact, never as wrong
+  // bytes (blobs are immutable).
+  struct HitEntry {
+    kiln::v1::ArtifactMetadata metadata;
+    absl::Time expires;
+  };
+  absl::Mutex hit_mu_;
+  absl::flat_hash_map<std::string, HitEntry> hit_memo_ ABSL_GUARDED_BY(hit_mu_);
 };
 
 // The result a compile job stores (Job::result<CompileJobResult>()).

@@ -82,6 +82,22 @@ TEST_F(CacheTest, StoresAndReturnsArtifactsOfEveryShape) {
     EXPECT_TRUE(MatchesKey(*other->GetArtifact(t.key), t.key, t.cubin, t.ptx));
 }
 
+TEST_F(CacheTest, GetWithKindsReadsOnlyThoseFiles) {
+  std::unique_ptr<Cache> c = OpenCache();
+  ASSERT_TRUE(c->PutArtifact("two", MakeArtifact("two", 1 << 20, 100)).ok());
+  absl::StatusOr<Artifact> ptx = c->GetArtifact("two", {"ptx"});
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  ASSERT_EQ(ptx->files.size(), 1u);
+  EXPECT_EQ(ptx->files[0].kind, "ptx");
+  EXPECT_EQ(ptx->files[0].bytes, MakeArtifact("two", 1 << 20, 100).files[1].bytes);
+  EXPECT_EQ(ptx->launch_json, MakeArtifact("two").launch_json);
+  // A kind the artifact lacks gives no files (the artifact itself is a hit).
+  absl::StatusOr<Artifact> none = c->GetArtifact("two", {"so"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->files.empty());
+  EXPECT_EQ(c->GetArtifact("absent", {"ptx"}).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(CacheTest, ArtifactWithoutFilesRoundTrips) {
   std::unique_ptr<Cache> c = OpenCache();
   Artifact a;
