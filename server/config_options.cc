@@ -222,6 +222,10 @@ std::vector<ConfigOption> BuildOptions() {
       "Jobs one client may have waiting per priority. 0: only the queue bounds.",
       [](auto& c) -> auto& { return c.fair_share.max_queued_per_client; }, 0, 1000000));
 
+  o.push_back(StringOption(
+      "worker.path", "FILE",
+      "The GPU worker binary: kernels run in one kiln-worker process per device, never in kilnd.",
+      [](auto& c) -> auto& { return c.worker_path; }, nullptr, "\"\" (kiln-worker beside kilnd)"));
   o.push_back(DurationOption(
       "worker.start_timeout",
       "Time a GPU worker has from spawn to ready before it is killed and "

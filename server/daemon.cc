@@ -3,6 +3,8 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -14,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "server/cache_job_store.h"
 #include "server/rpc_observer.h"
+#include "server/worker_error.h"
 #include "util/log.h"
 
 namespace kiln::server {
@@ -78,6 +81,51 @@ DaemonMetrics::Priority MetricPriority(Priority p) {
     return DaemonMetrics::Priority::kInteractive;
   }
 }
+
+// Device pool events into the log and, when there are metrics, into
+// kiln_worker_up, kiln_worker_restarts_total and kiln_gpu_busy_seconds_total.
+class DeviceEvents final : public DevicePoolObserver {
+ public:
+  explicit DeviceEvents(DaemonMetrics* metrics) : metrics_(metrics) {}
+
+  void OnWorkerStarted(const std::string& device, bool restart) override {
+    if (metrics_ != nullptr) metrics_->WorkerUp(device).Set(1);
+    // First starts are listed after kilnd's "listening on" line.
+    if (restart) util::LogInfo("device worker restarted", {{"device", device}});
+  }
+  void OnWorkerFailed(const std::string& device, WorkerErrorKind kind,
+                      const absl::Status& status) override {
+    if (metrics_ != nullptr) {
+      metrics_->WorkerUp(device).Set(0);
+      metrics_->WorkerRestarts(device, RestartReason(kind)).Increment();
+    }
+    util::LogWarning(
+        "device worker lost; it restarts",
+        {{"device", device}, {"kind", WorkerErrorKindName(kind)}, {"error", status.message()}});
+  }
+  void OnRequestFinished(const std::string& device, absl::Duration busy,
+                         const absl::Status& status) override {
+    if (metrics_ != nullptr)
+      metrics_->GpuBusySeconds(device).Increment(absl::ToDoubleSeconds(busy));
+  }
+
+ private:
+  // kiln_worker_restarts_total's reason label.
+  static std::string_view RestartReason(WorkerErrorKind kind) {
+    switch (kind) {
+    case WorkerErrorKind::kTimeout:
+      return "hang";
+    case WorkerErrorKind::kUnavailable: // a replacement that did not start
+      return "start_timeout";
+    case WorkerErrorKind::kCancelled:
+      return "cancelled";
+    default: // crash, launch failure, protocol error, death while idle
+      return "crash";
+    }
+  }
+
+  DaemonMetrics* const metrics_;
+};
 
 } // namespace
 
@@ -179,7 +227,33 @@ absl::Status Daemon::Start() {
     });
   }
 
+  // Kernels run in worker processes, one per device; a daemon whose worker
+  // cannot start still compiles and serves.
+  device_events_ = std::make_unique<DeviceEvents>(metrics_);
+  DevicePoolOptions dp;
+  dp.worker_path = ResolveWorkerPath(config_);
+  dp.discover_gpus = config_.devices.mode == DeviceSelection::Mode::kAuto;
+  if (config_.devices.mode == DeviceSelection::Mode::kList) {
+    for (int ordinal : config_.devices.cuda_ordinals) {
+      dp.extra_devices.push_back(absl::StrCat("cuda:", ordinal));
+    }
+  }
+  dp.default_timeout = config_.worker.request;
+  dp.start_timeout = config_.worker.start;
+  dp.observer = device_events_.get();
+  dp.stderr_sink = [](std::string_view device, std::string_view line) {
+    util::LogInfo(line, {{"component", "worker"}, {"device", device}});
+  };
+  absl::StatusOr<std::unique_ptr<DevicePool>> devices = DevicePool::Start(std::move(dp));
+  if (devices.ok()) {
+    devices_ = *std::move(devices);
+  } else {
+    warnings_.push_back(
+        absl::StrCat("no device workers, so no kernel can run here: ", devices.status().message()));
+  }
+
   ServiceDeps deps;
+  if (devices_ != nullptr) deps.devices = [d = devices_.get()] { return d->Devices(); };
   deps.compile = compile_.get();
   deps.jobs = jobs_.get();
   deps.cache = cache_.get();
@@ -223,6 +297,8 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   }
   if (metrics_ != nullptr && cache_ != nullptr) metrics_->SetCacheStatsSource(nullptr);
   service_.reset();
+  if (devices_) devices_->Shutdown(); // kills the workers; jobs are already cancelled
+  devices_.reset();
   compile_.reset();
   store_.reset();
   pool_.reset();

@@ -4,10 +4,12 @@
 // is the command line around it; in-process tests start one directly.
 //
 // Start order: cache (open, migrate) -> jobs (recover records an earlier
-// process left unfinished) -> pool -> service -> gRPC listening. Shutdown
-// is the reverse: health NOT_SERVING and no new calls, in-flight calls get
-// `grace` to finish, then remaining jobs are cancelled, the pool joins, and
-// the cache flushes and closes.
+// process left unfinished) -> pool -> device workers (device_pool.h: one
+// kiln-worker per device; without a worker binary the daemon serves on,
+// with a warning) -> service -> gRPC listening. Shutdown is the reverse:
+// health NOT_SERVING and no new calls, in-flight calls get `grace` to
+// finish, then remaining jobs are cancelled, the pool joins, the workers are
+// killed, and the cache flushes and closes.
 //
 // Not thread-safe: Start and Shutdown from one thread; the services inside
 // are thread-safe.
@@ -29,6 +31,7 @@
 #include "server/compile_pool.h"
 #include "server/compile_service.h"
 #include "server/daemon_metrics.h"
+#include "server/device_pool.h"
 #include "server/job_manager.h"
 #include "server/kiln_service.h"
 #include "server/server_config.h"
@@ -57,6 +60,7 @@ class Daemon {
   JobManager* jobs() { return jobs_.get(); }
   CompileService* compile() { return compile_.get(); }
   CompilePool* pool() { return pool_.get(); }
+  DevicePool* devices() { return devices_.get(); } // null when no worker could start
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
@@ -69,6 +73,8 @@ class Daemon {
   std::unique_ptr<CompilePool> pool_;
   std::unique_ptr<CacheArtifactStore> store_;
   std::unique_ptr<CompileService> compile_;
+  std::unique_ptr<DevicePoolObserver> device_events_;
+  std::unique_ptr<DevicePool> devices_;
   std::unique_ptr<KilnService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

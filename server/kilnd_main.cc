@@ -88,6 +88,13 @@ int main(int argc, char** argv) {
   kiln::util::LogInfo(absl::StrCat("kilnd ", kiln::server::kKilnVersion, " listening on ",
                                    daemon.address(), metrics_part, " (cache ",
                                    kiln::server::ResolveCacheDir(config), ")"));
+  if (kiln::server::DevicePool* devices = daemon.devices()) {
+    for (const kiln::v1::Device& d : devices->Devices()) {
+      kiln::util::LogInfo(absl::StrCat("device ", d.id(), ": ", d.model(), " (", d.arch(), ")"),
+                          {{"device", d.id()}, {"worker", d.worker_state()}});
+    }
+    kiln::util::LogInfo(absl::StrCat("GPU discovery: ", devices->discovery_note()));
+  }
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

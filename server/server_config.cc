@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -367,6 +369,14 @@ std::string ResolveCacheDir(const ServerConfig& config) {
     return std::string(home) + "/.cache/kiln";
   }
   return "/tmp/kiln-cache";
+}
+
+std::string ResolveWorkerPath(const ServerConfig& config) {
+  if (!config.worker_path.empty()) return config.worker_path;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "./kiln-worker";
+  return (self.parent_path() / "kiln-worker").string();
 }
 
 std::map<std::string, std::string> ProcessEnvironment() {

@@ -114,6 +114,9 @@ struct ServerConfig {
   QueueLimits max_queued;
   FairShareConfig fair_share;
   WorkerTimeouts worker;
+  // The kiln-worker binary kernels run in (one process per device); empty:
+  // kiln-worker beside the running executable (see ResolveWorkerPath).
+  std::string worker_path;
   // Largest gRPC message accepted or sent (artifacts are streamed in chunks).
   int64_t max_message_bytes = int64_t{64} << 20;
   // On SIGTERM: stop accepting, let running calls and jobs finish for this
@@ -130,6 +133,10 @@ struct ServerConfig {
 // The cache directory to use for `config`: config.cache_dir, else
 // $KILN_CACHE_DIR, else $HOME/.cache/kiln, else /tmp/kiln-cache.
 std::string ResolveCacheDir(const ServerConfig& config);
+
+// The kiln-worker binary to use: config.worker_path, else kiln-worker in the
+// directory of the running executable (/proc/self/exe).
+std::string ResolveWorkerPath(const ServerConfig& config);
 
 // What the command line asked kilnd to do.
 enum class ServerAction { kServe, kHelp, kVersion, kPrintConfig };

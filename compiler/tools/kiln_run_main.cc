@@ -43,10 +43,10 @@
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/tools/bind_lines.h"
 #include "compiler/tools/kernel_inputs.h"
-#include "compiler/tools/kernel_launch.h"
 #include "compiler/tools/npy.h"
 #include "compiler/tools/reference_check.h"
 #include "tuner/measure/cuda_driver.h"
+#include "tuner/measure/kernel_launch.h"
 
 namespace {
 
@@ -425,7 +425,7 @@ int Run(const Args& args) {
                                  ", which Kiln does not generate code for (supported: ",
                                  absl::StrJoin(archs, ", "), ")"));
       }
-    } else if (!kiln::tools::CubinRunsOn(arch, props.cc_major, props.cc_minor)) {
+    } else if (!kiln::measure::CubinRunsOn(arch, props.cc_major, props.cc_minor)) {
       return Fail(absl::StrCat("--arch ", arch, ": a cubin for ", arch, " does not run on ",
                                props.name, " (", props.arch(), ")"));
     }
@@ -441,16 +441,16 @@ int Run(const Args& args) {
       return Fail(s.message());
     }
   }
-  if (absl::Status s = kiln::tools::CheckLaunchSpec(kernel->launch, *program, params, symbols);
+  if (absl::Status s = kiln::measure::CheckLaunchSpec(kernel->launch, *program, params, symbols);
       !s.ok()) {
     return Fail(s.message());
   }
-  absl::StatusOr<std::array<int64_t, 3>> grid = kiln::tools::EvalGrid(kernel->launch, symbols);
+  absl::StatusOr<std::array<int64_t, 3>> grid = kiln::measure::EvalGrid(kernel->launch, symbols);
   if (!grid.ok()) return Fail(grid.status().message());
 
-  absl::StatusOr<kiln::tools::RunResult> ran =
-      args.is_cuda ? kiln::tools::RunOnCuda(*kernel, device, params, symbol_values, *grid)
-                   : kiln::tools::RunOnCpu(*kernel, params, symbol_values, *grid);
+  absl::StatusOr<kiln::measure::RunResult> ran =
+      args.is_cuda ? kiln::measure::RunOnCuda(*kernel, device, params, symbol_values, *grid)
+                   : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid);
   if (!ran.ok()) return Fail(ran.status().message());
 
   for (const auto& [name, path] : args.saves) {

@@ -6,6 +6,8 @@
 
 #include <dlfcn.h>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -22,6 +24,8 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUevent = void*;
 using CUstream = void*;
+using CUgraph = void*;
+using CUgraphExec = void*;
 
 struct CudaApi {
   CUresult (*Init)(unsigned);
@@ -52,6 +56,20 @@ struct CudaApi {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*GetErrorName)(CUresult, const char**);
   CUresult (*GetErrorString)(CUresult, const char**);
+  CUresult (*DeviceTotalMem)(size_t*, CUdevice);
+  CUresult (*FuncGetAttribute)(int*, int, CUfunction);
+  CUresult (*StreamCreate)(CUstream*, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  // Optional (graphs): null when the driver lacks them.
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph*);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec*, CUgraph,
+                                        unsigned long long); // NOLINT(google-runtime-int)
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*GraphDestroy)(CUgraph);
 };
 
 namespace {
@@ -63,6 +81,9 @@ constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr int kAttrMaxSharedPerBlockOptin = 97;
 constexpr int kFuncAttrMaxDynamicSharedSize = 8;
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr int kCaptureModeThreadLocal = 1;
+constexpr char kCudaResultPayload[] = "kiln.dev/cuda-result";
 
 // Resolves the first of `names` the library exports: versioned entry points
 // (_v2) come first, the names older drivers export after them.
@@ -148,6 +169,20 @@ absl::StatusOr<std::shared_ptr<CudaDriver>> CudaDriver::Load(const std::string& 
   Resolve(handle, {"cuEventDestroy_v2", "cuEventDestroy"}, a.EventDestroy, &missing);
   Resolve(handle, {"cuGetErrorName"}, a.GetErrorName, &missing);
   Resolve(handle, {"cuGetErrorString"}, a.GetErrorString, &missing);
+  Resolve(handle, {"cuDeviceTotalMem_v2"}, a.DeviceTotalMem, &missing);
+  Resolve(handle, {"cuFuncGetAttribute"}, a.FuncGetAttribute, &missing);
+  Resolve(handle, {"cuStreamCreate"}, a.StreamCreate, &missing);
+  Resolve(handle, {"cuStreamDestroy_v2", "cuStreamDestroy"}, a.StreamDestroy, &missing);
+  Resolve(handle, {"cuStreamSynchronize"}, a.StreamSynchronize, &missing);
+  Resolve(handle, {"cuMemsetD8Async"}, a.MemsetD8Async, &missing);
+  std::vector<std::string> optional_missing;
+  Resolve(handle, {"cuStreamBeginCapture_v2", "cuStreamBeginCapture"}, a.StreamBeginCapture,
+          &optional_missing);
+  Resolve(handle, {"cuStreamEndCapture"}, a.StreamEndCapture, &optional_missing);
+  Resolve(handle, {"cuGraphInstantiateWithFlags"}, a.GraphInstantiateWithFlags, &optional_missing);
+  Resolve(handle, {"cuGraphLaunch"}, a.GraphLaunch, &optional_missing);
+  Resolve(handle, {"cuGraphExecDestroy"}, a.GraphExecDestroy, &optional_missing);
+  Resolve(handle, {"cuGraphDestroy"}, a.GraphDestroy, &optional_missing);
   if (!missing.empty()) {
     return absl::UnavailableError(absl::StrCat("CUDA driver ", library, " lacks ",
                                                absl::StrJoin(missing, ", "), " (driver too old?)"));
@@ -186,8 +221,50 @@ absl::Status CudaDriver::Check(int result, std::string_view what_in) const {
   }
   const std::string shown_name =
       name != nullptr ? std::string(name) : absl::StrCat("CUDA error ", result);
-  return StatusFor(result, absl::StrCat(what, ": ", shown_name, " (",
-                                        text != nullptr ? text : "no description", ")"));
+  absl::Status status =
+      StatusFor(result, absl::StrCat(what, ": ", shown_name, " (",
+                                     text != nullptr ? text : "no description", ")"));
+  status.SetPayload(kCudaResultPayload, absl::Cord(absl::StrCat(result)));
+  return status;
+}
+
+bool CudaDriver::has_graphs() const {
+  return api_->StreamBeginCapture != nullptr && api_->StreamEndCapture != nullptr &&
+         api_->GraphInstantiateWithFlags != nullptr && api_->GraphLaunch != nullptr &&
+         api_->GraphExecDestroy != nullptr && api_->GraphDestroy != nullptr;
+}
+
+std::optional<int> CudaResultOf(const absl::Status& status) {
+  const auto payload = status.GetPayload(kCudaResultPayload);
+  int result = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(static_cast<std::string>(*payload), &result)) {
+    return std::nullopt;
+  }
+  return result;
+}
+
+bool IsContextFatal(const absl::Status& status) {
+  std::optional<int> result = CudaResultOf(status);
+  if (!result.has_value()) return false;
+  switch (*result) {
+  case 4:   // CUDA_ERROR_DEINITIALIZED
+  case 214: // CUDA_ERROR_ECC_UNCORRECTABLE
+  case 220: // CUDA_ERROR_NVLINK_UNCORRECTABLE
+  case 700: // CUDA_ERROR_ILLEGAL_ADDRESS
+  case 702: // CUDA_ERROR_LAUNCH_TIMEOUT
+  case 709: // CUDA_ERROR_CONTEXT_IS_DESTROYED
+  case 710: // CUDA_ERROR_ASSERT
+  case 714: // CUDA_ERROR_HARDWARE_STACK_ERROR
+  case 715: // CUDA_ERROR_ILLEGAL_INSTRUCTION
+  case 716: // CUDA_ERROR_MISALIGNED_ADDRESS
+  case 717: // CUDA_ERROR_INVALID_ADDRESS_SPACE
+  case 718: // CUDA_ERROR_INVALID_PC
+  case 719: // CUDA_ERROR_LAUNCH_FAILED
+  case 999: // CUDA_ERROR_UNKNOWN
+    return true;
+  default:
+    return false;
+  }
 }
 
 // --- Device ------------------------------------------------------------------
@@ -259,6 +336,65 @@ absl::Status Device::MakeCurrent() const {
 absl::Status Device::Synchronize() const {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   return driver_->Check(driver_->api().CtxSynchronize(), "cuCtxSynchronize");
+}
+
+absl::StatusOr<int> Device::Attribute(int attribute) const {
+  int value = 0;
+  if (absl::Status s = driver_->Check(driver_->api().DeviceGetAttribute(&value, attribute, handle_),
+                                      absl::StrCat("cuDeviceGetAttribute(", attribute, ")"));
+      !s.ok()) {
+    return s;
+  }
+  return value;
+}
+
+absl::StatusOr<int64_t> Device::TotalMemoryBytes() const {
+  size_t bytes = 0;
+  if (absl::Status s =
+          driver_->Check(driver_->api().DeviceTotalMem(&bytes, handle_), "cuDeviceTotalMem");
+      !s.ok()) {
+    return s;
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+// --- Stream ------------------------------------------------------------------
+
+absl::StatusOr<Stream> Stream::Create(std::shared_ptr<Device> device) {
+  if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+  CUstream handle = nullptr;
+  if (absl::Status s = device->driver().Check(
+          device->driver().api().StreamCreate(&handle, kStreamNonBlocking), "cuStreamCreate");
+      !s.ok()) {
+    return s;
+  }
+  Stream stream;
+  stream.device_ = std::move(device);
+  stream.handle_ = handle;
+  return stream;
+}
+
+Stream::Stream(Stream&& other) noexcept
+    : device_(std::move(other.device_)), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    Stream old(std::move(*this));
+    device_ = std::move(other.device_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+Stream::~Stream() {
+  if (handle_ == nullptr) return;
+  (void)device_->MakeCurrent();
+  device_->driver().api().StreamDestroy(handle_);
+}
+
+absl::Status Stream::Synchronize() const {
+  return device_->driver().Check(device_->driver().api().StreamSynchronize(handle_),
+                                 "cuStreamSynchronize");
 }
 
 // --- Module ------------------------------------------------------------------
@@ -375,6 +511,13 @@ absl::Status DeviceBuffer::Fill(uint8_t byte) {
                                  "cuMemsetD8");
 }
 
+absl::Status DeviceBuffer::FillAsync(uint8_t byte, const Stream& stream) {
+  if (size_ == 0) return absl::OkStatus();
+  return device_->driver().Check(
+      device_->driver().api().MemsetD8Async(address_, byte, size_, stream.handle()),
+      "cuMemsetD8Async");
+}
+
 // --- Event -------------------------------------------------------------------
 
 absl::StatusOr<Event> Event::Create(std::shared_ptr<Device> device) {
@@ -409,9 +552,10 @@ Event::~Event() {
   device_->driver().api().EventDestroy(handle_);
 }
 
-absl::Status Event::Record() {
-  return device_->driver().Check(device_->driver().api().EventRecord(handle_, nullptr),
-                                 "cuEventRecord");
+absl::Status Event::Record(const Stream* stream) {
+  return device_->driver().Check(
+      device_->driver().api().EventRecord(handle_, stream != nullptr ? stream->handle() : nullptr),
+      "cuEventRecord");
 }
 
 absl::StatusOr<float> Event::ElapsedMsSince(const Event& start) const {
@@ -431,7 +575,8 @@ absl::StatusOr<float> Event::ElapsedMsSince(const Event& start) const {
 
 // --- Launch ------------------------------------------------------------------
 
-absl::Status Launch(const Function& function, const LaunchConfig& config, void** args) {
+absl::Status Launch(const Function& function, const LaunchConfig& config, void** args,
+                    const Stream* stream) {
   if (function.handle == nullptr || function.device == nullptr) {
     return absl::InvalidArgumentError("Launch: no function");
   }
@@ -464,9 +609,86 @@ absl::Status Launch(const Function& function, const LaunchConfig& config, void**
   }
   return driver.Check(driver.api().LaunchKernel(function.handle, config.grid[0], config.grid[1],
                                                 config.grid[2], config.block[0], config.block[1],
-                                                config.block[2], config.dynamic_smem_bytes, nullptr,
+                                                config.block[2], config.dynamic_smem_bytes,
+                                                stream != nullptr ? stream->handle() : nullptr,
                                                 args, nullptr),
                       absl::StrCat("cuLaunchKernel(", function.name, ")"));
+}
+
+absl::StatusOr<int> FunctionAttribute(const Function& function, int attribute) {
+  if (function.handle == nullptr || function.device == nullptr) {
+    return absl::InvalidArgumentError("FunctionAttribute: no function");
+  }
+  const CudaDriver& driver = function.device->driver();
+  int value = 0;
+  if (absl::Status s =
+          driver.Check(driver.api().FuncGetAttribute(&value, attribute, function.handle),
+                       absl::StrCat("cuFuncGetAttribute(", function.name, ", ", attribute, ")"));
+      !s.ok()) {
+    return s;
+  }
+  return value;
+}
+
+// --- Graph -------------------------------------------------------------------
+
+absl::StatusOr<Graph> Graph::Capture(std::shared_ptr<Device> device, const Stream& stream,
+                                     const std::function<absl::Status()>& body) {
+  const CudaDriver& driver = device->driver();
+  if (!driver.has_graphs()) {
+    return absl::UnimplementedError("this CUDA driver has no stream capture / graph entry points");
+  }
+  const CudaApi& a = driver.api();
+  if (absl::Status s = device->MakeCurrent(); !s.ok()) return s;
+  if (absl::Status s = driver.Check(a.StreamBeginCapture(stream.handle(), kCaptureModeThreadLocal),
+                                    "cuStreamBeginCapture");
+      !s.ok()) {
+    return s;
+  }
+  absl::Status body_status = body();
+  CUgraph graph = nullptr;
+  absl::Status end =
+      driver.Check(a.StreamEndCapture(stream.handle(), &graph), "cuStreamEndCapture");
+  Graph out;
+  out.device_ = std::move(device);
+  out.graph_ = graph;
+  if (!body_status.ok()) return body_status;
+  if (!end.ok()) return end;
+  CUgraphExec exec = nullptr;
+  if (absl::Status s =
+          driver.Check(a.GraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+      !s.ok()) {
+    return s;
+  }
+  out.exec_ = exec;
+  return out;
+}
+
+Graph::Graph(Graph&& other) noexcept
+    : device_(std::move(other.device_)), graph_(std::exchange(other.graph_, nullptr)),
+      exec_(std::exchange(other.exec_, nullptr)) {}
+
+Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this != &other) {
+    Graph old(std::move(*this));
+    device_ = std::move(other.device_);
+    graph_ = std::exchange(other.graph_, nullptr);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+Graph::~Graph() {
+  if (device_ == nullptr) return;
+  const CudaApi& a = device_->driver().api();
+  if (exec_ != nullptr) a.GraphExecDestroy(exec_);
+  if (graph_ != nullptr) a.GraphDestroy(graph_);
+}
+
+absl::Status Graph::Launch(const Stream& stream) const {
+  if (exec_ == nullptr) return absl::FailedPreconditionError("Graph::Launch: no graph");
+  return device_->driver().Check(device_->driver().api().GraphLaunch(exec_, stream.handle()),
+                                 "cuGraphLaunch");
 }
 
 absl::StatusOr<float> TimedLaunch(std::shared_ptr<Device> device, const Function& function,

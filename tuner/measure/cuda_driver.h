@@ -21,12 +21,22 @@
 // values or launch configurations, Unavailable for "no device" kinds of
 // failures, Internal otherwise. CudaDriver::Load: NotFound when libcuda.so.1
 // cannot be loaded (no NVIDIA driver), Unavailable when cuInit fails or no
-// device is visible.
+// device is visible. Every status from a failing driver call carries the
+// CUresult as a payload (CudaResultOf), so callers can tell a fault that
+// leaves the context unusable (IsContextFatal: illegal address, illegal
+// instruction, a trap, ...) from an ordinary error.
+//
+// Streams and graphs (for timing): Stream is a non-blocking stream; Graph
+// captures launches made on a stream into an executable CUDA graph. The graph
+// entry points are optional: Graph::Capture returns Unimplemented on a driver
+// that lacks them.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +57,8 @@ class CudaDriver {
   CudaDriver& operator=(const CudaDriver&) = delete;
 
   int device_count() const { return device_count_; }
+  // Whether the optional stream-capture and graph entry points exist.
+  bool has_graphs() const;
   // The driver's CUDA version, e.g. 12080 for 12.8.
   int version() const { return version_; }
 
@@ -86,6 +98,10 @@ class Device {
 
   const DeviceProperties& properties() const { return properties_; }
   const CudaDriver& driver() const { return *driver_; }
+  // cuDeviceGetAttribute(`attribute`): a CUdevice_attribute value.
+  absl::StatusOr<int> Attribute(int attribute) const;
+  // cuDeviceTotalMem.
+  absl::StatusOr<int64_t> TotalMemoryBytes() const;
   absl::Status MakeCurrent() const;
   // Waits for all work on the context; reports asynchronous kernel faults.
   absl::Status Synchronize() const;
@@ -96,6 +112,27 @@ class Device {
   int handle_ = 0;          // CUdevice
   void* context_ = nullptr; // CUcontext
   DeviceProperties properties_;
+};
+
+// A non-blocking stream on a device (no implicit synchronisation with the
+// legacy default stream).
+class Stream {
+ public:
+  static absl::StatusOr<Stream> Create(std::shared_ptr<Device> device);
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  void* handle() const { return handle_; } // CUstream
+  // Waits for the stream's work; reports asynchronous kernel faults.
+  absl::Status Synchronize() const;
+
+ private:
+  Stream() = default;
+  std::shared_ptr<Device> device_;
+  void* handle_ = nullptr;
 };
 
 // A kernel of a loaded Module.
@@ -141,6 +178,8 @@ class DeviceBuffer {
   absl::Status CopyFromHost(const void* data, size_t bytes);
   absl::Status CopyToHost(void* data, size_t bytes) const;
   absl::Status Fill(uint8_t byte);
+  // Fill, queued on `stream`.
+  absl::Status FillAsync(uint8_t byte, const Stream& stream);
 
  private:
   DeviceBuffer() = default;
@@ -158,8 +197,8 @@ class Event {
   Event& operator=(const Event&) = delete;
   ~Event();
 
-  // Records on the default stream.
-  absl::Status Record();
+  // Records on `stream`, or the default stream.
+  absl::Status Record(const Stream* stream = nullptr);
   // Milliseconds from `start` to this event; waits for this event first.
   absl::StatusOr<float> ElapsedMsSince(const Event& start) const;
 
@@ -178,12 +217,47 @@ struct LaunchConfig {
 // Opt-in dynamic shared memory is needed above this (the 48 KiB default).
 inline constexpr uint32_t kDefaultDynamicSmemLimit = 48 * 1024;
 
-// Launches `function` on the default stream, asynchronously; `args` is
+// Launches `function` on `stream` (default: the default stream),
+// asynchronously; `args` is
 // cuLaunchKernel's kernelParams (args[i] points at the i-th argument). Above
 // kDefaultDynamicSmemLimit it first sets the function's
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; a request over the
 // device's opt-in limit is InvalidArgument before anything is launched.
-absl::Status Launch(const Function& function, const LaunchConfig& config, void** args);
+absl::Status Launch(const Function& function, const LaunchConfig& config, void** args,
+                    const Stream* stream = nullptr);
+
+// cuFuncGetAttribute(`attribute`): a CUfunction_attribute value.
+absl::StatusOr<int> FunctionAttribute(const Function& function, int attribute);
+
+// An executable CUDA graph.
+class Graph {
+ public:
+  // Runs `body` with `stream` in capture mode (thread-local), then
+  // instantiates what it queued there. The body's own error wins over the
+  // capture's.
+  static absl::StatusOr<Graph> Capture(std::shared_ptr<Device> device, const Stream& stream,
+                                       const std::function<absl::Status()>& body);
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+
+  // Queues one replay on `stream`.
+  absl::Status Launch(const Stream& stream) const;
+
+ private:
+  Graph() = default;
+  std::shared_ptr<Device> device_;
+  void* graph_ = nullptr; // CUgraph
+  void* exec_ = nullptr;  // CUgraphExec
+};
+
+// The CUresult a status from this file carries, if any.
+std::optional<int> CudaResultOf(const absl::Status& status);
+// Whether `status` is a fault after which the context cannot be used again
+// (CUDA's "sticky" errors: the process must exit to recover the device).
+bool IsContextFatal(const absl::Status& status);
 
 // Launch between two events, then waits: the kernel's time in milliseconds.
 // Faults during the kernel come back as the synchronising call's error.

@@ -1,4 +1,4 @@
-#include "compiler/tools/kernel_launch.h"
+#include "tuner/measure/kernel_launch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,8 +19,10 @@
 #include "compiler/toolchain/host_cc.h"
 #include "compiler/toolchain/nvrtc.h"
 
-namespace kiln::tools {
+namespace kiln::measure {
 namespace {
+
+using tools::HostParam;
 
 // kiln-run's exit status for anything but a check mismatch (kExitError in
 // kiln_run_main.cc).
@@ -106,7 +108,7 @@ absl::Status CheckLaunchSpec(const kiln::codegen::LaunchSpec& spec, const ir::Pr
     }
     if (!p.is_scalar) {
       absl::StatusOr<std::vector<int64_t>> shape =
-          EvalShape(arg.shape, symbols, absl::StrCat("kernel argument '", arg.name, "'"));
+          tools::EvalShape(arg.shape, symbols, absl::StrCat("kernel argument '", arg.name, "'"));
       if (!shape.ok()) return mismatch(shape.status().message());
       if (*shape != p.before.shape) {
         return mismatch(absl::StrCat("argument '", arg.name, "' has shape ",
@@ -133,7 +135,8 @@ absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const kiln::codegen::LaunchSpec&
   }
   std::array<int64_t, 3> grid = {1, 1, 1};
   for (size_t d = 0; d < spec.grid.size(); ++d) {
-    absl::StatusOr<int64_t> v = EvalInt(spec.grid[d], symbols, absl::StrCat("grid extent ", d));
+    absl::StatusOr<int64_t> v =
+        tools::EvalInt(spec.grid[d], symbols, absl::StrCat("grid extent ", d));
     if (!v.ok()) return v.status();
     if (*v <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("grid extent ", d, " is ", *v));
@@ -141,6 +144,106 @@ absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const kiln::codegen::LaunchSpec&
     grid[d] = *v;
   }
   return grid;
+}
+
+absl::StatusOr<CpuLaunchArgs> CpuLaunchArgs::Make(const std::vector<HostParam>& params,
+                                                  const std::vector<int32_t>& symbol_values) {
+  CpuLaunchArgs out;
+  out.buffers_.resize(params.size());
+  out.pointers_.assign(params.size(), nullptr);
+  out.slots_.assign(params.size() + symbol_values.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const HostParam& p = params[i];
+    if (p.is_scalar) {
+      out.slots_[i] = ScalarSlot(p.before);
+      out.args_.push_back(&out.slots_[i]);
+      continue;
+    }
+    out.buffers_[i] = tools::AllocateAligned(p.before.data.size());
+    if (out.buffers_[i] == nullptr) return absl::ResourceExhaustedError("out of host memory");
+    std::memcpy(out.buffers_[i].get(), p.before.data.data(), p.before.data.size());
+    out.pointers_[i] = out.buffers_[i].get();
+    out.args_.push_back(&out.pointers_[i]);
+  }
+  for (size_t s = 0; s < symbol_values.size(); ++s) {
+    const int32_t v = symbol_values[s];
+    std::memcpy(&out.slots_[params.size() + s], &v, sizeof(v));
+    out.args_.push_back(&out.slots_[params.size() + s]);
+  }
+  return out;
+}
+
+void CpuLaunchArgs::CopyOut(std::vector<HostParam>& params) const {
+  for (size_t i = 0; i < params.size() && i < buffers_.size(); ++i) {
+    params[i].after = params[i].before;
+    if (buffers_[i] != nullptr) {
+      std::memcpy(params[i].after.data.data(), buffers_[i].get(), params[i].after.data.size());
+    }
+  }
+}
+
+absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::shared_ptr<Device>& device,
+                                                    const std::vector<HostParam>& params,
+                                                    const std::vector<int32_t>& symbol_values) {
+  CudaLaunchArgs out;
+  out.slots_.assign(params.size() + symbol_values.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const HostParam& p = params[i];
+    if (p.is_scalar) {
+      out.slots_[i] = ScalarSlot(p.before);
+    } else {
+      absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device, p.before.data.size());
+      if (!buffer.ok()) return buffer.status();
+      if (absl::Status s = buffer->CopyFromHost(p.before.data.data(), p.before.data.size());
+          !s.ok()) {
+        return s;
+      }
+      out.slots_[i] = buffer->address();
+      out.buffers_.push_back(*std::move(buffer));
+    }
+    out.args_.push_back(&out.slots_[i]);
+  }
+  for (size_t s = 0; s < symbol_values.size(); ++s) {
+    const int32_t v = symbol_values[s];
+    std::memcpy(&out.slots_[params.size() + s], &v, sizeof(v));
+    out.args_.push_back(&out.slots_[params.size() + s]);
+  }
+  return out;
+}
+
+absl::Status CudaLaunchArgs::CopyOut(std::vector<HostParam>& params) const {
+  size_t next = 0;
+  for (HostParam& p : params) {
+    p.after = p.before;
+    if (p.is_scalar) continue;
+    if (next >= buffers_.size()) {
+      return absl::InvalidArgumentError("CopyOut: more tensor parameters than buffers");
+    }
+    if (absl::Status s = buffers_[next++].CopyToHost(p.after.data.data(), p.after.data.size());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LaunchConfig> MakeLaunchConfig(const std::array<int64_t, 3>& grid,
+                                              const std::array<int64_t, 3>& block,
+                                              int64_t dynamic_smem) {
+  LaunchConfig config;
+  for (int d = 0; d < 3; ++d) {
+    if (grid[d] <= 0 || grid[d] > UINT32_MAX || block[d] <= 0 || block[d] > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("launch dimension ", d, " out of range (grid ",
+                                                     grid[d], ", block ", block[d], ")"));
+    }
+    config.grid[d] = static_cast<uint32_t>(grid[d]);
+    config.block[d] = static_cast<uint32_t>(block[d]);
+  }
+  if (dynamic_smem < 0 || dynamic_smem > UINT32_MAX) {
+    return absl::InvalidArgumentError("dynamic shared memory size out of range");
+  }
+  config.dynamic_smem_bytes = static_cast<uint32_t>(dynamic_smem);
+  return config;
 }
 
 absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
@@ -155,43 +258,18 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
       kiln::toolchain::LoadedCpuKernel::Load(so->shared_object, kernel.launch.symbol);
   if (!loaded.ok()) return loaded.status();
 
-  std::vector<AlignedBytes> buffers(params.size());
-  std::vector<void*> pointers(params.size(), nullptr);
-  std::vector<uint64_t> slots(params.size() + symbol_values.size(), 0);
-  std::vector<void*> args;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const HostParam& p = params[i];
-    if (p.is_scalar) {
-      slots[i] = ScalarSlot(p.before);
-      args.push_back(&slots[i]);
-      continue;
-    }
-    buffers[i] = AllocateAligned(p.before.data.size());
-    if (buffers[i] == nullptr) return absl::ResourceExhaustedError("out of host memory");
-    std::memcpy(buffers[i].get(), p.before.data.data(), p.before.data.size());
-    pointers[i] = buffers[i].get();
-    args.push_back(&pointers[i]);
-  }
-  for (size_t s = 0; s < symbol_values.size(); ++s) {
-    int32_t v = symbol_values[s];
-    std::memcpy(&slots[params.size() + s], &v, sizeof(v));
-    args.push_back(&slots[params.size() + s]);
-  }
+  absl::StatusOr<CpuLaunchArgs> args = CpuLaunchArgs::Make(params, symbol_values);
+  if (!args.ok()) return args.status();
   std::chrono::steady_clock::time_point start, stop;
   absl::Status status;
   {
     CrashGuard guard;
     start = std::chrono::steady_clock::now();
-    status = loaded->Run(args.data(), grid.data());
+    status = loaded->Run(args->args(), grid.data());
     stop = std::chrono::steady_clock::now();
   }
   if (!status.ok()) return status;
-  for (size_t i = 0; i < params.size(); ++i) {
-    params[i].after = params[i].before;
-    if (!params[i].is_scalar) {
-      std::memcpy(params[i].after.data.data(), buffers[i].get(), params[i].after.data.size());
-    }
-  }
+  args->CopyOut(params);
   RunResult result;
   result.kernel_ms = std::chrono::duration<double, std::milli>(stop - start).count();
   result.timing_kind = "wall clock";
@@ -202,7 +280,7 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
 }
 
 absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
-                                    const std::shared_ptr<kiln::measure::Device>& device,
+                                    const std::shared_ptr<Device>& device,
                                     std::vector<HostParam>& params,
                                     const std::vector<int32_t>& symbol_values,
                                     const std::array<int64_t, 3>& grid) {
@@ -215,62 +293,20 @@ absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
   }
   absl::StatusOr<kiln::toolchain::CompileOutput> cubin = kiln::toolchain::NvrtcCompile(in);
   if (!cubin.ok()) return cubin.status();
-  absl::StatusOr<kiln::measure::Module> module = kiln::measure::Module::Load(device, cubin->cubin);
+  absl::StatusOr<Module> module = Module::Load(device, cubin->cubin);
   if (!module.ok()) return module.status();
-  absl::StatusOr<kiln::measure::Function> function = module->GetFunction(kernel.launch.symbol);
+  absl::StatusOr<Function> function = module->GetFunction(kernel.launch.symbol);
   if (!function.ok()) return function.status();
 
-  std::vector<kiln::measure::DeviceBuffer> buffers;
-  std::vector<uint64_t> slots(params.size() + symbol_values.size(), 0);
-  std::vector<void*> args;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const HostParam& p = params[i];
-    if (p.is_scalar) {
-      slots[i] = ScalarSlot(p.before);
-    } else {
-      absl::StatusOr<kiln::measure::DeviceBuffer> buffer =
-          kiln::measure::DeviceBuffer::Allocate(device, p.before.data.size());
-      if (!buffer.ok()) return buffer.status();
-      if (absl::Status s = buffer->CopyFromHost(p.before.data.data(), p.before.data.size());
-          !s.ok()) {
-        return s;
-      }
-      slots[i] = buffer->address();
-      buffers.push_back(*std::move(buffer));
-    }
-    args.push_back(&slots[i]);
-  }
-  for (size_t s = 0; s < symbol_values.size(); ++s) {
-    int32_t v = symbol_values[s];
-    std::memcpy(&slots[params.size() + s], &v, sizeof(v));
-    args.push_back(&slots[params.size() + s]);
-  }
-  kiln::measure::LaunchConfig config;
-  for (int d = 0; d < 3; ++d) {
-    if (grid[d] > UINT32_MAX || kernel.launch.block[d] <= 0 || kernel.launch.block[d] > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat("launch dimension ", d, " out of range (grid ",
-                                                     grid[d], ", block ", kernel.launch.block[d],
-                                                     ")"));
-    }
-    config.grid[d] = static_cast<uint32_t>(grid[d]);
-    config.block[d] = static_cast<uint32_t>(kernel.launch.block[d]);
-  }
-  if (kernel.launch.dynamic_smem_bytes < 0 || kernel.launch.dynamic_smem_bytes > UINT32_MAX) {
-    return absl::InvalidArgumentError("dynamic shared memory size out of range");
-  }
-  config.dynamic_smem_bytes = static_cast<uint32_t>(kernel.launch.dynamic_smem_bytes);
-  absl::StatusOr<float> ms = kiln::measure::TimedLaunch(device, *function, config, args.data());
+  absl::StatusOr<CudaLaunchArgs> args = CudaLaunchArgs::Make(device, params, symbol_values);
+  if (!args.ok()) return args.status();
+  absl::StatusOr<LaunchConfig> config =
+      MakeLaunchConfig(grid, kernel.launch.block, kernel.launch.dynamic_smem_bytes);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<float> ms = TimedLaunch(device, *function, *config, args->args());
   if (!ms.ok()) return ms.status();
+  if (absl::Status s = args->CopyOut(params); !s.ok()) return s;
 
-  size_t next = 0;
-  for (HostParam& p : params) {
-    p.after = p.before;
-    if (p.is_scalar) continue;
-    if (absl::Status s = buffers[next++].CopyToHost(p.after.data.data(), p.after.data.size());
-        !s.ok()) {
-      return s;
-    }
-  }
   RunResult result;
   result.kernel_ms = *ms;
   result.timing_kind = "cuEvent";
@@ -289,4 +325,4 @@ bool CubinRunsOn(const std::string& arch, int major, int minor) {
   return specific ? version % 10 == minor : version % 10 <= minor;
 }
 
-} // namespace kiln::tools
+} // namespace kiln::measure

@@ -1,0 +1,166 @@
+// The worker's request handling (tuner/measure/worker_session.h) in
+// process, over a scripted backend: request ids are echoed, backend errors
+// map to the documented WorkerError codes, a launch failure asks the loop to
+// exit, and outputs, samples and validation come back in argument order.
+#include <memory>
+#include <utility>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tuner/measure/tensor_data.h"
+#include "tuner/measure/worker_session.h"
+
+namespace kiln::measure {
+namespace {
+
+namespace pb = kiln::v1;
+
+// Copies every input to the next output (+1 per element), or fails with
+// `fail` when set.
+class ScriptedBackend final : public DeviceBackend {
+ public:
+  absl::Status fail;
+  absl::StatusOr<pb::DescribeDeviceResponse> Describe() override {
+    if (!fail.ok()) return fail;
+    pb::DescribeDeviceResponse r;
+    r.mutable_device()->set_id("fake");
+    return r;
+  }
+  absl::StatusOr<pb::LoadModuleResponse> Load(const pb::LoadModuleRequest& request) override {
+    if (!fail.ok()) return fail;
+    pb::LoadModuleResponse r;
+    r.set_module_id(request.module_id());
+    return r;
+  }
+  absl::Status Unload(const std::string&) override { return fail; }
+  absl::StatusOr<double> Run(const pb::LaunchSpec& launch,
+                             std::vector<tools::HostParam>& params) override {
+    if (!fail.ok()) return fail;
+    for (tools::HostParam& p : params) {
+      p.after = p.before;
+      if (!p.is_output) continue;
+      for (int64_t i = 0; i < p.after.num_elements(); ++i) {
+        SetElement(p.after, i, GetElement(p.before, i) + 1);
+      }
+    }
+    return 12.5;
+  }
+  absl::StatusOr<std::vector<double>> Measure(const pb::LaunchSpec& launch,
+                                              std::vector<tools::HostParam>& params,
+                                              const TimingOptions& options) override {
+    if (!fail.ok()) return fail;
+    return std::vector<double>(static_cast<size_t>(options.repeats), 3.0);
+  }
+};
+
+pb::WorkerRequest RunRequest() {
+  pb::WorkerRequest r;
+  r.set_request_id(9);
+  pb::LaunchSpec* launch = r.mutable_run()->mutable_launch();
+  launch->set_module_id("m");
+  launch->add_grid(1);
+  pb::TensorSpec* out = launch->add_args();
+  out->set_name("C");
+  out->set_dtype(pb::DTYPE_FLOAT32);
+  out->add_shape(2);
+  out->set_init(pb::TensorSpec::INIT_ARANGE);
+  out->set_is_output(true);
+  r.mutable_run()->set_return_outputs(true);
+  return r;
+}
+
+TEST(WorkerSession, RunReturnsOutputsAndEchoesTheId) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  bool exit_after = true;
+  pb::WorkerResponse r = session.Handle(RunRequest(), &exit_after);
+  EXPECT_FALSE(exit_after);
+  EXPECT_EQ(r.request_id(), 9u);
+  ASSERT_TRUE(r.has_run()) << r.DebugString();
+  EXPECT_EQ(r.run().elapsed_us(), 12.5);
+  ASSERT_EQ(r.run().outputs_size(), 1);
+  tools::NpyArray c{ir::DType::kFloat32, {2}, r.run().outputs(0)};
+  EXPECT_EQ(GetElement(c, 0), 1.0);
+  EXPECT_EQ(GetElement(c, 1), 2.0);
+}
+
+TEST(WorkerSession, MeasureAndValidate) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  bool exit_after = false;
+  pb::WorkerRequest measure;
+  *measure.mutable_measure()->mutable_launch() = RunRequest().run().launch();
+  measure.mutable_measure()->set_repeats(4);
+  pb::WorkerResponse m = session.Handle(measure, &exit_after);
+  ASSERT_TRUE(m.has_measure()) << m.DebugString();
+  EXPECT_EQ(m.measure().samples_us_size(), 4);
+
+  pb::WorkerRequest validate;
+  *validate.mutable_validate()->mutable_launch() = RunRequest().run().launch();
+  tools::NpyArray want{ir::DType::kFloat32, {2}, std::string(8, '\0')};
+  SetElement(want, 0, 1);
+  SetElement(want, 1, 3); // the kernel gives 2
+  validate.mutable_validate()->add_reference_outputs(want.data);
+  pb::WorkerResponse v = session.Handle(validate, &exit_after);
+  ASSERT_TRUE(v.has_validate()) << v.DebugString();
+  EXPECT_FALSE(v.validate().ok());
+  EXPECT_EQ(v.validate().mismatches(), 1);
+  EXPECT_EQ(v.validate().first_mismatch(), "C[1]: got 2 want 3");
+
+  validate.mutable_validate()->add_reference_outputs(want.data); // one too many
+  pb::WorkerResponse bad = session.Handle(validate, &exit_after);
+  EXPECT_EQ(bad.error().code(), pb::WorkerError::CODE_INVALID_REQUEST);
+  EXPECT_THAT(bad.error().message(), ::testing::HasSubstr("2 reference outputs for 1 outputs"));
+}
+
+TEST(WorkerSession, ErrorsMapToWorkerCodes) {
+  struct Case {
+    const char* name;
+    absl::Status status;
+    bool load;
+    pb::WorkerError::Code code;
+    bool exit_after;
+  };
+  const Case cases[] = {
+      {"invalid argument", absl::InvalidArgumentError("bad"), false,
+       pb::WorkerError::CODE_INVALID_REQUEST, false},
+      {"not found", absl::NotFoundError("no module"), false, pb::WorkerError::CODE_INVALID_REQUEST,
+       false},
+      {"out of memory", absl::ResourceExhaustedError("oom"), false,
+       pb::WorkerError::CODE_OUT_OF_MEMORY, false},
+      {"no device", absl::UnavailableError("gone"), false, pb::WorkerError::CODE_NO_DEVICE, false},
+      {"marked launch failure", MarkLaunchFailure(absl::InternalError("illegal address")), false,
+       pb::WorkerError::CODE_LAUNCH_FAILED, true},
+      {"unknown device error", absl::InternalError("?"), false, pb::WorkerError::CODE_LAUNCH_FAILED,
+       true},
+      {"bad image", absl::InvalidArgumentError("not an ELF"), true,
+       pb::WorkerError::CODE_LOAD_FAILED, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto backend = std::make_unique<ScriptedBackend>();
+    backend->fail = c.status;
+    WorkerSession session(std::move(backend));
+    pb::WorkerRequest request = RunRequest();
+    if (c.load) {
+      request.mutable_load()->set_module_id("m");
+      request.mutable_load()->set_kernel_symbol("k");
+    }
+    bool exit_after = false;
+    pb::WorkerResponse r = session.Handle(request, &exit_after);
+    EXPECT_EQ(r.request_id(), 9u);
+    EXPECT_EQ(r.error().code(), c.code);
+    EXPECT_EQ(r.error().message(), c.status.message());
+    EXPECT_EQ(r.response_case(), pb::WorkerResponse::RESPONSE_NOT_SET);
+    EXPECT_EQ(exit_after, c.exit_after);
+  }
+}
+
+TEST(WorkerSession, EmptyRequestIsInvalid) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  bool exit_after = false;
+  pb::WorkerResponse r = session.Handle(pb::WorkerRequest(), &exit_after);
+  EXPECT_EQ(r.error().code(), pb::WorkerError::CODE_INVALID_REQUEST);
+  EXPECT_FALSE(exit_after);
+}
+
+} // namespace
+} // namespace kiln::measure

@@ -1,0 +1,157 @@
+#include "tuner/measure/cpu_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "tuner/measure/crash_report.h"
+#include "tuner/measure/kernel_launch.h"
+
+namespace kiln::measure {
+namespace {
+
+namespace pb = kiln::v1;
+using Clock = std::chrono::steady_clock;
+
+// The value of the first "key : value" line of /proc/cpuinfo with `key`.
+std::string CpuInfoField(absl::string_view key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view view(line);
+    if (!absl::StartsWith(view, key)) continue;
+    const size_t colon = view.find(':');
+    if (colon == absl::string_view::npos) continue;
+    if (absl::StripAsciiWhitespace(view.substr(0, colon)) != key) continue;
+    return absl::StrCat(absl::StripAsciiWhitespace(view.substr(colon + 1)));
+  }
+  return "";
+}
+
+// Evicts the caches between timed runs by writing a buffer twice the
+// last-level cache (at least 32 MiB; at most 512 MiB, as a server's L3
+// sum over all its chiplets can be large while one core sees a part).
+void FlushCaches() {
+  static std::vector<char>* buffer = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE); // NOLINT(google-runtime-int): the API type
+    const size_t bytes = std::clamp<size_t>(l3 > 0 ? 2 * static_cast<size_t>(l3) : 0,
+                                            size_t{32} << 20, size_t{512} << 20);
+    return new std::vector<char>(bytes);
+  }();
+  std::memset(buffer->data(), 1, buffer->size());
+  asm volatile("" : : "r"(buffer->data()) : "memory");
+}
+
+double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+} // namespace
+
+absl::StatusOr<pb::DescribeDeviceResponse> CpuBackend::Describe() {
+  pb::DescribeDeviceResponse out;
+  pb::Device* d = out.mutable_device();
+  d->set_id("cpu");
+  const std::string model = CpuInfoField("model name");
+  d->set_model(model.empty() ? "host CPU" : model);
+  utsname names{};
+  d->set_arch(uname(&names) == 0 ? names.machine : "unknown");
+  d->set_sm_count(static_cast<int32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
+  const long pages = sysconf(_SC_PHYS_PAGES);   // NOLINT(google-runtime-int): the API type
+  const long page_size = sysconf(_SC_PAGESIZE); // NOLINT(google-runtime-int): the API type
+  if (pages > 0 && page_size > 0) d->set_memory_bytes(int64_t{pages} * page_size);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); // NOLINT(google-runtime-int): the API type
+  if (l2 > 0) d->set_l2_bytes(l2);
+  double mhz = 0;
+  if (absl::SimpleAtod(CpuInfoField("cpu MHz"), &mhz)) d->set_clock_mhz(static_cast<int32_t>(mhz));
+  d->set_worker_state("running");
+  // The CPU target emulates the GPU's thread program, warps of 32 included.
+  out.set_warp_size(32);
+  out.set_driver_version(names.release);
+  return out;
+}
+
+absl::StatusOr<pb::LoadModuleResponse> CpuBackend::Load(const pb::LoadModuleRequest& request) {
+  if (request.module_id().empty()) return absl::InvalidArgumentError("LoadModule: no module_id");
+  if (request.kernel_symbol().empty()) {
+    return absl::InvalidArgumentError("LoadModule: no kernel_symbol");
+  }
+  absl::StatusOr<toolchain::LoadedCpuKernel> kernel =
+      toolchain::LoadedCpuKernel::Load(request.image(), request.kernel_symbol());
+  if (!kernel.ok()) return kernel.status();
+  auto module = std::make_unique<Module>(Module{*std::move(kernel), request.kernel_symbol()});
+  modules_[request.module_id()] = std::move(module);
+  pb::LoadModuleResponse out;
+  out.set_module_id(request.module_id());
+  return out;
+}
+
+absl::Status CpuBackend::Unload(const std::string& module_id) {
+  if (modules_.erase(module_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("no module '", module_id, "' is loaded"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const CpuBackend::Module*> CpuBackend::Find(const std::string& module_id) const {
+  auto it = modules_.find(module_id);
+  if (it == modules_.end()) {
+    return absl::NotFoundError(absl::StrCat("no module '", module_id, "' is loaded"));
+  }
+  return it->second.get();
+}
+
+absl::StatusOr<double> CpuBackend::Run(const pb::LaunchSpec& launch,
+                                       std::vector<tools::HostParam>& params) {
+  TimingOptions once;
+  once.warmup = 0;
+  once.repeats = 1;
+  absl::StatusOr<std::vector<double>> samples = Measure(launch, params, once);
+  if (!samples.ok()) return samples.status();
+  return samples->front();
+}
+
+absl::StatusOr<std::vector<double>> CpuBackend::Measure(const pb::LaunchSpec& launch,
+                                                        std::vector<tools::HostParam>& params,
+                                                        const TimingOptions& options) {
+  absl::StatusOr<LaunchDims> dims = GetLaunchDims(launch);
+  if (!dims.ok()) return dims.status();
+  absl::StatusOr<const Module*> module = Find(launch.module_id());
+  if (!module.ok()) return module.status();
+  absl::StatusOr<CpuLaunchArgs> args = CpuLaunchArgs::Make(params, {});
+  if (!args.ok()) return args.status();
+
+  SetCrashContext(
+      absl::StrCat("running module '", launch.module_id(), "' (", (*module)->symbol, ")"));
+  auto run = [&]() -> absl::Status {
+    absl::Status s = (*module)->kernel.Run(args->args(), dims->grid.data());
+    return s.ok() ? s : MarkLaunchFailure(std::move(s));
+  };
+  for (int i = 0; i < options.warmup; ++i) {
+    if (absl::Status s = run(); !s.ok()) return s;
+  }
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(options.repeats));
+  for (int i = 0; i < options.repeats; ++i) {
+    if (options.flush_l2) FlushCaches();
+    const Clock::time_point start = Clock::now();
+    if (absl::Status s = run(); !s.ok()) return s;
+    samples.push_back(MicrosSince(start));
+  }
+  SetCrashContext("waiting for a request");
+  args->CopyOut(params);
+  return samples;
+}
+
+} // namespace kiln::measure

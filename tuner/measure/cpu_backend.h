@@ -1,0 +1,51 @@
+// The CPU target as a kiln-worker device ("cpu"): a module is the shared
+// object the host compiler made for a kernel (toolchain::HostCompile), written
+// to a private temporary file and dlopened (toolchain::LoadedCpuKernel); a
+// launch calls the CPU entry point of compiler/codegen/kernel_spec.h with
+// the grid (the block size is fixed in the emitted code); timing is
+// steady_clock around each call.
+//
+// The kernel runs in this process: a segfault in it kills the worker, which
+// is the isolation kilnd relies on. A kernel that reports an error (its
+// return value) is a launch failure.
+//
+// Describe reports the host: the first "model name" of /proc/cpuinfo, the
+// machine architecture (uname), online processors as sm_count, physical
+// memory, the L2 size sysconf knows and the clock /proc/cpuinfo gives.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/toolchain/host_cc.h"
+#include "tuner/measure/device_backend.h"
+
+namespace kiln::measure {
+
+class CpuBackend final : public DeviceBackend {
+ public:
+  CpuBackend() = default;
+
+  absl::StatusOr<kiln::v1::DescribeDeviceResponse> Describe() override;
+  absl::StatusOr<kiln::v1::LoadModuleResponse>
+  Load(const kiln::v1::LoadModuleRequest& request) override;
+  absl::Status Unload(const std::string& module_id) override;
+  absl::StatusOr<double> Run(const kiln::v1::LaunchSpec& launch,
+                             std::vector<tools::HostParam>& params) override;
+  absl::StatusOr<std::vector<double>> Measure(const kiln::v1::LaunchSpec& launch,
+                                              std::vector<tools::HostParam>& params,
+                                              const TimingOptions& options) override;
+
+ private:
+  struct Module {
+    toolchain::LoadedCpuKernel kernel;
+    std::string symbol;
+  };
+  absl::StatusOr<const Module*> Find(const std::string& module_id) const;
+
+  std::map<std::string, std::unique_ptr<Module>> modules_;
+};
+
+} // namespace kiln::measure

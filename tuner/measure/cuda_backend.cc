@@ -1,0 +1,286 @@
+#include "tuner/measure/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tuner/measure/kernel_launch.h"
+
+namespace kiln::measure {
+namespace {
+
+namespace pb = kiln::v1;
+
+// CUdevice_attribute values (cuda.h).
+constexpr int kAttrMaxThreadsPerBlock = 1;
+constexpr int kAttrWarpSize = 10;
+constexpr int kAttrMaxRegistersPerBlock = 12;
+constexpr int kAttrClockRateKhz = 13;
+constexpr int kAttrMemoryClockRateKhz = 36;
+constexpr int kAttrGlobalMemoryBusWidth = 37;
+constexpr int kAttrL2CacheSize = 38;
+constexpr int kAttrMaxThreadsPerMultiprocessor = 39;
+constexpr int kAttrMaxSharedPerMultiprocessor = 81;
+constexpr int kAttrMaxRegistersPerMultiprocessor = 82;
+// CUfunction_attribute values.
+constexpr int kFuncMaxThreadsPerBlock = 0;
+constexpr int kFuncSharedSizeBytes = 1;
+constexpr int kFuncNumRegs = 4;
+
+// A fault that poisons the context is the kernel's failure, whichever call
+// noticed it.
+absl::Status Classify(absl::Status status) {
+  if (status.ok() || !IsContextFatal(status)) return status;
+  return MarkLaunchFailure(std::move(status));
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Open(int ordinal,
+                                                               const std::string& library) {
+  absl::StatusOr<std::shared_ptr<CudaDriver>> driver = CudaDriver::Load(library);
+  if (!driver.ok()) return driver.status();
+  absl::StatusOr<std::shared_ptr<Device>> device = Device::Open(*driver, ordinal);
+  if (!device.ok()) return device.status();
+  absl::StatusOr<Stream> stream = Stream::Create(*device);
+  if (!stream.ok()) return stream.status();
+  return std::unique_ptr<CudaBackend>(new CudaBackend(*std::move(device), *std::move(stream)));
+}
+
+absl::StatusOr<pb::DescribeDeviceResponse> CudaBackend::Describe() {
+  const DeviceProperties& props = device_->properties();
+  pb::DescribeDeviceResponse out;
+  pb::Device* d = out.mutable_device();
+  d->set_id(absl::StrCat("cuda:", props.ordinal));
+  d->set_model(props.name);
+  d->set_arch(props.arch());
+  d->set_sm_count(props.multiprocessors);
+  d->set_shared_memory_per_block(props.max_shared_per_block);
+  d->set_shared_memory_per_block_optin(props.max_shared_per_block_optin);
+  d->set_worker_state("running");
+  absl::StatusOr<int64_t> memory = device_->TotalMemoryBytes();
+  if (!memory.ok()) return Classify(memory.status());
+  d->set_memory_bytes(*memory);
+
+  struct Attr {
+    int attribute;
+    int* out;
+  };
+  int max_threads = 0, warp = 0, regs_block = 0, clock_khz = 0, mem_clock_khz = 0, bus = 0, l2 = 0,
+      threads_sm = 0, smem_sm = 0, regs_sm = 0;
+  for (const Attr& a :
+       {Attr{kAttrMaxThreadsPerBlock, &max_threads}, Attr{kAttrWarpSize, &warp},
+        Attr{kAttrMaxRegistersPerBlock, &regs_block}, Attr{kAttrClockRateKhz, &clock_khz},
+        Attr{kAttrMemoryClockRateKhz, &mem_clock_khz}, Attr{kAttrGlobalMemoryBusWidth, &bus},
+        Attr{kAttrL2CacheSize, &l2}, Attr{kAttrMaxThreadsPerMultiprocessor, &threads_sm},
+        Attr{kAttrMaxSharedPerMultiprocessor, &smem_sm},
+        Attr{kAttrMaxRegistersPerMultiprocessor, &regs_sm}}) {
+    absl::StatusOr<int> v = device_->Attribute(a.attribute);
+    if (!v.ok()) return Classify(v.status());
+    *a.out = *v;
+  }
+  d->set_max_threads_per_block(max_threads);
+  d->set_clock_mhz(clock_khz / 1000);
+  d->set_l2_bytes(l2);
+  const int version = device_->driver().version();
+  out.set_driver_version(absl::StrCat(version / 1000, ".", version % 1000 / 10));
+  out.set_compute_capability_major(props.cc_major);
+  out.set_compute_capability_minor(props.cc_minor);
+  out.set_regs_per_block(regs_block);
+  out.set_regs_per_sm(regs_sm);
+  out.set_shared_memory_per_sm(smem_sm);
+  out.set_max_threads_per_sm(threads_sm);
+  out.set_warp_size(warp);
+  out.set_memory_clock_mhz(mem_clock_khz / 1000);
+  out.set_memory_bus_width(bus);
+  return out;
+}
+
+absl::StatusOr<pb::LoadModuleResponse> CudaBackend::Load(const pb::LoadModuleRequest& request) {
+  if (request.module_id().empty()) return absl::InvalidArgumentError("LoadModule: no module_id");
+  if (request.kernel_symbol().empty()) {
+    return absl::InvalidArgumentError("LoadModule: no kernel_symbol");
+  }
+  if (request.dynamic_shared_bytes() < 0) {
+    return absl::InvalidArgumentError("LoadModule: negative dynamic_shared_bytes");
+  }
+  absl::StatusOr<Module> module = Module::Load(device_, request.image());
+  if (!module.ok()) return Classify(module.status());
+  absl::StatusOr<Function> function = module->GetFunction(request.kernel_symbol());
+  if (!function.ok()) return Classify(function.status());
+  pb::LoadModuleResponse out;
+  out.set_module_id(request.module_id());
+  absl::StatusOr<int> regs = FunctionAttribute(*function, kFuncNumRegs);
+  absl::StatusOr<int> smem = FunctionAttribute(*function, kFuncSharedSizeBytes);
+  absl::StatusOr<int> threads = FunctionAttribute(*function, kFuncMaxThreadsPerBlock);
+  for (const absl::StatusOr<int>* v : {&regs, &smem, &threads}) {
+    if (!v->ok()) return Classify(v->status());
+  }
+  out.set_registers_per_thread(*regs);
+  out.set_static_shared_bytes(*smem);
+  out.set_max_threads_per_block(*threads);
+  auto loaded = std::make_unique<LoadedModule>(
+      LoadedModule{*std::move(module), *function, request.dynamic_shared_bytes()});
+  modules_[request.module_id()] = std::move(loaded);
+  return out;
+}
+
+absl::Status CudaBackend::Unload(const std::string& module_id) {
+  if (modules_.erase(module_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("no module '", module_id, "' is loaded"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CudaBackend::Prepared> CudaBackend::Prepare(const pb::LaunchSpec& launch) const {
+  absl::StatusOr<LaunchDims> dims = GetLaunchDims(launch);
+  if (!dims.ok()) return dims.status();
+  auto it = modules_.find(launch.module_id());
+  if (it == modules_.end()) {
+    return absl::NotFoundError(absl::StrCat("no module '", launch.module_id(), "' is loaded"));
+  }
+  const int64_t smem = launch.dynamic_shared_bytes() > 0 ? launch.dynamic_shared_bytes()
+                                                         : it->second->dynamic_smem_bytes;
+  absl::StatusOr<LaunchConfig> config = MakeLaunchConfig(dims->grid, dims->block, smem);
+  if (!config.ok()) return config.status();
+  return Prepared{it->second.get(), *config};
+}
+
+absl::StatusOr<double> CudaBackend::Run(const pb::LaunchSpec& launch,
+                                        std::vector<tools::HostParam>& params) {
+  TimingOptions once;
+  once.warmup = 0;
+  once.repeats = 1;
+  absl::StatusOr<std::vector<double>> samples = Measure(launch, params, once);
+  if (!samples.ok()) return samples.status();
+  return samples->front();
+}
+
+absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& launch,
+                                                         std::vector<tools::HostParam>& params,
+                                                         const TimingOptions& options) {
+  if (options.repeats < 1 || options.repeats > kMaxTimedRepeats || options.warmup < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeats must be in 1..", kMaxTimedRepeats, " and warmup >= 0"));
+  }
+  absl::StatusOr<Prepared> prepared = Prepare(launch);
+  if (!prepared.ok()) return prepared.status();
+  absl::StatusOr<CudaLaunchArgs> args = CudaLaunchArgs::Make(device_, params, {});
+  if (!args.ok()) return Classify(args.status());
+  // The input copies ran on the legacy stream, which a non-blocking stream
+  // does not wait for.
+  if (absl::Status s = device_->Synchronize(); !s.ok()) return Classify(s);
+  absl::StatusOr<std::vector<double>> samples =
+      options.use_cuda_graph ? TimeGraphReplays(*prepared, args->args(), options)
+                             : TimeLaunches(*prepared, args->args(), options);
+  if (!samples.ok()) return Classify(samples.status());
+  if (absl::Status s = args->CopyOut(params); !s.ok()) return Classify(s);
+  return samples;
+}
+
+absl::Status CudaBackend::FlushL2() {
+  if (!flush_buffer_.has_value()) {
+    absl::StatusOr<int> l2 = device_->Attribute(kAttrL2CacheSize);
+    if (!l2.ok()) return l2.status();
+    const size_t bytes = std::max<size_t>(2 * static_cast<size_t>(std::max(*l2, 0)), 8 << 20);
+    absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device_, bytes);
+    if (!buffer.ok()) return buffer.status();
+    flush_buffer_ = *std::move(buffer);
+  }
+  return flush_buffer_->FillAsync(0, stream_);
+}
+
+absl::StatusOr<std::vector<double>> CudaBackend::TimeLaunches(const Prepared& prepared, void** args,
+                                                              const TimingOptions& options) {
+  const Function& fn = prepared.module->function;
+  for (int i = 0; i < options.warmup; ++i) {
+    if (absl::Status s = Launch(fn, prepared.config, args, &stream_); !s.ok()) return s;
+  }
+  if (absl::Status s = stream_.Synchronize(); !s.ok()) return s;
+  std::vector<Event> starts, stops;
+  for (int i = 0; i < options.repeats; ++i) {
+    absl::StatusOr<Event> start = Event::Create(device_);
+    if (!start.ok()) return start.status();
+    absl::StatusOr<Event> stop = Event::Create(device_);
+    if (!stop.ok()) return stop.status();
+    starts.push_back(*std::move(start));
+    stops.push_back(*std::move(stop));
+  }
+  for (int i = 0; i < options.repeats; ++i) {
+    if (options.flush_l2) {
+      if (absl::Status s = FlushL2(); !s.ok()) return s;
+    }
+    if (absl::Status s = starts[i].Record(&stream_); !s.ok()) return s;
+    if (absl::Status s = Launch(fn, prepared.config, args, &stream_); !s.ok()) return s;
+    if (absl::Status s = stops[i].Record(&stream_); !s.ok()) return s;
+  }
+  if (absl::Status s = stream_.Synchronize(); !s.ok()) return s;
+  std::vector<double> samples;
+  for (int i = 0; i < options.repeats; ++i) {
+    absl::StatusOr<float> ms = stops[i].ElapsedMsSince(starts[i]);
+    if (!ms.ok()) return ms.status();
+    samples.push_back(static_cast<double>(*ms) * 1000.0);
+  }
+  return samples;
+}
+
+absl::StatusOr<std::vector<double>>
+CudaBackend::TimeGraphReplays(const Prepared& prepared, void** args, const TimingOptions& options) {
+  const Function& fn = prepared.module->function;
+  // One timed launch sizes the batch (and is a warm-up run).
+  absl::StatusOr<Event> start = Event::Create(device_);
+  if (!start.ok()) return start.status();
+  absl::StatusOr<Event> stop = Event::Create(device_);
+  if (!stop.ok()) return stop.status();
+  if (absl::Status s = start->Record(&stream_); !s.ok()) return s;
+  if (absl::Status s = Launch(fn, prepared.config, args, &stream_); !s.ok()) return s;
+  if (absl::Status s = stop->Record(&stream_); !s.ok()) return s;
+  absl::StatusOr<float> first_ms = stop->ElapsedMsSince(*start);
+  if (!first_ms.ok()) return first_ms.status();
+  const double first_us = std::max(1e-3, static_cast<double>(*first_ms) * 1000.0);
+  const int batch = static_cast<int>(
+      std::clamp(std::ceil(kGraphReplayTargetUs / first_us), 1.0, double{kMaxGraphBatch}));
+
+  absl::StatusOr<Graph> graph = Graph::Capture(device_, stream_, [&]() -> absl::Status {
+    for (int b = 0; b < batch; ++b) {
+      if (absl::Status s = Launch(fn, prepared.config, args, &stream_); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  if (!graph.ok()) return graph.status();
+  const int warm_replays = (options.warmup + batch - 1) / batch;
+  for (int i = 0; i < warm_replays; ++i) {
+    if (absl::Status s = graph->Launch(stream_); !s.ok()) return s;
+  }
+  if (absl::Status s = stream_.Synchronize(); !s.ok()) return s;
+
+  std::vector<Event> starts, stops;
+  for (int i = 0; i < options.repeats; ++i) {
+    absl::StatusOr<Event> a = Event::Create(device_);
+    if (!a.ok()) return a.status();
+    absl::StatusOr<Event> b = Event::Create(device_);
+    if (!b.ok()) return b.status();
+    starts.push_back(*std::move(a));
+    stops.push_back(*std::move(b));
+  }
+  for (int i = 0; i < options.repeats; ++i) {
+    if (options.flush_l2) {
+      if (absl::Status s = FlushL2(); !s.ok()) return s;
+    }
+    if (absl::Status s = starts[i].Record(&stream_); !s.ok()) return s;
+    if (absl::Status s = graph->Launch(stream_); !s.ok()) return s;
+    if (absl::Status s = stops[i].Record(&stream_); !s.ok()) return s;
+  }
+  if (absl::Status s = stream_.Synchronize(); !s.ok()) return s;
+  std::vector<double> samples;
+  for (int i = 0; i < options.repeats; ++i) {
+    absl::StatusOr<float> ms = stops[i].ElapsedMsSince(starts[i]);
+    if (!ms.ok()) return ms.status();
+    samples.push_back(static_cast<double>(*ms) * 1000.0 / batch);
+  }
+  return samples;
+}
+
+} // namespace kiln::measure

@@ -1,0 +1,142 @@
+// Launching a generated kernel: checks the code generator's launch metadata
+// against the program, evaluates the grid, lays out the argument block of one
+// launch (host memory for the CPU target, device memory for CUDA), and, for
+// kiln-run, compiles and runs a kernel once on the host CPU (host compiler,
+// dlopen) or a CUDA device (NVRTC, driver API), copying each parameter's
+// `before` data in and its `after` data out. kiln-run and kiln-worker share
+// the argument layout (CpuLaunchArgs, CudaLaunchArgs).
+//
+// A CPU kernel run by RunOnCpu runs in this process, so while it runs the
+// fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) are caught on an
+// alternate stack: the handler writes "kiln-run: the kernel crashed with ..."
+// to stderr and ends the process with _exit(2), kiln-run's error status. The
+// previous handlers and stack are restored after the run. (kiln-worker has
+// its own handler: there a crash ends the worker, which is the isolation.)
+//
+// Thread-safety: RunOnCpu changes process-wide signal handlers while the
+// kernel runs; call it from one thread at a time. The other functions are
+// pure or touch only their arguments (and the given device); a launch-args
+// object is used by one thread at a time.
+//
+// Errors: CheckLaunchSpec and EvalGrid return Internal when the launch
+// metadata does not match the program, InvalidArgument for a grid extent that
+// is not a positive constant (see EvalInt). RunOnCpu / RunOnCuda pass on the
+// compiler's, loader's and driver's errors, ResourceExhausted when host memory
+// runs out and InvalidArgument for launch dimensions the driver cannot take.
+// The launch-args factories return ResourceExhausted when memory runs out and
+// the driver's errors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/ir/ir.h"
+#include "compiler/tools/kernel_inputs.h"
+#include "tuner/measure/cuda_driver.h"
+
+namespace kiln::measure {
+
+// What one run measured.
+struct RunResult {
+  double kernel_ms = 0;
+  std::string timing_kind;
+  std::string compile_note;
+};
+
+// Checks the code generator's launch metadata against the program: one
+// argument per parameter (same name, dtype and kind) then one per symbol.
+absl::Status CheckLaunchSpec(const codegen::LaunchSpec& spec, const ir::Program& program,
+                             const std::vector<tools::HostParam>& params,
+                             const std::map<std::string, int64_t>& symbols);
+
+// The grid extents of `spec` under `symbols`, padded to three with 1.
+absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const codegen::LaunchSpec& spec,
+                                                const std::map<std::string, int64_t>& symbols);
+
+// The argument block of one CPU kernel launch (kernel_spec.h's convention):
+// each tensor parameter's bytes in host memory aligned to tools::kHostAlign,
+// each scalar parameter and each symbol by value in an 8-byte slot, and
+// args() pointing at them in kernel order. Move-only; moving keeps args()
+// valid (the storage stays where it is).
+class CpuLaunchArgs {
+ public:
+  // Copies every tensor parameter's `before` bytes in.
+  static absl::StatusOr<CpuLaunchArgs> Make(const std::vector<tools::HostParam>& params,
+                                            const std::vector<int32_t>& symbol_values);
+  CpuLaunchArgs(CpuLaunchArgs&&) noexcept = default;
+  CpuLaunchArgs& operator=(CpuLaunchArgs&&) noexcept = default;
+  CpuLaunchArgs(const CpuLaunchArgs&) = delete;
+  CpuLaunchArgs& operator=(const CpuLaunchArgs&) = delete;
+  ~CpuLaunchArgs() = default;
+
+  void** args() { return args_.data(); }
+  // Sets each parameter's `after` to what the kernel left (scalars: `before`).
+  void CopyOut(std::vector<tools::HostParam>& params) const;
+
+ private:
+  CpuLaunchArgs() = default;
+  std::vector<tools::AlignedBytes> buffers_; // per parameter; null for scalars
+  std::vector<void*> pointers_;              // per parameter
+  std::vector<uint64_t> slots_;              // per parameter, then per symbol
+  std::vector<void*> args_;
+};
+
+// The same in device memory: tensors in DeviceBuffers (copied from
+// `before`), scalars and symbols in 8-byte slots, args() as cuLaunchKernel's
+// kernelParams.
+class CudaLaunchArgs {
+ public:
+  static absl::StatusOr<CudaLaunchArgs> Make(const std::shared_ptr<Device>& device,
+                                             const std::vector<tools::HostParam>& params,
+                                             const std::vector<int32_t>& symbol_values);
+  CudaLaunchArgs(CudaLaunchArgs&&) noexcept = default;
+  CudaLaunchArgs& operator=(CudaLaunchArgs&&) noexcept = default;
+  CudaLaunchArgs(const CudaLaunchArgs&) = delete;
+  CudaLaunchArgs& operator=(const CudaLaunchArgs&) = delete;
+  ~CudaLaunchArgs() = default;
+
+  void** args() { return args_.data(); }
+  // Copies each tensor back into its parameter's `after` (synchronous).
+  absl::Status CopyOut(std::vector<tools::HostParam>& params) const;
+
+ private:
+  CudaLaunchArgs() = default;
+  std::vector<DeviceBuffer> buffers_; // one per tensor parameter, in order
+  std::vector<uint64_t> slots_;       // per parameter (a tensor: its address), then per symbol
+  std::vector<void*> args_;
+};
+
+// The launch configuration of `block` threads on `grid` with `dynamic_smem`
+// bytes of dynamic shared memory; InvalidArgument for extents the driver
+// cannot take (a grid extent over 2^32 - 1, a block extent outside 1..1024).
+absl::StatusOr<LaunchConfig> MakeLaunchConfig(const std::array<int64_t, 3>& grid,
+                                              const std::array<int64_t, 3>& block,
+                                              int64_t dynamic_smem);
+
+// Compiles `kernel` with the host compiler, runs it once on `params` (then
+// the symbols' values) and fills each parameter's `after`.
+absl::StatusOr<RunResult> RunOnCpu(const codegen::EmittedKernel& kernel,
+                                   std::vector<tools::HostParam>& params,
+                                   const std::vector<int32_t>& symbol_values,
+                                   const std::array<int64_t, 3>& grid);
+
+// The same on `device`, compiled with NVRTC and timed with CUDA events.
+absl::StatusOr<RunResult> RunOnCuda(const codegen::EmittedKernel& kernel,
+                                    const std::shared_ptr<Device>& device,
+                                    std::vector<tools::HostParam>& params,
+                                    const std::vector<int32_t>& symbol_values,
+                                    const std::array<int64_t, 3>& grid);
+
+// Whether a cubin for `arch` ("sm_86", "sm_90a") loads on a device of
+// compute capability major.minor: same major version and no newer minor;
+// the arch-specific "a" variants only on exactly their version.
+bool CubinRunsOn(const std::string& arch, int major, int minor);
+
+} // namespace kiln::measure

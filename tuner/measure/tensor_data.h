@@ -1,0 +1,60 @@
+// The host side of a worker request's kernel arguments: TensorSpec
+// (worker.proto) to tools::HostParam with its initial data, and element
+// access by dtype for initialisation and comparison.
+//
+// Initial data per TensorSpec::Init (`index` is the argument's position):
+//   INIT_RANDOM_UNIFORM  tools::FillRandom(seed, index): the data kiln-run
+//                        --seed makes for the parameter at that position
+//   INIT_RANDOM_NORMAL   standard normal values (Box-Muller over the same
+//                        generator), rounded to the dtype; integers round to
+//                        the nearest integer
+//   INIT_ZEROS, INIT_UNSPECIFIED  zeros
+//   INIT_ONES            ones
+//   INIT_ARANGE          0, 1, 2, ... in C order (wrapping in narrow integers)
+//   INIT_BYTES           `data`, which must hold exactly the tensor's bytes
+// A spec with `scalar` set is a by-value scalar of its dtype (shape ignored):
+// kernel parameters that are scalars and the int32 values of dynamic shape
+// symbols (kernel_spec.h's argument convention) both travel this way.
+//
+// Thread-safety: pure functions.
+//
+// Errors: InvalidArgument for an unspecified or unknown dtype, a negative
+// extent, INIT_BYTES data of the wrong size, or a scalar that is a string;
+// ResourceExhausted when the tensors together exceed `max_total_bytes`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/ir.h"
+#include "compiler/tools/kernel_inputs.h"
+#include "compiler/tools/npy.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "kiln/v1/worker.pb.h"
+
+namespace kiln::measure {
+
+absl::StatusOr<ir::DType> DTypeFromWire(kiln::v1::DType dtype);
+kiln::v1::DType DTypeToWire(ir::DType dtype);
+
+// Element `i` of `a` as a double (exact for every dtype but 64-bit integers
+// beyond 2^53).
+double GetElement(const tools::NpyArray& a, int64_t i);
+// Stores `v` as element `i` of `a`: floats round to nearest even (as the
+// GPU's cvt.rn does; fp8 saturates), integers truncate toward zero and wrap
+// modulo 2^bits, bools are v != 0.
+void SetElement(tools::NpyArray& a, int64_t i, double v);
+
+// The kernel arguments `specs` describe, each `before` filled as above and
+// `is_output` taken from the spec.
+absl::StatusOr<std::vector<tools::HostParam>>
+MakeHostParams(const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs,
+               size_t max_total_bytes);
+
+// "[12, 7]": the C-order index of flat element `flat` of `shape`.
+std::string FormatIndex(const std::vector<int64_t>& shape, int64_t flat);
+
+} // namespace kiln::measure

@@ -1,0 +1,223 @@
+#include "tuner/measure/worker_session.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tuner/measure/output_compare.h"
+#include "tuner/measure/tensor_data.h"
+
+namespace kiln::measure {
+namespace {
+
+namespace pb = kiln::v1;
+
+pb::WorkerError::Code CodeFor(const absl::Status& status, pb::WorkerError::Code invalid) {
+  if (IsLaunchFailure(status)) return pb::WorkerError::CODE_LAUNCH_FAILED;
+  switch (status.code()) {
+  case absl::StatusCode::kInvalidArgument:
+  case absl::StatusCode::kNotFound:
+  case absl::StatusCode::kFailedPrecondition:
+  case absl::StatusCode::kOutOfRange:
+  case absl::StatusCode::kUnimplemented:
+    return invalid;
+  case absl::StatusCode::kResourceExhausted:
+    return pb::WorkerError::CODE_OUT_OF_MEMORY;
+  case absl::StatusCode::kUnavailable:
+    return pb::WorkerError::CODE_NO_DEVICE;
+  case absl::StatusCode::kDeadlineExceeded:
+    return pb::WorkerError::CODE_TIMEOUT;
+  default:
+    // Anything else from a device is not trusted to leave it usable.
+    return pb::WorkerError::CODE_LAUNCH_FAILED;
+  }
+}
+
+void SetError(pb::WorkerResponse* response, const absl::Status& status,
+              pb::WorkerError::Code invalid = pb::WorkerError::CODE_INVALID_REQUEST) {
+  response->clear_response();
+  response->mutable_error()->set_code(CodeFor(status, invalid));
+  response->mutable_error()->set_message(absl::StrCat(status.message()));
+}
+
+// The outputs of `params`, in argument order.
+std::vector<const tools::HostParam*> Outputs(const std::vector<tools::HostParam>& params) {
+  std::vector<const tools::HostParam*> out;
+  for (const tools::HostParam& p : params) {
+    if (p.is_output) out.push_back(&p);
+  }
+  return out;
+}
+
+} // namespace
+
+WorkerSession::WorkerSession(std::unique_ptr<DeviceBackend> backend, WorkerSessionOptions options)
+    : backend_(std::move(backend)), options_(options) {}
+
+pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool* exit_after) {
+  *exit_after = false;
+  pb::WorkerResponse response;
+  response.set_request_id(request.request_id());
+  absl::Status status;
+  auto params_of = [&](const pb::LaunchSpec& launch) {
+    return MakeHostParams(launch.args(), options_.max_argument_bytes);
+  };
+
+  switch (request.request_case()) {
+  case pb::WorkerRequest::kDescribe: {
+    absl::StatusOr<pb::DescribeDeviceResponse> out = backend_->Describe();
+    if (out.ok()) {
+      *response.mutable_describe() = *std::move(out);
+    } else {
+      status = out.status();
+    }
+    break;
+  }
+  case pb::WorkerRequest::kLoad: {
+    absl::StatusOr<pb::LoadModuleResponse> out = backend_->Load(request.load());
+    if (out.ok()) {
+      *response.mutable_load() = *std::move(out);
+    } else {
+      SetError(&response, out.status(), pb::WorkerError::CODE_LOAD_FAILED);
+      *exit_after = IsLaunchFailure(out.status());
+      return response;
+    }
+    break;
+  }
+  case pb::WorkerRequest::kUnload:
+    status = backend_->Unload(request.unload().module_id());
+    break;
+  case pb::WorkerRequest::kRun: {
+    const pb::RunRequest& run = request.run();
+    absl::StatusOr<std::vector<tools::HostParam>> params = params_of(run.launch());
+    if (!params.ok()) {
+      status = params.status();
+      break;
+    }
+    absl::StatusOr<double> us = backend_->Run(run.launch(), *params);
+    if (!us.ok()) {
+      status = us.status();
+      break;
+    }
+    pb::RunResponse* out = response.mutable_run();
+    out->set_elapsed_us(*us);
+    if (run.return_outputs()) {
+      for (const tools::HostParam* p : Outputs(*params)) out->add_outputs(p->after.data);
+    }
+    break;
+  }
+  case pb::WorkerRequest::kMeasure: {
+    const pb::MeasureRequest& measure = request.measure();
+    TimingOptions timing;
+    timing.warmup = measure.warmup();
+    timing.repeats = measure.repeats() > 0 ? measure.repeats() : 10;
+    timing.flush_l2 = measure.flush_l2();
+    timing.use_cuda_graph = measure.use_cuda_graph();
+    if (timing.warmup < 0) {
+      status = absl::InvalidArgumentError("measure: negative warmup");
+      break;
+    }
+    absl::StatusOr<std::vector<tools::HostParam>> params = params_of(measure.launch());
+    if (!params.ok()) {
+      status = params.status();
+      break;
+    }
+    absl::StatusOr<std::vector<double>> samples =
+        backend_->Measure(measure.launch(), *params, timing);
+    if (!samples.ok()) {
+      status = samples.status();
+      break;
+    }
+    for (double us : *samples) response.mutable_measure()->add_samples_us(us);
+    break;
+  }
+  case pb::WorkerRequest::kValidate: {
+    const pb::ValidateRequest& validate = request.validate();
+    if (validate.rtol() < 0 || validate.atol() < 0) {
+      status = absl::InvalidArgumentError("validate: negative rtol or atol");
+      break;
+    }
+    absl::StatusOr<std::vector<tools::HostParam>> params = params_of(validate.launch());
+    if (!params.ok()) {
+      status = params.status();
+      break;
+    }
+    const std::vector<const tools::HostParam*> outputs = Outputs(*params);
+    if (outputs.size() != static_cast<size_t>(validate.reference_outputs_size())) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("validate: ", validate.reference_outputs_size(), " reference outputs for ",
+                       outputs.size(), " outputs"));
+      break;
+    }
+    absl::StatusOr<double> us = backend_->Run(validate.launch(), *params);
+    if (!us.ok()) {
+      status = us.status();
+      break;
+    }
+    pb::ValidateResponse out;
+    out.set_ok(true);
+    for (size_t i = 0; i < outputs.size() && status.ok(); ++i) {
+      status = CompareOutput(outputs[i]->name, outputs[i]->after,
+                             validate.reference_outputs(static_cast<int>(i)), validate.rtol(),
+                             validate.atol(), &out);
+    }
+    if (status.ok()) *response.mutable_validate() = std::move(out);
+    break;
+  }
+  case pb::WorkerRequest::REQUEST_NOT_SET:
+    status = absl::InvalidArgumentError("the request has no body");
+    break;
+  }
+  if (!status.ok()) {
+    SetError(&response, status);
+    *exit_after = response.error().code() == pb::WorkerError::CODE_LAUNCH_FAILED;
+  }
+  return response;
+}
+
+int WorkerSession::Serve(int fd) {
+  FrameIoOptions io;
+  io.max_frame_bytes = options_.max_frame_bytes;
+  for (;;) {
+    absl::StatusOr<std::string> frame = ReadFrame(fd, io);
+    if (absl::IsOutOfRange(frame.status())) return kExitPeerClosed;
+    if (!frame.ok()) {
+      const absl::Status& read = frame.status();
+      std::fprintf(stderr, "kiln-worker: %s\n", absl::StrCat(read.message()).c_str());
+      if (absl::IsResourceExhausted(read)) {
+        // Say why before going: the next frame cannot be found.
+        pb::WorkerResponse response;
+        SetError(&response, absl::InvalidArgumentError(read.message()));
+        (void)WriteMessage(fd, response, io);
+      }
+      return absl::IsInternal(read) || absl::IsUnavailable(read) ? kExitIoError : kExitBadStream;
+    }
+    bool exit_after = false;
+    pb::WorkerResponse response;
+    pb::WorkerRequest request;
+    if (request.ParseFromString(*frame)) {
+      response = Handle(request, &exit_after);
+    } else {
+      // The frame was read whole, so the stream is still in step.
+      SetError(&response, absl::InvalidArgumentError(absl::StrCat(
+                              "a frame of ", frame->size(), " bytes is not a WorkerRequest")));
+    }
+    absl::Status sent = WriteMessage(fd, response, io);
+    if (!sent.ok()) {
+      std::fprintf(stderr, "kiln-worker: cannot answer: %s\n",
+                   absl::StrCat(sent.message()).c_str());
+      return kExitIoError;
+    }
+    if (exit_after) {
+      std::fprintf(stderr, "kiln-worker: exiting after a launch failure: %s\n",
+                   response.error().message().c_str());
+      return kExitLaunchFailed;
+    }
+  }
+}
+
+} // namespace kiln::measure
