@@ -83,6 +83,45 @@ class CompileReactor final : public ServerUnaryReactor {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// --- Benchmark ---------------------------------------------------------------
+
+class BenchmarkReactor final : public ServerUnaryReactor {
+ public:
+  BenchmarkReactor(BenchmarkService* service, const BenchmarkCall& call,
+                   kiln::v1::BenchmarkResponse* response)
+      : response_(response) {
+    std::shared_ptr<BenchmarkService::Pending> pending =
+        service->Start(call, [this](absl::StatusOr<kiln::v1::BenchmarkResponse> reply) {
+          if (reply.ok()) *response_ = *std::move(reply);
+          Finish(ToGrpcStatus(reply.status()));
+        });
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      pending_ = pending;
+      cancel = cancelled_;
+    }
+    if (cancel) pending->Cancel();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<BenchmarkService::Pending> pending;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      pending = pending_;
+    }
+    if (pending) pending->Cancel();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  kiln::v1::BenchmarkResponse* const response_;
+  absl::Mutex mu_;
+  std::shared_ptr<BenchmarkService::Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 // --- GetArtifact -------------------------------------------------------------
 
 class ArtifactWriter final : public grpc::ServerWriteReactor<kiln::v1::ArtifactChunk> {
@@ -365,6 +404,22 @@ grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
   return FinishNow(ctx, absl::UnimplementedError(
                             "LookupBest: best configs are recorded by the autotuner, which is not "
                             "built yet"));
+}
+
+grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
+                                                 const kiln::v1::BenchmarkRequest* request,
+                                                 kiln::v1::BenchmarkResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
+  if (deps_.benchmark == nullptr) {
+    return FinishNow(ctx, absl::UnavailableError(
+                              "this daemon has no device workers (kiln-worker did not start), so "
+                              "it cannot run kernels; see its start-up warnings"));
+  }
+  BenchmarkCall call;
+  call.request = *request;
+  call.client = *who;
+  return new BenchmarkReactor(deps_.benchmark, call, response);
 }
 
 grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
