@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "compiler/driver/compile_driver.h"
+#include "server/best_config.h"
 #include "server/latency_stats.h"
 #include "server/launch_plan.h"
 #include "server/request_convert.h"
@@ -21,56 +22,12 @@
 namespace kiln::server {
 namespace {
 
-std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-      } else {
-        out.push_back(c);
-      }
-    }
-  }
-  return out;
-}
-
-std::string BindingJson(const kiln::v1::BindingValue& v) {
-  switch (v.value_case()) {
-  case kiln::v1::BindingValue::kIntValue:
-    return absl::StrCat(v.int_value());
-  case kiln::v1::BindingValue::kFloatValue:
-    return absl::StrCat(v.float_value());
-  case kiln::v1::BindingValue::kBoolValue:
-    return v.bool_value() ? "true" : "false";
-  case kiln::v1::BindingValue::kStringValue:
-    return absl::StrCat("\"", JsonEscape(v.string_value()), "\"");
-  default:
-    return "null";
-  }
-}
-
 // {"artifact_key": "...", "config": {...}} for the history.
 std::string ConfigJson(const std::string& artifact_key,
                        const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config) {
-  std::map<std::string, const kiln::v1::BindingValue*> sorted;
-  for (const auto& [k, v] : config) sorted[k] = &v;
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : sorted) {
-    parts.push_back(absl::StrCat("\"", JsonEscape(k), "\": ", BindingJson(*v)));
-  }
-  return absl::StrCat("{\"artifact_key\": \"", artifact_key, "\", \"config\": {",
-                      absl::StrJoin(parts, ", "), "}}");
+  const ConfigMap sorted(config.begin(), config.end());
+  return absl::StrCat("{\"artifact_key\": \"", artifact_key,
+                      "\", \"config\": ", ConfigToJson(sorted), "}");
 }
 
 // "sm_90" -> (9, 0); nullopt for anything else.
@@ -209,8 +166,10 @@ std::shared_ptr<BenchmarkService::Pending> BenchmarkService::Start(const Benchma
   const std::string series =
       !r.history_name().empty()
           ? r.history_name()
-          : (r.what_case() == kiln::v1::BenchmarkRequest::kArtifactKey ? r.artifact_key()
-                                                                       : std::string("program"));
+          : (r.what_case() == kiln::v1::BenchmarkRequest::kArtifactKey
+                 ? r.artifact_key()
+                 : (r.program().file_name().empty() ? std::string("<request>")
+                                                    : r.program().file_name()));
   std::shared_ptr<Job> job = jobs_->Create(kiln::v1::JOB_KIND_BENCHMARK, series, /*held=*/false);
   pending->job_ = job;
   pending->job_id_ = job->id();
