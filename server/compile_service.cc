@@ -14,7 +14,9 @@
 namespace kiln::server {
 namespace {
 
-constexpr size_t kMemoGeneration = 1 << 16; // entries per generation
+constexpr size_t kMemoGeneration = 1 << 16;               // entries per generation
+constexpr size_t kMemoGenerationBytes = size_t{64} << 20; // request bytes per generation
+constexpr size_t kMemoInlineBytes = 16 << 10;             // larger requests are keyed by digest
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -57,18 +59,23 @@ CompileService::CompileService(ArtifactStore* store, JobManager* jobs, CompilePo
     : store_(store), jobs_(jobs), pool_(pool) {}
 
 std::string CompileService::MemoKey(const CompileCall& call) {
-  util::Sha256 h;
-  h.UpdateField(std::to_string(static_cast<int>(call.program.kind)));
-  h.UpdateField(call.program.text);
-  h.UpdateField(call.program.entry);
+  // The request itself, fields length-prefixed: the memo's hash map hashes
+  // it (fast) and compares it whole, so a hit is exact without a digest.
+  // Large requests are keyed by their SHA-256 instead, to bound the memo.
+  std::string key;
+  auto field = [&key](absl::string_view bytes) { absl::StrAppend(&key, bytes.size(), ":", bytes); };
+  field(std::to_string(static_cast<int>(call.program.kind)));
+  field(call.program.text);
+  field(call.program.entry);
   for (const auto& [name, value] : call.program.bindings) {
-    h.UpdateField(name);
-    h.UpdateField(BindingText(value));
+    field(name);
+    field(BindingText(value));
   }
-  h.UpdateField(call.options.target);
-  h.UpdateField(driver::CanonicalOptions(call.options));
-  h.UpdateField(absl::StrCat(call.options.pass_options.size()));
-  return h.FinishHex();
+  field(call.options.target);
+  field(driver::CanonicalOptions(call.options));
+  field(absl::StrCat(call.options.pass_options.size()));
+  if (key.size() <= kMemoInlineBytes) return key;
+  return absl::StrCat("sha256:", util::Sha256Hex(key));
 }
 
 std::optional<std::string> CompileService::MemoGet(const std::string& memo_key) {
@@ -82,11 +89,12 @@ std::optional<std::string> CompileService::MemoGet(const std::string& memo_key) 
 
 void CompileService::MemoPut(const std::string& memo_key, const std::string& key) {
   absl::MutexLock lock(&memo_mu_);
-  if (memo_.size() >= kMemoGeneration) {
+  if (memo_.size() >= kMemoGeneration || memo_bytes_ >= kMemoGenerationBytes) {
     memo_old_ = std::move(memo_);
     memo_.clear();
+    memo_bytes_ = 0;
   }
-  memo_[memo_key] = key;
+  if (memo_.insert_or_assign(memo_key, key).second) memo_bytes_ += memo_key.size() + key.size();
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {

@@ -98,8 +98,8 @@ class CompileService {
   }
 
  private:
-  // The memo's key for a request: SHA-256 of everything that determines the
-  // program and the options.
+  // The memo's key for a request: everything that determines the program
+  // and the options, length-prefixed (its SHA-256 when large).
   static std::string MemoKey(const CompileCall& call);
   std::optional<std::string> MemoGet(const std::string& memo_key);
   void MemoPut(const std::string& memo_key, const std::string& key);
@@ -123,6 +123,7 @@ class CompileService {
   absl::Mutex memo_mu_;
   absl::flat_hash_map<std::string, std::string> memo_ ABSL_GUARDED_BY(memo_mu_);
   absl::flat_hash_map<std::string, std::string> memo_old_ ABSL_GUARDED_BY(memo_mu_);
+  size_t memo_bytes_ ABSL_GUARDED_BY(memo_mu_) = 0; // in memo_
 
   // Hit memo: the metadata of recently served keys, for one second, so a
   // burst of hits on one kernel reads its metadata file once. The window is

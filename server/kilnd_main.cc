@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "server/daemon.h"
 #include "server/daemon_metrics.h"
 #include "server/http_server.h"
@@ -20,6 +21,9 @@
 #include "util/log.h"
 
 int main(int argc, char** argv) {
+  // Abseil's mutex deadlock detector keeps a lock graph on every lock: worth
+  // it in tests (they run with it), not on the hit path of a service.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<kiln::server::LoadedServerConfig> loaded =
       kiln::server::LoadServerConfig(argc, argv, kiln::server::ProcessEnvironment());
   if (!loaded.ok()) {
