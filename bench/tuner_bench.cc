@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : binds) in.bindings.emplace_back(k, kiln::frontend::ParseBindingText(v));
   absl::StatusOr<kiln::arch::ArchModel> arch = kiln::arch::FindPreset(arch_name);
   if (!arch.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(arch.status().message()).c_str());
+    std::fprintf(stderr, "%s\n", arch.status().ToString().c_str());
     return 2;
   }
   kiln::roller::PolicyOptions options;
@@ -81,13 +81,13 @@ int main(int argc, char** argv) {
     const Clock::time_point t0 = Clock::now();
     absl::StatusOr<kiln::roller::ProgramAnalysis> a = kiln::roller::AnalyzeProgram(in);
     if (!a.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(a.status().message()).c_str());
+      std::fprintf(stderr, "%s\n", a.status().ToString().c_str());
       return 1;
     }
     const Clock::time_point t1 = Clock::now();
     absl::StatusOr<kiln::roller::Proposal> p = kiln::roller::Propose(*a, *arch, options);
     if (!p.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(p.status().message()).c_str());
+      std::fprintf(stderr, "%s\n", p.status().ToString().c_str());
       return 1;
     }
     const Clock::time_point t2 = Clock::now();

@@ -260,7 +260,7 @@ int Run(const TuneArgs& t, CommandIo io) {
 
 } // namespace
 
-Command TuneCommand(TuneRemoteFn remote) {
+Command TuneCommand(const TuneRemoteFn& remote) {
   Command c;
   c.name = "tune";
   c.summary = "plan a tuning sweep (--dry-run: ranked candidates with predicted times)";

@@ -39,6 +39,6 @@ struct TuneArgs {
 
 using TuneRemoteFn = std::function<int(const TuneArgs& args, CommandIo io)>;
 
-Command TuneCommand(TuneRemoteFn remote = nullptr);
+Command TuneCommand(const TuneRemoteFn& remote = nullptr);
 
 } // namespace kiln::cli

@@ -61,25 +61,29 @@ int SmallestGlobalElem(const ProgramAnalysis& a) {
 std::vector<int64_t> Derived(const ProgramAnalysis& a, const Tunable& t,
                              const arch::ArchModel& arch) {
   const int64_t extent = t.extent > 0 ? NextPow2(t.extent) : int64_t{1} << 14;
+  // A tile's contiguous extent spans at least one 128-byte transaction of
+  // the program's narrowest global element (where the extent allows).
+  const int64_t row = std::max<int64_t>(1, arch.transaction_bytes / SmallestGlobalElem(a));
+  auto lowest = [&](int64_t atom) {
+    return t.contiguous ? std::max(atom, std::min(row, extent)) : atom;
+  };
   std::vector<int64_t> out;
   switch (t.role) {
   case Role::kBlockTile:
     if (t.mma_m || t.mma_n) {
       // m16n8 atoms over up to 4 warps per dimension; 16-wide keeps ldmatrix x4.
-      out = Pow2Range(16, std::min<int64_t>(256, std::max<int64_t>(16, extent)));
+      const int64_t lo = lowest(16);
+      out = Pow2Range(lo, std::min<int64_t>(256, std::max(lo, extent)));
     } else {
-      const int64_t row = arch.transaction_bytes / SmallestGlobalElem(a);
-      const int64_t lo = t.contiguous ? std::min(row, extent) : 1;
-      out = Pow2Range(lo, std::min<int64_t>(t.contiguous ? 4096 : 256, extent));
+      out = Pow2Range(lowest(1), std::min<int64_t>(t.contiguous ? 4096 : 256, extent));
     }
     break;
   case Role::kReductionStep:
     if (t.mma_k) {
-      const int64_t k = ProgramMmaK(a);
-      out = Pow2Range(k, std::min<int64_t>(std::max<int64_t>(k, 128), std::max(k, extent)));
+      const int64_t lo = lowest(ProgramMmaK(a));
+      out = Pow2Range(lo, std::min<int64_t>(std::max<int64_t>(lo, 128), std::max(lo, extent)));
     } else {
-      const int64_t row = arch.transaction_bytes / SmallestGlobalElem(a);
-      out = Pow2Range(std::min(row, extent), std::min<int64_t>(16384, extent));
+      out = Pow2Range(lowest(1), std::min<int64_t>(16384, extent));
     }
     break;
   case Role::kPipelineDepth:
