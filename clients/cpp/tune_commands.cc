@@ -219,7 +219,17 @@ int Run(const TuneArgs& t, CommandIo io) {
     for (size_t i = 0; i < proposal->candidates.size(); ++i) {
       cands.push_back(CandidateJson(static_cast<int>(i) + 1, proposal->candidates[i]));
     }
+    json bind = json::object();
+    for (const auto& [name, value] : t.bindings) {
+      int64_t i = 0;
+      if (absl::SimpleAtoi(value, &i)) {
+        bind[name] = i;
+      } else {
+        bind[name] = value;
+      }
+    }
     json out = {{"file", t.file},
+                {"bind", bind},
                 {"entry", a.entry},
                 {"strategy", t.strategy},
                 {"arch", ArchJson(*model)},

@@ -37,6 +37,7 @@ TEST(TuneCommand, DryRunJsonHasTheRankedCandidates) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("strategy"), "roller");
   EXPECT_EQ(j.at("entry"), "gemm");
+  EXPECT_EQ(j.at("bind").at("M"), 4096);
   EXPECT_EQ(j.at("arch").at("name"), "h200");
   EXPECT_EQ(j.at("arch").at("sm_count"), 132);
   EXPECT_EQ(j.at("verify_target"), "cuda:sm_90");
