@@ -213,6 +213,7 @@ Prediction Predict(const ProgramAnalysis& a, const arch::ArchModel& arch, const 
     dram_wave += ac.is_write ? bytes * trips * wave_blocks : bytes * trips * wave_blocks / sharers;
   }
   if (!has_trip_loop) loop_bytes_block = global_block;
+  p.stages = stages;
 
   // 4. Times (µs).
   const double waves_exact = static_cast<double>(p.blocks) / static_cast<double>(concurrent);

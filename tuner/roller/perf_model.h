@@ -49,6 +49,7 @@ struct Prediction {
   int blocks_per_sm = 0;
   double waves = 0; // blocks / (SMs * blocks_per_sm), rounded up
   int64_t threads = 0;
+  int64_t stages = 1;     // pipeline depth of the loop that feeds the block
   int64_t smem_bytes = 0; // per block, pipeline stages included
   int registers = 0;      // estimated per thread
   int64_t dram_bytes = 0; // whole kernel

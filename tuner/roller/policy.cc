@@ -157,10 +157,16 @@ void SortByPrediction(std::vector<Candidate>* cands) {
     const bool fx = x.prediction.fits, fy = y.prediction.fits;
     if (fx != fy) return fx;
     if (x.predicted_us != y.predicted_us) return x.predicted_us < y.predicted_us;
-    // Ties (both compute-bound, say): less traffic, then less shared memory.
+    // Ties (both compute-bound, say): less traffic; then the deeper
+    // pipeline, which hides latency the model does not see (L2 hits,
+    // ldmatrix; Kiln's measured best GEMMs use 3-4 stages where 2 fit);
+    // then less shared memory.
     const int64_t tx = x.prediction.l2_bytes + x.prediction.dram_bytes;
     const int64_t ty = y.prediction.l2_bytes + y.prediction.dram_bytes;
     if (tx != ty) return tx < ty;
+    if (x.prediction.stages != y.prediction.stages) {
+      return x.prediction.stages > y.prediction.stages;
+    }
     return x.prediction.smem_bytes < y.prediction.smem_bytes;
   });
 }

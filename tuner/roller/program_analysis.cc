@@ -200,7 +200,14 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
 
   for (const auto& [name, values] : declared) {
     bool found = false;
-    for (const frontend::EntryParam& p : sig.params) found = found || p.name == name;
+    for (const frontend::EntryParam& p : sig.params) {
+      if (p.name != name) continue;
+      found = true;
+      if (p.is_tensor) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("declared tunable '", name, "' is a tensor parameter"));
+      }
+    }
     if (!found) {
       return absl::InvalidArgumentError(
           absl::StrCat("declared tunable '", name, "' is not a parameter of '", sig.name, "'"));

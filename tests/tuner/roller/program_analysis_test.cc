@@ -273,6 +273,9 @@ TEST(ProgramAnalysis, DeclaredSpaces) {
   EXPECT_FALSE(AnalyzeProgram(in, {{"block_Q", {16}}}).ok());
   EXPECT_FALSE(AnalyzeProgram(in, {{"M", {16}}}).ok()); // bound and declared
   EXPECT_FALSE(AnalyzeProgram(in, {{"block_M", {}}}).ok());
+  const driver::ProgramInput g =
+      Input("examples/gemm/gemm.py", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  EXPECT_FALSE(AnalyzeProgram(g, {{"A", {1, 2}}}).ok()); // a tensor
   absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(in, {{"block_M", {8, 32}}});
   ASSERT_TRUE(a.ok()) << a.status();
   const Tunable* bm = a->Find("block_M");
