@@ -269,11 +269,10 @@ std::optional<ArchModel> PresetForDeviceModel(std::string_view model) {
   return std::nullopt;
 }
 
-absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& describe) {
-  if (!describe.has_device()) {
-    return absl::InvalidArgumentError("describe response has no device");
-  }
-  const kiln::v1::Device& d = describe.device();
+namespace {
+
+absl::StatusOr<ArchModel> FromDeviceAndDescribe(const kiln::v1::Device& d,
+                                                const kiln::v1::DescribeDeviceResponse* describe) {
   if (d.sm_count() <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("device '", d.id(), "' reports sm_count ", d.sm_count()));
@@ -301,17 +300,20 @@ absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& d
   if (d.clock_mhz() > 0) m.sm_clock_mhz = d.clock_mhz();
   if (d.l2_bytes() > 0) m.l2_bytes = d.l2_bytes();
   if (d.memory_bytes() > 0) m.memory_bytes = d.memory_bytes();
-  if (describe.compute_capability_major() > 0) {
-    m.compute_capability_major = describe.compute_capability_major();
-    m.compute_capability_minor = describe.compute_capability_minor();
+  if (describe != nullptr) {
+    const kiln::v1::DescribeDeviceResponse& r = *describe;
+    if (r.compute_capability_major() > 0) {
+      m.compute_capability_major = r.compute_capability_major();
+      m.compute_capability_minor = r.compute_capability_minor();
+    }
+    if (r.regs_per_block() > 0) m.registers_per_block = r.regs_per_block();
+    if (r.regs_per_sm() > 0) m.registers_per_sm = r.regs_per_sm();
+    if (r.shared_memory_per_sm() > 0) m.shared_bytes_per_sm = r.shared_memory_per_sm();
+    if (r.max_threads_per_sm() > 0) m.max_threads_per_sm = r.max_threads_per_sm();
+    if (r.warp_size() > 0) m.warp_size = r.warp_size();
+    if (r.memory_clock_mhz() > 0) m.memory_clock_mhz = r.memory_clock_mhz();
+    if (r.memory_bus_width() > 0) m.memory_bus_bits = r.memory_bus_width();
   }
-  if (describe.regs_per_block() > 0) m.registers_per_block = describe.regs_per_block();
-  if (describe.regs_per_sm() > 0) m.registers_per_sm = describe.regs_per_sm();
-  if (describe.shared_memory_per_sm() > 0) m.shared_bytes_per_sm = describe.shared_memory_per_sm();
-  if (describe.max_threads_per_sm() > 0) m.max_threads_per_sm = describe.max_threads_per_sm();
-  if (describe.warp_size() > 0) m.warp_size = describe.warp_size();
-  if (describe.memory_clock_mhz() > 0) m.memory_clock_mhz = describe.memory_clock_mhz();
-  if (describe.memory_bus_width() > 0) m.memory_bus_bits = describe.memory_bus_width();
 
   // Compute throughput follows SMs x clock (a cut-down part or a different
   // boost clock than the preset's).
@@ -332,6 +334,19 @@ absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& d
   }
   m.smem_gbs = SmemGbs(m);
   return m;
+}
+
+} // namespace
+
+absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& describe) {
+  if (!describe.has_device()) {
+    return absl::InvalidArgumentError("describe response has no device");
+  }
+  return FromDeviceAndDescribe(describe.device(), &describe);
+}
+
+absl::StatusOr<ArchModel> FromDevice(const kiln::v1::Device& device) {
+  return FromDeviceAndDescribe(device, nullptr);
 }
 
 ArchModel WithMeasured(ArchModel model, const Measured& measured) {

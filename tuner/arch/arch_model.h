@@ -102,6 +102,11 @@ std::optional<ArchModel> PresetForDeviceModel(std::string_view model);
 // a response without a device or with sm_count <= 0.
 absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& describe);
 
+// The same from the daemon's Device record alone (ListDevices, a Tune
+// request's device): SM count, shared memory, threads, clock, L2 and memory
+// size from the device, the rest from the matching preset.
+absl::StatusOr<ArchModel> FromDevice(const kiln::v1::Device& device);
+
 // What micro-benchmarks measure once per device model (cached later in the
 // cache DB). Unset fields keep the model's value.
 struct Measured {

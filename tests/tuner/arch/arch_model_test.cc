@@ -157,6 +157,19 @@ TEST(ArchModel, FromDescribeOfTheCpuWorker) {
   EXPECT_EQ(m->sm_count, 2);
 }
 
+TEST(ArchModel, FromDeviceUsesTheDaemonsDeviceRecord) {
+  absl::StatusOr<ArchModel> m = FromDevice(H100Pcie().device());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->name, "h100");
+  EXPECT_EQ(m->sm_count, 114);
+  EXPECT_EQ(m->shared_bytes_optin, 232448);
+  // Not in a Device record: the preset's.
+  EXPECT_EQ(m->registers_per_sm, FindPreset("h100")->registers_per_sm);
+  EXPECT_EQ(m->compute_capability_major, 9);
+  kiln::v1::Device none;
+  EXPECT_FALSE(FromDevice(none).ok());
+}
+
 TEST(ArchModel, WithMeasuredOverridesOnlyWhatWasMeasured) {
   const ArchModel base = *FindPreset("h200");
   Measured meas;
