@@ -253,7 +253,21 @@ absl::Status Daemon::Start() {
   }
 
   ServiceDeps deps;
-  if (devices_ != nullptr) deps.devices = [d = devices_.get()] { return d->Devices(); };
+  if (devices_ != nullptr) {
+    deps.devices = [d = devices_.get()] { return d->Devices(); };
+    // Benchmarks mostly wait (for a compile, for their device): a few
+    // threads of their own, so they never hold a compile thread.
+    CompilePoolOptions mp;
+    mp.threads = static_cast<int>(devices_->Devices().size()) + 2;
+    mp.max_queued = po.max_queued;
+    if (config_.fair_share.enabled) {
+      mp.max_queued_per_client = config_.fair_share.max_queued_per_client;
+    }
+    measure_pool_ = std::make_unique<CompilePool>(mp);
+    benchmark_ = std::make_unique<BenchmarkService>(compile_.get(), store_.get(), devices_.get(),
+                                                    jobs_.get(), measure_pool_.get(), cache_.get());
+    deps.benchmark = benchmark_.get();
+  }
   deps.compile = compile_.get();
   deps.jobs = jobs_.get();
   deps.cache = cache_.get();
@@ -290,6 +304,7 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
     server_->Shutdown(absl::ToChronoTime(absl::Now() + g));
   }
   if (jobs_) jobs_->CancelAll();
+  if (measure_pool_) measure_pool_->Shutdown(); // benchmarks end: their jobs are cancelled
   if (pool_) pool_->Shutdown();
   if (server_ != nullptr) {
     server_->Wait();
@@ -297,6 +312,8 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   }
   if (metrics_ != nullptr && cache_ != nullptr) metrics_->SetCacheStatsSource(nullptr);
   service_.reset();
+  benchmark_.reset();
+  measure_pool_.reset();
   if (devices_) devices_->Shutdown(); // kills the workers; jobs are already cancelled
   devices_.reset();
   compile_.reset();

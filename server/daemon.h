@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "cache/cache.h"
 #include "server/authenticator.h"
+#include "server/benchmark_service.h"
 #include "server/cache_artifact_store.h"
 #include "server/compile_pool.h"
 #include "server/compile_service.h"
@@ -61,6 +62,7 @@ class Daemon {
   CompileService* compile() { return compile_.get(); }
   CompilePool* pool() { return pool_.get(); }
   DevicePool* devices() { return devices_.get(); } // null when no worker could start
+  BenchmarkService* benchmark() { return benchmark_.get(); }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
@@ -75,6 +77,8 @@ class Daemon {
   std::unique_ptr<CompileService> compile_;
   std::unique_ptr<DevicePoolObserver> device_events_;
   std::unique_ptr<DevicePool> devices_;
+  std::unique_ptr<CompilePool> measure_pool_; // benchmarks, waiting on devices
+  std::unique_ptr<BenchmarkService> benchmark_;
   std::unique_ptr<KilnService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -181,6 +181,7 @@ uint64_t Job::WaitNewer(uint64_t seen, absl::Time deadline) const {
 
 void Job::RequestCancel() {
   cancel_.store(true, std::memory_order_release);
+  stop_.request_stop();
   bool queued;
   {
     absl::MutexLock lock(&mu_);

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ class Job {
 
   void RequestCancel();
   bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }
+  // Stopped by RequestCancel (for work that waits: device queues, workers).
+  std::stop_token stop_token() const { return stop_.get_token(); }
 
   void Attach();
   // Returns true when this detach left the job with no waiter and not held,
@@ -110,6 +113,7 @@ class Job {
   const std::string key_;
   const int64_t created_unix_ms_;
   std::atomic<bool> cancel_{false};
+  std::stop_source stop_;
   std::function<void(const Job&)> on_final_;
   std::function<void(kiln::v1::JobState, kiln::v1::JobState)> on_transition_;
 

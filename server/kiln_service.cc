@@ -13,6 +13,7 @@
 #include "compiler/toolchain/fingerprint.h"
 #include "server/artifact_metadata.h"
 #include "server/artifact_store.h"
+#include "server/best_config.h"
 #include "server/grpc_status.h"
 #include "server/request_convert.h"
 #include "server/version.h"
@@ -80,6 +81,45 @@ class CompileReactor final : public ServerUnaryReactor {
   kiln::v1::CompileResponse* const response_;
   absl::Mutex mu_;
   std::shared_ptr<CompileService::Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// --- Benchmark ---------------------------------------------------------------
+
+class BenchmarkReactor final : public ServerUnaryReactor {
+ public:
+  BenchmarkReactor(BenchmarkService* service, const BenchmarkCall& call,
+                   kiln::v1::BenchmarkResponse* response)
+      : response_(response) {
+    std::shared_ptr<BenchmarkService::Pending> pending =
+        service->Start(call, [this](absl::StatusOr<kiln::v1::BenchmarkResponse> reply) {
+          if (reply.ok()) *response_ = *std::move(reply);
+          Finish(ToGrpcStatus(reply.status()));
+        });
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      pending_ = pending;
+      cancel = cancelled_;
+    }
+    if (cancel) pending->Cancel();
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<BenchmarkService::Pending> pending;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      pending = pending_;
+    }
+    if (pending) pending->Cancel();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  kiln::v1::BenchmarkResponse* const response_;
+  absl::Mutex mu_;
+  std::shared_ptr<BenchmarkService::Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -295,6 +335,47 @@ class FailedWriter final : public grpc::ServerWriteReactor<Message> {
   void OnDone() override { delete this; }
 };
 
+// The stored best config for (program, shape, target, device model). An
+// empty model means: the model of a device here that runs the target, else
+// the most recently updated best of any model. NotFound when none.
+absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>>
+FindBest(const ServiceDeps& deps, const kiln::v1::ProgramSource& program, const std::string& target,
+         const std::string& device_model) {
+  if (deps.cache == nullptr) return absl::UnavailableError("this daemon has no cache");
+  if (program.source_case() == kiln::v1::ProgramSource::SOURCE_NOT_SET) {
+    return absl::InvalidArgumentError("program: no source (tilelang_source, ir or ir_text)");
+  }
+  std::string model = device_model;
+  if (model.empty() && deps.devices) {
+    absl::StatusOr<std::string> id = ChooseDevice(deps.devices(), target, {});
+    if (id.ok()) {
+      for (const kiln::v1::Device& d : deps.devices()) {
+        if (d.id() == *id) model = d.model();
+      }
+    }
+  }
+  cache::BestConfigKey key = BestKeyFor(program, target, model);
+  if (!model.empty()) {
+    absl::StatusOr<cache::BestConfig> best = deps.cache->GetBest(key);
+    if (best.ok()) return std::make_pair(key, *std::move(best));
+    if (best.status().code() != absl::StatusCode::kNotFound || !device_model.empty()) {
+      return best.status();
+    }
+  }
+  absl::StatusOr<std::vector<std::pair<cache::BestConfigKey, cache::BestConfig>>> all =
+      deps.cache->ListBest(key.program_key);
+  if (!all.ok()) return all.status();
+  const std::pair<cache::BestConfigKey, cache::BestConfig>* newest = nullptr;
+  for (const auto& entry : *all) {
+    if (entry.first.shape != key.shape || entry.first.target != key.target) continue;
+    if (newest == nullptr || entry.second.updated_unix_ms > newest->second.updated_unix_ms) {
+      newest = &entry;
+    }
+  }
+  if (newest == nullptr) return absl::NotFoundError("no best config stored");
+  return *newest;
+}
+
 } // namespace
 
 kiln::v1::Device HostCpuDevice() {
@@ -323,13 +404,21 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
   }
+  google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
   if (!request->use_best_for_device().empty()) {
-    return FinishNow(ctx, absl::UnimplementedError(
-                              "use_best_for_device needs the tuner's best-config lookup, which "
-                              "is not built yet; pass the config explicitly"));
+    // The best config first; an explicit config entry wins over it.
+    absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>> best =
+        FindBest(deps_, request->program(), request->target(), request->use_best_for_device());
+    if (best.ok()) {
+      absl::StatusOr<ConfigMap> parsed = ConfigFromJson(best->second.config_json);
+      if (!parsed.ok()) return FinishNow(ctx, parsed.status());
+      for (auto& [k, v] : *parsed) config[k] = v;
+    } else if (best.status().code() != absl::StatusCode::kNotFound) {
+      return FinishNow(ctx, best.status());
+    }
   }
-  absl::StatusOr<driver::ProgramInput> program =
-      ProgramFromProto(request->program(), request->config());
+  for (const auto& [k, v] : request->config()) config[k] = v;
+  absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(request->program(), config);
   if (!program.ok()) return FinishNow(ctx, program.status());
   CompileCall call;
   call.program = *std::move(program);
@@ -358,13 +447,60 @@ grpc::ServerWriteReactor<kiln::v1::TuneEvent>* KilnService::Tune(CallbackServerC
 }
 
 grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
-                                                  const kiln::v1::LookupBestRequest*,
-                                                  kiln::v1::LookupBestResponse*) {
+                                                  const kiln::v1::LookupBestRequest* request,
+                                                  kiln::v1::LookupBestResponse* response) {
   absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
   if (!who.ok()) return FinishNow(ctx, who.status());
-  return FinishNow(ctx, absl::UnimplementedError(
-                            "LookupBest: best configs are recorded by the autotuner, which is not "
-                            "built yet"));
+  const std::string target = request->target().empty() ? "cpu" : request->target();
+  response->set_program_key(BestKeyFor(request->program(), target, "").program_key);
+  absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>> best =
+      FindBest(deps_, request->program(), target, request->device_model());
+  if (!best.ok()) {
+    if (best.status().code() == absl::StatusCode::kNotFound) {
+      response->set_found(false);
+      return FinishNow(ctx, absl::OkStatus());
+    }
+    return FinishNow(ctx, best.status());
+  }
+  absl::StatusOr<ConfigMap> config = ConfigFromJson(best->second.config_json);
+  if (!config.ok()) {
+    return FinishNow(ctx,
+                     absl::DataLossError(absl::StrCat("the stored best config does not parse: ",
+                                                      config.status().message())));
+  }
+  response->set_found(true);
+  kiln::v1::Measurement* m = response->mutable_measurement();
+  for (const auto& [k, v] : *config) {
+    (*response->mutable_config())[k] = v;
+    (*m->mutable_config())[k] = v;
+  }
+  const cache::LatencyStats& l = best->second.latency;
+  m->set_key(best->second.artifact_key);
+  m->set_device_model(best->first.device_model);
+  m->set_status(kiln::v1::Measurement::STATUS_OK);
+  m->set_median_us(l.median_us);
+  m->set_mean_us(l.mean_us);
+  m->set_stddev_us(l.stddev_us);
+  m->set_min_us(l.min_us);
+  m->set_samples(static_cast<int32_t>(l.samples));
+  m->set_unix_ms(best->second.updated_unix_ms);
+  return FinishNow(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
+                                                 const kiln::v1::BenchmarkRequest* request,
+                                                 kiln::v1::BenchmarkResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
+  if (deps_.benchmark == nullptr) {
+    return FinishNow(ctx, absl::UnavailableError(
+                              "this daemon has no device workers (kiln-worker did not start), so "
+                              "it cannot run kernels; see its start-up warnings"));
+  }
+  BenchmarkCall call;
+  call.request = *request;
+  call.client = *who;
+  return new BenchmarkReactor(deps_.benchmark, call, response);
 }
 
 grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,

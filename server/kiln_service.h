@@ -17,6 +17,7 @@
 #include "cache/cache.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "server/authenticator.h"
+#include "server/benchmark_service.h"
 #include "server/compile_service.h"
 #include "server/job_manager.h"
 
@@ -24,6 +25,8 @@ namespace kiln::server {
 
 struct ServiceDeps {
   CompileService* compile = nullptr;
+  // Benchmark (null: the daemon has no devices to measure on).
+  BenchmarkService* benchmark = nullptr;
   JobManager* jobs = nullptr;
   cache::Cache* cache = nullptr;
   std::string cache_dir;
@@ -50,6 +53,9 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* LookupBest(grpc::CallbackServerContext* ctx,
                                        const kiln::v1::LookupBestRequest* request,
                                        kiln::v1::LookupBestResponse* response) override;
+  grpc::ServerUnaryReactor* Benchmark(grpc::CallbackServerContext* ctx,
+                                      const kiln::v1::BenchmarkRequest* request,
+                                      kiln::v1::BenchmarkResponse* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
                                    const kiln::v1::GetJobRequest* request,
                                    kiln::v1::Job* response) override;

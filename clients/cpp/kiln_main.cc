@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   table.Add(kiln::cli::TuneCommand());
 #ifdef KILN_WITH_REMOTE_COMMANDS
   table.Add(kiln::cli::CompileCommand());
+  table.Add(kiln::cli::BenchCommand());
   table.Add(kiln::cli::DevicesCommand());
   table.Add(kiln::cli::JobsCommand());
 #endif

@@ -52,8 +52,11 @@ TEST_F(KilndTest, ListsTheHostCpu) {
 TEST_F(KilndTest, UnbuiltMethodsSayUnimplemented) {
   auto stub = kiln::v1::Kiln::NewStub(channel_);
   grpc::ClientContext ctx;
-  kiln::v1::LookupBestResponse response;
-  grpc::Status status = stub->LookupBest(&ctx, {}, &response);
+  kiln::v1::TuneRequest request;
+  std::unique_ptr<grpc::ClientReader<kiln::v1::TuneEvent>> reader = stub->Tune(&ctx, request);
+  kiln::v1::TuneEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  grpc::Status status = reader->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_NE(status.error_message().find("not built yet"), std::string::npos);
 }

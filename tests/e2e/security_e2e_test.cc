@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
@@ -28,7 +29,8 @@ std::string Read(const std::string& path) {
 class SecurityE2ETest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(::testing::TempDir() + "kiln_security");
+    // Per process: ctest runs this suite's tests as concurrent processes.
+    dir_ = new std::string(::testing::TempDir() + "kiln_security_" + std::to_string(getpid()));
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     const std::string d = *dir_;
@@ -45,8 +47,15 @@ class SecurityE2ETest : public ::testing::Test {
         " && printf 'kiln-test-token-0123456789abcdef ci\\n' > tokens";
     ok_ = std::system(cmd.c_str()) == 0;
   }
+  static void TearDownTestSuite() {
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir_, ignored);
+    delete dir_;
+    dir_ = nullptr;
+  }
   void SetUp() override {
-    if (!ok_) GTEST_SKIP() << "openssl could not make test certificates";
+    // openssl is one of the README's dependencies: its absence is a failure.
+    if (!ok_) FAIL() << "openssl could not make test certificates in " << *dir_;
   }
   bool Start(std::vector<std::string> extra) {
     std::vector<std::string> args = {"--listen=127.0.0.1:0", "--cache-dir=" + *dir_ + "/cache"};

@@ -144,6 +144,36 @@ kiln::v1::BindingValue BindingOf(const std::string& text) {
   return v;
 }
 
+// Reads FILE into `program` (textual IR when it starts with `program @name`
+// after comments, else TileLang source); false after printing why not.
+bool ReadProgram(const std::string& file, kiln::v1::ProgramSource* program, const char* command,
+                 CommandIo io) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    io.err << "kiln " << command << ": cannot read '" << file << "'\n";
+    return false;
+  }
+  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t first = source.find_first_not_of(" \t\r\n");
+  const bool ir_text = first != std::string::npos && source.compare(first, 8, "program ") == 0;
+  if (ir_text) {
+    program->set_ir_text(std::move(source));
+  } else {
+    program->set_tilelang_source(std::move(source));
+  }
+  program->set_file_name(file);
+  return true;
+}
+
+// NAME=VALUE into `map`; false for anything else.
+bool TakeBinding(const std::string& text,
+                 google::protobuf::Map<std::string, kiln::v1::BindingValue>* map) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  (*map)[text.substr(0, eq)] = BindingOf(text.substr(eq + 1));
+  return true;
+}
+
 // --- compile -------------------------------------------------------------------
 
 constexpr char kCompileUsage[] =
@@ -156,7 +186,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   if (!c) return kExitUsage;
   kiln::v1::CompileRequest req;
   req.set_target("cpu");
-  std::string file, out_path, emit, source;
+  std::string file, out_path, emit;
   const std::vector<std::string>& a = c->rest;
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
@@ -215,22 +245,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     io.err << "kiln compile: --emit must be cubin, ptx, cuda, cpp or so\n";
     return kExitUsage;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    io.err << "kiln compile: cannot read '" << file << "'\n";
-    return kExitFailure;
-  }
-  source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  // Textual IR starts with `program @name` (after comments); anything else
-  // is TileLang source.
-  const size_t first = source.find_first_not_of(" \t\r\n");
-  const bool ir_text = first != std::string::npos && source.compare(first, 8, "program ") == 0;
-  if (ir_text) {
-    req.mutable_program()->set_ir_text(source);
-  } else {
-    req.mutable_program()->set_tilelang_source(source);
-  }
-  req.mutable_program()->set_file_name(file);
+  if (!ReadProgram(file, req.mutable_program(), "compile", io)) return kExitFailure;
 
   auto stub = Connect(*c);
   const Clock::time_point t0 = Clock::now();
@@ -279,6 +294,169 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     io.out << "\n";
   }
   return kExitOk;
+}
+
+// --- bench ---------------------------------------------------------------------
+
+constexpr char kBenchUsage[] =
+    "usage: kiln bench FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--target T]\n"
+    "                  [--toolchain nvrtc|nvcc|cc] [--entry NAME]\n"
+    "       kiln bench --key ARTIFACT_KEY [--config NAME=VALUE]...\n"
+    "   options: [--device ID]... [--trials N] [--warmup N] [--flush-l2] [--cuda-graph]\n"
+    "            [--history NAME] [--compare] [--baseline-runs N] [--max-slowdown F]\n"
+    "            [--significance P] [--json] [--server HOST:PORT] [--timeout SECONDS]\n";
+
+const char* VerdictName(kiln::v1::BenchmarkResponse::Verdict v) {
+  switch (v) {
+  case kiln::v1::BenchmarkResponse::VERDICT_PASS:
+    return "pass";
+  case kiln::v1::BenchmarkResponse::VERDICT_REGRESSION:
+    return "regression";
+  case kiln::v1::BenchmarkResponse::VERDICT_IMPROVEMENT:
+    return "improvement";
+  case kiln::v1::BenchmarkResponse::VERDICT_NO_BASELINE:
+    return "no_baseline";
+  default:
+    return "none";
+  }
+}
+
+int RunBench(const std::vector<std::string>& args, CommandIo io) {
+  std::optional<Common> c = ParseCommon(args, io);
+  if (!c) return kExitUsage;
+  kiln::v1::BenchmarkRequest req;
+  kiln::v1::ProgramSource program;
+  std::string file, key, target = "cpu";
+  bool compare = false;
+  const std::vector<std::string>& a = c->rest;
+  auto positive_int = [&](const std::string& v, const char* flag, int* out) {
+    if (absl::SimpleAtoi(v, out) && *out >= 0) return true;
+    io.err << "kiln bench: " << flag << " expects a non-negative integer\n";
+    return false;
+  };
+  auto fraction = [&](const std::string& v, const char* flag, double* out) {
+    if (absl::SimpleAtod(v, out) && *out > 0) return true;
+    io.err << "kiln bench: " << flag << " expects a positive number\n";
+    return false;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string v;
+    int n = 0;
+    double f = 0;
+    if (a[i] == "-h" || a[i] == "--help") {
+      io.out << kBenchUsage;
+      return kExitOk;
+    } else if (TakeValue(a, i, "--bind", &v)) {
+      if (!TakeBinding(v, program.mutable_bindings())) {
+        io.err << "kiln bench: --bind expects NAME=VALUE\n" << kBenchUsage;
+        return kExitUsage;
+      }
+    } else if (TakeValue(a, i, "--config", &v)) {
+      if (!TakeBinding(v, req.mutable_config())) {
+        io.err << "kiln bench: --config expects NAME=VALUE\n" << kBenchUsage;
+        return kExitUsage;
+      }
+    } else if (TakeValue(a, i, "--entry", &v)) {
+      program.set_entry(v);
+    } else if (TakeValue(a, i, "--target", &v)) {
+      target = v;
+    } else if (TakeValue(a, i, "--toolchain", &v)) {
+      req.mutable_options()->set_toolchain(v);
+    } else if (TakeValue(a, i, "--key", &v)) {
+      key = v;
+    } else if (TakeValue(a, i, "--device", &v)) {
+      req.mutable_devices()->add_device_ids(v);
+    } else if (TakeValue(a, i, "--trials", &v)) {
+      if (!positive_int(v, "--trials", &n)) return kExitUsage;
+      req.set_trials(n);
+    } else if (TakeValue(a, i, "--warmup", &v)) {
+      if (!positive_int(v, "--warmup", &n)) return kExitUsage;
+      req.set_warmup(n);
+    } else if (a[i] == "--flush-l2") {
+      req.set_flush_l2(true);
+    } else if (a[i] == "--cuda-graph") {
+      req.set_use_cuda_graph(true);
+    } else if (TakeValue(a, i, "--history", &v)) {
+      req.set_history_name(v);
+    } else if (a[i] == "--compare") {
+      compare = true;
+    } else if (TakeValue(a, i, "--baseline-runs", &v)) {
+      if (!positive_int(v, "--baseline-runs", &n)) return kExitUsage;
+      req.mutable_regression()->set_baseline_runs(n);
+      compare = true;
+    } else if (TakeValue(a, i, "--max-slowdown", &v)) {
+      if (!fraction(v, "--max-slowdown", &f)) return kExitUsage;
+      req.mutable_regression()->set_max_slowdown(f);
+      compare = true;
+    } else if (TakeValue(a, i, "--significance", &v)) {
+      if (!fraction(v, "--significance", &f) || f >= 1) return kExitUsage;
+      req.mutable_regression()->set_significance(f);
+      compare = true;
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      io.err << "kiln bench: unknown option '" << a[i] << "'\n" << kBenchUsage;
+      return kExitUsage;
+    } else if (file.empty()) {
+      file = a[i];
+    } else {
+      io.err << "kiln bench: more than one input file\n" << kBenchUsage;
+      return kExitUsage;
+    }
+  }
+  if (file.empty() == key.empty()) {
+    io.err << "kiln bench: give either FILE or --key ARTIFACT_KEY\n" << kBenchUsage;
+    return kExitUsage;
+  }
+  if (compare) req.mutable_regression();
+  if (!key.empty()) {
+    req.set_artifact_key(key);
+  } else {
+    if (!ReadProgram(file, &program, "bench", io)) return kExitFailure;
+    *req.mutable_program() = std::move(program);
+    req.set_target(target);
+  }
+
+  auto stub = Connect(*c);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, *c);
+  kiln::v1::BenchmarkResponse resp;
+  grpc::Status s = stub->Benchmark(&ctx, req, &resp);
+  if (!s.ok()) return Report(s, *c, io);
+  const bool regression = resp.verdict() == kiln::v1::BenchmarkResponse::VERDICT_REGRESSION;
+  if (c->json) {
+    const kiln::v1::LatencyDistribution& l = resp.latency();
+    io.out << "{\"key\": " << Quote(resp.artifact_key())
+           << ", \"device\": " << Quote(resp.device_id())
+           << ", \"device_model\": " << Quote(resp.device_model())
+           << absl::StrFormat(", \"median_us\": %.4f, \"mean_us\": %.4f, \"stddev_us\": %.4f, "
+                              "\"min_us\": %.4f, \"max_us\": %.4f, \"p10_us\": %.4f, "
+                              "\"p90_us\": %.4f, \"trials\": %d",
+                              l.median_us(), l.mean_us(), l.stddev_us(), l.min_us(), l.max_us(),
+                              l.p10_us(), l.p90_us(), l.samples_us_size())
+           << ", \"verdict\": " << Quote(VerdictName(resp.verdict()));
+    if (req.has_regression()) {
+      io.out << absl::StrFormat(
+          ", \"baseline_median_us\": %.4f, \"relative_change\": %.6f, \"p_value\": %.6g",
+          resp.baseline_median_us(), resp.relative_change(), resp.p_value());
+    }
+    io.out << ", \"latency\": " << Json(l) << "}\n";
+  } else {
+    const kiln::v1::LatencyDistribution& l = resp.latency();
+    io.out << absl::StrFormat("%s on %s (%s): median %.2f us, mean %.2f us +- %.2f, min %.2f, "
+                              "p90 %.2f, %d trials\n",
+                              resp.artifact_key().substr(0, 12), resp.device_id(),
+                              resp.device_model(), l.median_us(), l.mean_us(), l.stddev_us(),
+                              l.min_us(), l.p90_us(), l.samples_us_size());
+    if (req.has_regression()) {
+      if (resp.verdict() == kiln::v1::BenchmarkResponse::VERDICT_NO_BASELINE) {
+        io.out << "verdict: no_baseline (no earlier run in this history)\n";
+      } else {
+        io.out << absl::StrFormat("verdict: %s (baseline median %.2f us, change %+.1f%%, p=%.3g)\n",
+                                  VerdictName(resp.verdict()), resp.baseline_median_us(),
+                                  resp.relative_change() * 100, resp.p_value());
+      }
+    }
+  }
+  return regression ? kExitRegression : kExitOk;
 }
 
 // --- devices -------------------------------------------------------------------
@@ -432,6 +610,9 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
 
 Command CompileCommand() {
   return {"compile", "compile a tile program on a kilnd (cache hit, miss or joined)", RunCompile};
+}
+Command BenchCommand() {
+  return {"bench", "time a kernel on a kilnd's device (and compare with its history)", RunBench};
 }
 Command DevicesCommand() { return {"devices", "list the devices a kilnd measures on", RunDevices}; }
 Command JobsCommand() { return {"jobs", "list, show, watch or cancel a kilnd's jobs", RunJobs}; }

@@ -1,0 +1,53 @@
+// From a compiled artifact's launch metadata to one launch on a worker: the
+// grid and the argument list (worker.proto's LaunchSpec) of a kernel under
+// values for its dynamic shape symbols.
+//
+// Extents in the metadata are numbers ("128") or expressions over the
+// program's symbols in the tile IR's text syntax ("(M + 63) // 64",
+// "min(N, 256)", "int64(4)"); EvalExtent evaluates them with integer
+// semantics (`//` and `%` floor, `/` truncating; comparisons and && || give
+// 0 or 1; select(c, a, b)).
+//
+// Inputs follow kiln-run: every tensor that is not an output is filled with
+// the seeded uniform generator (so a benchmark and `kiln-run --seed S` see
+// the same data), outputs start as zeros, scalars take their value from
+// `values` (kernel scalars and dynamic shape symbols alike), and each
+// dynamic symbol is appended as an int32 after the parameters.
+//
+// Errors: InvalidArgument naming the extent or parameter (an unknown symbol,
+// division by zero, a non-positive extent, a tensor over `max_tensor_bytes`).
+// Thread-safe (pure functions).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kiln/v1/service.pb.h"
+#include "kiln/v1/worker.pb.h"
+
+namespace kiln::server {
+
+absl::StatusOr<int64_t> EvalExtent(absl::string_view text,
+                                   const std::map<std::string, int64_t>& symbols);
+
+struct LaunchPlanOptions {
+  std::string module_id;
+  uint64_t seed = 0;
+  // Largest single tensor the plan asks a worker to allocate.
+  int64_t max_tensor_bytes = int64_t{16} << 30;
+};
+
+// `values`: the dynamic symbols' and scalar parameters' values by name
+// (integers for symbols; a float scalar may take an integer).
+absl::StatusOr<kiln::v1::LaunchSpec>
+MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
+               const std::map<std::string, kiln::v1::BindingValue>& values,
+               const LaunchPlanOptions& options);
+
+// Bytes of one element of `dtype` (0 for an unknown one).
+int64_t DTypeBytes(kiln::v1::DType dtype);
+
+} // namespace kiln::server

@@ -1,0 +1,714 @@
+#include "server/tune_service.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/benchmark_service.h"
+#include "server/latency_stats.h"
+#include "server/launch_plan.h"
+#include "server/request_convert.h"
+#include "server/worker_error.h"
+#include "tuner/measure/kernel_launch.h"
+#include "util/log.h"
+#include "util/sha256.h"
+
+namespace kiln::server {
+namespace {
+
+using Status = kiln::v1::Measurement::Status;
+
+bool IsCpuTarget(const std::string& target) { return target.empty() || target == "cpu"; }
+
+std::string StatusName(Status s) {
+  switch (s) {
+  case kiln::v1::Measurement::STATUS_OK:
+    return "";
+  case kiln::v1::Measurement::STATUS_COMPILE_ERROR:
+    return "compile_error";
+  case kiln::v1::Measurement::STATUS_LAUNCH_ERROR:
+    return "launch_error";
+  case kiln::v1::Measurement::STATUS_TIMEOUT:
+    return "timeout";
+  case kiln::v1::Measurement::STATUS_WRONG_RESULT:
+    return "wrong_result";
+  case kiln::v1::Measurement::STATUS_RESOURCE_LIMIT:
+    return "resource_limit";
+  default:
+    return "error";
+  }
+}
+
+Status StatusFromName(const std::string& name) {
+  for (Status s :
+       {kiln::v1::Measurement::STATUS_OK, kiln::v1::Measurement::STATUS_COMPILE_ERROR,
+        kiln::v1::Measurement::STATUS_LAUNCH_ERROR, kiln::v1::Measurement::STATUS_TIMEOUT,
+        kiln::v1::Measurement::STATUS_WRONG_RESULT, kiln::v1::Measurement::STATUS_RESOURCE_LIMIT}) {
+    if (StatusName(s) == name) return s;
+  }
+  return kiln::v1::Measurement::STATUS_UNSPECIFIED;
+}
+
+// A compile failure's status: over a resource limit, or any other error.
+Status CompileFailureStatus(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kResourceExhausted) {
+    return kiln::v1::Measurement::STATUS_RESOURCE_LIMIT;
+  }
+  const std::string message(s.message());
+  for (const char* word : {"shared memory", "registers", "threads per block", "exceeds the"}) {
+    if (message.find(word) != std::string::npos)
+      return kiln::v1::Measurement::STATUS_RESOURCE_LIMIT;
+  }
+  return kiln::v1::Measurement::STATUS_COMPILE_ERROR;
+}
+
+bool Runs(const kiln::v1::Device& device, const std::string& target) {
+  return ChooseDevice({device}, target, {}).ok();
+}
+
+void FillLatency(const kiln::v1::LatencyDistribution& d, kiln::v1::Measurement* m) {
+  m->set_median_us(d.median_us());
+  m->set_mean_us(d.mean_us());
+  m->set_stddev_us(d.stddev_us());
+  m->set_min_us(d.min_us());
+  m->set_max_us(d.max_us());
+  m->set_samples(d.samples_us_size());
+}
+
+bool Better(const kiln::v1::Measurement& a, const kiln::v1::Measurement& b) {
+  return a.median_us() < b.median_us();
+}
+
+std::string ConfigText(const ConfigMap& config) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : config) {
+    std::string value = BindingToJson(v);
+    if (v.value_case() == kiln::v1::BindingValue::kStringValue) value = v.string_value();
+    parts.push_back(absl::StrCat(k, "=", value));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+// Every point of the cartesian product of `space`, names in order, the last
+// name varying fastest.
+std::vector<ConfigMap> Product(const kiln::v1::TuneSpace& space) {
+  std::map<std::string, std::vector<kiln::v1::BindingValue>> axes;
+  for (const auto& [name, list] : space.candidates()) {
+    axes[name].assign(list.values().begin(), list.values().end());
+  }
+  std::vector<ConfigMap> out(1);
+  for (const auto& [name, values] : axes) {
+    std::vector<ConfigMap> next;
+    for (const ConfigMap& partial : out) {
+      for (const kiln::v1::BindingValue& v : values) {
+        ConfigMap c = partial;
+        c[name] = v;
+        next.push_back(std::move(c));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string TuneSeriesKey(const cache::BestConfigKey& key) {
+  return absl::StrCat("tune:", key.program_key, ":", key.shape, ":", key.target);
+}
+
+absl::StatusOr<std::vector<TuneCandidate>>
+DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device&) {
+  if (request.space().candidates().empty()) {
+    return absl::InvalidArgumentError(
+        "space: empty; declare the tunables and their values (the Roller policy that derives "
+        "them is not built yet)");
+  }
+  for (const auto& [name, list] : request.space().candidates()) {
+    if (list.values().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("space: ", name, " has no values"));
+    }
+  }
+  std::vector<ConfigMap> points = Product(request.space());
+  if (request.strategy() == kiln::v1::TUNE_STRATEGY_RANDOM) {
+    const size_t n = request.budget().max_candidates() > 0
+                         ? static_cast<size_t>(request.budget().max_candidates())
+                         : size_t{20};
+    std::mt19937_64 rng(request.validation().seed());
+    std::shuffle(points.begin(), points.end(), rng);
+    if (points.size() > n) points.resize(n);
+  } else if (request.strategy() == kiln::v1::TUNE_STRATEGY_ROLLER ||
+             request.strategy() == kiln::v1::TUNE_STRATEGY_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        "strategy: roller needs the Roller policy, which is not built yet; use exhaustive or "
+        "random over a declared space");
+  }
+  std::vector<TuneCandidate> out;
+  for (ConfigMap& c : points) out.push_back({std::move(c), 0, ""});
+  return out;
+}
+
+// --- the sweep -------------------------------------------------------------------
+
+struct TuneService::Sweep {
+  struct Item {
+    TuneCandidate candidate;
+    kiln::v1::Measurement measurement;
+    std::optional<kiln::v1::ArtifactMetadata> artifact;
+    std::shared_ptr<CompileService::Pending> compile;
+    bool compiled = false; // compile finished (either way)
+    bool finished = false; // measurement (or failure) final
+  };
+
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<Item> items;
+  std::deque<size_t> ready; // compiled, waiting for a device
+  int compiles_outstanding = 0;
+  kiln::v1::TuneProgress progress;
+  std::optional<kiln::v1::Measurement> best;
+  std::vector<std::string> reference_outputs;
+  bool have_reference = false;
+};
+
+TuneService::TuneService(CompileService* compile, ArtifactStore* store, DevicePool* devices,
+                         JobManager* jobs, CompilePool* measure_pool, cache::Cache* history,
+                         TunePlanner planner)
+    : compile_(compile), store_(store), devices_(devices), jobs_(jobs), pool_(measure_pool),
+      history_(history), planner_(std::move(planner)) {}
+
+absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
+  const kiln::v1::TuneRequest& r = call.request;
+  if (!r.attach_job_id().empty()) {
+    std::shared_ptr<Job> job = jobs_->Find(r.attach_job_id());
+    if (job == nullptr) {
+      absl::StatusOr<kiln::v1::Job> stored = jobs_->Get(r.attach_job_id());
+      if (!stored.ok()) return stored.status();
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", r.attach_job_id(), " is from an earlier daemon run (",
+                       kiln::v1::JobState_Name(stored->state()),
+                       "); its measurements are in the history: LookupBest or tune again"));
+    }
+    if (job->kind() != kiln::v1::JOB_KIND_TUNE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attach_job_id: job ", r.attach_job_id(), " is not a tuning job"));
+    }
+    return job;
+  }
+  if (r.program().source_case() == kiln::v1::ProgramSource::SOURCE_NOT_SET) {
+    return absl::InvalidArgumentError("program: no source (tilelang_source, ir or ir_text)");
+  }
+  if (devices_ == nullptr) {
+    return absl::UnavailableError("this daemon has no device workers, so it cannot tune");
+  }
+  if (r.budget().max_candidates() < 0 || r.budget().max_seconds() < 0 || r.budget().warmup() < 0 ||
+      r.budget().repeats() < 0 || r.budget().repeats() > 100000) {
+    return absl::InvalidArgumentError("budget: negative or huge values");
+  }
+  const std::string target = r.target().empty() ? "cpu" : r.target();
+  cache::BestConfigKey key = BestKeyFor(r.program(), target, r.devices().model());
+  // Identical requests (every field: program, shape, space, budget, ...) join.
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    r.SerializeToCodedStream(&coded);
+  }
+  const std::string job_key = absl::StrCat(TuneSeriesKey(key), ":", util::Sha256Hex(bytes));
+  JobManager::Joined joined = jobs_->JoinOrCreate(kiln::v1::JOB_KIND_TUNE, job_key, /*held=*/true);
+  if (joined.created) {
+    counters_.jobs.fetch_add(1, std::memory_order_relaxed);
+    std::shared_ptr<Job> job = joined.job;
+    absl::Status queued = pool_->Submit(
+        Priority::kTuning, call.client, [this, job, call] { Run(job, call); },
+        [job] { job->Fail(absl::CancelledError("the daemon shut down before the tune ran")); });
+    if (!queued.ok()) {
+      job->Fail(queued);
+      return queued;
+    }
+  }
+  return joined.job;
+}
+
+absl::StatusOr<kiln::v1::TuneResult> TuneService::TuneSync(const TuneCall& call) {
+  absl::StatusOr<std::shared_ptr<Job>> job = Start(call);
+  if (!job.ok()) return job.status();
+  (*job)->WaitDone(absl::InfiniteFuture());
+  if (const TuneJobResult* r = (*job)->result<TuneJobResult>()) return r->result;
+  return (*job)->status();
+}
+
+void TuneService::Run(const std::shared_ptr<Job>& job, const TuneCall& call) {
+  if (!job->Start("planning")) return;
+  absl::StatusOr<kiln::v1::TuneResult> result = RunSweep(job, call);
+  if (result.ok()) {
+    job->Succeed(TuneJobResult{*std::move(result)},
+                 result->has_best() ? "tuned" : "tuned: no candidate was valid");
+  } else if (job->cancel_requested()) {
+    job->Fail(absl::CancelledError(absl::StrCat("cancelled: ", result.status().message())));
+  } else {
+    job->Fail(result.status());
+  }
+}
+
+absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr<Job>& job,
+                                                           const TuneCall& call) {
+  const kiln::v1::TuneRequest& r = call.request;
+  const std::string target = r.target().empty() ? "cpu" : r.target();
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = r.budget().max_seconds() > 0
+                                  ? start + absl::Seconds(r.budget().max_seconds())
+                                  : absl::InfiniteFuture();
+
+  // 1. Devices.
+  std::vector<kiln::v1::Device> devices;
+  for (const kiln::v1::Device& d : devices_->Devices()) {
+    if (!r.devices().device_ids().empty() &&
+        std::find(r.devices().device_ids().begin(), r.devices().device_ids().end(), d.id()) ==
+            r.devices().device_ids().end()) {
+      continue;
+    }
+    if (!r.devices().model().empty() && d.model() != r.devices().model()) continue;
+    if (Runs(d, target)) devices.push_back(d);
+  }
+  if (r.devices().max_devices() > 0 &&
+      devices.size() > static_cast<size_t>(r.devices().max_devices())) {
+    devices.resize(static_cast<size_t>(r.devices().max_devices()));
+  }
+  if (devices.empty()) {
+    absl::StatusOr<std::string> why = ChooseDevice(devices_->Devices(), target, r.devices());
+    return why.ok() ? absl::FailedPreconditionError("no device matches the selector")
+                    : why.status();
+  }
+  const std::string model = devices[0].model();
+  const cache::BestConfigKey best_key = BestKeyFor(r.program(), target, model);
+  const std::string label = TuneSeriesKey(best_key);
+
+  // 2. Candidates, and what the history already knows.
+  absl::StatusOr<std::vector<TuneCandidate>> planned = planner_(r, devices[0]);
+  if (!planned.ok()) return planned.status();
+  std::vector<TuneCandidate> candidates = *std::move(planned);
+  if (r.budget().max_candidates() > 0 &&
+      candidates.size() > static_cast<size_t>(r.budget().max_candidates())) {
+    candidates.resize(static_cast<size_t>(r.budget().max_candidates()));
+  }
+  if (candidates.empty()) return absl::FailedPreconditionError("the planner proposed nothing");
+  std::map<std::string, cache::Measurement> known;
+  if (history_ != nullptr) {
+    cache::MeasurementQuery q;
+    q.label = label;
+    q.device_model = model;
+    q.limit = 0;
+    absl::StatusOr<std::vector<cache::Measurement>> past = history_->QueryMeasurements(q);
+    if (past.ok()) {
+      for (cache::Measurement& m : *past) known.emplace(m.config_json, std::move(m)); // newest wins
+    }
+  }
+
+  auto sweep = std::make_shared<Sweep>();
+  sweep->items.resize(candidates.size());
+  sweep->progress.set_candidates_total(static_cast<int32_t>(candidates.size()));
+  std::vector<size_t> to_compile;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Sweep::Item& item = sweep->items[i];
+    item.candidate = std::move(candidates[i]);
+    kiln::v1::Measurement& m = item.measurement;
+    for (const auto& [k, v] : item.candidate.config) (*m.mutable_config())[k] = v;
+    m.set_device_model(model);
+    m.set_predicted_us(item.candidate.predicted_us);
+    auto it = known.find(ConfigToJson(item.candidate.config));
+    if (it != known.end()) {
+      const cache::Measurement& past = it->second;
+      m.set_status(StatusFromName(past.failure));
+      m.set_key(past.key);
+      m.set_device_id(past.device_id);
+      m.set_median_us(past.latency.median_us);
+      m.set_mean_us(past.latency.mean_us);
+      m.set_stddev_us(past.latency.stddev_us);
+      m.set_min_us(past.latency.min_us);
+      m.set_samples(static_cast<int32_t>(past.latency.samples));
+      m.set_unix_ms(past.time_unix_ms);
+      m.set_error(past.failure.empty() ? "" : "measured earlier: " + past.failure);
+      item.compiled = item.finished = true;
+      counters_.reused.fetch_add(1, std::memory_order_relaxed);
+      sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
+      if (m.status() == kiln::v1::Measurement::STATUS_OK) {
+        sweep->progress.set_candidates_measured(sweep->progress.candidates_measured() + 1);
+        if (!sweep->best || Better(m, *sweep->best)) sweep->best = m;
+      } else {
+        sweep->progress.set_candidates_failed(sweep->progress.candidates_failed() + 1);
+      }
+    } else {
+      to_compile.push_back(i);
+    }
+  }
+
+  auto publish = [&job, sweep, start](const kiln::v1::Measurement* latest) {
+    // Called with sweep->mu held.
+    kiln::v1::TuneProgress& p = sweep->progress;
+    p.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    if (latest != nullptr) *p.mutable_latest() = *latest;
+    if (sweep->best) *p.mutable_best_so_far() = *sweep->best;
+    job->SetTuneProgress(p);
+    const double total = std::max(1, p.candidates_total());
+    job->SetProgress((p.candidates_measured() + p.candidates_failed()) / total,
+                     absl::StrCat(p.candidates_compiled(), "/", p.candidates_total(), " compiled, ",
+                                  p.candidates_measured(), " measured, ", p.candidates_failed(),
+                                  " failed"));
+  };
+  auto record = [this, &label, &target](const Sweep::Item& item) {
+    if (history_ == nullptr) return;
+    cache::Measurement rec;
+    rec.key = item.measurement.key().empty() ? label : item.measurement.key();
+    rec.config_json = ConfigToJson(item.candidate.config);
+    rec.target = target;
+    rec.device_model = item.measurement.device_model();
+    rec.device_id = item.measurement.device_id();
+    rec.latency.median_us = item.measurement.median_us();
+    rec.latency.mean_us = item.measurement.mean_us();
+    rec.latency.stddev_us = item.measurement.stddev_us();
+    rec.latency.min_us = item.measurement.min_us();
+    rec.latency.samples = item.measurement.samples();
+    rec.failure = StatusName(item.measurement.status());
+    rec.label = label;
+    if (absl::StatusOr<int64_t> id = history_->RecordMeasurement(rec); !id.ok()) {
+      util::LogWarning("could not record a tuning measurement", {{"error", id.status().message()}});
+    }
+  };
+  // A final failure of item i (with the lock held).
+  auto fail = [&](size_t i, Status status, const std::string& error) {
+    Sweep::Item& item = sweep->items[i];
+    item.measurement.set_status(status);
+    item.measurement.set_error(error);
+    item.measurement.set_unix_ms(absl::ToUnixMillis(absl::Now()));
+    item.finished = true;
+    sweep->progress.set_candidates_failed(sweep->progress.candidates_failed() + 1);
+    counters_.failed.fetch_add(1, std::memory_order_relaxed);
+    record(item);
+    publish(&item.measurement);
+  };
+
+  // 3. Every compile at once; the pool's threads build them in parallel.
+  {
+    std::lock_guard<std::mutex> lock(sweep->mu);
+    sweep->compiles_outstanding = static_cast<int>(to_compile.size());
+    publish(nullptr);
+  }
+  for (size_t i : to_compile) {
+    absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), [&] {
+      google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
+      for (const auto& [k, v] : sweep->items[i].candidate.config) config[k] = v;
+      return config;
+    }());
+    if (!program.ok()) {
+      std::lock_guard<std::mutex> lock(sweep->mu);
+      sweep->items[i].compiled = true;
+      --sweep->compiles_outstanding;
+      fail(i, kiln::v1::Measurement::STATUS_COMPILE_ERROR, std::string(program.status().message()));
+      continue;
+    }
+    CompileCall compile;
+    compile.program = *std::move(program);
+    compile.options = OptionsFromProto(target, r.options());
+    compile.client = call.client;
+    compile.priority = Priority::kTuning;
+    std::shared_ptr<CompileService::Pending> pending =
+        compile_->Start(compile, [this, sweep, i, &fail](absl::StatusOr<CompileReply> reply) {
+          std::lock_guard<std::mutex> lock(sweep->mu);
+          Sweep::Item& item = sweep->items[i];
+          item.compiled = true;
+          --sweep->compiles_outstanding;
+          if (reply.status().code() == absl::StatusCode::kCancelled) {
+            // Stopped by the budget or a cancellation: not a result.
+          } else if (reply.ok()) {
+            item.artifact = reply->metadata;
+            item.measurement.set_key(reply->metadata.key());
+            sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
+            counters_.compiled.fetch_add(1, std::memory_order_relaxed);
+            sweep->ready.push_back(i);
+          } else if (!item.finished) {
+            sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
+            fail(i, CompileFailureStatus(reply.status()), std::string(reply.status().message()));
+          }
+          sweep->changed.notify_all();
+        });
+    std::lock_guard<std::mutex> lock(sweep->mu);
+    sweep->items[i].compile = std::move(pending);
+  }
+  // Cancellation or the time budget: pending compiles detach.
+  auto stop_compiles = [sweep] {
+    std::vector<std::shared_ptr<CompileService::Pending>> pending;
+    {
+      std::lock_guard<std::mutex> lock(sweep->mu);
+      for (Sweep::Item& item : sweep->items) {
+        if (!item.compiled && item.compile) pending.push_back(item.compile);
+      }
+    }
+    for (auto& p : pending) p->Cancel();
+  };
+  std::stop_callback on_cancel(job->stop_token(), [&] {
+    stop_compiles();
+    sweep->changed.notify_all();
+  });
+
+  const int warmup = r.budget().warmup() > 0 ? r.budget().warmup() : 3;
+  const int repeats = r.budget().repeats() > 0 ? r.budget().repeats() : 20;
+  const bool cuda = !IsCpuTarget(target);
+  std::map<std::string, kiln::v1::BindingValue> shape;
+  for (const auto& [k, v] : r.program().bindings()) shape[k] = v;
+
+  // 4-5. One measuring loop per device.
+  auto measure_on = [&, sweep](const kiln::v1::Device& device) {
+    std::optional<DeviceLease> lease;
+    for (;;) {
+      size_t i = 0;
+      {
+        // Devices other than the first wait for the reference it makes.
+        const bool first = device.id() == devices[0].id();
+        std::unique_lock<std::mutex> lock(sweep->mu);
+        auto runnable = [&] {
+          return job->cancel_requested() || absl::Now() > deadline ||
+                 (!sweep->ready.empty() && (sweep->have_reference || first)) ||
+                 (sweep->ready.empty() && sweep->compiles_outstanding == 0);
+        };
+        while (!runnable()) sweep->changed.wait_for(lock, std::chrono::milliseconds(100));
+        if (job->cancel_requested() || absl::Now() > deadline) return;
+        if (sweep->ready.empty()) return; // all compiled and taken
+        i = sweep->ready.front();
+        sweep->ready.pop_front();
+      }
+      Sweep::Item& item = sweep->items[i];
+      const kiln::v1::ArtifactMetadata& meta = *item.artifact;
+      auto failed = [&](Status s, const std::string& error) {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        item.measurement.set_device_id(device.id());
+        fail(i, s, error);
+        sweep->changed.notify_all();
+      };
+      std::map<std::string, kiln::v1::BindingValue> values = shape;
+      for (const auto& [k, v] : item.candidate.config) values[k] = v;
+      LaunchPlanOptions plan_options;
+      plan_options.module_id = meta.key();
+      plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
+      absl::StatusOr<kiln::v1::LaunchSpec> launch =
+          MakeLaunchPlan(meta.launch(), values, plan_options);
+      if (!launch.ok()) {
+        failed(kiln::v1::Measurement::STATUS_LAUNCH_ERROR, std::string(launch.status().message()));
+        continue;
+      }
+      const std::string binary_kind = cuda ? driver::kCubin : driver::kSharedObject;
+      absl::StatusOr<cache::Artifact> binary = store_->Get(meta.key(), {binary_kind});
+      std::string image;
+      if (binary.ok()) {
+        for (cache::ArtifactFile& f : binary->files) {
+          if (f.kind == binary_kind) image = std::move(f.bytes);
+        }
+      }
+      if (image.empty()) {
+        failed(kiln::v1::Measurement::STATUS_COMPILE_ERROR,
+               absl::StrCat("artifact ", meta.key(), " has no ", binary_kind));
+        continue;
+      }
+      if (!lease) {
+        absl::StatusOr<DeviceLease> l =
+            devices_->Acquire(device.id(), absl::ZeroDuration(), job->stop_token());
+        if (!l.ok()) {
+          failed(kiln::v1::Measurement::STATUS_UNSPECIFIED, std::string(l.status().message()));
+          if (job->cancel_requested()) return;
+          continue;
+        }
+        lease = *std::move(l);
+      }
+      // A failure that took the worker down ends this lease: the next
+      // candidate acquires the restarted worker.
+      auto worker_failed = [&](const absl::Status& s) {
+        const WorkerErrorKind kind = WorkerErrorKindOf(s);
+        Status status = MeasurementStatusFor(s);
+        if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
+          status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
+        }
+        failed(status, std::string(s.message()));
+        if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
+      };
+      kiln::v1::WorkerRequest load;
+      load.mutable_load()->set_module_id(meta.key());
+      load.mutable_load()->set_image(std::move(image));
+      load.mutable_load()->set_kernel_symbol(meta.launch().kernel_symbol());
+      load.mutable_load()->set_dynamic_shared_bytes(meta.launch().dynamic_shared_bytes());
+      absl::StatusOr<kiln::v1::WorkerResponse> loaded =
+          lease->Call(load, absl::ZeroDuration(), job->stop_token());
+      if (!loaded.ok()) {
+        worker_failed(loaded.status());
+        continue;
+      }
+      bool need_reference = false;
+      {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        need_reference = !sweep->have_reference;
+      }
+      if (need_reference) {
+        kiln::v1::WorkerRequest run;
+        *run.mutable_run()->mutable_launch() = *launch;
+        run.mutable_run()->set_return_outputs(true);
+        absl::StatusOr<kiln::v1::WorkerResponse> ran =
+            lease->Call(run, absl::ZeroDuration(), job->stop_token());
+        if (!ran.ok()) {
+          worker_failed(ran.status());
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        sweep->reference_outputs.assign(ran->run().outputs().begin(), ran->run().outputs().end());
+        sweep->have_reference = true;
+        sweep->changed.notify_all();
+        util::LogInfo("tune reference",
+                      {{"job_id", job->id()}, {"config", ConfigText(item.candidate.config)}});
+      }
+      kiln::v1::WorkerRequest validate;
+      *validate.mutable_validate()->mutable_launch() = *launch;
+      {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        for (const std::string& out : sweep->reference_outputs) {
+          validate.mutable_validate()->add_reference_outputs(out);
+        }
+      }
+      validate.mutable_validate()->set_rtol(r.validation().rtol());
+      validate.mutable_validate()->set_atol(r.validation().atol());
+      absl::StatusOr<kiln::v1::WorkerResponse> checked =
+          lease->Call(validate, absl::ZeroDuration(), job->stop_token());
+      if (!checked.ok()) {
+        worker_failed(checked.status());
+        continue;
+      }
+      item.measurement.set_max_abs_error(checked->validate().max_abs_error());
+      if (!checked->validate().ok()) {
+        failed(kiln::v1::Measurement::STATUS_WRONG_RESULT,
+               absl::StrCat(checked->validate().mismatches(),
+                            " mismatches against the reference; "
+                            "first ",
+                            checked->validate().first_mismatch()));
+        continue;
+      }
+      // A first sample sizes the run: CUDA graphs under 20 us, fewer
+      // repeats past 10 ms.
+      kiln::v1::WorkerRequest probe;
+      *probe.mutable_measure()->mutable_launch() = *launch;
+      probe.mutable_measure()->set_warmup(1);
+      probe.mutable_measure()->set_repeats(1);
+      absl::StatusOr<kiln::v1::WorkerResponse> probed =
+          lease->Call(probe, absl::ZeroDuration(), job->stop_token());
+      if (!probed.ok() || probed->measure().samples_us().empty()) {
+        worker_failed(probed.ok() ? absl::InternalError("no sample") : probed.status());
+        continue;
+      }
+      const double first_us = probed->measure().samples_us(0);
+      kiln::v1::WorkerRequest measure;
+      kiln::v1::MeasureRequest* mr = measure.mutable_measure();
+      *mr->mutable_launch() = *std::move(launch);
+      mr->set_warmup(warmup);
+      mr->set_repeats(first_us > 10000
+                          ? std::max(5, std::min(repeats, static_cast<int>(2e6 / first_us)))
+                          : repeats);
+      mr->set_flush_l2(cuda);
+      mr->set_use_cuda_graph(cuda && first_us < 20);
+      absl::StatusOr<kiln::v1::WorkerResponse> measured =
+          lease->Call(measure, absl::ZeroDuration(), job->stop_token());
+      if (!measured.ok()) {
+        worker_failed(measured.status());
+        continue;
+      }
+      kiln::v1::WorkerRequest unload;
+      unload.mutable_unload()->set_module_id(meta.key());
+      (void)lease->Call(unload);
+      const std::vector<double> samples(measured->measure().samples_us().begin(),
+                                        measured->measure().samples_us().end());
+      std::lock_guard<std::mutex> lock(sweep->mu);
+      FillLatency(Summarize(samples), &item.measurement);
+      item.measurement.set_status(kiln::v1::Measurement::STATUS_OK);
+      item.measurement.set_device_id(device.id());
+      item.measurement.set_unix_ms(absl::ToUnixMillis(absl::Now()));
+      item.finished = true;
+      sweep->progress.set_candidates_measured(sweep->progress.candidates_measured() + 1);
+      counters_.measured.fetch_add(1, std::memory_order_relaxed);
+      if (!sweep->best || Better(item.measurement, *sweep->best)) sweep->best = item.measurement;
+      record(item);
+      publish(&item.measurement);
+      sweep->changed.notify_all();
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t d = 1; d < devices.size(); ++d) {
+    others.emplace_back([&measure_on, &devices, d] { measure_on(devices[d]); });
+  }
+  measure_on(devices[0]);
+  for (std::thread& t : others) t.join();
+  stop_compiles();
+  {
+    // Compiles that were cancelled finish their callbacks before we read.
+    std::unique_lock<std::mutex> lock(sweep->mu);
+    sweep->changed.wait_for(lock, std::chrono::seconds(30),
+                            [&] { return sweep->compiles_outstanding == 0; });
+  }
+  if (job->cancel_requested()) return absl::CancelledError("the tune was cancelled");
+
+  // 6. The best, the result.
+  kiln::v1::TuneResult result;
+  std::lock_guard<std::mutex> lock(sweep->mu);
+  int skipped = 0;
+  for (const Sweep::Item& item : sweep->items) {
+    if (!item.finished) {
+      ++skipped;
+      continue;
+    }
+    *result.add_measurements() = item.measurement;
+  }
+  if (sweep->best) {
+    *result.mutable_best() = *sweep->best;
+    for (const Sweep::Item& item : sweep->items) {
+      if (item.artifact && item.artifact->key() == sweep->best->key()) {
+        *result.mutable_best_artifact() = *item.artifact;
+      }
+    }
+    if (history_ != nullptr) {
+      cache::BestConfig best;
+      ConfigMap config(sweep->best->config().begin(), sweep->best->config().end());
+      best.config_json = ConfigToJson(config);
+      best.latency.median_us = sweep->best->median_us();
+      best.latency.mean_us = sweep->best->mean_us();
+      best.latency.min_us = sweep->best->min_us();
+      best.latency.stddev_us = sweep->best->stddev_us();
+      best.latency.samples = sweep->best->samples();
+      best.tuning_record_id = job->id();
+      best.artifact_key = sweep->best->key();
+      absl::StatusOr<bool> stored =
+          history_->PutBest(best_key, best, cache::Cache::BestUpdate::kIfFaster);
+      if (!stored.ok()) {
+        util::LogWarning("could not store the best config", {{"error", stored.status().message()}});
+      }
+    }
+  }
+  util::LogInfo("tuned", {{"job_id", job->id()},
+                          {"candidates", static_cast<int64_t>(sweep->items.size())},
+                          {"measured", sweep->progress.candidates_measured()},
+                          {"failed", sweep->progress.candidates_failed()},
+                          {"skipped", skipped},
+                          {"best_us", sweep->best ? sweep->best->median_us() : 0.0},
+                          {"seconds", absl::ToDoubleSeconds(absl::Now() - start)}});
+  publish(nullptr);
+  return result;
+}
+
+} // namespace kiln::server

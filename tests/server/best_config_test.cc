@@ -1,0 +1,90 @@
+// Best-config keys and config JSON (server/best_config.h).
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/best_config.h"
+
+namespace kiln::server {
+namespace {
+
+namespace pb = kiln::v1;
+using ::testing::HasSubstr;
+
+pb::BindingValue Int(int64_t v) {
+  pb::BindingValue b;
+  b.set_int_value(v);
+  return b;
+}
+pb::BindingValue Str(const std::string& s) {
+  pb::BindingValue b;
+  b.set_string_value(s);
+  return b;
+}
+
+TEST(BestKeyFor, ShapeIsTheBindingsInOrderAndTheFileNameDoesNotCount) {
+  pb::ProgramSource a;
+  a.set_tilelang_source("def k(M, N): ...");
+  a.set_file_name("a.py");
+  (*a.mutable_bindings())["N"] = Int(64);
+  (*a.mutable_bindings())["M"] = Int(128);
+  (*a.mutable_bindings())["dtype"] = Str("float16");
+  cache::BestConfigKey k = BestKeyFor(a, "cuda:sm_90", "NVIDIA H200");
+  EXPECT_EQ(k.shape, "M=128;N=64;dtype=float16");
+  EXPECT_EQ(k.target, "cuda:sm_90");
+  EXPECT_EQ(k.device_model, "NVIDIA H200");
+  EXPECT_EQ(k.program_key.size(), 64u);
+
+  pb::ProgramSource b = a;
+  b.set_file_name("elsewhere/b.py");
+  (*b.mutable_bindings())["M"] = Int(256);
+  EXPECT_EQ(BestKeyFor(b, "cuda:sm_90", "x").program_key, k.program_key);
+  EXPECT_NE(BestKeyFor(b, "cuda:sm_90", "x").shape, k.shape);
+
+  pb::ProgramSource c = a;
+  c.set_entry("other");
+  EXPECT_NE(BestKeyFor(c, "cuda:sm_90", "x").program_key, k.program_key);
+  pb::ProgramSource d = a;
+  d.set_tilelang_source("def k(M, N): pass");
+  EXPECT_NE(BestKeyFor(d, "cuda:sm_90", "x").program_key, k.program_key);
+  pb::ProgramSource e;
+  e.set_ir_text(a.tilelang_source()); // same text, other kind
+  EXPECT_NE(BestKeyFor(e, "", "x").program_key, k.program_key);
+  EXPECT_EQ(BestKeyFor(e, "", "x").target, "cpu");
+}
+
+TEST(ConfigJson, RoundTripsEveryKind) {
+  ConfigMap config;
+  config["block_M"] = Int(128);
+  config["neg"] = Int(-3);
+  pb::BindingValue f;
+  f.set_float_value(0.25);
+  config["scale"] = f;
+  pb::BindingValue whole;
+  whole.set_float_value(2);
+  config["two"] = whole;
+  pb::BindingValue t;
+  t.set_bool_value(true);
+  config["swizzle"] = t;
+  config["policy"] = Str("full \"row\"\n");
+  const std::string json = ConfigToJson(config);
+  EXPECT_THAT(json, HasSubstr("\"block_M\": 128"));
+  EXPECT_THAT(json, HasSubstr("\"two\": 2.0"));
+  absl::StatusOr<ConfigMap> back = ConfigFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status() << " " << json;
+  ASSERT_EQ(back->size(), config.size());
+  for (const auto& [k, v] : config) {
+    ASSERT_TRUE(back->count(k)) << k;
+    EXPECT_EQ(back->at(k).SerializeAsString(), v.SerializeAsString()) << k;
+  }
+  EXPECT_TRUE(ConfigFromJson(" { } ")->empty());
+}
+
+TEST(ConfigJson, MalformedInputNamesTheOffset) {
+  EXPECT_THAT(ConfigFromJson("").status().message(), HasSubstr("offset 0: expected '{'"));
+  EXPECT_THAT(ConfigFromJson("{\"a\" 1}").status().message(), HasSubstr("expected ':'"));
+  EXPECT_THAT(ConfigFromJson("{\"a\": [1]}").status().message(), HasSubstr("expected a number"));
+  EXPECT_THAT(ConfigFromJson("{\"a\": 1} x").status().message(), HasSubstr("text after"));
+  EXPECT_THAT(ConfigFromJson("{\"a\": \"x").status().message(), HasSubstr("unterminated"));
+}
+
+} // namespace
+} // namespace kiln::server
