@@ -1,8 +1,10 @@
 #include "server/artifact_metadata.h"
 
 #include <optional>
+#include <set>
 
 #include "absl/time/clock.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/proto_convert.h"
 #include "compiler/ir/simplify.h"
@@ -11,6 +13,33 @@
 
 namespace kiln::server {
 namespace {
+
+// The tensor parameters the kernel writes (stores, copy/reduce/gemm/fill
+// destinations, atomics): the outputs, when the program marks none itself.
+std::set<std::string> WrittenBuffers(const ir::Program& program) {
+  std::set<std::string> written;
+  ir::ForEachStmt(program.kernel.body, [&written](const ir::Stmt& s) {
+    switch (s.kind) {
+    case ir::StmtKind::kStore:
+      written.insert(s.name);
+      break;
+    case ir::StmtKind::kCopy:
+    case ir::StmtKind::kReduce:
+      if (s.regions.size() > 1) written.insert(s.regions[1].buffer);
+      break;
+    case ir::StmtKind::kGemm:
+      if (s.regions.size() > 2) written.insert(s.regions[2].buffer);
+      break;
+    case ir::StmtKind::kFill:
+    case ir::StmtKind::kAtomic:
+      if (!s.regions.empty()) written.insert(s.regions[0].buffer);
+      break;
+    default:
+      break;
+    }
+  });
+  return written;
+}
 
 std::string ExtentText(const ir::Expr& e) {
   std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
@@ -66,6 +95,10 @@ kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
   for (const ir::Expr& g : l.grid) launch->add_grid(ExtentText(g));
   for (int64_t b : l.block) launch->add_block(b);
   launch->set_dynamic_shared_bytes(l.dynamic_smem_bytes);
+  bool marked = false;
+  for (const codegen::KernelArg& a : l.args) marked = marked || a.is_output;
+  const std::set<std::string> written =
+      marked ? std::set<std::string>{} : WrittenBuffers(prepared.program);
   for (const codegen::KernelArg& a : l.args) {
     if (a.is_symbol) {
       launch->add_symbols(a.name);
@@ -75,7 +108,7 @@ kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
     p->set_name(a.name);
     p->set_dtype(ir::DTypeToProto(a.dtype));
     p->set_is_scalar(a.is_scalar);
-    p->set_is_output(a.is_output);
+    p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.name) > 0));
     for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
   }
   if (built.resources) {

@@ -267,6 +267,9 @@ absl::Status Daemon::Start() {
     benchmark_ = std::make_unique<BenchmarkService>(compile_.get(), store_.get(), devices_.get(),
                                                     jobs_.get(), measure_pool_.get(), cache_.get());
     deps.benchmark = benchmark_.get();
+    tune_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), jobs_.get(),
+                                          measure_pool_.get(), cache_.get(), DeclaredSpacePlanner);
+    deps.tune = tune_.get();
   }
   deps.compile = compile_.get();
   deps.jobs = jobs_.get();
@@ -312,6 +315,7 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   }
   if (metrics_ != nullptr && cache_ != nullptr) metrics_->SetCacheStatsSource(nullptr);
   service_.reset();
+  tune_.reset();
   benchmark_.reset();
   measure_pool_.reset();
   if (devices_) devices_->Shutdown(); // kills the workers; jobs are already cancelled

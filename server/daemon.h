@@ -63,6 +63,7 @@ class Daemon {
   CompilePool* pool() { return pool_.get(); }
   DevicePool* devices() { return devices_.get(); } // null when no worker could start
   BenchmarkService* benchmark() { return benchmark_.get(); }
+  TuneService* tune() { return tune_.get(); }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
@@ -79,6 +80,7 @@ class Daemon {
   std::unique_ptr<DevicePool> devices_;
   std::unique_ptr<CompilePool> measure_pool_; // benchmarks, waiting on devices
   std::unique_ptr<BenchmarkService> benchmark_;
+  std::unique_ptr<TuneService> tune_;
   std::unique_ptr<KilnService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

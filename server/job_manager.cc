@@ -68,7 +68,9 @@ JobManager::Joined JobManager::JoinOrCreate(kiln::v1::JobKind kind, const std::s
   {
     absl::MutexLock lock(&mu_);
     auto it = inflight_.find({static_cast<int>(kind), key});
-    if (it != inflight_.end()) {
+    // A job that just finished may still be listed (its final callback
+    // has not run yet); a request after its end starts afresh.
+    if (it != inflight_.end() && !it->second->done()) {
       out.job = it->second;
     } else {
       out.job = NewJob(kind, key, held);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -328,6 +329,117 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
   bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// --- Tune ----------------------------------------------------------------------
+
+// Streams a tuning job: a progress event after every change (coalescing
+// changes made while a write is in flight), then the result, then OK; or
+// the job's error. A client that goes away leaves the job running (it is
+// held): re-attach with attach_job_id.
+class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
+ public:
+  struct Link {
+    absl::Mutex mu;
+    TuneWriter* reactor ABSL_GUARDED_BY(mu) = nullptr;
+  };
+
+  explicit TuneWriter(std::shared_ptr<Job> job) : job_(std::move(job)) {
+    link_ = std::make_shared<Link>();
+    {
+      absl::MutexLock lock(&link_->mu);
+      link_->reactor = this;
+    }
+    std::shared_ptr<Link> link = link_;
+    watcher_ = job_->AddWatcher([link] {
+      absl::MutexLock lock(&link->mu);
+      if (link->reactor != nullptr) link->reactor->Changed();
+    });
+    Changed();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    bool again = false;
+    std::optional<grpc::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (final_written_) {
+        finish = grpc::Status::OK;
+      } else if (dirty_) {
+        dirty_ = false;
+        again = Fill(&finish);
+      } else {
+        writing_ = false;
+      }
+    }
+    if (finish) {
+      Finish(*finish);
+    } else if (again) {
+      StartWrite(&out_);
+    }
+  }
+  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&link_->mu);
+      link_->reactor = nullptr;
+    }
+    job_->RemoveWatcher(watcher_);
+    delete this;
+  }
+
+ private:
+  void Changed() {
+    std::optional<grpc::Status> finish;
+    bool write = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (final_written_ || finishing_) return;
+      if (writing_) {
+        dirty_ = true;
+        return;
+      }
+      write = Fill(&finish);
+      writing_ = write;
+    }
+    if (finish) {
+      Finish(*finish);
+    } else if (write) {
+      StartWrite(&out_);
+    }
+  }
+  // The next event into out_ (true), or the status to finish with.
+  bool Fill(std::optional<grpc::Status>* finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const kiln::v1::Job snapshot = job_->Snapshot();
+    out_.Clear();
+    out_.set_job_id(snapshot.id());
+    if (!IsFinal(snapshot.state())) {
+      *out_.mutable_progress() = snapshot.tune_progress();
+      return true;
+    }
+    if (const TuneJobResult* r = job_->result<TuneJobResult>()) {
+      *out_.mutable_result() = r->result;
+      final_written_ = true;
+      return true;
+    }
+    finishing_ = true;
+    *finish = ToGrpcStatus(job_->status());
+    return false;
+  }
+
+  std::shared_ptr<Job> job_;
+  std::shared_ptr<Link> link_;
+  uint64_t watcher_ = 0;
+  absl::Mutex mu_;
+  kiln::v1::TuneEvent out_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool final_written_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 template <typename Message>
 class FailedWriter final : public grpc::ServerWriteReactor<Message> {
  public:
@@ -436,14 +548,20 @@ KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifact
   return new ArtifactWriter(deps_, *request);
 }
 
-grpc::ServerWriteReactor<kiln::v1::TuneEvent>* KilnService::Tune(CallbackServerContext* ctx,
-                                                                 const kiln::v1::TuneRequest*) {
-  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
-    return new FailedWriter<kiln::v1::TuneEvent>(who.status());
+grpc::ServerWriteReactor<kiln::v1::TuneEvent>*
+KilnService::Tune(CallbackServerContext* ctx, const kiln::v1::TuneRequest* request) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return new FailedWriter<kiln::v1::TuneEvent>(who.status());
+  if (deps_.tune == nullptr) {
+    return new FailedWriter<kiln::v1::TuneEvent>(absl::UnavailableError(
+        "this daemon has no device workers (kiln-worker did not start), so it cannot tune"));
   }
-  return new FailedWriter<kiln::v1::TuneEvent>(absl::UnimplementedError(
-      "Tune: the autotuner (Roller policy, sweeps) is not built yet; compile with an explicit "
-      "config"));
+  TuneCall call;
+  call.request = *request;
+  call.client = *who;
+  absl::StatusOr<std::shared_ptr<Job>> job = deps_.tune->Start(call);
+  if (!job.ok()) return new FailedWriter<kiln::v1::TuneEvent>(job.status());
+  return new TuneWriter(*std::move(job));
 }
 
 grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,

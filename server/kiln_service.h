@@ -20,6 +20,7 @@
 #include "server/benchmark_service.h"
 #include "server/compile_service.h"
 #include "server/job_manager.h"
+#include "server/tune_service.h"
 
 namespace kiln::server {
 
@@ -27,6 +28,8 @@ struct ServiceDeps {
   CompileService* compile = nullptr;
   // Benchmark (null: the daemon has no devices to measure on).
   BenchmarkService* benchmark = nullptr;
+  // Tune (null: no devices).
+  TuneService* tune = nullptr;
   JobManager* jobs = nullptr;
   cache::Cache* cache = nullptr;
   std::string cache_dir;

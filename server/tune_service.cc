@@ -265,6 +265,59 @@ void TuneService::Run(const std::shared_ptr<Job>& job, const TuneCall& call) {
   }
 }
 
+absl::StatusOr<std::vector<std::string>>
+TuneService::ReferenceOutputs(const std::shared_ptr<Job>& job, const TuneCall& call,
+                              const std::string& device_id) {
+  const kiln::v1::TuneRequest& r = call.request;
+  const std::string target = r.target().empty() ? "cpu" : r.target();
+  absl::StatusOr<driver::ProgramInput> program =
+      ProgramFromProto(r.validation().reference_program(), {});
+  if (!program.ok()) return program.status();
+  CompileCall compile;
+  compile.program = *std::move(program);
+  compile.options = OptionsFromProto(target, r.options());
+  compile.client = call.client;
+  compile.priority = Priority::kTuning;
+  absl::StatusOr<CompileReply> built = compile_->CompileSync(compile);
+  if (!built.ok()) return built.status();
+  const kiln::v1::ArtifactMetadata& meta = built->metadata;
+  std::map<std::string, kiln::v1::BindingValue> values;
+  for (const auto& [k, v] : r.validation().reference_program().bindings()) values[k] = v;
+  LaunchPlanOptions plan_options;
+  plan_options.module_id = meta.key();
+  plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
+  absl::StatusOr<kiln::v1::LaunchSpec> launch = MakeLaunchPlan(meta.launch(), values, plan_options);
+  if (!launch.ok()) return launch.status();
+  const std::string kind = IsCpuTarget(target) ? driver::kSharedObject : driver::kCubin;
+  absl::StatusOr<cache::Artifact> binary = store_->Get(meta.key(), {kind});
+  if (!binary.ok()) return binary.status();
+  std::string image;
+  for (cache::ArtifactFile& f : binary->files) {
+    if (f.kind == kind) image = std::move(f.bytes);
+  }
+  absl::StatusOr<DeviceLease> lease =
+      devices_->Acquire(device_id, absl::ZeroDuration(), job->stop_token());
+  if (!lease.ok()) return lease.status();
+  kiln::v1::WorkerRequest load;
+  load.mutable_load()->set_module_id(meta.key());
+  load.mutable_load()->set_image(std::move(image));
+  load.mutable_load()->set_kernel_symbol(meta.launch().kernel_symbol());
+  load.mutable_load()->set_dynamic_shared_bytes(meta.launch().dynamic_shared_bytes());
+  absl::StatusOr<kiln::v1::WorkerResponse> loaded =
+      lease->Call(load, absl::ZeroDuration(), job->stop_token());
+  if (!loaded.ok()) return loaded.status();
+  kiln::v1::WorkerRequest run;
+  *run.mutable_run()->mutable_launch() = *std::move(launch);
+  run.mutable_run()->set_return_outputs(true);
+  absl::StatusOr<kiln::v1::WorkerResponse> ran =
+      lease->Call(run, absl::ZeroDuration(), job->stop_token());
+  if (!ran.ok()) return ran.status();
+  kiln::v1::WorkerRequest unload;
+  unload.mutable_unload()->set_module_id(meta.key());
+  (void)lease->Call(unload);
+  return std::vector<std::string>(ran->run().outputs().begin(), ran->run().outputs().end());
+}
+
 absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr<Job>& job,
                                                            const TuneCall& call) {
   const kiln::v1::TuneRequest& r = call.request;
@@ -619,8 +672,9 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       kiln::v1::MeasureRequest* mr = measure.mutable_measure();
       *mr->mutable_launch() = *std::move(launch);
       mr->set_warmup(warmup);
+      // Past 10 ms a sample, about 2 s of samples (at least 5) will do.
       mr->set_repeats(first_us > 10000
-                          ? std::max(5, std::min(repeats, static_cast<int>(2e6 / first_us)))
+                          ? std::min(repeats, std::max(5, static_cast<int>(2e6 / first_us)))
                           : repeats);
       mr->set_flush_l2(cuda);
       mr->set_use_cuda_graph(cuda && first_us < 20);
@@ -649,6 +703,21 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       sweep->changed.notify_all();
     }
   };
+  // A reference program, when the request names one, makes the reference
+  // before any candidate runs.
+  if (r.validation().has_reference_program()) {
+    job->SetProgress(0, "running the reference program");
+    absl::StatusOr<std::vector<std::string>> reference =
+        ReferenceOutputs(job, call, devices[0].id());
+    if (!reference.ok()) {
+      stop_compiles();
+      return absl::Status(reference.status().code(), absl::StrCat("validation.reference_program: ",
+                                                                  reference.status().message()));
+    }
+    std::lock_guard<std::mutex> lock(sweep->mu);
+    sweep->reference_outputs = *std::move(reference);
+    sweep->have_reference = true;
+  }
   std::vector<std::thread> others;
   for (size_t d = 1; d < devices.size(); ++d) {
     others.emplace_back([&measure_on, &devices, d] { measure_on(devices[d]); });

@@ -105,6 +105,10 @@ class TuneService {
   void Run(const std::shared_ptr<Job>& job, const TuneCall& call);
   absl::StatusOr<kiln::v1::TuneResult> RunSweep(const std::shared_ptr<Job>& job,
                                                 const TuneCall& call);
+  // The outputs of validation.reference_program run on `device_id`.
+  absl::StatusOr<std::vector<std::string>> ReferenceOutputs(const std::shared_ptr<Job>& job,
+                                                            const TuneCall& call,
+                                                            const std::string& device_id);
 
   CompileService* const compile_;
   ArtifactStore* const store_;

@@ -17,14 +17,15 @@ namespace kiln::toolchain {
 
 // Bumped by codegen whenever the code it emits changes for the same IR.
 // 2: rotated GEMM main loop, per-warp cross-warp reductions, converting
-// vector copies.
-inline constexpr int kKilnCodegenVersion = 2;
+// vector copies. 3: artifact metadata marks the parameters the kernel writes
+// as outputs (benchmarks and tuning validate them).
+inline constexpr int kKilnCodegenVersion = 3;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
 
-// e.g. "kiln-codegen=2;nvrtc=13.0", "kiln-codegen=2;nvcc=13.0.88" or
-// "kiln-codegen=2;cc=g++ (Debian 12.2.0-14) 12.2.0".
+// e.g. "kiln-codegen=3;nvrtc=13.0", "kiln-codegen=3;nvcc=13.0.88" or
+// "kiln-codegen=3;cc=g++ (Debian 12.2.0-14) 12.2.0".
 std::string ToolchainFingerprint(ToolchainKind kind);
 
 // The fingerprint for a given toolchain version string (no caching, no

@@ -49,7 +49,7 @@ TEST_F(KilndTest, ListsTheHostCpu) {
   EXPECT_EQ(response.devices(0).id(), "cpu");
 }
 
-TEST_F(KilndTest, UnbuiltMethodsSayUnimplemented) {
+TEST_F(KilndTest, TuneWithoutAProgramIsInvalidArgument) {
   auto stub = kiln::v1::Kiln::NewStub(channel_);
   grpc::ClientContext ctx;
   kiln::v1::TuneRequest request;
@@ -57,8 +57,8 @@ TEST_F(KilndTest, UnbuiltMethodsSayUnimplemented) {
   kiln::v1::TuneEvent event;
   EXPECT_FALSE(reader->Read(&event));
   grpc::Status status = reader->Finish();
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_NE(status.error_message().find("not built yet"), std::string::npos);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("program: no source"), std::string::npos);
 }
 
 TEST_F(KilndTest, CacheStatsNamesItsDirectory) {

@@ -1,0 +1,264 @@
+// The tune sweep (server/tune_service.h) in process with the real pieces: a
+// cache directory, the compile service and the device pool's CPU worker.
+// Grid and random sweeps over a declared space measure every candidate,
+// store the fastest as the best config and every run in the history; a
+// repeated tune reuses the history instead of compiling again; compile
+// errors and wrong results are recorded per config and never become best;
+// identical requests join one job and attach_job_id re-attaches; a request
+// the planner cannot serve fails clearly.
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/cache_artifact_store.h"
+#include "server/tune_service.h"
+#include "tests/support/example_loader.h"
+#include "util/temp_dir.h"
+
+namespace kiln::server {
+namespace {
+
+namespace pb = kiln::v1;
+using ::testing::HasSubstr;
+
+constexpr char kWorker[] = KILN_BINARY_DIR "/kiln-worker";
+
+pb::BindingValue Int(int64_t v) {
+  pb::BindingValue b;
+  b.set_int_value(v);
+  return b;
+}
+
+void AddAxis(pb::TuneRequest* r, const std::string& name, std::vector<int64_t> values) {
+  pb::ValueList& list = (*r->mutable_space()->mutable_candidates())[name];
+  for (int64_t v : values) *list.add_values() = Int(v);
+}
+
+class TuneServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<util::TempDir> dir = util::TempDir::Create("kiln-tune-test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = std::make_unique<util::TempDir>(*std::move(dir));
+    absl::StatusOr<std::unique_ptr<cache::Cache>> c = cache::Cache::Open(dir_->path());
+    ASSERT_TRUE(c.ok()) << c.status();
+    cache_ = *std::move(c);
+    store_ = std::make_unique<CacheArtifactStore>(cache_.get());
+    CompilePoolOptions po;
+    po.threads = 2;
+    pool_ = std::make_unique<CompilePool>(po);
+    measure_pool_ = std::make_unique<CompilePool>(po);
+    compile_ = std::make_unique<CompileService>(store_.get(), &jobs_, pool_.get());
+    DevicePoolOptions dp;
+    dp.worker_path = kWorker;
+    dp.discover_gpus = false;
+    absl::StatusOr<std::unique_ptr<DevicePool>> devices = DevicePool::Start(std::move(dp));
+    ASSERT_TRUE(devices.ok()) << devices.status();
+    devices_ = *std::move(devices);
+    service_ =
+        std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), &jobs_,
+                                      measure_pool_.get(), cache_.get(), DeclaredSpacePlanner);
+  }
+  void TearDown() override {
+    jobs_.CancelAll();
+    if (measure_pool_) measure_pool_->Shutdown();
+    if (pool_) pool_->Shutdown();
+    service_.reset();
+    if (devices_) devices_->Shutdown();
+  }
+
+  static pb::ProgramSource Example(const std::string& path,
+                                   std::vector<std::pair<std::string, int64_t>> shape) {
+    testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, path);
+    pb::ProgramSource p;
+    p.set_tilelang_source(ex.source);
+    p.set_file_name(ex.rel_path);
+    for (const auto& [k, v] : shape) (*p.mutable_bindings())[k] = Int(v);
+    return p;
+  }
+
+  TuneCall AddGrid() {
+    TuneCall call;
+    pb::TuneRequest& r = call.request;
+    *r.mutable_program() = Example("examples/elementwise/add.py", {{"M", 77}, {"N", 130}});
+    r.set_target("cpu");
+    r.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+    AddAxis(&r, "block_M", {8, 16});
+    AddAxis(&r, "block_N", {32, 64});
+    r.mutable_budget()->set_repeats(3);
+    r.mutable_budget()->set_warmup(1);
+    return call;
+  }
+
+  std::unique_ptr<util::TempDir> dir_;
+  std::unique_ptr<cache::Cache> cache_;
+  std::unique_ptr<CacheArtifactStore> store_;
+  MemoryJobStore job_store_;
+  JobManager jobs_{&job_store_};
+  std::unique_ptr<CompilePool> pool_, measure_pool_;
+  std::unique_ptr<CompileService> compile_;
+  std::unique_ptr<DevicePool> devices_;
+  std::unique_ptr<TuneService> service_;
+};
+
+TEST_F(TuneServiceTest, GridMeasuresEveryCandidateAndStoresTheFastest) {
+  TuneCall call = AddGrid();
+  absl::StatusOr<std::shared_ptr<Job>> job = service_->Start(call);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE((*job)->WaitDone(absl::Now() + absl::Minutes(2)));
+  const TuneJobResult* r = (*job)->result<TuneJobResult>();
+  ASSERT_NE(r, nullptr) << (*job)->status();
+  const pb::TuneResult& result = r->result;
+  ASSERT_EQ(result.measurements_size(), 4);
+  std::set<std::string> configs;
+  double fastest = 1e300;
+  for (const pb::Measurement& m : result.measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_EQ(m.samples(), 3);
+    EXPECT_GT(m.median_us(), 0);
+    EXPECT_EQ(m.device_id(), "cpu");
+    EXPECT_EQ(m.key().size(), 64u);
+    configs.insert(absl::StrCat(m.config().at("block_M").int_value(), "x",
+                                m.config().at("block_N").int_value()));
+    fastest = std::min(fastest, m.median_us());
+  }
+  EXPECT_EQ(configs, (std::set<std::string>{"8x32", "8x64", "16x32", "16x64"}));
+  ASSERT_TRUE(result.has_best());
+  EXPECT_DOUBLE_EQ(result.best().median_us(), fastest);
+  EXPECT_EQ(result.best_artifact().key(), result.best().key());
+
+  const pb::Job snapshot = (*job)->Snapshot();
+  EXPECT_EQ(snapshot.tune_progress().candidates_total(), 4);
+  EXPECT_EQ(snapshot.tune_progress().candidates_measured(), 4);
+  EXPECT_EQ(snapshot.tune_progress().candidates_failed(), 0);
+
+  const std::string model = devices_->Devices()[0].model();
+  absl::StatusOr<cache::BestConfig> best =
+      cache_->GetBest(BestKeyFor(call.request.program(), "cpu", model));
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_EQ(best->artifact_key, result.best().key());
+  EXPECT_EQ(best->tuning_record_id, (*job)->id());
+  absl::StatusOr<ConfigMap> stored = ConfigFromJson(best->config_json);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->at("block_M").int_value(), result.best().config().at("block_M").int_value());
+
+  // Again: every config is in the history, nothing is compiled or measured.
+  const int64_t builds = compile_->counters().builds.load();
+  const int64_t measured = service_->counters().measured.load();
+  absl::StatusOr<pb::TuneResult> again = service_->TuneSync(call);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->measurements_size(), 4);
+  EXPECT_EQ(service_->counters().reused.load(), 4);
+  EXPECT_EQ(compile_->counters().builds.load(), builds);
+  EXPECT_EQ(service_->counters().measured.load(), measured);
+  EXPECT_EQ(again->best().key(), result.best().key());
+}
+
+TEST_F(TuneServiceTest, CompileErrorsAndWrongResultsAreRecordedAndNeverBest) {
+  TuneCall call;
+  pb::TuneRequest& r = call.request;
+  *r.mutable_program() = Example("examples/gemm/gemm.py", {{"M", 100}, {"N", 72}, {"K", 40}});
+  r.set_target("cpu");
+  r.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+  AddAxis(&r, "block_M", {32});
+  AddAxis(&r, "block_N", {32});
+  AddAxis(&r, "block_K", {8, 16}); // 8 is not a multiple of the fp16 MMA's k
+  r.mutable_budget()->set_repeats(2);
+  absl::StatusOr<pb::TuneResult> result = service_->TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->measurements_size(), 2);
+  int ok = 0, compile_errors = 0;
+  for (const pb::Measurement& m : result->measurements()) {
+    if (m.status() == pb::Measurement::STATUS_OK) ++ok;
+    if (m.status() == pb::Measurement::STATUS_COMPILE_ERROR) {
+      ++compile_errors;
+      EXPECT_EQ(m.config().at("block_K").int_value(), 8);
+      EXPECT_THAT(m.error(), HasSubstr("multiple of 16"));
+    }
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(compile_errors, 1);
+  EXPECT_EQ(result->best().config().at("block_K").int_value(), 16);
+  cache::MeasurementQuery q;
+  q.failures_only = true;
+  absl::StatusOr<std::vector<cache::Measurement>> failures = cache_->QueryMeasurements(q);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ((*failures)[0].failure, "compile_error");
+
+  // A reference that computes something else: every candidate is wrong.
+  TuneCall wrong = AddGrid();
+  pb::ProgramSource reference = Example("examples/elementwise/add.py",
+                                        {{"M", 77}, {"N", 130}, {"block_M", 16}, {"block_N", 64}});
+  reference.set_tilelang_source(absl::StrReplaceAll(
+      reference.tilelang_source(), {{"A[row, col] + B[row, col]", "A[row, col] - B[row, col]"}}));
+  *wrong.request.mutable_validation()->mutable_reference_program() = reference;
+  absl::StatusOr<pb::TuneResult> none = service_->TuneSync(wrong);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_best());
+  ASSERT_EQ(none->measurements_size(), 4);
+  for (const pb::Measurement& m : none->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_WRONG_RESULT);
+    EXPECT_THAT(m.error(), HasSubstr("mismatches against the reference"));
+    EXPECT_GT(m.max_abs_error(), 0);
+  }
+}
+
+TEST_F(TuneServiceTest, RandomIsSeededAndBudgeted) {
+  TuneCall call = AddGrid();
+  call.request.set_strategy(pb::TUNE_STRATEGY_RANDOM);
+  call.request.mutable_budget()->set_max_candidates(2);
+  call.request.mutable_validation()->set_seed(5);
+  absl::StatusOr<std::vector<TuneCandidate>> a =
+      DeclaredSpacePlanner(call.request, devices_->Devices()[0]);
+  absl::StatusOr<std::vector<TuneCandidate>> b =
+      DeclaredSpacePlanner(call.request, devices_->Devices()[0]);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ConfigToJson((*a)[i].config), ConfigToJson((*b)[i].config));
+  }
+  absl::StatusOr<pb::TuneResult> result = service_->TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->measurements_size(), 2);
+}
+
+TEST_F(TuneServiceTest, IdenticalRequestsJoinAndAttachFindsTheJob) {
+  TuneCall call = AddGrid();
+  absl::StatusOr<std::shared_ptr<Job>> first = service_->Start(call);
+  absl::StatusOr<std::shared_ptr<Job>> second = service_->Start(call);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ((*first)->id(), (*second)->id());
+  TuneCall attach;
+  attach.request.set_attach_job_id((*first)->id());
+  absl::StatusOr<std::shared_ptr<Job>> attached = service_->Start(attach);
+  ASSERT_TRUE(attached.ok()) << attached.status();
+  EXPECT_EQ((*attached)->id(), (*first)->id());
+  ASSERT_TRUE((*first)->WaitDone(absl::Now() + absl::Minutes(2)));
+  EXPECT_EQ(service_->counters().jobs.load(), 1);
+
+  attach.request.set_attach_job_id("j-0000000000000000");
+  EXPECT_EQ(service_->Start(attach).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TuneServiceTest, RequestsThePlannerCannotServeFailClearly) {
+  TuneCall roller = AddGrid();
+  roller.request.clear_space();
+  roller.request.set_strategy(pb::TUNE_STRATEGY_ROLLER);
+  absl::StatusOr<pb::TuneResult> r = service_->TuneSync(roller);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("space: empty"));
+  TuneCall none;
+  EXPECT_THAT(service_->Start(none).status().message(), HasSubstr("program: no source"));
+  TuneCall gpu = AddGrid();
+  gpu.request.set_target("cuda:sm_90");
+  r = service_->TuneSync(gpu);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("no device here runs target cuda:sm_90"));
+}
+
+} // namespace
+} // namespace kiln::server
