@@ -39,7 +39,7 @@ options:
   --target TARGET        verification target (default: the arch's, e.g. cuda:sm_90)
   --entry NAME           the kernel function when the file has several
   --no-verify            skip compiler verification (model only)
-  --dry-run              plan only (required until kilnd runs tuning sweeps)
+  --dry-run              plan only, locally (required until the daemon path is wired)
   --json                 machine-readable output
 )";
 
@@ -288,8 +288,8 @@ Command TuneCommand(const TuneRemoteFn& remote) {
     }
     if (!t.dry_run) {
       if (remote) return remote(t, io);
-      io.err << "kiln tune: tuning on a daemon's GPUs is not available yet (kilnd has no Tune "
-                "path); use --dry-run to plan the sweep locally\n";
+      io.err << "kiln tune: sending the sweep to a kilnd is not wired into this command yet; use "
+                "--dry-run to plan it locally\n";
       return kExitFailure;
     }
     return Run(t, io);

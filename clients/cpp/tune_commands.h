@@ -5,8 +5,8 @@
 // times, without compiling to a binary, measuring or a daemon.
 //
 // Without --dry-run the sweep belongs to a kilnd: the parsed arguments go to
-// the `remote` handler when one is given, else the command fails with a
-// message saying the daemon's tune path is not available yet.
+// the `remote` handler when one is given (the daemon client registers it),
+// else the command fails with a message pointing at --dry-run.
 // Exit codes: 0 success, 1 failure (analysis or no verified candidate),
 // 2 usage error.
 #pragma once
