@@ -5,6 +5,7 @@
 
 #include "clients/cpp/cache_commands.h"
 #include "clients/cpp/command_table.h"
+#include "clients/cpp/tune_commands.h"
 #ifdef KILN_WITH_REMOTE_COMMANDS
 #include "clients/cpp/remote/server_commands.h"
 #endif
@@ -12,6 +13,7 @@
 int main(int argc, char** argv) {
   kiln::cli::CommandTable table;
   table.Add(kiln::cli::CacheCommand());
+  table.Add(kiln::cli::TuneCommand());
 #ifdef KILN_WITH_REMOTE_COMMANDS
   table.Add(kiln::cli::CompileCommand());
   table.Add(kiln::cli::BenchCommand());

@@ -1,6 +1,7 @@
 // Entry selection, parameter binding, @T.prim_func lowering and the
 // module-level name index.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -181,6 +182,63 @@ absl::StatusOr<ir::Program> Evaluator::Run() {
   program_.name = entry->str;
   program_.source_name = options_.file_name;
   return std::move(program_);
+}
+
+namespace {
+
+// A literal default value (`3`, `-1`, `2.5`, `True`, `"float16"`), else
+// nullopt.
+std::optional<BindingValue> LiteralDefault(const PyExpr& e) {
+  BindingValue v;
+  switch (e.kind) {
+  case PyExprKind::kInt:
+    v.kind = BindingValue::Kind::kInt;
+    v.ival = e.ival;
+    return v;
+  case PyExprKind::kFloat:
+    v.kind = BindingValue::Kind::kFloat;
+    v.fval = e.fval;
+    return v;
+  case PyExprKind::kBool:
+    v.kind = BindingValue::Kind::kBool;
+    v.bval = e.ival != 0;
+    return v;
+  case PyExprKind::kString:
+    if (e.is_fstring) return std::nullopt;
+    v.kind = BindingValue::Kind::kString;
+    v.sval = e.str;
+    return v;
+  case PyExprKind::kUnaryOp:
+    if (e.str == "-" && e.elts.size() == 1 && e.elts[0].kind == PyExprKind::kInt) {
+      v.kind = BindingValue::Kind::kInt;
+      v.ival = -e.elts[0].ival;
+      return v;
+    }
+    return std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+absl::StatusOr<EntrySignature> Evaluator::DescribeEntry() {
+  RETURN_IF_ERROR(IndexModule());
+  ASSIGN_OR_RETURN(const PyStmt* entry, SelectEntry());
+  absl::flat_hash_set<std::string> annotated;
+  AnnotatedNames(entry->body, &annotated);
+  EntrySignature out;
+  out.name = entry->str;
+  for (const Param& p : entry->params) {
+    if (p.kind == Param::kVarArgs || p.kind == Param::kKwArgs) continue;
+    EntryParam e;
+    e.name = p.name;
+    e.is_tensor = annotated.contains(p.name) || !p.annotation.empty();
+    e.has_default = !p.default_value.empty();
+    if (e.has_default) e.default_value = LiteralDefault(p.default_value[0]);
+    out.params.push_back(std::move(e));
+  }
+  return out;
 }
 
 absl::Status Evaluator::ApplyJitDecorator(const PyExpr& call) {

@@ -63,6 +63,8 @@ class Evaluator {
 
   // Selects the entry, runs it and returns the lowered program.
   absl::StatusOr<ir::Program> Run();
+  // Selects the entry and describes its parameters without running it.
+  absl::StatusOr<EntrySignature> DescribeEntry();
 
  private:
   struct Frame {

@@ -12,4 +12,11 @@ absl::StatusOr<ir::Program> CompileSource(std::string_view source, const Fronten
   return evaluator.Run();
 }
 
+absl::StatusOr<EntrySignature> DescribeEntry(std::string_view source,
+                                             const FrontendOptions& options) {
+  ASSIGN_OR_RETURN(Module module, ParseModule(source, options.file_name));
+  Evaluator evaluator(module, options);
+  return evaluator.DescribeEntry();
+}
+
 } // namespace kiln::frontend

@@ -13,6 +13,7 @@
 // Thread-safe (no shared state).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,5 +50,28 @@ struct FrontendOptions {
 };
 
 absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options);
+
+// One parameter of a kernel function, as the tuner sees it before binding.
+struct EntryParam {
+  std::string name;
+  // A tensor (annotated in the body, or a T.Tensor / T.Buffer annotation) or
+  // a @T.prim_func scalar: never bound, so never tuned.
+  bool is_tensor = false;
+  bool has_default = false;
+  // The default when it is a literal (int, float, bool, string); nullopt
+  // for an expression such as `T.float16`.
+  std::optional<BindingValue> default_value;
+};
+
+struct EntrySignature {
+  std::string name; // the entry function
+  std::vector<EntryParam> params;
+};
+
+// The entry function of `source` (chosen as CompileSource chooses it) and its
+// parameters in order; nothing is evaluated. Errors: as CompileSource's for
+// a file that does not parse or has no (or no unique) entry.
+absl::StatusOr<EntrySignature> DescribeEntry(std::string_view source,
+                                             const FrontendOptions& options);
 
 } // namespace kiln::frontend

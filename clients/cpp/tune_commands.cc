@@ -1,0 +1,300 @@
+#include "clients/cpp/tune_commands.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "compiler/frontend/frontend.h"
+#include "tuner/arch/arch_model.h"
+#include "tuner/roller/policy.h"
+
+namespace kiln::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kUsage[] =
+    R"(usage: kiln tune FILE [--bind NAME=VALUE]... [OPTIONS] --dry-run [--json]
+
+Plans a tuning sweep of a TileLang program: finds its tunable parameters and
+what they control, proposes configs with the Roller policy (or a grid /
+random strategy), verifies each with the compiler and prints them ranked by
+predicted time. Nothing is built to a binary or measured.
+
+options:
+  --bind NAME=VALUE      bind a parameter (problem sizes: M, N, K, ...); repeatable
+  --strategy NAME        roller (default), grid or random
+  --top-k N              roller: candidates to print (default 10)
+  --budget N             grid / random: the most configs (grid default: all;
+                         random default: --top-k)
+  --seed N               random: generator seed (default 1)
+  --space NAME=v1,v2,..  declare a tunable's domain; repeatable
+  --arch NAME            hardware model: a100, h100, h200 (default), mi250x,
+                         mi300x, cpu
+  --target TARGET        verification target (default: the arch's, e.g. cuda:sm_90)
+  --entry NAME           the kernel function when the file has several
+  --no-verify            skip compiler verification (model only)
+  --dry-run              plan only, locally (required until the daemon path is wired)
+  --json                 machine-readable output
+)";
+
+std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_value = true;
+    }
+    auto take = [&](std::string& out) {
+      if (has_value) {
+        out = value;
+        return true;
+      }
+      if (i + 1 >= args.size()) return false;
+      out = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--bind") {
+      if (!take(v)) return "--bind needs NAME=VALUE";
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return "--bind '" + v + "' is not NAME=VALUE";
+      t.bindings.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--space") {
+      if (!take(v)) return "--space needs NAME=v1,v2,...";
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return "--space '" + v + "' is not NAME=v1,v2,...";
+      std::vector<int64_t> values;
+      for (absl::string_view part : absl::StrSplit(v.substr(eq + 1), ',')) {
+        int64_t x = 0;
+        if (!absl::SimpleAtoi(part, &x)) return "--space " + v + ": values must be integers";
+        values.push_back(x);
+      }
+      t.space.emplace_back(v.substr(0, eq), std::move(values));
+    } else if (a == "--strategy") {
+      if (!take(t.strategy)) return "--strategy needs roller, grid or random";
+    } else if (a == "--top-k") {
+      if (!take(v) || !absl::SimpleAtoi(v, &t.top_k) || t.top_k < 1) {
+        return "--top-k needs a positive number";
+      }
+    } else if (a == "--budget") {
+      if (!take(v) || !absl::SimpleAtoi(v, &t.budget) || t.budget < 0) {
+        return "--budget needs a number";
+      }
+    } else if (a == "--seed") {
+      if (!take(v) || !absl::SimpleAtoi(v, &t.seed)) return "--seed needs a number";
+    } else if (a == "--arch") {
+      if (!take(t.arch)) return "--arch needs a name";
+    } else if (a == "--target") {
+      if (!take(t.target)) return "--target needs a target";
+    } else if (a == "--entry") {
+      if (!take(t.entry)) return "--entry needs a function name";
+    } else if (a == "--dry-run") {
+      t.dry_run = true;
+    } else if (a == "--json") {
+      t.json = true;
+    } else if (a == "--no-verify") {
+      t.verify = false;
+    } else if (!a.empty() && a[0] != '-' && t.file.empty()) {
+      t.file = a;
+    } else {
+      return "unknown argument '" + args[i] + "'";
+    }
+  }
+  if (t.file.empty()) return "missing FILE";
+  return "";
+}
+
+json ArchJson(const arch::ArchModel& m) {
+  return {{"name", m.name},
+          {"model", m.model},
+          {"target", m.target},
+          {"sm_count", m.sm_count},
+          {"shared_bytes_optin", m.shared_bytes_optin},
+          {"l2_bytes", m.l2_bytes},
+          {"dram_gbs", m.dram_gbs},
+          {"fp16_tflops", m.fp16_tflops},
+          {"mma_efficiency", m.mma_efficiency}};
+}
+
+json CandidateJson(int rank, const roller::Candidate& c) {
+  json config = json::object();
+  for (const auto& [k, v] : c.config) config[k] = v;
+  const roller::Prediction& p = c.prediction;
+  json out = {{"rank", rank},
+              {"config", config},
+              {"predicted_us", c.predicted_us},
+              {"rationale", c.rationale},
+              {"fits_model", p.fits},
+              {"bound", p.bound},
+              {"blocks", p.blocks},
+              {"blocks_per_sm", p.blocks_per_sm},
+              {"waves", p.waves},
+              {"smem_bytes", p.smem_bytes},
+              {"registers_estimate", p.registers},
+              {"dram_bytes", p.dram_bytes},
+              {"l2_bytes", p.l2_bytes},
+              {"terms_us",
+               {{"compute", p.compute_us},
+                {"alu", p.alu_us},
+                {"smem", p.smem_us},
+                {"l2", p.l2_us},
+                {"dram", p.dram_us},
+                {"latency", p.latency_us},
+                {"overhead", p.overhead_us}}}};
+  if (!c.key.empty()) out["key"] = c.key;
+  return out;
+}
+
+int Run(const TuneArgs& t, CommandIo io) {
+  absl::StatusOr<arch::ArchModel> model = arch::FindPreset(t.arch);
+  if (!model.ok()) {
+    io.err << "kiln tune: " << model.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<roller::Strategy> strategy = roller::ParseStrategy(t.strategy);
+  if (!strategy.ok()) {
+    io.err << "kiln tune: " << strategy.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::ifstream f(t.file, std::ios::binary);
+  if (!f) {
+    io.err << "kiln tune: cannot read '" << t.file << "'\n";
+    return kExitFailure;
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+
+  driver::ProgramInput in;
+  in.text = text.str();
+  in.file_name = t.file;
+  in.entry = t.entry;
+  for (const auto& [name, value] : t.bindings) {
+    in.bindings.emplace_back(name, frontend::ParseBindingText(value));
+  }
+  roller::PolicyOptions options;
+  options.strategy = *strategy;
+  options.top_k = t.top_k;
+  options.budget = t.budget;
+  options.seed = t.seed;
+  options.target = t.target;
+  options.verify = t.verify;
+  for (const auto& [name, values] : t.space) options.space[name] = values;
+
+  absl::StatusOr<roller::Proposal> proposal = roller::Propose(in, *model, options);
+  if (!proposal.ok()) {
+    io.err << "kiln tune: " << proposal.status().message() << "\n";
+    return kExitFailure;
+  }
+  const roller::ProgramAnalysis& a = proposal->analysis;
+  if (t.json) {
+    json tunables = json::array();
+    for (const roller::Tunable& tu : a.tunables) {
+      json j = {{"name", tu.name},
+                {"role", std::string(roller::RoleName(tu.role))},
+                {"default", tu.default_value}};
+      if (tu.extent > 0) j["extent"] = tu.extent;
+      if (!tu.dim.empty()) j["dim"] = tu.dim;
+      if (auto it = proposal->space.find(tu.name); it != proposal->space.end()) {
+        j["domain"] = it->second;
+      }
+      tunables.push_back(std::move(j));
+    }
+    json space = json::array();
+    for (const roller::IterDim& d : a.iteration_space) {
+      space.push_back({{"name", d.name},
+                       {"extent", d.extent},
+                       {"reduction", d.reduction},
+                       {"tiled_by", d.tiled_by}});
+    }
+    json cands = json::array();
+    for (size_t i = 0; i < proposal->candidates.size(); ++i) {
+      cands.push_back(CandidateJson(static_cast<int>(i) + 1, proposal->candidates[i]));
+    }
+    json bind = json::object();
+    for (const auto& [name, value] : t.bindings) {
+      int64_t i = 0;
+      if (absl::SimpleAtoi(value, &i)) {
+        bind[name] = i;
+      } else {
+        bind[name] = value;
+      }
+    }
+    json out = {{"file", t.file},
+                {"bind", bind},
+                {"entry", a.entry},
+                {"strategy", t.strategy},
+                {"arch", ArchJson(*model)},
+                {"verify_target", t.target.empty() ? model->target : t.target},
+                {"tunables", tunables},
+                {"iteration_space", space},
+                {"candidates", cands},
+                {"considered", proposal->considered},
+                {"model_rejected", proposal->model_rejected},
+                {"compiler_rejected", proposal->compiler_rejected},
+                {"seconds", proposal->seconds},
+                {"notes", a.notes}};
+    io.out << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  io.out << "kiln tune --dry-run: " << t.file << " (" << a.entry << ") on " << model->model
+         << ", strategy " << t.strategy << "\n";
+  for (const roller::Tunable& tu : a.tunables) {
+    io.out << "  " << tu.name << ": " << roller::RoleName(tu.role) << ", default "
+           << tu.default_value;
+    if (tu.extent > 0) io.out << ", tiles " << (tu.dim.empty() ? "" : tu.dim + " = ") << tu.extent;
+    io.out << "\n";
+  }
+  io.out << absl::StrFormat("%d configs evaluated, %d over a limit by the model, %d rejected by "
+                            "the compiler, %.1f ms\n",
+                            proposal->considered, proposal->model_rejected,
+                            proposal->compiler_rejected, proposal->seconds * 1e3);
+  for (size_t i = 0; i < proposal->candidates.size(); ++i) {
+    const roller::Candidate& c = proposal->candidates[i];
+    std::string config;
+    for (const auto& [k, v] : c.config)
+      absl::StrAppend(&config, config.empty() ? "" : " ", k, "=", v);
+    io.out << absl::StrFormat("%3d  %10.1f us  %s\n       %s\n", i + 1, c.predicted_us, config,
+                              c.rationale);
+  }
+  return kExitOk;
+}
+
+} // namespace
+
+Command TuneCommand(const TuneRemoteFn& remote) {
+  Command c;
+  c.name = "tune";
+  c.summary = "plan a tuning sweep (--dry-run: ranked candidates with predicted times)";
+  c.run = [remote](const std::vector<std::string>& args, CommandIo io) {
+    for (const std::string& a : args) {
+      if (a == "--help" || a == "-h") {
+        io.out << kUsage;
+        return kExitOk;
+      }
+    }
+    TuneArgs t;
+    if (std::string error = ParseArgs(args, t); !error.empty()) {
+      io.err << "kiln tune: " << error << "\n" << kUsage;
+      return kExitUsage;
+    }
+    if (!t.dry_run) {
+      if (remote) return remote(t, io);
+      io.err << "kiln tune: sending the sweep to a kilnd is not wired into this command yet; use "
+                "--dry-run to plan it locally\n";
+      return kExitFailure;
+    }
+    return Run(t, io);
+  };
+  return c;
+}
+
+} // namespace kiln::cli

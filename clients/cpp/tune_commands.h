@@ -1,0 +1,44 @@
+// `kiln tune FILE --bind K=V ... [--strategy roller|grid|random] [--top-k N]
+// [--arch NAME] [--space NAME=v1,v2,...] --dry-run [--json]`: plans a tuning
+// sweep locally (program analysis, the Roller policy, compiler verification
+// of each candidate) and prints the ranked candidates with their predicted
+// times, without compiling to a binary, measuring or a daemon.
+//
+// Without --dry-run the sweep belongs to a kilnd: the parsed arguments go to
+// the `remote` handler when one is given (the daemon client registers it),
+// else the command fails with a message pointing at --dry-run.
+// Exit codes: 0 success, 1 failure (analysis or no verified candidate),
+// 2 usage error.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clients/cpp/command_table.h"
+
+namespace kiln::cli {
+
+struct TuneArgs {
+  std::string file;
+  std::string entry;
+  std::vector<std::pair<std::string, std::string>> bindings; // NAME, value text
+  std::vector<std::pair<std::string, std::vector<int64_t>>> space;
+  std::string strategy = "roller";
+  int top_k = 10;
+  int budget = 0; // grid / random: the most configs (0: grid all, random top-k)
+  uint64_t seed = 1;
+  std::string arch = "h200";
+  std::string target; // verification target; "" = the arch's
+  bool dry_run = false;
+  bool json = false;
+  bool verify = true;
+};
+
+using TuneRemoteFn = std::function<int(const TuneArgs& args, CommandIo io)>;
+
+Command TuneCommand(const TuneRemoteFn& remote = nullptr);
+
+} // namespace kiln::cli

@@ -1,0 +1,327 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/frontend/frontend.h"
+#include "gtest/gtest.h"
+#include "tuner/roller/policy.h"
+
+namespace kiln::roller {
+namespace {
+
+using Binds = std::vector<std::pair<std::string, std::string>>;
+
+driver::ProgramInput Input(const std::string& rel, const Binds& binds) {
+  std::ifstream f(std::string(KILN_SOURCE_DIR) + "/" + rel);
+  std::stringstream s;
+  s << f.rdbuf();
+  driver::ProgramInput in;
+  in.text = s.str();
+  in.file_name = rel;
+  for (const auto& [k, v] : binds) in.bindings.emplace_back(k, frontend::ParseBindingText(v));
+  return in;
+}
+
+Binds Cube(int n) {
+  const std::string s = std::to_string(n);
+  return {{"M", s}, {"N", s}, {"K", s}};
+}
+
+arch::ArchModel H200() { return *arch::FindPreset("h200"); }
+
+TEST(Policy, RollerGemmCandidatesAreAlignedFitAndPassVerification) {
+  for (int n : {4096, 8192}) {
+    SCOPED_TRACE(n);
+    PolicyOptions o;
+    o.top_k = 10;
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(n)), H200(), o);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(p.ok()) << p.status();
+    std::printf("gemm %d^3 fp16 on h200: %zu candidates from %lld configs in %.1f ms\n", n,
+                p->candidates.size(), static_cast<long long>(p->considered), ms);
+    ASSERT_EQ(p->candidates.size(), 10u);
+    EXPECT_GT(p->considered, 100);
+    EXPECT_GT(p->model_rejected, 0); // the space has configs over the shared-memory limit
+    std::set<Config> distinct;
+    for (size_t i = 0; i < p->candidates.size(); ++i) {
+      const Candidate& c = p->candidates[i];
+      SCOPED_TRACE(c.rationale);
+      const int64_t bm = c.config.at("block_M"), bn = c.config.at("block_N"),
+                    bk = c.config.at("block_K"), stages = c.config.at("num_stages"),
+                    threads = c.config.at("threads");
+      // m16n8k16: M in 16-row atoms, N in 8-column atoms, K in 16-steps.
+      EXPECT_EQ(bm % 16, 0);
+      EXPECT_EQ(bn % 8, 0);
+      EXPECT_EQ(bk % 16, 0);
+      EXPECT_EQ(threads % 32, 0);
+      // A and B tiles (fp16) multi-buffered by the pipeline fit the opt-in limit.
+      const int64_t smem = (bm * bk + bk * bn) * 2 * stages;
+      EXPECT_EQ(c.prediction.smem_bytes, smem);
+      EXPECT_LE(smem, H200().shared_bytes_optin);
+      // Rows of a tile span whole 128-byte transactions.
+      EXPECT_EQ(bk * 2 % 128, 0);
+      EXPECT_GT(c.predicted_us, 0);
+      EXPECT_FALSE(c.key.empty());
+      EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90").ok());
+      EXPECT_NE(c.rationale.find("tile "), std::string::npos);
+      EXPECT_NE(c.rationale.find("-bound"), std::string::npos);
+      if (i > 0) {
+        EXPECT_LE(p->candidates[i - 1].predicted_us, c.predicted_us);
+      }
+      distinct.insert(c.config);
+    }
+    EXPECT_EQ(distinct.size(), 10u);
+    // Big problems want big tiles: the best one covers at least 128 x 128.
+    const Config& best = p->candidates[0].config;
+    EXPECT_GE(best.at("block_M") * best.at("block_N"), 128 * 128);
+    // 2 * n^3 flops cannot take less than the mma path's peak allows.
+    const double floor_us = 2.0 * n * n * n / (989.4e12 * 0.42) * 1e6;
+    EXPECT_GE(p->candidates[0].predicted_us, floor_us);
+  }
+}
+
+TEST(Policy, SmallMGemmGetsASmallBlockM) {
+  PolicyOptions o;
+  o.top_k = 5;
+  absl::StatusOr<Proposal> p = Propose(
+      Input("examples/gemm/gemm.py", {{"M", "16"}, {"N", "4096"}, {"K", "4096"}}), H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_FALSE(p->candidates.empty());
+  EXPECT_EQ(p->candidates[0].config.at("block_M"), 16);
+  for (const Candidate& c : p->candidates) EXPECT_LE(c.config.at("block_M"), 32) << c.rationale;
+  // ... while M = 4096 does not.
+  p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GE(p->candidates[0].config.at("block_M"), 64);
+}
+
+TEST(Policy, GridReturnsExactlyTheVerifiedSubsetOfTheDeclaredSpace) {
+  const TuneSpace space = {{"block_M", {64, 128, 256}},
+                           {"block_N", {64, 128, 256}},
+                           {"block_K", {32, 64, 128}},
+                           {"num_stages", {2, 4, 5}},
+                           {"threads", {128, 256}}};
+  PolicyOptions o;
+  o.strategy = Strategy::kGrid;
+  o.space = space;
+  const driver::ProgramInput in = Input("examples/gemm/gemm.py", Cube(4096));
+  absl::StatusOr<Proposal> p = Propose(in, H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->considered, 3 * 3 * 3 * 3 * 2);
+
+  std::set<Config> expected;
+  int rejected = 0;
+  for (int64_t bm : space.at("block_M")) {
+    for (int64_t bn : space.at("block_N")) {
+      for (int64_t bk : space.at("block_K")) {
+        for (int64_t st : space.at("num_stages")) {
+          for (int64_t th : space.at("threads")) {
+            Config c = {{"block_M", bm},
+                        {"block_N", bn},
+                        {"block_K", bk},
+                        {"num_stages", st},
+                        {"threads", th}};
+            if (VerifyConfig(p->analysis, c, "cuda:sm_90").ok()) {
+              expected.insert(c);
+            } else {
+              ++rejected;
+            }
+          }
+        }
+      }
+    }
+  }
+  ASSERT_GT(rejected, 0); // 256x256x128 with 5 stages is far over 227 KB
+  std::set<Config> got;
+  for (const Candidate& c : p->candidates) got.insert(c.config);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(p->candidates.size(), expected.size());
+  EXPECT_EQ(p->compiler_rejected, rejected);
+  // Ranked by prediction.
+  for (size_t i = 1; i < p->candidates.size(); ++i) {
+    if (p->candidates[i].prediction.fits) {
+      EXPECT_LE(p->candidates[i - 1].predicted_us, p->candidates[i].predicted_us);
+    }
+  }
+  // A budget keeps the best predicted ones.
+  o.budget = 7;
+  absl::StatusOr<Proposal> some = Propose(in, H200(), o);
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ(some->candidates.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(some->candidates[i].config, p->candidates[i].config);
+  }
+}
+
+TEST(Policy, ModelAndCompilerAgreeOnSharedMemory) {
+  absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(Input("examples/gemm/gemm.py", Cube(4096)));
+  ASSERT_TRUE(a.ok());
+  // (256*128 + 128*256) * 2 bytes * 4 stages = 512 KB.
+  const Config big = {{"block_M", 256}, {"block_N", 256}, {"block_K", 128}, {"num_stages", 4}};
+  const Prediction p = Predict(*a, H200(), big);
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.why_not.find("shared memory"), std::string::npos) << p.why_not;
+  absl::StatusOr<std::string> v = VerifyConfig(*a, big, "cuda:sm_90");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("shared memory"), std::string::npos) << v.status();
+  // An A100 has less shared memory than an H200: 160 KB fits one, not the other.
+  const Config mid = {
+      {"block_M", 256}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 4}, {"threads", 256}};
+  EXPECT_TRUE(Predict(*a, H200(), mid).fits);
+  EXPECT_FALSE(Predict(*a, *arch::FindPreset("a100"), mid).fits);
+  EXPECT_TRUE(VerifyConfig(*a, mid, "cuda:sm_90").ok());
+  EXPECT_FALSE(VerifyConfig(*a, mid, "cuda:sm_80").ok());
+}
+
+TEST(Policy, RandomIsSeededAndDeterministic) {
+  const driver::ProgramInput in = Input("examples/gemm/gemm.py", Cube(2048));
+  PolicyOptions o;
+  o.strategy = Strategy::kRandom;
+  o.budget = 12;
+  o.seed = 42;
+  absl::StatusOr<Proposal> a = Propose(in, H200(), o);
+  absl::StatusOr<Proposal> b = Propose(in, H200(), o);
+  o.seed = 43;
+  absl::StatusOr<Proposal> c = Propose(in, H200(), o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_EQ(a->candidates.size(), 12u);
+  std::vector<Config> ca, cb, cc;
+  for (const Candidate& x : a->candidates) ca.push_back(x.config);
+  for (const Candidate& x : b->candidates) cb.push_back(x.config);
+  for (const Candidate& x : c->candidates) cc.push_back(x.config);
+  EXPECT_EQ(ca, cb);
+  EXPECT_NE(ca, cc);
+  std::set<Config> distinct(ca.begin(), ca.end());
+  EXPECT_EQ(distinct.size(), ca.size());
+  for (const Candidate& x : a->candidates) {
+    for (const auto& [name, v] : x.config) {
+      const std::vector<int64_t>& dom = a->space.at(name);
+      EXPECT_NE(std::find(dom.begin(), dom.end(), v), dom.end()) << name << "=" << v;
+    }
+    EXPECT_TRUE(VerifyConfig(a->analysis, x.config, "cuda:sm_90").ok());
+  }
+}
+
+TEST(Policy, RandomSamplesADeclaredSpaceOnly) {
+  PolicyOptions o;
+  o.strategy = Strategy::kRandom;
+  o.budget = 100; // more than the space holds
+  o.space = {{"block_M", {64, 128}}, {"block_N", {64, 128}}};
+  absl::StatusOr<Proposal> p =
+      Propose(Input("examples/elementwise/add.py", {{"M", "4096"}, {"N", "4096"}}), H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // 2 x 2 declared, threads from its derived domain.
+  const size_t all = 4 * p->space.at("threads").size();
+  EXPECT_EQ(p->candidates.size(), all);
+}
+
+TEST(Policy, DerivedSpacesFollowRolesAndTheArch) {
+  absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(Input("examples/gemm/gemm.py", Cube(8192)));
+  ASSERT_TRUE(a.ok());
+  TuneSpace s = DeriveSpace(*a, H200());
+  // M is A's row count: MMA atoms from 16. N and K are the contiguous
+  // extents of B and A: 128-byte rows (64 fp16) at least.
+  EXPECT_EQ(s.at("block_M"), (std::vector<int64_t>{16, 32, 64, 128, 256}));
+  EXPECT_EQ(s.at("block_N"), (std::vector<int64_t>{64, 128, 256}));
+  EXPECT_EQ(s.at("block_K"), (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(s.at("num_stages"), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(s.at("threads"), (std::vector<int64_t>{128, 256}));
+  // An extent smaller than the tiles caps them.
+  a = AnalyzeProgram(Input("examples/gemm/gemm.py", {{"M", "20"}, {"N", "64"}, {"K", "64"}}));
+  ASSERT_TRUE(a.ok());
+  s = DeriveSpace(*a, H200());
+  EXPECT_EQ(s.at("block_M"), (std::vector<int64_t>{16, 32, 128})); // 128: the default
+  // int8: 128-byte rows are 128 elements (the default 64 stays in the domain).
+  a = AnalyzeProgram(Input("examples/gemm/gemm_int8.py", Cube(4096)));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(DeriveSpace(*a, H200()).at("block_K"), (std::vector<int64_t>{64, 128}));
+  // The fp32 (tf32) path of gemm.py steps K by 8 where rows allow: a tiny K
+  // caps the row rule.
+  a = AnalyzeProgram(Input("examples/gemm/gemm.py",
+                           {{"M", "256"}, {"N", "256"}, {"K", "16"}, {"dtype", "float32"}}));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(DeriveSpace(*a, H200()).at("block_K"), (std::vector<int64_t>{16, 64}));
+  // A contiguous elementwise tile spans at least one 128-byte line of fp16.
+  a = AnalyzeProgram(Input("examples/elementwise/add.py", {{"M", "4096"}, {"N", "4096"}}));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(DeriveSpace(*a, H200()).at("block_N").front(), 64);
+}
+
+TEST(Policy, EveryExampleGetsVerifiedCandidates) {
+  struct Case {
+    const char* file;
+    Binds binds;
+  };
+  const std::vector<Case> cases = {
+      {"examples/gemv/gemv.py", {{"M", "8192"}, {"K", "8192"}}},
+      {"examples/softmax/softmax.py", {{"M", "8192"}, {"N", "8192"}}},
+      {"examples/norm/layernorm.py", {{"M", "16384"}, {"N", "4096"}}},
+      {"examples/norm/rmsnorm.py", {{"M", "16384"}, {"N", "4096"}}},
+      {"examples/reduction/row_sum.py", {{"M", "16384"}, {"N", "8192"}}},
+      {"examples/reduction/col_sum.py", {{"M", "16384"}, {"N", "8192"}}},
+      {"examples/elementwise/add.py", {{"M", "8192"}, {"N", "8192"}}},
+      {"examples/transpose/transpose.py", {{"M", "8192"}, {"N", "8192"}}},
+      {"examples/gemm/gemm_splitk.py", {{"M", "512"}, {"N", "512"}, {"K", "16384"}}},
+      {"examples/attention/flash_attention_fwd.py",
+       {{"batch", "4"},
+        {"heads", "32"},
+        {"seq_len", "4096"},
+        {"dim", "128"},
+        {"is_causal", "True"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    PolicyOptions o;
+    o.top_k = 3;
+    absl::StatusOr<Proposal> p = Propose(Input(c.file, c.binds), H200(), o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_FALSE(p->candidates.empty());
+    for (const Candidate& cand : p->candidates) {
+      EXPECT_GT(cand.predicted_us, 0);
+      EXPECT_TRUE(VerifyConfig(p->analysis, cand.config, "cuda:sm_90").ok()) << cand.rationale;
+    }
+  }
+}
+
+TEST(Policy, HipAndCpuTargetsVerifyWithoutPrepare) {
+  PolicyOptions o;
+  o.top_k = 3;
+  absl::StatusOr<Proposal> p =
+      Propose(Input("examples/gemm/gemm.py", Cube(4096)), *arch::FindPreset("mi300x"), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const Candidate& c : p->candidates) {
+    EXPECT_TRUE(c.key.empty());
+    EXPECT_LE(c.prediction.smem_bytes, 64 * 1024); // LDS
+  }
+  p = Propose(Input("examples/gemm/gemm.py", Cube(256)), *arch::FindPreset("cpu"), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->candidates[0].key.empty());
+}
+
+TEST(Policy, StrategyNames) {
+  EXPECT_EQ(*ParseStrategy("roller"), Strategy::kRoller);
+  EXPECT_EQ(*ParseStrategy("grid"), Strategy::kGrid);
+  EXPECT_EQ(*ParseStrategy("random"), Strategy::kRandom);
+  EXPECT_FALSE(ParseStrategy("annealing").ok());
+  EXPECT_EQ(StrategyName(Strategy::kGrid), "grid");
+}
+
+TEST(Policy, OversizedSpacesAreRefused) {
+  PolicyOptions o;
+  o.strategy = Strategy::kGrid;
+  o.max_space = 50;
+  absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+} // namespace
+} // namespace kiln::roller

@@ -1,0 +1,289 @@
+#include "tuner/roller/perf_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/passes/layout_inference.h"
+
+namespace kiln::roller {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+// The MMA k-step of an input dtype (m16n8k16 for 16-bit, k32 for int8, k8
+// for tf32); 1 for the scalar paths.
+int64_t MmaK(ir::DType t) {
+  switch (t) {
+  case ir::DType::kFloat16:
+  case ir::DType::kBFloat16:
+    return 16;
+  case ir::DType::kInt8:
+  case ir::DType::kUInt8:
+    return 32;
+  case ir::DType::kFloat32:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+Prediction Misfit(Prediction p, std::string why) {
+  p.fits = false;
+  p.why_not = std::move(why);
+  p.time_us = std::numeric_limits<double>::infinity();
+  return p;
+}
+
+} // namespace
+
+Prediction Predict(const ProgramAnalysis& a, const arch::ArchModel& arch, const Config& config) {
+  const KernelSummary& s = a.base;
+  const std::vector<int64_t> q = EvalQuantities(a, config);
+  Prediction p;
+
+  // 1. Launch shape and per-block resources (the same counting as
+  //    verify-resources, so a config over a limit never reaches the compiler).
+  p.blocks = 1;
+  std::vector<int64_t> grid;
+  for (int gq : s.grid_qs) {
+    grid.push_back(std::max<int64_t>(1, q[gq]));
+    p.blocks *= grid.back();
+  }
+  p.threads = std::max<int64_t>(1, q[s.threads_q]);
+  if (p.threads > arch.max_threads_per_block) {
+    return Misfit(p, absl::StrCat("threads ", p.threads, " > ", arch.max_threads_per_block));
+  }
+  if (p.threads % arch.warp_size != 0 && arch.vendor != arch::Vendor::kCpu) {
+    return Misfit(p, absl::StrCat("threads ", p.threads, " is not a multiple of the warp size"));
+  }
+  for (size_t d = 1; d < grid.size(); ++d) {
+    if (grid[d] > 65535) return Misfit(p, absl::StrCat("grid[", d, "] ", grid[d], " > 65535"));
+  }
+  int64_t frag_bytes = 0;
+  int64_t local_bytes = 0;
+  for (const SummaryAlloc& al : s.allocs) {
+    int64_t bytes = al.elem_bytes;
+    for (int dq : al.dim_qs) bytes *= std::max<int64_t>(1, q[dq]);
+    if (al.scope == ir::Scope::kShared || al.scope == ir::Scope::kSharedDyn) {
+      int64_t stages = 1;
+      for (int sq : al.stages_qs) stages = std::max<int64_t>(stages, q[sq]);
+      p.smem_bytes += bytes * stages;
+    } else if (al.scope == ir::Scope::kFragment) {
+      frag_bytes += bytes;
+    } else {
+      local_bytes += bytes;
+    }
+  }
+  if (p.smem_bytes > arch.shared_bytes_optin) {
+    return Misfit(p, absl::StrCat("shared memory ", p.smem_bytes, " > ", arch.shared_bytes_optin));
+  }
+  const int64_t reg_floor = CeilDiv(frag_bytes, p.threads * 4) + CeilDiv(local_bytes, 4);
+  if (reg_floor > arch.registers_per_thread) {
+    return Misfit(p, absl::StrCat("at least ", reg_floor, " registers per thread > ",
+                                  arch.registers_per_thread));
+  }
+  // What ptxas adds to the fragments: operand fragments, addresses, loop
+  // state (Kiln's 256x128 GEMM tile with 256 threads: 128 accumulator
+  // registers, 252 in all).
+  p.registers = static_cast<int>(
+      std::min<int64_t>(arch.registers_per_thread, reg_floor + reg_floor / 2 + 32));
+
+  // MMA shapes: the warp grid must tile the accumulator with 16x8 atoms and
+  // K must be a multiple of the instruction's k-step.
+  const int64_t warps = std::max<int64_t>(1, p.threads / arch.warp_size);
+  double smem_read_per_block = 0;
+  double warp_weighted_flops = 0; // MMA flops divided by their warp-tile efficiency
+  for (const SummaryGemm& g : s.gemms) {
+    const int64_t m = q[g.m_q], n = q[g.n_q], k = q[g.k_q];
+    {
+      auto w = passes::GemmWarps(m, n, warps, g.policy);
+      if (!w.ok()) return Misfit(p, absl::StrCat("gemm ", m, "x", n, ": ", w.status().message()));
+      if (k % MmaK(g.in_dtype) != 0) {
+        return Misfit(p, absl::StrCat("gemm K ", k, " is not a multiple of ", MmaK(g.in_dtype)));
+      }
+      // Small warp tiles spend issue slots on ldmatrix and address math
+      // instead of MMAs: efficiency 2 / (1 + 32 (1/warp_m + 1/warp_n)),
+      // 1 at Kiln's 64x64 warp tile where mma_efficiency was measured, 0.8
+      // at 64x32 (measured 290-347 vs ~400 TFLOP/s, docs/benchmarks.md).
+      const double warp_m = static_cast<double>(m) / static_cast<double>(w->first);
+      const double warp_n = static_cast<double>(n) / static_cast<double>(w->second);
+      const double eff = std::min(1.0, 2.0 / (1.0 + 32.0 * (1.0 / warp_m + 1.0 / warp_n)));
+      int64_t gemm_trips = 1;
+      for (int l = g.loop; l >= 0; l = s.loops[l].parent) gemm_trips *= q[s.loops[l].extent_q];
+      const double flops = 2.0 * m * n * k * static_cast<double>(gemm_trips);
+      warp_weighted_flops += flops / eff;
+      // Each warp reads its rows of A and columns of B once per k-step.
+      const double a_reads = g.a_in_registers ? 0.0 : static_cast<double>(m) * k * w->second;
+      const double b_reads = static_cast<double>(n) * k * w->first;
+      int64_t trips = 1;
+      for (int l = g.loop; l >= 0; l = s.loops[l].parent) trips *= q[s.loops[l].extent_q];
+      smem_read_per_block += (a_reads + b_reads) * g.a_elem_bytes * trips;
+    }
+  }
+
+  // 2. Occupancy.
+  const int64_t regs_per_block =
+      CeilDiv(p.registers, 8) * 8 * CeilDiv(p.threads, arch.warp_size) * arch.warp_size;
+  int64_t bps = arch.max_blocks_per_sm;
+  bps = std::min<int64_t>(bps, arch.max_threads_per_sm / p.threads);
+  if (regs_per_block > 0) bps = std::min<int64_t>(bps, arch.registers_per_sm / regs_per_block);
+  if (p.smem_bytes > 0) {
+    // One KB per block is reserved by the CUDA runtime on sm_80+.
+    bps = std::min<int64_t>(bps, arch.shared_bytes_per_sm / (p.smem_bytes + 1024));
+  }
+  if (bps < 1) {
+    return Misfit(p, absl::StrCat("no block fits on an SM (", p.registers, " registers x ",
+                                  p.threads, " threads, ", p.smem_bytes, " B shared)"));
+  }
+  p.blocks_per_sm = static_cast<int>(bps);
+  const int64_t sms = std::max(1, arch.sm_count);
+  const int64_t concurrent = sms * bps;
+  p.waves = static_cast<double>(CeilDiv(p.blocks, concurrent));
+  const double blocks_per_sm_total = static_cast<double>(CeilDiv(p.blocks, sms));
+
+  // 3. Work and traffic per block.
+  auto trips_of = [&](int loop) {
+    double t = 1;
+    for (int l = loop; l >= 0; l = s.loops[l].parent)
+      t *= static_cast<double>(q[s.loops[l].extent_q]);
+    return t;
+  };
+  double mma_flops_block = 0;
+  double tensor_peak = 0; // TFLOP/s of the first GEMM's input dtype
+  for (const SummaryGemm& g : s.gemms) {
+    mma_flops_block += 2.0 * q[g.m_q] * q[g.n_q] * q[g.k_q] * trips_of(g.loop);
+    if (tensor_peak == 0) tensor_peak = arch::TensorTflops(arch, ir::DTypeName(g.in_dtype));
+  }
+  double alu_ops_block = 0;
+  for (const SummaryWork& w : s.work) {
+    double elems = w.ops_per_elem;
+    for (int eq : w.elem_qs) elems *= static_cast<double>(q[eq]);
+    alu_ops_block += elems * trips_of(w.loop);
+  }
+  double global_block = 0;     // bytes per block, loads and stores
+  double loop_bytes_block = 0; // bytes per block fetched per trip of the innermost loop
+  double smem_write_block = 0;
+  int64_t stages = 1;
+  bool has_trip_loop = false;
+  // Per-wave unique bytes: an access whose address ignores grid dimension d
+  // is shared by the wave's blocks along d.
+  std::vector<int64_t> wave(grid.size(), 1);
+  {
+    const int64_t w = std::min<int64_t>(concurrent, p.blocks);
+    int64_t left = w;
+    if (s.panel_q >= 0 && grid.size() >= 2) {
+      // Panels of `panel` block rows (grid y), walked column by column.
+      wave[1] = std::min<int64_t>(grid[1], std::max<int64_t>(1, q[s.panel_q]));
+      wave[0] = std::min<int64_t>(grid[0], CeilDiv(left, wave[1]));
+      left = CeilDiv(left, wave[0] * wave[1]);
+      for (size_t d = 2; d < grid.size(); ++d) {
+        wave[d] = std::min<int64_t>(grid[d], left);
+        left = CeilDiv(left, wave[d]);
+      }
+    } else {
+      for (size_t d = 0; d < grid.size(); ++d) {
+        wave[d] = std::min<int64_t>(grid[d], left);
+        left = CeilDiv(left, wave[d]);
+      }
+    }
+  }
+  double dram_wave = 0;
+  for (const SummaryAccess& ac : s.accesses) {
+    double bytes = ac.elem_bytes;
+    for (int eq : ac.elem_qs) bytes *= static_cast<double>(q[eq]);
+    const double trips = trips_of(ac.loop);
+    global_block += bytes * trips;
+    if (ac.loop >= 0 && !ac.is_write) {
+      loop_bytes_block += bytes;
+      has_trip_loop = true;
+      for (int l = ac.loop; l >= 0; l = s.loops[l].parent) {
+        if (s.loops[l].stages_q >= 0) stages = std::max<int64_t>(stages, q[s.loops[l].stages_q]);
+      }
+    }
+    if (!ac.is_write) smem_write_block += bytes * trips;
+    double sharers = 1;
+    for (size_t d = 0; d < grid.size(); ++d) {
+      if (!(ac.grid_dims & (1u << d))) sharers *= static_cast<double>(wave[d]);
+    }
+    const double wave_blocks = static_cast<double>(std::min<int64_t>(concurrent, p.blocks));
+    dram_wave += ac.is_write ? bytes * trips * wave_blocks : bytes * trips * wave_blocks / sharers;
+  }
+  if (!has_trip_loop) loop_bytes_block = global_block;
+  p.stages = stages;
+
+  // 4. Times (µs).
+  const double waves_exact = static_cast<double>(p.blocks) / static_cast<double>(concurrent);
+  p.mma_flops = mma_flops_block * static_cast<double>(p.blocks);
+  p.l2_bytes = static_cast<int64_t>(global_block * static_cast<double>(p.blocks));
+  const double l2_wave_cap = static_cast<double>(arch.l2_bytes);
+  double dram = dram_wave * std::max(1.0, waves_exact);
+  // A wave whose footprint overflows L2 loses the sharing between its blocks.
+  if (l2_wave_cap > 0 && dram_wave > l2_wave_cap) {
+    dram = std::min(static_cast<double>(p.l2_bytes), dram * dram_wave / l2_wave_cap);
+  }
+  p.dram_bytes = static_cast<int64_t>(std::min(dram, static_cast<double>(p.l2_bytes)));
+
+  const double resident_warps = static_cast<double>(bps * warps);
+  // Fewer than two warps per scheduler (8 per SM) leave the pipes idle
+  // between dependent instructions.
+  const double issue = std::min(1.0, 0.6 + 0.05 * resident_warps);
+  if (mma_flops_block > 0) {
+    const double peak = tensor_peak > 0 ? tensor_peak * arch.mma_efficiency : arch.fp32_tflops;
+    const double per_sm = std::max(1e-9, peak) * 1e12 / static_cast<double>(sms) * issue;
+    p.compute_us = blocks_per_sm_total * warp_weighted_flops / per_sm * 1e6;
+  }
+  // Each trip of a loop that feeds MMAs ends at a barrier (and a wait for
+  // its async copies) that no warp can overlap: ~40 SM cycles per trip.
+  if (mma_flops_block > 0 && arch.sm_clock_mhz > 0) {
+    double trips = 0;
+    for (const SummaryGemm& g : s.gemms) trips = std::max(trips, trips_of(g.loop));
+    p.compute_us += blocks_per_sm_total * trips * 40.0 / arch.sm_clock_mhz;
+  }
+  if (alu_ops_block > 0 && arch.fp32_tflops > 0) {
+    // fp32 peak counts an FMA as two operations; one op here is one instruction.
+    const double per_sm = arch.fp32_tflops * 1e12 / 2 / static_cast<double>(sms) * issue;
+    p.alu_us = blocks_per_sm_total * alu_ops_block / per_sm * 1e6;
+  }
+  if (arch.smem_gbs > 0) {
+    const double per_sm = arch.smem_gbs * 1e9 / static_cast<double>(sms);
+    p.smem_us = blocks_per_sm_total * (smem_read_per_block + smem_write_block) / per_sm * 1e6;
+  }
+  if (arch.l2_gbs > 0) p.l2_us = static_cast<double>(p.l2_bytes) / (arch.l2_gbs * 1e9) * 1e6;
+  if (arch.dram_gbs > 0)
+    p.dram_us = static_cast<double>(p.dram_bytes) / (arch.dram_gbs * 1e9) * 1e6;
+  // Little's law: with s stages a block keeps s-1 loads in flight.
+  const double latency_s = arch.dram_latency_ns * 1e-9;
+  const double inflight = static_cast<double>(bps) * loop_bytes_block *
+                          static_cast<double>(std::max<int64_t>(1, stages - 1));
+  if (inflight > 0) {
+    const double sm_bytes = blocks_per_sm_total * global_block;
+    p.latency_us = sm_bytes / (inflight / latency_s) * 1e6;
+  }
+  struct Term {
+    double us;
+    const char* name;
+  };
+  const Term terms[] = {{p.compute_us, "compute"}, {p.alu_us, "alu"},   {p.smem_us, "smem"},
+                        {p.l2_us, "l2"},           {p.dram_us, "dram"}, {p.latency_us, "latency"}};
+  const Term* top = &terms[0];
+  for (const Term& t : terms) {
+    if (t.us > top->us) top = &t;
+  }
+  p.bound = top->name;
+  double main = top->us;
+  if (has_trip_loop && stages <= 1) {
+    // Not multi-buffered: loads and math of one tile take turns.
+    const double work = std::max({p.compute_us, p.alu_us, p.smem_us});
+    const double memory = std::max({p.l2_us, p.dram_us, p.latency_us});
+    main = work + memory;
+  }
+  p.overhead_us = arch.launch_overhead_us + p.waves * arch.dram_latency_ns * 1e-3;
+  p.time_us = main + p.overhead_us;
+  return p;
+}
+
+} // namespace kiln::roller

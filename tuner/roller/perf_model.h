@@ -1,0 +1,63 @@
+// The micro-performance model: predicted time of one config of an analysed
+// program on one hardware model, from traffic per memory level over its
+// bandwidth and work over its throughput. No compile, no GPU: a config is
+// a few hundred arithmetic operations (see docs/tuning.md for the
+// equations).
+//
+//  blocks      = product of the grid extents; per SM: occupancy from shared
+//                memory (stages included), registers and threads
+//  t_compute   = ceil(blocks / SMs) * MMA flops per block / (tensor peak *
+//                mma_efficiency / SMs), scaled down when few warps are
+//                resident (the tensor pipe needs several warps per scheduler)
+//  t_alu       = the same for CUDA-core work (parallel loops, reductions)
+//  t_smem      = ceil(blocks / SMs) * shared-memory bytes per block (tile
+//                writes + the warps' operand reads) / per-SM bank bandwidth
+//  t_l2        = global bytes of all blocks / L2 bandwidth
+//  t_dram      = unique bytes touched per wave (blocks that share an
+//                operand row/column read it once while it sits in L2) *
+//                waves / DRAM bandwidth
+//  t_latency   = Little's law: bytes one SM must fetch / (bytes it keeps in
+//                flight, = stages-1 tiles per resident block / DRAM latency)
+//  time        = launch overhead + max(t_*) (a sum of the compute and memory
+//                sides when the loop is not multi-buffered) + one latency per
+//                wave for the pipeline's fill
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tuner/arch/arch_model.h"
+#include "tuner/roller/program_analysis.h"
+
+namespace kiln::roller {
+
+struct Prediction {
+  bool fits = true;    // false: over a limit (why_not says which); time is +inf
+  std::string why_not; // "shared memory 245760 > 232448", ...
+  double time_us = 0;
+  double compute_us = 0;
+  double alu_us = 0;
+  double smem_us = 0;
+  double l2_us = 0;
+  double dram_us = 0;
+  double latency_us = 0;
+  double overhead_us = 0;
+  std::string bound; // "compute", "alu", "smem", "l2", "dram", "latency"
+  int64_t blocks = 0;
+  int blocks_per_sm = 0;
+  double waves = 0; // blocks / (SMs * blocks_per_sm), rounded up
+  int64_t threads = 0;
+  int64_t stages = 1;     // pipeline depth of the loop that feeds the block
+  int64_t smem_bytes = 0; // per block, pipeline stages included
+  int registers = 0;      // estimated per thread
+  int64_t dram_bytes = 0; // whole kernel
+  int64_t l2_bytes = 0;   // whole kernel (global loads and stores)
+  double mma_flops = 0;   // whole kernel, padding of ragged tiles included
+};
+
+Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
+                   const Config& config);
+
+} // namespace kiln::roller

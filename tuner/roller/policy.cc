@@ -1,0 +1,429 @@
+#include "tuner/roller/policy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/pass_registry.h"
+#include "util/status_macros.h"
+
+namespace kiln::roller {
+namespace {
+
+int64_t NextPow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v && p < (int64_t{1} << 40)) p *= 2;
+  return p;
+}
+
+// Powers of two in [lo, hi].
+std::vector<int64_t> Pow2Range(int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= hi; v *= 2) {
+    if (v >= lo) out.push_back(v);
+  }
+  return out;
+}
+
+// The MMA k-step of the program's first GEMM (16 for 16-bit inputs).
+int64_t ProgramMmaK(const ProgramAnalysis& a) {
+  if (a.base.gemms.empty()) return 16;
+  switch (a.base.gemms[0].in_dtype) {
+  case ir::DType::kInt8:
+  case ir::DType::kUInt8:
+    return 32;
+  case ir::DType::kFloat32:
+    return 8;
+  case ir::DType::kFloat64:
+    return 8;
+  default:
+    return 16;
+  }
+}
+
+// The narrowest element of the program's global tensors: a contiguous tile
+// spans at least one 128-byte transaction of it.
+int SmallestGlobalElem(const ProgramAnalysis& a) {
+  int out = 8;
+  for (const SummaryAccess& ac : a.base.accesses) out = std::min(out, ac.elem_bytes);
+  return std::max(1, out);
+}
+
+std::vector<int64_t> Derived(const ProgramAnalysis& a, const Tunable& t,
+                             const arch::ArchModel& arch) {
+  const int64_t extent = t.extent > 0 ? NextPow2(t.extent) : int64_t{1} << 14;
+  // A tile's contiguous extent spans at least one 128-byte transaction of
+  // the program's narrowest global element (where the extent allows).
+  const int64_t row = std::max<int64_t>(1, arch.transaction_bytes / SmallestGlobalElem(a));
+  auto lowest = [&](int64_t atom) {
+    return t.contiguous ? std::max(atom, std::min(row, extent)) : atom;
+  };
+  std::vector<int64_t> out;
+  switch (t.role) {
+  case Role::kBlockTile:
+    if (t.mma_m || t.mma_n) {
+      // m16n8 atoms over up to 4 warps per dimension; 16-wide keeps ldmatrix x4.
+      const int64_t lo = lowest(16);
+      out = Pow2Range(lo, std::min<int64_t>(256, std::max(lo, extent)));
+    } else {
+      out = Pow2Range(lowest(1), std::min<int64_t>(t.contiguous ? 4096 : 256, extent));
+    }
+    break;
+  case Role::kReductionStep:
+    if (t.mma_k) {
+      const int64_t lo = lowest(ProgramMmaK(a));
+      out = Pow2Range(lo, std::min<int64_t>(std::max<int64_t>(lo, 128), std::max(lo, extent)));
+    } else {
+      out = Pow2Range(lowest(1), std::min<int64_t>(16384, extent));
+    }
+    break;
+  case Role::kPipelineDepth:
+    out = arch.vendor == arch::Vendor::kAmd ? std::vector<int64_t>{1, 2}
+                                            : std::vector<int64_t>{1, 2, 3, 4, 5};
+    break;
+  case Role::kThreads:
+    out = a.base.gemms.empty() ? std::vector<int64_t>{64, 128, 256, 512}
+                               : std::vector<int64_t>{128, 256};
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](int64_t v) {
+                               return v > arch.max_threads_per_block || v % arch.warp_size != 0;
+                             }),
+              out.end());
+    break;
+  case Role::kRasterPanel:
+    out = {4, 8, 16};
+    break;
+  case Role::kSplit:
+    out = {1, 2, 4, 8, 16};
+    break;
+  case Role::kOther:
+  case Role::kShape:
+    break;
+  }
+  out.push_back(t.default_value);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int64_t SpaceSize(const TuneSpace& space) {
+  int64_t n = 1;
+  for (const auto& [name, values] : space) {
+    n *= static_cast<int64_t>(values.size());
+    if (n > (int64_t{1} << 40)) break;
+  }
+  return n;
+}
+
+// Calls fn on every config of the product space (names in map order).
+template <typename Fn>
+void ForEachConfig(const TuneSpace& space, Fn fn) {
+  std::vector<std::pair<std::string, const std::vector<int64_t>*>> dims;
+  for (const auto& [name, values] : space) {
+    if (values.empty()) return;
+    dims.emplace_back(name, &values);
+  }
+  std::vector<size_t> idx(dims.size(), 0);
+  Config c;
+  while (true) {
+    for (size_t d = 0; d < dims.size(); ++d) c[dims[d].first] = (*dims[d].second)[idx[d]];
+    if (!fn(c)) return;
+    size_t d = 0;
+    while (d < dims.size() && ++idx[d] == dims[d].second->size()) idx[d++] = 0;
+    if (d == dims.size()) return;
+  }
+}
+
+Candidate MakeCandidate(const ProgramAnalysis& a, Config config, const Prediction& p) {
+  Candidate c;
+  c.config = std::move(config);
+  c.prediction = p;
+  c.predicted_us = p.fits ? p.time_us : -1;
+  c.rationale = Rationale(a, c.config, p);
+  return c;
+}
+
+void SortByPrediction(std::vector<Candidate>* cands) {
+  std::stable_sort(cands->begin(), cands->end(), [](const Candidate& x, const Candidate& y) {
+    const bool fx = x.prediction.fits, fy = y.prediction.fits;
+    if (fx != fy) return fx;
+    if (x.predicted_us != y.predicted_us) return x.predicted_us < y.predicted_us;
+    // Ties (both compute-bound, say): less traffic; then the deeper
+    // pipeline, which hides latency the model does not see (L2 hits,
+    // ldmatrix; Kiln's measured best GEMMs use 3-4 stages where 2 fit);
+    // then less shared memory.
+    const int64_t tx = x.prediction.l2_bytes + x.prediction.dram_bytes;
+    const int64_t ty = y.prediction.l2_bytes + y.prediction.dram_bytes;
+    if (tx != ty) return tx < ty;
+    if (x.prediction.stages != y.prediction.stages) {
+      return x.prediction.stages > y.prediction.stages;
+    }
+    return x.prediction.smem_bytes < y.prediction.smem_bytes;
+  });
+}
+
+std::string Target(const arch::ArchModel& arch, const PolicyOptions& o) {
+  return o.target.empty() ? arch.target : o.target;
+}
+
+} // namespace
+
+absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  if (name == "roller") return Strategy::kRoller;
+  if (name == "grid") return Strategy::kGrid;
+  if (name == "random") return Strategy::kRandom;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown strategy '", std::string(name), "' (roller, grid or random)"));
+}
+
+std::string_view StrategyName(Strategy s) {
+  switch (s) {
+  case Strategy::kRoller:
+    return "roller";
+  case Strategy::kGrid:
+    return "grid";
+  case Strategy::kRandom:
+    return "random";
+  }
+  return "roller";
+}
+
+TuneSpace DeriveSpace(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
+                      const TuneSpace& declared) {
+  TuneSpace out;
+  for (const Tunable* t : analysis.Tuned()) {
+    if (auto it = declared.find(t->name); it != declared.end()) {
+      out[t->name] = it->second;
+    } else if (!t->declared.empty()) {
+      out[t->name] = t->declared;
+    } else {
+      out[t->name] = Derived(analysis, *t, arch);
+    }
+  }
+  // Declared names of other roles (a kOther parameter given a domain).
+  for (const auto& [name, values] : declared) out[name] = values;
+  return out;
+}
+
+absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const Config& config,
+                                         std::string_view target) {
+  const driver::ProgramInput in = BindConfig(analysis, config);
+  ir::Program program;
+  std::string key;
+  if (target.substr(0, 4) == "hip:") {
+    // Prepare refuses HIP until its code generation exists; the checks
+    // below are target-aware without it.
+    frontend::FrontendOptions fo;
+    fo.file_name = in.file_name;
+    fo.entry = in.entry;
+    fo.bindings = in.bindings;
+    ASSIGN_OR_RETURN(program, frontend::CompileSource(in.text, fo));
+    RETURN_IF_ERROR(ir::Verify(program));
+  } else {
+    driver::BuildOptions options;
+    options.target = std::string(target);
+    ASSIGN_OR_RETURN(driver::Prepared prepared, driver::Prepare(in, options));
+    program = std::move(prepared.program);
+    key = std::move(prepared.key);
+  }
+  passes::PassContext ctx;
+  ctx.target = std::string(target);
+  RETURN_IF_ERROR(passes::RunPasses(
+      program, {"verify", "simplify", "verify-resources", "layout-inference"}, ctx));
+  return key;
+}
+
+std::string Rationale(const ProgramAnalysis& a, const Config& config, const Prediction& p) {
+  auto value = [&](const Tunable& t) {
+    auto it = config.find(t.name);
+    return it == config.end() ? t.default_value : it->second;
+  };
+  std::vector<std::string> tile;
+  std::vector<std::string> parts;
+  for (const Tunable& t : a.tunables) {
+    if (t.role == Role::kBlockTile) tile.push_back(absl::StrCat(value(t)));
+  }
+  for (const Tunable& t : a.tunables) {
+    if (t.role == Role::kReductionStep) tile.push_back(absl::StrCat(value(t)));
+  }
+  if (!tile.empty()) parts.push_back(absl::StrCat("tile ", absl::StrJoin(tile, "x")));
+  for (const Tunable& t : a.tunables) {
+    switch (t.role) {
+    case Role::kPipelineDepth:
+      parts.push_back(absl::StrCat(value(t), value(t) == 1 ? " stage" : " stages"));
+      break;
+    case Role::kThreads:
+      parts.push_back(absl::StrCat(value(t), " threads"));
+      break;
+    case Role::kRasterPanel:
+      parts.push_back(absl::StrCat("panel ", value(t)));
+      break;
+    case Role::kSplit:
+      parts.push_back(absl::StrCat(t.name, " ", value(t)));
+      break;
+    default:
+      break;
+    }
+  }
+  if (!p.fits) {
+    parts.push_back(absl::StrCat("over a limit by the model's count: ", p.why_not));
+    return absl::StrJoin(parts, ", ");
+  }
+  parts.push_back(
+      absl::StrFormat("%g %s (%d/SM)", p.waves, p.waves == 1 ? "wave" : "waves", p.blocks_per_sm));
+  parts.push_back(absl::StrFormat("%.0f KB smem", static_cast<double>(p.smem_bytes) / 1024));
+  parts.push_back(absl::StrCat(p.bound, "-bound"));
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
+                                 const PolicyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Proposal out;
+  out.analysis = analysis;
+  const ProgramAnalysis& a = out.analysis;
+  out.space = DeriveSpace(a, arch, options.space);
+  const std::string target = Target(arch, options);
+  const int64_t size = SpaceSize(out.space);
+  if (size > options.max_space) {
+    return absl::InvalidArgumentError(absl::StrCat("the search space has ", size,
+                                                   " configs, more than the limit of ",
+                                                   options.max_space, "; declare a smaller one"));
+  }
+  auto note_rejection = [&](const absl::Status& s) {
+    ++out.compiler_rejected;
+    if (out.rejections.size() < 8) out.rejections.emplace_back(s.message());
+  };
+  // Verifies and appends; false when the compiler rejects it.
+  auto admit = [&](Candidate c) {
+    if (options.verify) {
+      absl::StatusOr<std::string> key = VerifyConfig(a, c.config, target);
+      if (!key.ok()) {
+        note_rejection(key.status());
+        return false;
+      }
+      c.key = *std::move(key);
+    }
+    out.candidates.push_back(std::move(c));
+    return true;
+  };
+
+  switch (options.strategy) {
+  case Strategy::kRoller: {
+    std::vector<Candidate> ranked;
+    ForEachConfig(out.space, [&](const Config& c) {
+      ++out.considered;
+      Prediction p = Predict(a, arch, c);
+      if (!p.fits) {
+        ++out.model_rejected;
+        return true;
+      }
+      Candidate cand;
+      cand.config = c;
+      cand.prediction = std::move(p);
+      cand.predicted_us = cand.prediction.time_us;
+      ranked.push_back(std::move(cand));
+      return true;
+    });
+    SortByPrediction(&ranked);
+    // Diversity: a first pass admits at most two configs per tile shape
+    // (all tunables but pipeline depth and raster panel), so near-ties of
+    // one tile in different stage counts do not fill the whole top-k; a
+    // second pass fills up from the rest in rank order.
+    const size_t want = static_cast<size_t>(std::max(1, options.top_k));
+    std::map<Config, int> per_shape;
+    std::vector<bool> used(ranked.size(), false);
+    for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
+      for (size_t i = 0; i < ranked.size() && out.candidates.size() < want; ++i) {
+        if (used[i]) continue;
+        Config shape;
+        for (const auto& [name, v] : ranked[i].config) {
+          const Tunable* t = a.Find(name);
+          if (t && (t->role == Role::kPipelineDepth || t->role == Role::kRasterPanel)) continue;
+          shape[name] = v;
+        }
+        if (pass == 0 && per_shape[shape] >= 2) continue;
+        used[i] = true;
+        ++per_shape[shape];
+        Candidate c = ranked[i];
+        c.rationale = Rationale(a, c.config, c.prediction);
+        admit(std::move(c));
+      }
+    }
+    SortByPrediction(&out.candidates);
+    break;
+  }
+  case Strategy::kGrid: {
+    std::vector<Candidate> all;
+    ForEachConfig(out.space, [&](const Config& c) {
+      ++out.considered;
+      Prediction p = Predict(a, arch, c);
+      if (!p.fits) ++out.model_rejected;
+      all.push_back(MakeCandidate(a, c, p));
+      return true;
+    });
+    SortByPrediction(&all);
+    const size_t want = options.budget > 0 ? static_cast<size_t>(options.budget) : all.size();
+    for (Candidate& c : all) {
+      if (out.candidates.size() >= want) break;
+      admit(std::move(c));
+    }
+    break;
+  }
+  case Strategy::kRandom: {
+    const int64_t want = options.budget > 0 ? options.budget : std::max(1, options.top_k);
+    std::mt19937_64 rng(options.seed);
+    std::set<Config> seen;
+    const int64_t attempts = std::min<int64_t>(50 * want + 100, 20 * size + 100);
+    for (int64_t i = 0; i < attempts && static_cast<int64_t>(out.candidates.size()) < want &&
+                        static_cast<int64_t>(seen.size()) < size;
+         ++i) {
+      Config c;
+      for (const auto& [name, values] : out.space) {
+        c[name] = values[static_cast<size_t>(rng() % values.size())];
+      }
+      if (!seen.insert(c).second) continue;
+      ++out.considered;
+      Prediction p = Predict(a, arch, c);
+      if (!p.fits) ++out.model_rejected;
+      admit(MakeCandidate(a, c, p));
+    }
+    SortByPrediction(&out.candidates);
+    break;
+  }
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (out.candidates.empty()) {
+    std::string why = out.rejections.empty() ? "" : absl::StrCat("; first: ", out.rejections[0]);
+    return absl::NotFoundError(
+        absl::StrCat("no config of ", out.considered, " passes verification for ", target, why));
+  }
+  return out;
+}
+
+absl::StatusOr<Proposal> Propose(const driver::ProgramInput& input, const arch::ArchModel& arch,
+                                 const PolicyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(ProgramAnalysis analysis, AnalyzeProgram(input, options.space));
+  ASSIGN_OR_RETURN(Proposal out, Propose(analysis, arch, options));
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+absl::StatusOr<std::vector<Candidate>> ProposeCandidates(const driver::ProgramInput& input,
+                                                         const arch::ArchModel& arch,
+                                                         const PolicyOptions& options) {
+  ASSIGN_OR_RETURN(Proposal p, Propose(input, arch, options));
+  return std::move(p.candidates);
+}
+
+} // namespace kiln::roller
