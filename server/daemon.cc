@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/cache_job_store.h"
+#include "server/roller_planner.h"
 #include "server/rpc_observer.h"
 #include "server/worker_error.h"
 #include "util/log.h"
@@ -268,7 +269,7 @@ absl::Status Daemon::Start() {
                                                     jobs_.get(), measure_pool_.get(), cache_.get());
     deps.benchmark = benchmark_.get();
     tune_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), jobs_.get(),
-                                          measure_pool_.get(), cache_.get(), DeclaredSpacePlanner);
+                                          measure_pool_.get(), cache_.get(), RollerPlanner);
     deps.tune = tune_.get();
   }
   deps.compile = compile_.get();

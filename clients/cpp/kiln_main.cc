@@ -13,7 +13,11 @@
 int main(int argc, char** argv) {
   kiln::cli::CommandTable table;
   table.Add(kiln::cli::CacheCommand());
+#ifdef KILN_WITH_REMOTE_COMMANDS
+  table.Add(kiln::cli::TuneCommand(kiln::cli::TuneRemote()));
+#else
   table.Add(kiln::cli::TuneCommand());
+#endif
 #ifdef KILN_WITH_REMOTE_COMMANDS
   table.Add(kiln::cli::CompileCommand());
   table.Add(kiln::cli::BenchCommand());

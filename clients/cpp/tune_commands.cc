@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "compiler/frontend/frontend.h"
@@ -19,12 +20,14 @@ namespace {
 using nlohmann::json;
 
 constexpr char kUsage[] =
-    R"(usage: kiln tune FILE [--bind NAME=VALUE]... [OPTIONS] --dry-run [--json]
+    R"(usage: kiln tune FILE [--bind NAME=VALUE]... [OPTIONS] [--dry-run] [--json]
 
-Plans a tuning sweep of a TileLang program: finds its tunable parameters and
-what they control, proposes configs with the Roller policy (or a grid /
-random strategy), verifies each with the compiler and prints them ranked by
-predicted time. Nothing is built to a binary or measured.
+Tunes a TileLang program: finds its tunable parameters and what they
+control, proposes configs with the Roller policy (or a grid / random
+strategy) and verifies each with the compiler. With --dry-run it prints them
+ranked by predicted time, locally, without building or measuring anything;
+without it a kilnd compiles and measures them on its devices, validates each
+against a reference, prints progress and the best config, and stores it.
 
 options:
   --bind NAME=VALUE      bind a parameter (problem sizes: M, N, K, ...); repeatable
@@ -39,8 +42,11 @@ options:
   --target TARGET        verification target (default: the arch's, e.g. cuda:sm_90)
   --entry NAME           the kernel function when the file has several
   --no-verify            skip compiler verification (model only)
-  --dry-run              plan only, locally (required until the daemon path is wired)
+  --dry-run              plan only, locally
   --json                 machine-readable output
+  --server HOST:PORT     the kilnd (default $KILN_SERVER, else 127.0.0.1:7070)
+  --device ID            measure only on this device; repeatable
+  --timeout SECONDS      give up after this long (default 3600)
 )";
 
 std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
@@ -97,6 +103,15 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
       if (!take(t.target)) return "--target needs a target";
     } else if (a == "--entry") {
       if (!take(t.entry)) return "--entry needs a function name";
+    } else if (a == "--server") {
+      if (!take(t.server)) return "--server needs HOST:PORT";
+    } else if (a == "--timeout") {
+      if (!take(v) || !absl::SimpleAtod(v, &t.timeout_s) || t.timeout_s <= 0) {
+        return "--timeout needs a positive number of seconds";
+      }
+    } else if (a == "--device") {
+      if (!take(v)) return "--device needs a device id";
+      t.devices.push_back(v);
     } else if (a == "--dry-run") {
       t.dry_run = true;
     } else if (a == "--json") {

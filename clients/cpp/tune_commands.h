@@ -35,6 +35,11 @@ struct TuneArgs {
   bool dry_run = false;
   bool json = false;
   bool verify = true;
+  // The daemon (without --dry-run): --server (else $KILN_SERVER), --timeout,
+  // --device ID... (default: every device that runs the target).
+  std::string server;
+  double timeout_s = 3600;
+  std::vector<std::string> devices;
 };
 
 using TuneRemoteFn = std::function<int(const TuneArgs& args, CommandIo io)>;

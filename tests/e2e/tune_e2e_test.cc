@@ -49,6 +49,8 @@ TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
     *list.add_values() = Int(16);
     *list.add_values() = Int(32);
   }
+  // Tunables not declared take their derived domains: pin threads too.
+  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(256);
   req.mutable_budget()->set_repeats(3);
 
   grpc::ClientContext ctx;

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/cache_artifact_store.h"
+#include "server/roller_planner.h"
 #include "server/tune_service.h"
 #include "tests/support/example_loader.h"
 #include "util/temp_dir.h"
@@ -242,6 +243,42 @@ TEST_F(TuneServiceTest, IdenticalRequestsJoinAndAttachFindsTheJob) {
 
   attach.request.set_attach_job_id("j-0000000000000000");
   EXPECT_EQ(service_->Start(attach).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TuneServiceTest, TheRollerPlannerProposesVerifiedRankedCandidates) {
+  TuneCall call = AddGrid();
+  call.request.clear_space();
+  call.request.set_strategy(pb::TUNE_STRATEGY_ROLLER);
+  call.request.mutable_budget()->set_max_candidates(3);
+  absl::StatusOr<std::vector<TuneCandidate>> planned =
+      RollerPlanner(call.request, devices_->Devices()[0]);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->size(), 3u);
+  for (size_t i = 0; i < planned->size(); ++i) {
+    const TuneCandidate& c = (*planned)[i];
+    EXPECT_GT(c.predicted_us, 0);
+    EXPECT_FALSE(c.rationale.empty());
+    EXPECT_TRUE(c.config.count("block_M")) << ConfigToJson(c.config);
+    if (i > 0) {
+      EXPECT_GE(c.predicted_us, (*planned)[i - 1].predicted_us);
+    }
+  }
+  // Through the sweep: three measured candidates with their predictions.
+  TuneService roller(compile_.get(), store_.get(), devices_.get(), &jobs_, measure_pool_.get(),
+                     cache_.get(), RollerPlanner);
+  absl::StatusOr<pb::TuneResult> result = roller.TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->measurements_size(), 3);
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_GT(m.predicted_us(), 0);
+  }
+  // A declared value that is not an integer is refused.
+  TuneCall bad = call;
+  (*bad.request.mutable_space()->mutable_candidates())["block_M"].add_values()->set_string_value(
+      "big");
+  EXPECT_THAT(RollerPlanner(bad.request, devices_->Devices()[0]).status().message(),
+              HasSubstr("non-integer"));
 }
 
 TEST_F(TuneServiceTest, RequestsThePlannerCannotServeFailClearly) {

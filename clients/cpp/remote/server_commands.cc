@@ -459,6 +459,127 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
   return regression ? kExitRegression : kExitOk;
 }
 
+// --- tune ----------------------------------------------------------------------
+
+const char* MeasurementStatusName(kiln::v1::Measurement::Status s) {
+  switch (s) {
+  case kiln::v1::Measurement::STATUS_OK:
+    return "ok";
+  case kiln::v1::Measurement::STATUS_COMPILE_ERROR:
+    return "compile_error";
+  case kiln::v1::Measurement::STATUS_LAUNCH_ERROR:
+    return "launch_error";
+  case kiln::v1::Measurement::STATUS_TIMEOUT:
+    return "timeout";
+  case kiln::v1::Measurement::STATUS_WRONG_RESULT:
+    return "wrong_result";
+  case kiln::v1::Measurement::STATUS_RESOURCE_LIMIT:
+    return "resource_limit";
+  default:
+    return "unknown";
+  }
+}
+
+std::string ConfigLine(const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& [k, v] : config) {
+    sorted[k] = v.value_case() == kiln::v1::BindingValue::kIntValue ? std::to_string(v.int_value())
+                                                                    : v.ShortDebugString();
+  }
+  std::string out;
+  for (const auto& [k, v] : sorted) absl::StrAppend(&out, out.empty() ? "" : " ", k, "=", v);
+  return out;
+}
+
+int RunTuneRemote(const TuneArgs& t, CommandIo io) {
+  Common c;
+  const char* env = std::getenv("KILN_SERVER");
+  c.server = !t.server.empty()                  ? t.server
+             : (env != nullptr && *env != '\0') ? env
+                                                : "127.0.0.1:7070";
+  c.timeout_s = t.timeout_s;
+  c.json = t.json;
+  kiln::v1::TuneRequest req;
+  if (!ReadProgram(t.file, req.mutable_program(), "tune", io)) return kExitFailure;
+  if (!t.entry.empty()) req.mutable_program()->set_entry(t.entry);
+  for (const auto& [name, value] : t.bindings) {
+    (*req.mutable_program()->mutable_bindings())[name] = BindingOf(value);
+  }
+  req.set_target(t.target.empty() ? "cpu" : t.target);
+  if (t.strategy == "grid") {
+    req.set_strategy(kiln::v1::TUNE_STRATEGY_EXHAUSTIVE);
+    req.mutable_budget()->set_max_candidates(t.budget);
+  } else if (t.strategy == "random") {
+    req.set_strategy(kiln::v1::TUNE_STRATEGY_RANDOM);
+    req.mutable_budget()->set_max_candidates(t.budget > 0 ? t.budget : t.top_k);
+  } else if (t.strategy == "roller") {
+    req.set_strategy(kiln::v1::TUNE_STRATEGY_ROLLER);
+    req.mutable_budget()->set_max_candidates(t.top_k);
+  } else {
+    io.err << "kiln tune: --strategy must be roller, grid or random\n";
+    return kExitUsage;
+  }
+  req.mutable_validation()->set_seed(t.seed);
+  for (const auto& [name, values] : t.space) {
+    kiln::v1::ValueList& list = (*req.mutable_space()->mutable_candidates())[name];
+    for (int64_t v : values) list.add_values()->set_int_value(v);
+  }
+  for (const std::string& d : t.devices) req.mutable_devices()->add_device_ids(d);
+
+  auto stub = Connect(c);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, c);
+  auto reader = stub->Tune(&ctx, req);
+  kiln::v1::TuneEvent event;
+  std::optional<kiln::v1::TuneResult> result;
+  std::string job_id;
+  int last_done = -1;
+  while (reader->Read(&event)) {
+    job_id = event.job_id();
+    if (event.has_result()) {
+      result = event.result();
+      continue;
+    }
+    const kiln::v1::TuneProgress& p = event.progress();
+    const int done = p.candidates_measured() + p.candidates_failed();
+    if (t.json || p.candidates_total() == 0 || done == last_done) continue;
+    last_done = done;
+    io.err << absl::StrFormat("[%6.1fs] %d/%d compiled, %d measured, %d failed",
+                              p.elapsed_seconds(), p.candidates_compiled(), p.candidates_total(),
+                              p.candidates_measured(), p.candidates_failed());
+    if (p.has_best_so_far() && p.best_so_far().median_us() > 0) {
+      io.err << absl::StrFormat(", best %.2f us (%s)", p.best_so_far().median_us(),
+                                ConfigLine(p.best_so_far().config()));
+    }
+    io.err << "\n";
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Report(s, c, io);
+  if (!result) {
+    io.err << "kiln tune: the stream ended without a result\n";
+    return kExitFailure;
+  }
+  if (t.json) {
+    io.out << "{\"job_id\": " << Quote(job_id) << ", \"result\": " << Json(*result) << "}\n";
+  } else {
+    for (const kiln::v1::Measurement& m : result->measurements()) {
+      io.out << absl::StrFormat(
+          "%-14s %10.2f us  predicted %8.2f us  %s%s\n", MeasurementStatusName(m.status()),
+          m.median_us(), m.predicted_us(), ConfigLine(m.config()),
+          m.error().empty() ? "" : absl::StrCat("  (", m.error().substr(0, 120), ")"));
+    }
+    if (result->has_best()) {
+      io.out << absl::StrFormat("best: %s  %.2f us on %s (%s), artifact %s\n",
+                                ConfigLine(result->best().config()), result->best().median_us(),
+                                result->best().device_id(), result->best().device_model(),
+                                result->best().key().substr(0, 12));
+    } else {
+      io.out << "no valid config\n";
+    }
+  }
+  return result->has_best() ? kExitOk : kExitFailure;
+}
+
 // --- devices -------------------------------------------------------------------
 
 int RunDevices(const std::vector<std::string>& args, CommandIo io) {
@@ -614,6 +735,7 @@ Command CompileCommand() {
 Command BenchCommand() {
   return {"bench", "time a kernel on a kilnd's device (and compare with its history)", RunBench};
 }
+TuneRemoteFn TuneRemote() { return RunTuneRemote; }
 Command DevicesCommand() { return {"devices", "list the devices a kilnd measures on", RunDevices}; }
 Command JobsCommand() { return {"jobs", "list, show, watch or cancel a kilnd's jobs", RunJobs}; }
 

@@ -8,6 +8,7 @@
 //              [--device ID]... [--trials N] [--warmup N] [--flush-l2] [--cuda-graph]
 //              [--history NAME] [--compare] [--baseline-runs N] [--max-slowdown F]
 //              [--significance P] [--json]
+//   kiln tune FILE ... (tune_commands.h; without --dry-run through the Tune RPC)
 //   kiln devices [--json]
 //   kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]
 //
@@ -22,6 +23,7 @@
 #pragma once
 
 #include "clients/cpp/command_table.h"
+#include "clients/cpp/tune_commands.h"
 
 namespace kiln::cli {
 
@@ -30,6 +32,8 @@ inline constexpr int kExitUnavailable = 5;
 
 Command CompileCommand();
 Command BenchCommand();
+// `kiln tune` without --dry-run: the Tune RPC, progress on stderr.
+TuneRemoteFn TuneRemote();
 Command DevicesCommand();
 Command JobsCommand();
 

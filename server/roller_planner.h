@@ -1,0 +1,24 @@
+// The sweep's planner over tuner/roller: a Tune request and the device it
+// runs on become a program, an arch model (arch::FromDevice: what the device
+// reports, the rest from its preset) and policy options, and the policy's
+// verified candidates become the sweep's, best predicted first.
+//   TUNE_STRATEGY_ROLLER (and UNSPECIFIED)  top-k, k = budget.max_candidates (10)
+//   TUNE_STRATEGY_EXHAUSTIVE                every verified point of the space
+//   TUNE_STRATEGY_RANDOM                    budget.max_candidates (10) points
+// The space is request.space where declared (integer values), the derived
+// domains elsewhere. Configs over a resource limit never reach the sweep.
+// Thread-safe (a pure function).
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kiln/v1/service.pb.h"
+#include "server/tune_service.h"
+
+namespace kiln::server {
+
+absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
+                                                         const kiln::v1::Device& device);
+
+} // namespace kiln::server
