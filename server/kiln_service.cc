@@ -39,50 +39,31 @@ bool IsHexKey(const std::string& key) {
 
 // --- Compile -----------------------------------------------------------------
 
-// Finishes the RPC when the compile service calls back; a cancelled or
-// timed-out call detaches from its job.
+void FillCompileResponse(CompileReply reply, kiln::v1::CompileResponse* response) {
+  if (!reply.metadata.key().empty()) *response->mutable_artifact() = std::move(reply.metadata);
+  response->set_outcome(reply.outcome);
+  response->set_job_id(reply.job_id);
+  response->set_server_seconds(reply.server_seconds);
+}
+
+// Finishes a Compile RPC that waits on a job when the compile service calls
+// back; a cancelled or timed-out call detaches from its job.
 class CompileReactor final : public ServerUnaryReactor {
  public:
-  CompileReactor(CompileService* service, const CompileCall& call,
+  CompileReactor(std::shared_ptr<CompileService::Pending> pending,
                  kiln::v1::CompileResponse* response)
-      : response_(response) {
-    std::shared_ptr<CompileService::Pending> pending =
-        service->Start(call, [this](absl::StatusOr<CompileReply> reply) {
-          if (reply.ok()) {
-            if (!reply->metadata.key().empty()) {
-              *response_->mutable_artifact() = std::move(reply->metadata);
-            }
-            response_->set_outcome(reply->outcome);
-            response_->set_job_id(reply->job_id);
-            response_->set_server_seconds(reply->server_seconds);
-          }
-          Finish(ToGrpcStatus(reply.status()));
-        });
-    bool cancel = false;
-    {
-      absl::MutexLock lock(&mu_);
-      pending_ = pending;
-      cancel = cancelled_;
-    }
-    if (cancel) pending->Cancel();
-  }
+      : response_(response), pending_(std::move(pending)) {}
 
-  void OnCancel() override {
-    std::shared_ptr<CompileService::Pending> pending;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      pending = pending_;
-    }
-    if (pending) pending->Cancel();
+  void Complete(absl::StatusOr<CompileReply> reply) {
+    if (reply.ok()) FillCompileResponse(*std::move(reply), response_);
+    Finish(ToGrpcStatus(reply.status()));
   }
+  void OnCancel() override { pending_->Cancel(); }
   void OnDone() override { delete this; }
 
  private:
   kiln::v1::CompileResponse* const response_;
-  absl::Mutex mu_;
-  std::shared_ptr<CompileService::Pending> pending_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  const std::shared_ptr<CompileService::Pending> pending_;
 };
 
 // --- Benchmark ---------------------------------------------------------------
@@ -537,7 +518,37 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   call.options = OptionsFromProto(request->target(), request->options());
   call.client = *who;
   call.async = request->async();
-  return new CompileReactor(deps_.compile, call, response);
+  // A hit (or an error found before any job) completes inside Start: answer
+  // it with the default reactor, which gRPC finishes inline, and create the
+  // reactor that waits on a job only when there is a job to wait on.
+  struct Early {
+    absl::Mutex mu;
+    bool returned ABSL_GUARDED_BY(mu) = false;
+    std::optional<absl::StatusOr<CompileReply>> reply ABSL_GUARDED_BY(mu);
+    CompileReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  auto early = std::make_shared<Early>();
+  std::shared_ptr<CompileService::Pending> pending =
+      deps_.compile->Start(call, [early](absl::StatusOr<CompileReply> reply) {
+        CompileReactor* reactor = nullptr;
+        {
+          absl::MutexLock lock(&early->mu);
+          if (!early->returned) {
+            early->reply = std::move(reply);
+            return;
+          }
+          reactor = early->reactor;
+        }
+        reactor->Complete(std::move(reply));
+      });
+  absl::MutexLock lock(&early->mu);
+  early->returned = true;
+  if (early->reply) {
+    if (early->reply->ok()) FillCompileResponse(std::move(**early->reply), response);
+    return FinishNow(ctx, early->reply->status());
+  }
+  early->reactor = new CompileReactor(std::move(pending), response);
+  return early->reactor;
 }
 
 grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
