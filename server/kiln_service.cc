@@ -55,8 +55,9 @@ class CompileReactor final : public ServerUnaryReactor {
       : response_(response), pending_(std::move(pending)) {}
 
   void Complete(absl::StatusOr<CompileReply> reply) {
+    const absl::Status status = reply.status();
     if (reply.ok()) FillCompileResponse(*std::move(reply), response_);
-    Finish(ToGrpcStatus(reply.status()));
+    Finish(ToGrpcStatus(status));
   }
   void OnCancel() override { pending_->Cancel(); }
   void OnDone() override { delete this; }
@@ -75,8 +76,9 @@ class BenchmarkReactor final : public ServerUnaryReactor {
       : response_(response) {
     std::shared_ptr<BenchmarkService::Pending> pending =
         service->Start(call, [this](absl::StatusOr<kiln::v1::BenchmarkResponse> reply) {
+          const absl::Status status = reply.status();
           if (reply.ok()) *response_ = *std::move(reply);
-          Finish(ToGrpcStatus(reply.status()));
+          Finish(ToGrpcStatus(status));
         });
     bool cancel = false;
     {

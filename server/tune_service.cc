@@ -256,8 +256,9 @@ void TuneService::Run(const std::shared_ptr<Job>& job, const TuneCall& call) {
   if (!job->Start("planning")) return;
   absl::StatusOr<kiln::v1::TuneResult> result = RunSweep(job, call);
   if (result.ok()) {
+    const bool found = result->has_best();
     job->Succeed(TuneJobResult{*std::move(result)},
-                 result->has_best() ? "tuned" : "tuned: no candidate was valid");
+                 found ? "tuned" : "tuned: no candidate was valid");
   } else if (job->cancel_requested()) {
     job->Fail(absl::CancelledError(absl::StrCat("cancelled: ", result.status().message())));
   } else {
@@ -471,7 +472,8 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       std::lock_guard<std::mutex> lock(sweep->mu);
       sweep->items[i].compiled = true;
       --sweep->compiles_outstanding;
-      fail(i, kiln::v1::Measurement::STATUS_COMPILE_ERROR, std::string(program.status().message()));
+      fail(i, kiln::v1::Measurement::STATUS_COMPILE_ERROR,
+           absl::StrCat(program.status().message()));
       continue;
     }
     CompileCall compile;
@@ -495,7 +497,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
             sweep->ready.push_back(i);
           } else if (!item.finished) {
             sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
-            fail(i, CompileFailureStatus(reply.status()), std::string(reply.status().message()));
+            fail(i, CompileFailureStatus(reply.status()), absl::StrCat(reply.status().message()));
           }
           sweep->changed.notify_all();
         });
@@ -560,7 +562,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       absl::StatusOr<kiln::v1::LaunchSpec> launch =
           MakeLaunchPlan(meta.launch(), values, plan_options);
       if (!launch.ok()) {
-        failed(kiln::v1::Measurement::STATUS_LAUNCH_ERROR, std::string(launch.status().message()));
+        failed(kiln::v1::Measurement::STATUS_LAUNCH_ERROR, absl::StrCat(launch.status().message()));
         continue;
       }
       const std::string binary_kind = cuda ? driver::kCubin : driver::kSharedObject;
@@ -580,7 +582,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         absl::StatusOr<DeviceLease> l =
             devices_->Acquire(device.id(), absl::ZeroDuration(), job->stop_token());
         if (!l.ok()) {
-          failed(kiln::v1::Measurement::STATUS_UNSPECIFIED, std::string(l.status().message()));
+          failed(kiln::v1::Measurement::STATUS_UNSPECIFIED, absl::StrCat(l.status().message()));
           if (job->cancel_requested()) return;
           continue;
         }
@@ -594,7 +596,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
           status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
         }
-        failed(status, std::string(s.message()));
+        failed(status, absl::StrCat(s.message()));
         if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
       };
       kiln::v1::WorkerRequest load;
