@@ -46,8 +46,6 @@ std::string TargetArch(const std::string& target) {
   return colon == std::string::npos ? "" : target.substr(colon + 1);
 }
 
-bool IsCpuTarget(const std::string& target) { return target.empty() || target == "cpu"; }
-
 bool Runs(const kiln::v1::Device& device, const std::string& target) {
   if (IsCpuTarget(target)) return device.id() == "cpu";
   if (target.rfind("cuda", 0) != 0 || device.id().rfind("cuda:", 0) != 0) return false;
@@ -280,7 +278,6 @@ BenchmarkService::Measure(const std::shared_ptr<Job>& job, const BenchmarkCall& 
   if (!metadata.ok()) return metadata.status();
   const std::string& key = metadata->key();
   const std::string target = metadata->target();
-  const std::string binary_kind = IsCpuTarget(target) ? driver::kSharedObject : driver::kCubin;
 
   std::map<std::string, kiln::v1::BindingValue> values;
   if (r.what_case() == kiln::v1::BenchmarkRequest::kProgram) {
@@ -294,16 +291,8 @@ BenchmarkService::Measure(const std::shared_ptr<Job>& job, const BenchmarkCall& 
       MakeLaunchPlan(metadata->launch(), values, plan_options);
   if (!launch.ok()) return Annotate(launch.status(), "cannot launch the kernel");
 
-  absl::StatusOr<cache::Artifact> binary = store_->Get(key, {binary_kind});
-  if (!binary.ok()) return Annotate(binary.status(), absl::StrCat("artifact ", key));
-  std::string image;
-  for (cache::ArtifactFile& f : binary->files) {
-    if (f.kind == binary_kind) image = std::move(f.bytes);
-  }
-  if (image.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("artifact ", key, " has no ", binary_kind, " to run"));
-  }
+  absl::StatusOr<kiln::v1::WorkerRequest> load = LoadRequestFor(*store_, *metadata);
+  if (!load.ok()) return load.status();
 
   const std::vector<kiln::v1::Device> devices = devices_->Devices();
   absl::StatusOr<std::string> device_id = ChooseDevice(devices, target, r.devices());
@@ -324,13 +313,8 @@ BenchmarkService::Measure(const std::shared_ptr<Job>& job, const BenchmarkCall& 
   if (!lease.ok()) return lease.status();
 
   job->SetProgress(0.3, absl::StrCat("loading on ", *device_id));
-  kiln::v1::WorkerRequest load;
-  load.mutable_load()->set_module_id(key);
-  load.mutable_load()->set_image(std::move(image));
-  load.mutable_load()->set_kernel_symbol(metadata->launch().kernel_symbol());
-  load.mutable_load()->set_dynamic_shared_bytes(metadata->launch().dynamic_shared_bytes());
   absl::StatusOr<kiln::v1::WorkerResponse> loaded =
-      lease->Call(load, absl::ZeroDuration(), job->stop_token());
+      lease->Call(*load, absl::ZeroDuration(), job->stop_token());
   if (!loaded.ok()) {
     Record(call, response, std::string(WorkerErrorKindName(WorkerErrorKindOf(loaded.status()))));
     return Annotate(loaded.status(), absl::StrCat("loading the kernel on ", *device_id));

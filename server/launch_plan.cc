@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/driver/compile_driver.h"
 
 namespace kiln::server {
 namespace {
@@ -227,6 +228,32 @@ class ExtentParser {
 absl::StatusOr<int64_t> EvalExtent(absl::string_view text,
                                    const std::map<std::string, int64_t>& symbols) {
   return ExtentParser(text, symbols).Parse();
+}
+
+bool IsCpuTarget(const std::string& target) { return target.empty() || target == "cpu"; }
+
+absl::StatusOr<kiln::v1::WorkerRequest> LoadRequestFor(ArtifactStore& store,
+                                                       const kiln::v1::ArtifactMetadata& metadata) {
+  const std::string& key = metadata.key();
+  const std::string kind = IsCpuTarget(metadata.target()) ? driver::kSharedObject : driver::kCubin;
+  absl::StatusOr<cache::Artifact> binary = store.Get(key, {kind});
+  if (!binary.ok()) {
+    return absl::Status(binary.status().code(),
+                        absl::StrCat("artifact ", key, ": ", binary.status().message()));
+  }
+  kiln::v1::WorkerRequest load;
+  kiln::v1::LoadModuleRequest* m = load.mutable_load();
+  for (cache::ArtifactFile& f : binary->files) {
+    if (f.kind == kind) m->set_image(std::move(f.bytes));
+  }
+  if (m->image().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("artifact ", key, " has no ", kind, " to run"));
+  }
+  m->set_module_id(key);
+  m->set_kernel_symbol(metadata.launch().kernel_symbol());
+  m->set_dynamic_shared_bytes(metadata.launch().dynamic_shared_bytes());
+  return load;
 }
 
 int64_t DTypeBytes(kiln::v1::DType dtype) {

@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "kiln/v1/service.pb.h"
 #include "kiln/v1/worker.pb.h"
+#include "server/artifact_store.h"
 
 namespace kiln::server {
 
@@ -46,6 +47,16 @@ absl::StatusOr<kiln::v1::LaunchSpec>
 MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
                const std::map<std::string, kiln::v1::BindingValue>& values,
                const LaunchPlanOptions& options);
+
+// Whether `target` is the host CPU ("cpu", or empty).
+bool IsCpuTarget(const std::string& target);
+
+// The worker request that loads the artifact of `metadata` (module id = its
+// key): its cubin, or for the CPU target its shared object, read from
+// `store`. The store's errors carry "artifact KEY: "; an artifact without
+// that file is FailedPrecondition.
+absl::StatusOr<kiln::v1::WorkerRequest> LoadRequestFor(ArtifactStore& store,
+                                                       const kiln::v1::ArtifactMetadata& metadata);
 
 // Bytes of one element of `dtype` (0 for an unknown one).
 int64_t DTypeBytes(kiln::v1::DType dtype);

@@ -31,8 +31,6 @@ namespace {
 
 using Status = kiln::v1::Measurement::Status;
 
-bool IsCpuTarget(const std::string& target) { return target.empty() || target == "cpu"; }
-
 std::string StatusName(Status s) {
   switch (s) {
   case kiln::v1::Measurement::STATUS_OK:
@@ -289,23 +287,13 @@ TuneService::ReferenceOutputs(const std::shared_ptr<Job>& job, const TuneCall& c
   plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
   absl::StatusOr<kiln::v1::LaunchSpec> launch = MakeLaunchPlan(meta.launch(), values, plan_options);
   if (!launch.ok()) return launch.status();
-  const std::string kind = IsCpuTarget(target) ? driver::kSharedObject : driver::kCubin;
-  absl::StatusOr<cache::Artifact> binary = store_->Get(meta.key(), {kind});
-  if (!binary.ok()) return binary.status();
-  std::string image;
-  for (cache::ArtifactFile& f : binary->files) {
-    if (f.kind == kind) image = std::move(f.bytes);
-  }
+  absl::StatusOr<kiln::v1::WorkerRequest> load = LoadRequestFor(*store_, meta);
+  if (!load.ok()) return load.status();
   absl::StatusOr<DeviceLease> lease =
       devices_->Acquire(device_id, absl::ZeroDuration(), job->stop_token());
   if (!lease.ok()) return lease.status();
-  kiln::v1::WorkerRequest load;
-  load.mutable_load()->set_module_id(meta.key());
-  load.mutable_load()->set_image(std::move(image));
-  load.mutable_load()->set_kernel_symbol(meta.launch().kernel_symbol());
-  load.mutable_load()->set_dynamic_shared_bytes(meta.launch().dynamic_shared_bytes());
   absl::StatusOr<kiln::v1::WorkerResponse> loaded =
-      lease->Call(load, absl::ZeroDuration(), job->stop_token());
+      lease->Call(*load, absl::ZeroDuration(), job->stop_token());
   if (!loaded.ok()) return loaded.status();
   kiln::v1::WorkerRequest run;
   *run.mutable_run()->mutable_launch() = *std::move(launch);
@@ -565,17 +553,9 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         failed(kiln::v1::Measurement::STATUS_LAUNCH_ERROR, absl::StrCat(launch.status().message()));
         continue;
       }
-      const std::string binary_kind = cuda ? driver::kCubin : driver::kSharedObject;
-      absl::StatusOr<cache::Artifact> binary = store_->Get(meta.key(), {binary_kind});
-      std::string image;
-      if (binary.ok()) {
-        for (cache::ArtifactFile& f : binary->files) {
-          if (f.kind == binary_kind) image = std::move(f.bytes);
-        }
-      }
-      if (image.empty()) {
-        failed(kiln::v1::Measurement::STATUS_COMPILE_ERROR,
-               absl::StrCat("artifact ", meta.key(), " has no ", binary_kind));
+      absl::StatusOr<kiln::v1::WorkerRequest> load = LoadRequestFor(*store_, meta);
+      if (!load.ok()) {
+        failed(kiln::v1::Measurement::STATUS_COMPILE_ERROR, absl::StrCat(load.status().message()));
         continue;
       }
       if (!lease) {
@@ -599,13 +579,8 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         failed(status, absl::StrCat(s.message()));
         if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
       };
-      kiln::v1::WorkerRequest load;
-      load.mutable_load()->set_module_id(meta.key());
-      load.mutable_load()->set_image(std::move(image));
-      load.mutable_load()->set_kernel_symbol(meta.launch().kernel_symbol());
-      load.mutable_load()->set_dynamic_shared_bytes(meta.launch().dynamic_shared_bytes());
       absl::StatusOr<kiln::v1::WorkerResponse> loaded =
-          lease->Call(load, absl::ZeroDuration(), job->stop_token());
+          lease->Call(*load, absl::ZeroDuration(), job->stop_token());
       if (!loaded.ok()) {
         worker_failed(loaded.status());
         continue;
