@@ -28,8 +28,9 @@ std::string CommentText(const std::string& text) {
 } // namespace
 
 const std::vector<std::string>& LoweringPipeline() {
-  static const std::vector<std::string>* passes = new std::vector<std::string>{
-      "verify", "simplify", "verify-resources", "layout-inference", "lower-tile-ops", "simplify"};
+  static const std::vector<std::string>* passes =
+      new std::vector<std::string>{"verify",           "simplify",       "verify-resources",
+                                   "layout-inference", "lower-tile-ops", "simplify-bounds"};
   return *passes;
 }
 

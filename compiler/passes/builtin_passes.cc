@@ -6,6 +6,7 @@ namespace kiln::passes {
 
 void RegisterVerifyPass();
 void RegisterSimplifyPass();
+void RegisterSimplifyBoundsPass();
 void RegisterCanonicalizePass();
 void RegisterVerifyResourcesPass();
 void RegisterLayoutInferencePass();
@@ -14,6 +15,7 @@ void RegisterLowerTileOpsPass();
 void RegisterBuiltinPasses() {
   RegisterVerifyPass();
   RegisterSimplifyPass();
+  RegisterSimplifyBoundsPass();
   RegisterCanonicalizePass();
   RegisterVerifyResourcesPass();
   RegisterLayoutInferencePass();

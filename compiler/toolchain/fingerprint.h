@@ -18,8 +18,9 @@ namespace kiln::toolchain {
 // Bumped by codegen whenever the code it emits changes for the same IR.
 // 2: rotated GEMM main loop, per-warp cross-warp reductions, converting
 // vector copies. 3: artifact metadata marks the parameters the kernel writes
-// as outputs (benchmarks and tuning validate them).
-inline constexpr int kKilnCodegenVersion = 3;
+// as outputs (benchmarks and tuning validate them). 4: simplify-bounds
+// removes index operations that thread and loop bounds make redundant.
+inline constexpr int kKilnCodegenVersion = 4;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

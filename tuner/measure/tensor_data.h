@@ -34,6 +34,7 @@
 #include "compiler/tools/npy.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "kiln/v1/worker.pb.h"
+#include "tuner/measure/input_cache.h"
 
 namespace kiln::measure {
 
@@ -49,10 +50,11 @@ double GetElement(const tools::NpyArray& a, int64_t i);
 void SetElement(tools::NpyArray& a, int64_t i, double v);
 
 // The kernel arguments `specs` describe, each `before` filled as above and
-// `is_output` taken from the spec.
+// `is_output` taken from the spec. With a `cache`, generated data is taken
+// from it when present and put in it when made (same bytes either way).
 absl::StatusOr<std::vector<tools::HostParam>>
 MakeHostParams(const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs,
-               size_t max_total_bytes);
+               size_t max_total_bytes, InputCache* cache = nullptr);
 
 // "[12, 7]": the C-order index of flat element `flat` of `shape`.
 std::string FormatIndex(const std::vector<int64_t>& shape, int64_t flat);

@@ -56,7 +56,7 @@ std::vector<const tools::HostParam*> Outputs(const std::vector<tools::HostParam>
 } // namespace
 
 WorkerSession::WorkerSession(std::unique_ptr<DeviceBackend> backend, WorkerSessionOptions options)
-    : backend_(std::move(backend)), options_(options) {}
+    : backend_(std::move(backend)), options_(options), inputs_(options.input_cache_bytes) {}
 
 pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool* exit_after) {
   *exit_after = false;
@@ -64,7 +64,7 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
   response.set_request_id(request.request_id());
   absl::Status status;
   auto params_of = [&](const pb::LaunchSpec& launch) {
-    return MakeHostParams(launch.args(), options_.max_argument_bytes);
+    return MakeHostParams(launch.args(), options_.max_argument_bytes, &inputs_);
   };
 
   switch (request.request_case()) {

@@ -26,6 +26,7 @@
 #include "kiln/v1/worker.pb.h"
 #include "tuner/measure/device_backend.h"
 #include "tuner/measure/frame_io.h"
+#include "tuner/measure/input_cache.h"
 
 namespace kiln::measure {
 
@@ -39,6 +40,8 @@ struct WorkerSessionOptions {
   size_t max_frame_bytes = kDefaultMaxFrameBytes;
   // Host memory the kernel arguments of one request may take.
   size_t max_argument_bytes = size_t{8} << 30;
+  // Host memory for generated inputs kept between requests (input_cache.h).
+  size_t input_cache_bytes = size_t{4} << 30;
 };
 
 class WorkerSession {
@@ -52,9 +55,13 @@ class WorkerSession {
   // Serves requests on `fd` until the stream ends; returns an exit status.
   int Serve(int fd);
 
+  // The generated inputs kept between requests (for tests and stats).
+  const InputCache& input_cache() const { return inputs_; }
+
  private:
   std::unique_ptr<DeviceBackend> backend_;
   WorkerSessionOptions options_;
+  InputCache inputs_;
 };
 
 } // namespace kiln::measure

@@ -13,60 +13,10 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/simplify.h"
 #include "gtest/gtest.h"
+#include "tests/compiler/ir/expr_test_util.h"
 
 namespace kiln::ir {
 namespace {
-
-// A tiny expression printer for failure messages (the real printer is not a
-// dependency of these tests).
-std::string Str(const Expr& e) {
-  std::vector<std::string> args;
-  for (const Expr& a : e.args) args.push_back(Str(a));
-  std::string dt(DTypeName(e.dtype));
-  switch (e.kind) {
-  case ExprKind::kInt:
-    return absl::StrCat(dt, "(", e.ival, ")");
-  case ExprKind::kFloat:
-    return absl::StrCat(dt, "(", e.fval, ")");
-  case ExprKind::kVar:
-    return e.name;
-  case ExprKind::kLoad:
-    return absl::StrCat(e.name, "[", absl::StrJoin(args, ", "), "]");
-  case ExprKind::kBinary:
-    return absl::StrCat("b", static_cast<int>(e.bop), ":", dt, "(", absl::StrJoin(args, ", "), ")");
-  case ExprKind::kUnary:
-    return absl::StrCat("u", static_cast<int>(e.uop), "(", args[0], ")");
-  case ExprKind::kCast:
-    return absl::StrCat("cast<", dt, ">(", args[0], ")");
-  case ExprKind::kSelect:
-    return absl::StrCat("select(", absl::StrJoin(args, ", "), ")");
-  default:
-    return absl::StrCat("k", static_cast<int>(e.kind), "(", absl::StrJoin(args, ", "), ")");
-  }
-}
-
-void StripLocs(Expr* e) {
-  e->loc = {};
-  for (Expr& a : e->args) StripLocs(&a);
-}
-
-Expr NoLoc(Expr e) {
-  StripLocs(&e);
-  return e;
-}
-
-// Shorthands for int32 index arithmetic.
-Expr V(const std::string& name, DType t = DType::kInt32) { return VarRef(name, t); }
-Expr I(int64_t v, DType t = DType::kInt32) { return IntImm(v, t); }
-Expr F(double v, DType t = DType::kFloat32) { return FloatImm(v, t); }
-Expr B(bool v) { return BoolImm(v); }
-Expr Add(Expr a, Expr b) { return Binary(BinOp::kAdd, std::move(a), std::move(b)); }
-Expr Sub(Expr a, Expr b) { return Binary(BinOp::kSub, std::move(a), std::move(b)); }
-Expr Mul(Expr a, Expr b) { return Binary(BinOp::kMul, std::move(a), std::move(b)); }
-Expr Div(Expr a, Expr b) { return Binary(BinOp::kDiv, std::move(a), std::move(b)); }
-Expr FDiv(Expr a, Expr b) { return Binary(BinOp::kFloorDiv, std::move(a), std::move(b)); }
-Expr FMod(Expr a, Expr b) { return Binary(BinOp::kFloorMod, std::move(a), std::move(b)); }
-Expr Op(BinOp op, Expr a, Expr b) { return Binary(op, std::move(a), std::move(b)); }
 
 struct Case {
   std::string name;
@@ -286,74 +236,6 @@ TEST(SimplifyTest, LargeProductsStayBounded) {
   }
   EXPECT_EQ(ConstInt(Sub(Mul(a, b), Mul(b, a))), 0);
 }
-
-// Differential check: random int32 index expressions evaluate to the same
-// value before and after simplification (on samples where no intermediate
-// overflows and nothing divides by zero).
-struct Eval {
-  std::map<std::string, int64_t> env;
-  bool ok = true;
-  bool divided_by_zero = false;
-
-  int64_t Check(int64_t v) {
-    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-      ok = false;
-    }
-    return v;
-  }
-  int64_t operator()(const Expr& e) {
-    if (!ok) return 0;
-    switch (e.kind) {
-    case ExprKind::kInt:
-      return e.ival;
-    case ExprKind::kVar:
-      return env.at(e.name);
-    case ExprKind::kUnary:
-      return Check(-(*this)(e.args[0]));
-    case ExprKind::kSelect:
-      return (*this)(e.args[0]) ? (*this)(e.args[1]) : (*this)(e.args[2]);
-    case ExprKind::kBinary: {
-      int64_t a = (*this)(e.args[0]), b = (*this)(e.args[1]);
-      if (!ok) return 0;
-      switch (e.bop) {
-      case BinOp::kAdd:
-        return Check(a + b);
-      case BinOp::kSub:
-        return Check(a - b);
-      case BinOp::kMul:
-        return Check(a * b);
-      case BinOp::kDiv:
-      case BinOp::kFloorDiv:
-      case BinOp::kFloorMod: {
-        if (b == 0) {
-          ok = false;
-          divided_by_zero = true;
-          return 0;
-        }
-        int64_t q = a / b, r = a % b;
-        if (e.bop == BinOp::kDiv) return q;
-        bool adjust = r != 0 && ((r < 0) != (b < 0));
-        return e.bop == BinOp::kFloorDiv ? q - adjust : (adjust ? r + b : r);
-      }
-      case BinOp::kMin:
-        return std::min(a, b);
-      case BinOp::kMax:
-        return std::max(a, b);
-      case BinOp::kLt:
-        return a < b;
-      case BinOp::kEq:
-        return a == b;
-      default:
-        ADD_FAILURE() << "unexpected op";
-        return 0;
-      }
-    }
-    default:
-      ADD_FAILURE() << "unexpected kind " << Str(e);
-      return 0;
-    }
-  }
-};
 
 Expr RandomExpr(std::mt19937& rng, int depth) {
   std::uniform_int_distribution<int> pick(0, 99);

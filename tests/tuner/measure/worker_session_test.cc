@@ -83,6 +83,24 @@ TEST(WorkerSession, RunReturnsOutputsAndEchoesTheId) {
   EXPECT_EQ(GetElement(c, 1), 2.0);
 }
 
+TEST(WorkerSession, RepeatedRequestsReuseGeneratedInputs) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  pb::WorkerRequest run = RunRequest();
+  pb::TensorSpec* in = run.mutable_run()->mutable_launch()->add_args();
+  in->set_name("A");
+  in->set_dtype(pb::DTYPE_FLOAT32);
+  in->add_shape(3);
+  in->set_init(pb::TensorSpec::INIT_RANDOM_UNIFORM);
+  in->set_seed(11);
+  bool exit_after = false;
+  pb::WorkerResponse first = session.Handle(run, &exit_after);
+  pb::WorkerResponse second = session.Handle(run, &exit_after);
+  ASSERT_TRUE(first.has_run() && second.has_run()) << first.DebugString();
+  EXPECT_EQ(first.run().outputs(0), second.run().outputs(0));
+  EXPECT_EQ(session.input_cache().entries(), 2u); // C (arange) and A
+  EXPECT_EQ(session.input_cache().hits(), 2u);
+}
+
 TEST(WorkerSession, MeasureAndValidate) {
   WorkerSession session(std::make_unique<ScriptedBackend>());
   bool exit_after = false;
