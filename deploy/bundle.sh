@@ -163,7 +163,7 @@ newest() {
 cp "$root/docs/kilnd.example.yaml" "$dest/share/kiln/kilnd.example.yaml"
 {
   echo "kiln $version"
-  echo "commit $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "commit ${KILN_COMMIT:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)}"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME") $(uname -m)"
   echo "requires glibc >= $(newest GLIBC), libstdc++ with GLIBCXX_$(newest GLIBCXX)"
   echo "nvrtc $([ "$with_nvrtc" = 1 ] && echo bundled || echo "from the host (KILN_NVRTC_LIBRARY, CUDA_HOME/lib64, /usr/local/cuda/lib64)")"
