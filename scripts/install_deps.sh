@@ -13,6 +13,8 @@ packages=(
   openssl  # the TLS end-to-end test makes its certificates with it
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
   python3-prometheus-client  # the metrics test parses a /metrics scrape with it
+  patchelf  # deploy/bundle.sh: RUNPATHs of the relocatable bundle
+  yamllint python3-yaml  # deploy tests: lint and validate deploy/ (k8s, Helm, compose)
 )
 
 missing=()

@@ -8,8 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-jobs=${KILN_JOBS:-2}
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF > /dev/null
-cmake --build build-release -j "$jobs" --target kilnd
+KILN_BUILD_DIR=build-release scripts/build.sh kilnd
 exec build-release/kilnd "$@"
