@@ -13,6 +13,9 @@ packages=(
   openssl  # the TLS end-to-end test makes its certificates with it
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
   python3-prometheus-client  # the metrics test parses a /metrics scrape with it
+  # The Python client's tests (tests/python/run_pytest.sh): a venv of this python3 with
+  # its grpcio, protobuf, numpy and pytest, the package installed without network.
+  python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-wheel python3-venv
 )
 
 missing=()

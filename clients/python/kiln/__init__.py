@@ -17,7 +17,7 @@ from .errors import (Aborted, AlreadyExists, BindingError, Cancelled, CompileErr
                      DeadlineExceeded, Diagnostic, FailedPrecondition, Internal, InvalidArgument,
                      KilnError, LaunchError, NotFound, OutOfRange, PermissionDenied,
                      ResourceExhausted, Unauthenticated, Unavailable, Unimplemented)
-from .jit import JitKernel, Kernel, jit
+from .jit import JitKernel, Kernel, jit, set_default_client
 from .shim import install_tilelang_shim
 
 __version__ = "0.1.0"
@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Artifact", "LaunchInfo", "Param", "TuneResult", "Measurement", "BestConfig",
     "BenchmarkResult", "Device", "Job", "DEFAULT_ADDRESS", "program_source", "jit", "JitKernel",
-    "Kernel", "install_tilelang_shim", "KilnError", "CompileError", "InvalidArgument",
+    "Kernel", "set_default_client", "install_tilelang_shim", "KilnError", "CompileError", "InvalidArgument",
     "NotFound", "AlreadyExists", "FailedPrecondition", "ResourceExhausted", "Aborted",
     "DeadlineExceeded", "Unavailable", "Unauthenticated", "PermissionDenied", "Cancelled",
     "DataLoss", "Internal", "Unimplemented", "OutOfRange", "LaunchError", "BindingError",
