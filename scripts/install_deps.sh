@@ -15,6 +15,9 @@ packages=(
   python3-prometheus-client  # the metrics test parses a /metrics scrape with it
   patchelf  # deploy/bundle.sh: RUNPATHs of the relocatable bundle
   yamllint python3-yaml  # deploy tests: lint and validate deploy/ (k8s, Helm, compose)
+  # The Python client's tests (tests/python/run_pytest.sh): a venv of this python3 with
+  # its grpcio, protobuf, numpy and pytest, the package installed without network.
+  python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-wheel python3-venv
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # Builds Kiln and runs the whole test suite:
 #   1. format check (clang-format) and, after the build, clang-tidy;
 #   2. the main build (warnings are errors) and every ctest label:
-#      unit, golden, e2e, fuzz (seed corpus replay) and gpu (skipped here
+#      unit, golden, cpu, e2e, python (the Python client's pytest suite), fuzz
+#      (seed corpus replay) and gpu (skipped here
 #      without a GPU, reported as skipped);
 #   3. an ASan+UBSan build with clang running the libFuzzer targets for
 #      KILN_FUZZ_SECONDS each (default 60) and the unit tests under sanitizers.

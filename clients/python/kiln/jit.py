@@ -1,0 +1,490 @@
+"""@kiln.jit: compile a TileLang kernel through kilnd from its source, and launch it.
+
+Both forms of TileLang kernel are accepted (docs/examples.md):
+
+* the jit form, ``@tilelang.jit def gemm(A, B, block_M, ...)`` with ``M, N, K =
+  T.const(...)``, ``A: T.Tensor((M, K), dtype)`` and ``C = T.empty(...)`` returned:
+  ``C = gemm(A, B, block_M=128, ...)``;
+* the factory form, ``def add(M, N, block_M, ...)`` returning a ``@T.prim_func``:
+  ``add(A, B, C, block_M=16, block_N=64)`` (shapes bound from the tensors; outputs
+  left off the end are allocated, zero-filled, and returned), or TileLang's own
+  ``kernel = add(77, 130, 16, 64); kernel(A, B, C)``.
+
+The kernel's whole module source goes to the server (it parses the file, picks the
+function by name, and reports problems as ``file:line:col`` of the real file).
+Shapes and dtypes are bound from the call's tensors by matching the ``T.Tensor``
+shape expressions; ``bind={...}`` on the decorator and keyword arguments bind the
+rest. Compiled kernels are cached per process by (source, bindings, target); loaded
+modules per process (and CUDA context). Launches go to the current CUDA stream.
+"""
+import functools
+import hashlib
+import inspect
+import linecache
+import textwrap
+import threading
+
+from . import _analysis, _tensors
+from ._expr import evaluate
+from ._launch import pack_scalar
+from ._values import dtype_name
+from .client import Client
+from .errors import BindingError, LaunchError
+
+__all__ = ["jit", "JitKernel", "Kernel", "set_default_client"]
+
+# TileLang's jit options that mean nothing to Kiln (outputs are found from the
+# launch metadata; code generation options go in `options`).
+_TILELANG_OPTIONS = {"out_idx", "execution_backend", "verbose", "pass_configs", "debug_root_path",
+                     "compile_flags"}
+
+_default_client = None
+_default_lock = threading.Lock()
+
+
+def set_default_client(client):
+    """The Client @kiln.jit kernels use when they were given none."""
+    global _default_client
+    _default_client = client
+
+
+def _client():
+    global _default_client
+    with _default_lock:
+        if _default_client is None:
+            _default_client = Client()
+        return _default_client
+
+
+def _unwrap(obj):
+    """The plain function under decorators (a real @tilelang.jit object, functools.wraps)."""
+    for _ in range(8):
+        if isinstance(obj, JitKernel):
+            obj = obj.fn
+        if inspect.isfunction(obj):
+            return obj
+        for attr in ("__wrapped__", "func", "fn", "_func", "function", "__func__"):
+            inner = getattr(obj, attr, None)
+            if inner is not None and inner is not obj:
+                obj = inner
+                break
+        else:
+            break
+    if not inspect.isfunction(obj):
+        raise TypeError(f"@kiln.jit needs a function, not {type(obj).__name__}")
+    return obj
+
+
+def _module_source(fn):
+    """(source text, file name, line offset) of the module that defines ``fn``."""
+    path = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    text = ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        text = "".join(linecache.getlines(path))
+    if text:
+        return text, path, 0
+    # Only the function is known (an interactive session): send it under the
+    # imports every kernel file has.
+    body = textwrap.dedent(inspect.getsource(fn))
+    prelude = "import tilelang\nimport tilelang.language as T\n"
+    return prelude + body, path, 2
+
+
+class _Compiled:
+    """One compiled kernel: the artifact, and its binary loaded in this process."""
+
+    def __init__(self, artifact):
+        self.artifact = artifact
+        self.launch = artifact.launch
+        self._cpu = None
+        self._lock = threading.Lock()
+
+    def cpu_module(self):
+        with self._lock:
+            if self._cpu is None:
+                from ._launch_cpu import CpuModule
+                self._cpu = CpuModule(self.artifact.file("so"), self.launch.kernel_symbol)
+            return self._cpu
+
+
+_cache = {}  # (source digest, entry, target, bindings, options) -> _Compiled
+_cache_locks = {}
+_cache_lock = threading.Lock()
+
+
+def _freeze(bindings):
+    return tuple(sorted((k, type(v).__name__, repr(v)) for k, v in bindings.items()))
+
+
+class JitKernel:
+    """A TileLang kernel function compiled through kilnd on call (see the module doc)."""
+
+    def __init__(self, fn, *, target=None, bind=None, dynamic=(), client=None, server=None,
+                 options=None, entry=None, **tilelang_options):
+        unknown = set(tilelang_options) - _TILELANG_OPTIONS
+        if unknown:
+            raise TypeError(f"kiln.jit got unknown options {sorted(unknown)}")
+        self.fn = _unwrap(fn)
+        functools.update_wrapper(self, self.fn)
+        self.name = entry or self.fn.__name__
+        self.target = None if target in (None, "auto", "cuda") else target
+        self.bind = dict(bind or {})
+        self.dynamic = set(dynamic or ())
+        self.options = dict(options or {})
+        self._client = client if client is not None else (Client(server) if server else None)
+        self.source, self.file_name, self._line_offset = _module_source(self.fn)
+        self._digest = hashlib.sha256(self.source.encode()).hexdigest()
+        self._info = None
+        self._signature = inspect.signature(self.fn)
+
+    # -- what the source says --
+
+    @property
+    def info(self):
+        if self._info is None:
+            line = self.fn.__code__.co_firstlineno + self._line_offset
+            try:
+                self._info = _analysis.analyze(self.source, self.fn.__name__, line)
+            except _analysis.AnalysisError as e:
+                raise BindingError(str(e)) from None
+        return self._info
+
+    @property
+    def client(self):
+        return self._client if self._client is not None else _client()
+
+    def __repr__(self):
+        return f"<kiln.jit {self.name} ({self.info.form} form) from {self.file_name}>"
+
+    # -- compiling --
+
+    def compile(self, target="cpu", bindings=None, **more):
+        """Compiles (or takes from the process cache) for ``target`` with these bindings;
+        returns the Artifact."""
+        b = dict(self.bind)
+        b.update(bindings or {})
+        b.update(more)
+        return self._compiled(target, b).artifact
+
+    def _compiled(self, target, bindings):
+        key = (self._digest, self.name, target, _freeze(bindings), _freeze(self.options))
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+        with _cache_lock:
+            lock = _cache_locks.setdefault(key, threading.Lock())
+        with lock:
+            hit = _cache.get(key)
+            if hit is None:
+                art = self.client.compile(source=self.source, file_name=self.file_name,
+                                          entry=self.name, bindings=bindings, target=target,
+                                          options=self.options or None)
+                hit = _cache[key] = _Compiled(art)
+        return hit
+
+    # -- calling --
+
+    def __call__(self, *args, **kwargs):
+        info = self.info
+        if info.form == "factory":
+            if not any(_tensors.is_tensor(a) for a in list(args) + list(kwargs.values())):
+                # TileLang's way: the factory's arguments now, the tensors later.
+                try:
+                    bound = self._signature.bind(*args, **kwargs)
+                except TypeError as e:
+                    raise BindingError(f"{self.name}(): {e}") from None
+                b = dict(self.bind)
+                b.update(bound.arguments)
+                return Kernel(self, b)
+            return self._call_factory(args, kwargs)
+        return self._call_jit(args, kwargs)
+
+    def _call_factory(self, args, kwargs):
+        info = self.info
+        kparams = info.kernel_params
+        names = [p.name if isinstance(p, _analysis.TensorSpec) else p[1] for p in kparams]
+        if len(args) > len(names):
+            raise BindingError(f"{self.name}(): {len(args)} positional arguments for the "
+                               f"kernel's {len(names)} parameters ({', '.join(names)})")
+        provided = dict(zip(names, args))
+        user = {}
+        for k, v in kwargs.items():
+            if k in names:
+                provided[k] = v
+            elif k in info.params:
+                user[k] = v
+            else:
+                raise BindingError(f"{self.name}() has no parameter '{k}' (factory: "
+                                   f"{', '.join(info.params)}; kernel: {', '.join(names)})")
+        b = dict(self.bind)
+        b.update(user)
+        return self._run(b, provided)
+
+    def _call_jit(self, args, kwargs):
+        info = self.info
+        tensor_names = {t.name for t in info.kernel_params}
+        output_names = {t.name for t in info.outputs}
+        if len(args) > len(info.params):
+            raise BindingError(f"{self.name}() takes {len(info.params)} positional arguments "
+                               f"({', '.join(info.params)}), got {len(args)}")
+        provided, user = {}, {}
+        for name, v in list(zip(info.params, args)) + list(kwargs.items()):
+            if name in tensor_names or (name in output_names and _tensors.is_tensor(v)):
+                provided[name] = v
+            elif name in info.params or name in info.consts:
+                user[name] = v
+            else:
+                raise BindingError(f"{self.name}() has no parameter or T.const '{name}'")
+        b = dict(self.bind)
+        b.update(user)
+        return self._run(b, provided)
+
+    def _specs(self):
+        info = self.info
+        specs = {p.name: p for p in info.kernel_params if isinstance(p, _analysis.TensorSpec)}
+        for o in info.outputs:
+            specs.setdefault(o.name, o)
+        return specs
+
+    def _infer(self, bindings, views):
+        """Binds shape symbols and dtype parameters from the tensors, checking them
+        against what the caller bound; returns the bindings to send."""
+        b = dict(bindings)
+        origin = {k: "given" for k in b}
+        specs = self._specs()
+        for name, v in views.items():
+            spec = specs.get(name)
+            if spec is None:
+                continue
+            if spec.dims is not None:
+                if len(spec.dims) != len(v.shape):
+                    raise BindingError(
+                        f"{self.name}(): {name} has {len(v.shape)} dimensions {v.shape}, the "
+                        f"kernel declares {len(spec.dims)} "
+                        f"({', '.join(str(d.value) for d in spec.dims)})")
+                for i, d in enumerate(spec.dims):
+                    got = v.shape[i]
+                    if d.kind == "int" and d.value != got:
+                        raise BindingError(f"{self.name}(): {name}.shape[{i}] is {got}, the kernel "
+                                           f"declares {d.value}")
+                    if d.kind != "sym" or d.value in self.dynamic:
+                        continue
+                    if d.value in b:
+                        if _as_int(b[d.value]) != got:
+                            raise BindingError(
+                                f"{self.name}(): {name}.shape[{i}] is {got} but {d.value} is "
+                                f"{b[d.value]} ({origin[d.value]})")
+                    else:
+                        b[d.value], origin[d.value] = got, f"from {name}.shape[{i}]"
+            if spec.dtype is not None:
+                kind, what = spec.dtype
+                if kind == "name" and what != v.dtype:
+                    raise BindingError(f"{self.name}(): {name} is {v.dtype}, the kernel declares "
+                                       f"{what}")
+                if kind == "param":
+                    if what in b:
+                        if dtype_name(b[what]) != v.dtype:
+                            raise BindingError(f"{self.name}(): {name} is {v.dtype} but {what} "
+                                               f"is {dtype_name(b[what]) or b[what]} "
+                                               f"({origin[what]})")
+                    else:
+                        b[what], origin[what] = v.dtype, f"from {name}.dtype"
+        # Parameters nothing bound: the server would refuse them; say which here.
+        missing = [p.name for p in self._signature.parameters.values()
+                   if p.default is inspect.Parameter.empty and p.name not in b
+                   and p.name not in specs and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        missing += [c for c in self.info.consts if c not in b and c not in self.dynamic]
+        if missing:
+            raise BindingError(f"{self.name}(): nothing binds {', '.join(missing)}; no tensor "
+                               "argument has it in its shape: pass it as a keyword argument or "
+                               "in kiln.jit(bind={...})")
+        return {k: (dtype_name(v) if _is_dtype_object(v) else v) for k, v in b.items()}
+
+    def _target_for(self, views):
+        devices = {v.device for v in views.values()}
+        if len(devices) > 1:
+            raise BindingError(f"{self.name}(): tensors on different devices: "
+                               + ", ".join(f"{n} on {_dev_text(v.device)}" for n, v in views.items()))
+        dev = devices.pop() if devices else "cpu"
+        if dev == "cpu":
+            if self.target not in (None, "cpu"):
+                raise BindingError(f"{self.name}(): target {self.target} needs CUDA tensors; "
+                                   "these are host memory")
+            return "cpu", dev
+        if self.target is not None and not self.target.startswith("cuda"):
+            raise BindingError(f"{self.name}(): CUDA tensors for target {self.target}")
+        if self.target is not None and self.target.startswith("cuda:"):
+            return self.target, dev
+        from . import _launch_cuda
+        major, minor = _launch_cuda.capability(dev[1] or 0)
+        return f"cuda:sm_{major}{minor}", dev
+
+    def _run(self, bindings, provided):
+        views = {}
+        for name, value in provided.items():
+            if not (isinstance(value, (int, float, bool)) and not _tensors.is_tensor(value)):
+                v = _tensors.view(value)
+                if v is None:
+                    raise BindingError(f"{self.name}(): {name} is a {type(value).__name__}, not a "
+                                       "tensor (NumPy, torch or cupy)")
+                views[name] = v
+        target, device = self._target_for(views)
+        b = self._infer(bindings, views)
+        compiled = self._compiled(target, b)
+        return self._launch(compiled, target, device, provided, views)
+
+    def _launch(self, compiled, target, device, provided, views):
+        lp = compiled.launch
+        # The dynamic symbols' values, read off the tensors whose shapes name them.
+        sym = {}
+        for p in lp.params:
+            v = views.get(p.name)
+            if v is None or p.is_scalar:
+                continue
+            if len(p.shape) != len(v.shape):
+                raise BindingError(f"{self.name}(): {p.name} has {len(v.shape)} dimensions, the "
+                                   f"compiled kernel takes {len(p.shape)} ({', '.join(p.shape)})")
+            for i, d in enumerate(p.shape):
+                if d in lp.symbols:
+                    if sym.setdefault(d, v.shape[i]) != v.shape[i]:
+                        raise BindingError(f"{self.name}(): {p.name}.shape[{i}] is {v.shape[i]} "
+                                           f"but {d} is {sym[d]} from another tensor")
+        missing = [s for s in lp.symbols if s not in sym]
+        if missing:
+            raise BindingError(f"{self.name}(): no tensor argument gives the dynamic "
+                               f"symbol(s) {', '.join(missing)}")
+        ref = next(iter(views.values()), None)
+        values, outputs, allocated = [], set(), []
+        for i, p in enumerate(lp.params):
+            if p.is_scalar:
+                if p.name not in provided:
+                    raise BindingError(f"{self.name}(): no value for the scalar {p.name}")
+                values.append(pack_scalar(provided[p.name], p.dtype))
+                continue
+            shape = tuple(evaluate(d, sym) for d in p.shape)
+            v = views.get(p.name)
+            if v is None:
+                if not p.is_output:
+                    raise BindingError(f"{self.name}(): the input tensor {p.name} is missing")
+                if ref is None:
+                    if target != "cpu":
+                        raise BindingError(f"{self.name}(): no tensor to allocate {p.name} like")
+                    ref = _tensors.TensorView(None, "numpy", "cpu", (), p.dtype, 0, True)
+                obj = _tensors.zeros_like(ref, shape, p.dtype)
+                v = _tensors.view(obj)
+                allocated.append((p.name, obj))
+            else:
+                if v.dtype != p.dtype:
+                    raise BindingError(f"{self.name}(): {p.name} is {v.dtype}, the compiled kernel "
+                                       f"takes {p.dtype}")
+                if tuple(v.shape) != shape:
+                    raise BindingError(f"{self.name}(): {p.name} has shape {v.shape}, the compiled "
+                                       f"kernel takes {shape}")
+            if p.is_output:
+                outputs.add(i)
+            values.append(v)
+        grid = tuple(evaluate(g, sym) for g in lp.grid)
+        if any(g <= 0 for g in grid):
+            raise LaunchError(f"{self.name}(): empty grid {grid}")
+        symbols = [sym[s] for s in lp.symbols]
+        if target == "cpu":
+            args = [x if isinstance(x, int) else x for x in values]
+            if symbols:
+                args += [s & 0xFFFFFFFF for s in symbols]
+            compiled.cpu_module().launch(args, grid, outputs)
+        else:
+            self._launch_cuda(compiled, device, values, symbols, grid)
+        return self._results(allocated, provided)
+
+    def _launch_cuda(self, compiled, device, values, symbols, grid):
+        from . import _launch_cuda
+        params, stream_view = [], None
+        for x in values:
+            if isinstance(x, int):
+                params.append(x)
+                continue
+            if not x.contiguous:
+                raise BindingError(f"{self.name}(): a tensor of shape {x.shape} is not contiguous; "
+                                   "pass .contiguous() (Kiln kernels take row-major tensors)")
+            if x.ptr % 16:
+                raise BindingError(f"{self.name}(): a tensor of shape {x.shape} starts at an "
+                                   "address that is not 16-byte aligned; pass a copy (.clone())")
+            stream_view = stream_view or x
+            params.append(x.ptr)
+        stream = _launch_cuda.current_stream(stream_view) if stream_view else 0
+        _launch_cuda.launch(compiled.artifact.key, lambda: compiled.artifact.file("cubin"),
+                            compiled.launch, device[1] or 0, (params, symbols), grid, stream)
+
+    def _results(self, allocated, provided):
+        info = self.info
+        if info.form == "jit":
+            got = dict(allocated)
+            outs = [got.get(o.name, provided.get(o.name)) for o in info.outputs]
+            outs = [o for o in outs if o is not None] or [obj for _, obj in allocated]
+        else:
+            outs = [obj for _, obj in allocated]
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class Kernel:
+    """A factory-form kernel with its factory arguments bound (TileLang's
+    ``kernel = matmul(M, N, K, ...)``); call it with the prim_func's tensors."""
+
+    def __init__(self, jit_kernel, bindings):
+        self.jit = jit_kernel
+        self.bindings = bindings
+
+    def __call__(self, *args, **kwargs):
+        info = self.jit.info
+        names = [p.name if isinstance(p, _analysis.TensorSpec) else p[1]
+                 for p in info.kernel_params]
+        if len(args) > len(names):
+            raise BindingError(f"{self.jit.name}: {len(args)} arguments for the kernel's "
+                               f"{len(names)} parameters ({', '.join(names)})")
+        provided = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise BindingError(f"{self.jit.name}: the kernel has no parameter '{k}'")
+            provided[k] = v
+        return self.jit._run(self.bindings, provided)
+
+    def compile(self, target="cpu"):
+        return self.jit._compiled(target, self.bindings).artifact
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.bindings.items())
+        return f"<kiln.Kernel {self.jit.name}({args})>"
+
+
+def jit(fn=None, *, target=None, bind=None, dynamic=(), client=None, server=None, options=None,
+        entry=None, **tilelang_options):
+    """Decorates a TileLang kernel function (factory or jit form) so calling it compiles
+    through kilnd and launches. ``target``: None/"auto" (from the tensors' device: "cpu"
+    for host memory, "cuda:sm_XY" of the GPU), or a target string; ``bind``: bindings
+    applied under the call's; ``dynamic``: T.const symbols left unbound (one binary
+    for every value; passed at launch); ``client``/``server``: where to compile;
+    ``options``: CompileOptions fields (toolchain, opt_level, fast_math, ...)."""
+    def wrap(f):
+        return JitKernel(f, target=target, bind=bind, dynamic=dynamic, client=client,
+                         server=server, options=options, entry=entry, **tilelang_options)
+    return wrap if fn is None else wrap(fn)
+
+
+def _as_int(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def _is_dtype_object(v):
+    return not isinstance(v, (str, int, float, bool)) and dtype_name(v) is not None
+
+
+def _dev_text(dev):
+    return "cpu" if dev == "cpu" else f"cuda:{dev[1]}"
