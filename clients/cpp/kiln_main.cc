@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef KILN_WITH_REMOTE_COMMANDS
   table.Add(kiln::cli::CompileCommand());
+  table.Add(kiln::cli::BestCommand());
   table.Add(kiln::cli::BenchCommand());
   table.Add(kiln::cli::DevicesCommand());
   table.Add(kiln::cli::JobsCommand());
