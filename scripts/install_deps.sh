@@ -13,6 +13,7 @@ packages=(
   openssl  # the TLS end-to-end test makes its certificates with it
   python3-numpy  # kiln-run --check and the .npy tests run NumPy reference programs
   python3-prometheus-client  # the metrics test parses a /metrics scrape with it
+  libexpat1-dev  # the kiln regress tests parse their JUnit XML and SVG output back
 )
 
 missing=()

@@ -7,6 +7,7 @@
 #include "clients/cpp/command_table.h"
 #include "clients/cpp/tune_commands.h"
 #ifdef KILN_WITH_REMOTE_COMMANDS
+#include "clients/cpp/regress/regress_command.h"
 #include "clients/cpp/remote/server_commands.h"
 #endif
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   table.Add(kiln::cli::BenchCommand());
   table.Add(kiln::cli::DevicesCommand());
   table.Add(kiln::cli::JobsCommand());
+  table.Add(kiln::regress::RegressCommand());
 #endif
   const std::vector<std::string> args(argv, argv + argc);
   return table.Dispatch(args, {std::cout, std::cerr});
