@@ -28,9 +28,8 @@ class LocalCacheTest : public ::testing::Test {
   }
   std::string dir_;
   kiln::v1::ArtifactMetadata metadata_;
-  const std::string bytes_ = std::string("\x7f"
-                                         "ELF payload of a shared object",
-                                         34);
+  const std::string bytes_ = "\x7f"
+                             "ELF payload of a shared object";
 };
 
 TEST_F(LocalCacheTest, StoresAndVerifiesAnArtifact) {
