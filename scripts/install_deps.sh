@@ -18,6 +18,7 @@ packages=(
   # The Python client's tests (tests/python/run_pytest.sh): a venv of this python3 with
   # its grpcio, protobuf, numpy and pytest, the package installed without network.
   python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-wheel python3-venv
+  libexpat1-dev  # the kiln regress tests parse their JUnit XML and SVG output back
 )
 
 missing=()

@@ -389,6 +389,7 @@ void BenchmarkService::Record(const BenchmarkCall& call,
   m.device_id = response.device_id();
   m.latency = ToCacheStats(response.latency());
   m.failure = failure;
+  m.label = r.label();
   if (absl::StatusOr<int64_t> id = history_->RecordMeasurement(m); !id.ok()) {
     util::LogWarning("could not record a benchmark in the history",
                      {{"key", m.key}, {"error", id.status().message()}});

@@ -719,6 +719,52 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
   return FinishNow(ctx, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor*
+KilnService::ListMeasurements(CallbackServerContext* ctx,
+                              const kiln::v1::ListMeasurementsRequest* request,
+                              kiln::v1::ListMeasurementsResponse* response) {
+  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  if (!who.ok()) return FinishNow(ctx, who.status());
+  if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
+  if (request->history_name().empty()) {
+    return FinishNow(ctx, absl::InvalidArgumentError("ListMeasurements: history_name is empty"));
+  }
+  if (request->limit() < 0) {
+    return FinishNow(ctx, absl::InvalidArgumentError("ListMeasurements: limit is negative"));
+  }
+  cache::MeasurementQuery q;
+  q.key = request->history_name();
+  if (!request->label().empty()) q.label = request->label();
+  if (!request->device_model().empty()) q.device_model = request->device_model();
+  q.successes_only = request->successes_only();
+  q.limit = request->limit() > 0 ? request->limit() : 1000;
+  absl::StatusOr<std::vector<cache::Measurement>> rows = deps_.cache->QueryMeasurements(q);
+  if (!rows.ok()) return FinishNow(ctx, rows.status());
+  for (const cache::Measurement& m : *rows) {
+    kiln::v1::HistoryEntry* e = response->add_entries();
+    e->set_history_name(m.key);
+    e->set_label(m.label);
+    e->set_target(m.target);
+    e->set_device_model(m.device_model);
+    e->set_device_id(m.device_id);
+    e->set_config_json(m.config_json);
+    e->set_min_us(m.latency.min_us);
+    e->set_median_us(m.latency.median_us);
+    e->set_mean_us(m.latency.mean_us);
+    e->set_p90_us(m.latency.p90_us);
+    e->set_stddev_us(m.latency.stddev_us);
+    e->set_samples(static_cast<int32_t>(m.latency.samples));
+    e->set_failure(m.failure);
+    e->set_unix_ms(m.time_unix_ms);
+    e->set_id(m.id);
+  }
+  absl::StatusOr<std::vector<std::string>> labels =
+      deps_.cache->MeasurementLabels(request->history_name());
+  if (!labels.ok()) return FinishNow(ctx, labels.status());
+  for (const std::string& l : *labels) response->add_labels(l);
+  return FinishNow(ctx, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
                                             const kiln::v1::EchoRequest* request,
                                             kiln::v1::EchoResponse* response) {

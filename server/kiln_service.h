@@ -73,6 +73,9 @@ class KilnService final : public kiln::v1::Kiln::CallbackService {
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
                                         const kiln::v1::ListDevicesRequest* request,
                                         kiln::v1::ListDevicesResponse* response) override;
+  grpc::ServerUnaryReactor* ListMeasurements(grpc::CallbackServerContext* ctx,
+                                             const kiln::v1::ListMeasurementsRequest* request,
+                                             kiln::v1::ListMeasurementsResponse* response) override;
   grpc::ServerUnaryReactor* CacheStats(grpc::CallbackServerContext* ctx,
                                        const kiln::v1::CacheStatsRequest* request,
                                        kiln::v1::CacheStatsResponse* response) override;

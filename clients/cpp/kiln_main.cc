@@ -8,6 +8,7 @@
 #include "clients/cpp/tune_commands.h"
 #ifdef KILN_WITH_REMOTE_COMMANDS
 #include "clients/cpp/remote/health_command.h"
+#include "clients/cpp/regress/regress_command.h"
 #include "clients/cpp/remote/server_commands.h"
 #endif
 
@@ -21,10 +22,12 @@ int main(int argc, char** argv) {
 #endif
 #ifdef KILN_WITH_REMOTE_COMMANDS
   table.Add(kiln::cli::CompileCommand());
+  table.Add(kiln::cli::BestCommand());
   table.Add(kiln::cli::BenchCommand());
   table.Add(kiln::cli::DevicesCommand());
   table.Add(kiln::cli::JobsCommand());
   table.Add(kiln::cli::HealthCommand());
+  table.Add(kiln::regress::RegressCommand());
 #endif
   const std::vector<std::string> args(argv, argv + argc);
   return table.Dispatch(args, {std::cout, std::cerr});

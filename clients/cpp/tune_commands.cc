@@ -47,6 +47,10 @@ options:
   --server HOST:PORT     the kilnd (default $KILN_SERVER, else 127.0.0.1:7070)
   --device ID            measure only on this device; repeatable
   --timeout SECONDS      give up after this long (default 3600)
+  --progress WHEN        a progress bar on stderr: auto (on a terminal, the
+                         default; plain lines otherwise), always, never
+  --token T, --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N,
+  --retries N            connection options (`kiln compile --help`)
 )";
 
 std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
@@ -112,6 +116,18 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
     } else if (a == "--device") {
       if (!take(v)) return "--device needs a device id";
       t.devices.push_back(v);
+    } else if (a == "--token" || a == "--tls-ca" || a == "--tls-cert" || a == "--tls-key" ||
+               a == "--tls-server-name" || a == "--retries") {
+      if (!take(v)) return a + " needs a value";
+      t.connection.push_back(a);
+      t.connection.push_back(v);
+    } else if (a == "--tls") {
+      t.connection.push_back(a);
+    } else if (a == "--progress") {
+      if (!take(t.progress) ||
+          (t.progress != "auto" && t.progress != "always" && t.progress != "never")) {
+        return "--progress needs auto, always or never";
+      }
     } else if (a == "--dry-run") {
       t.dry_run = true;
     } else if (a == "--json") {

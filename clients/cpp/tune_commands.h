@@ -40,6 +40,11 @@ struct TuneArgs {
   std::string server;
   double timeout_s = 3600;
   std::vector<std::string> devices;
+  // Connection flags for the daemon client, as given (--token T, --tls,
+  // --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --retries N).
+  std::vector<std::string> connection;
+  // A progress bar on stderr: "auto" (when stderr is a terminal), "always", "never".
+  std::string progress = "auto";
 };
 
 using TuneRemoteFn = std::function<int(const TuneArgs& args, CommandIo io)>;

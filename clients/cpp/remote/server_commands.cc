@@ -1,167 +1,40 @@
 #include "clients/cpp/remote/server_commands.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/util/json_util.h"
-#include "kiln/v1/service.grpc.pb.h"
+#include "clients/cpp/client/client.h"
+#include "clients/cpp/client/local_cache.h"
+#include "clients/cpp/remote/connection_flags.h"
+#include "clients/cpp/remote/tune_progress.h"
 
 namespace kiln::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Options every server command shares, and the leftover arguments.
-struct Common {
-  std::string server;
-  double timeout_s = 600;
-  bool json = false;
-  std::vector<std::string> rest;
-};
-
-bool TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& name,
-               std::string* value) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 >= args.size()) return false;
-    *value = args[++i];
-    return true;
-  }
-  if (a.rfind(name + "=", 0) == 0) {
-    *value = a.substr(name.size() + 1);
-    return true;
-  }
-  return false;
-}
-
-std::optional<Common> ParseCommon(const std::vector<std::string>& args, CommandIo io) {
-  Common c;
-  const char* env = std::getenv("KILN_SERVER");
-  c.server = env != nullptr && *env != '\0' ? env : "127.0.0.1:7070";
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string v;
-    if (TakeValue(args, i, "--server", &v)) {
-      c.server = v;
-    } else if (TakeValue(args, i, "--timeout", &v)) {
-      if (!absl::SimpleAtod(v, &c.timeout_s) || c.timeout_s <= 0) {
-        io.err << "kiln: --timeout expects a positive number of seconds\n";
-        return std::nullopt;
-      }
-    } else if (args[i] == "--json") {
-      c.json = true;
-    } else {
-      c.rest.push_back(args[i]);
-    }
-  }
-  return c;
-}
-
-std::unique_ptr<kiln::v1::Kiln::Stub> Connect(const Common& c) {
-  grpc::ChannelArguments ch;
-  ch.SetMaxReceiveMessageSize(64 << 20);
-  return kiln::v1::Kiln::NewStub(
-      grpc::CreateCustomChannel(c.server, grpc::InsecureChannelCredentials(), ch));
-}
-
-void SetDeadline(grpc::ClientContext* ctx, const Common& c) {
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
-}
-
-// Prints a failed call; returns the exit code for it.
-int Report(const grpc::Status& s, const Common& c, CommandIo io) {
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    io.err << "kiln: cannot get an answer from kilnd at " << c.server << ": " << s.error_message()
-           << "\n";
-    return kExitUnavailable;
-  }
-  io.err << s.error_message() << "\n";
-  return kExitFailure;
-}
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(ch));
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-const char* OutcomeName(kiln::v1::CacheOutcome o) {
-  switch (o) {
-  case kiln::v1::CACHE_OUTCOME_HIT:
-    return "hit";
-  case kiln::v1::CACHE_OUTCOME_MISS:
-    return "miss";
-  case kiln::v1::CACHE_OUTCOME_JOINED:
-    return "joined";
-  default:
-    return "unknown";
-  }
-}
-
-kiln::v1::BindingValue BindingOf(const std::string& text) {
-  kiln::v1::BindingValue v;
-  int64_t i;
-  double d;
-  if (absl::SimpleAtoi(text, &i)) {
-    v.set_int_value(i);
-  } else if (text == "True" || text == "true" || text == "False" || text == "false") {
-    v.set_bool_value(text[0] == 'T' || text[0] == 't');
-  } else if (absl::SimpleAtod(text, &d) && text.find_first_of("0123456789") != std::string::npos) {
-    v.set_float_value(d);
-  } else {
-    v.set_string_value(text);
-  }
-  return v;
-}
-
-// Reads FILE into `program` (textual IR when it starts with `program @name`
-// after comments, else TileLang source); false after printing why not.
+// Reads FILE into `program` (client::LoadProgram), keeping bindings and entry
+// already set; false after printing why not.
 bool ReadProgram(const std::string& file, kiln::v1::ProgramSource* program, const char* command,
                  CommandIo io) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    io.err << "kiln " << command << ": cannot read '" << file << "'\n";
+  absl::StatusOr<kiln::v1::ProgramSource> loaded = client::LoadProgram(file);
+  if (!loaded.ok()) {
+    io.err << "kiln " << command << ": " << loaded.status().message() << "\n";
     return false;
   }
-  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t first = source.find_first_not_of(" \t\r\n");
-  const bool ir_text = first != std::string::npos && source.compare(first, 8, "program ") == 0;
-  if (ir_text) {
-    program->set_ir_text(std::move(source));
-  } else {
-    program->set_tilelang_source(std::move(source));
-  }
-  program->set_file_name(file);
+  kiln::v1::ProgramSource merged = *std::move(loaded);
+  merged.mutable_bindings()->insert(program->bindings().begin(), program->bindings().end());
+  if (!program->entry().empty()) merged.set_entry(program->entry());
+  *program = std::move(merged);
   return true;
 }
 
@@ -170,19 +43,20 @@ bool TakeBinding(const std::string& text,
                  google::protobuf::Map<std::string, kiln::v1::BindingValue>* map) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) return false;
-  (*map)[text.substr(0, eq)] = BindingOf(text.substr(eq + 1));
+  (*map)[text.substr(0, eq)] = client::ParseBinding(text.substr(eq + 1));
   return true;
 }
 
 // --- compile -------------------------------------------------------------------
 
 constexpr char kCompileUsage[] =
-    "usage: kiln compile FILE [--bind NAME=VALUE]... [--entry NAME] [--target T]\n"
-    "                    [--emit cubin|ptx|cuda|cpp|so] [-o OUT] [--toolchain nvrtc|nvcc|cc]\n"
-    "                    [--async] [--json] [--server HOST:PORT] [--timeout SECONDS]\n";
+    "usage: kiln compile FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--entry NAME]\n"
+    "                    [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]\n"
+    "                    [--toolchain nvrtc|nvcc|cc] [--use-best DEVICE_MODEL] [--async]\n"
+    "                    [--json]\n";
 
 int RunCompile(const std::vector<std::string>& args, CommandIo io) {
-  std::optional<Common> c = ParseCommon(args, io);
+  std::optional<Connection> c = ParseConnection(args, io, "compile");
   if (!c) return kExitUsage;
   kiln::v1::CompileRequest req;
   req.set_target("cpu");
@@ -191,21 +65,26 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
     if (a[i] == "-h" || a[i] == "--help") {
-      io.out << kCompileUsage;
+      io.out << kCompileUsage << kConnectionFlagsHelp;
       return kExitOk;
     } else if (TakeValue(a, i, "--bind", &v)) {
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
+      if (!TakeBinding(v, req.mutable_program()->mutable_bindings())) {
         io.err << "kiln compile: --bind expects NAME=VALUE\n" << kCompileUsage;
         return kExitUsage;
       }
-      (*req.mutable_program()->mutable_bindings())[v.substr(0, eq)] = BindingOf(v.substr(eq + 1));
+    } else if (TakeValue(a, i, "--config", &v)) {
+      if (!TakeBinding(v, req.mutable_config())) {
+        io.err << "kiln compile: --config expects NAME=VALUE\n" << kCompileUsage;
+        return kExitUsage;
+      }
     } else if (TakeValue(a, i, "--entry", &v)) {
       req.mutable_program()->set_entry(v);
     } else if (TakeValue(a, i, "--target", &v)) {
       req.set_target(v);
     } else if (TakeValue(a, i, "--toolchain", &v)) {
       req.mutable_options()->set_toolchain(v);
+    } else if (TakeValue(a, i, "--use-best", &v)) {
+      req.set_use_best_for_device(v);
     } else if (TakeValue(a, i, "--emit", &v)) {
       emit = v;
     } else if (TakeValue(a, i, "-o", &v)) {
@@ -236,64 +115,123 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
       return kExitUsage;
     }
   } else if (emit == "ptx") {
+    if (!cuda) {
+      io.err << "kiln compile: --emit ptx needs a cuda target\n";
+      return kExitUsage;
+    }
     want = kiln::v1::ARTIFACT_KIND_PTX;
     req.mutable_options()->set_emit_ptx(true);
   } else if (emit == "cuda" || emit == "cpp") {
     want = kiln::v1::ARTIFACT_KIND_SOURCE;
     req.mutable_options()->set_emit_source(true);
+  } else if (emit == "ir") {
+    want = kiln::v1::ARTIFACT_KIND_IR_TEXT;
   } else {
-    io.err << "kiln compile: --emit must be cubin, ptx, cuda, cpp or so\n";
+    io.err << "kiln compile: --emit must be cubin, ptx, cuda, cpp, so or ir\n";
+    return kExitUsage;
+  }
+  if (req.async() && !out_path.empty()) {
+    io.err << "kiln compile: -o needs the artifact, which --async does not wait for\n";
     return kExitUsage;
   }
   if (!ReadProgram(file, req.mutable_program(), "compile", io)) return kExitFailure;
 
-  auto stub = Connect(*c);
+  std::unique_ptr<client::Client> client = Connect(*c, io, "compile");
+  if (!client) return kExitUsage;
   const Clock::time_point t0 = Clock::now();
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, *c);
-  kiln::v1::CompileResponse resp;
-  grpc::Status s = stub->Compile(&ctx, req, &resp);
+  absl::StatusOr<client::CompileResult> r = client->Compile(req);
   const double request_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  if (!s.ok()) return Report(s, *c, io);
+  if (!r.ok()) return ReportFailure(r.status(), *c, io);
+  for (const kiln::v1::Diagnostic& d : r->diagnostics) {
+    io.err << (d.rendered().empty() ? d.message() : d.rendered()) << "\n";
+  }
 
-  if (!out_path.empty() && !req.async()) {
-    grpc::ClientContext get_ctx;
-    SetDeadline(&get_ctx, *c);
-    kiln::v1::GetArtifactRequest get;
-    get.set_key(resp.artifact().key());
-    get.add_kinds(want);
-    auto reader = stub->GetArtifact(&get_ctx, get);
-    std::string bytes;
-    kiln::v1::ArtifactChunk chunk;
-    while (reader->Read(&chunk)) bytes += chunk.data();
-    grpc::Status gs = reader->Finish();
-    if (!gs.ok()) return Report(gs, *c, io);
-    std::ofstream out(out_path, std::ios::binary);
-    out << bytes;
-    if (!out) {
-      io.err << "kiln compile: cannot write '" << out_path << "'\n";
+  if (!out_path.empty()) {
+    absl::StatusOr<std::string> bytes = client->FetchFile(r->key, want);
+    if (!bytes.ok()) return ReportFailure(bytes.status(), *c, io);
+    if (absl::Status w = client::LocalCache::WriteFileAtomically(out_path, *bytes); !w.ok()) {
+      io.err << "kiln compile: cannot write '" << out_path << "': " << w.message() << "\n";
       return kExitFailure;
     }
   }
-  const double compile_ms = resp.artifact().compile_seconds() * 1000;
   if (c->json) {
-    io.out << "{\"key\": " << Quote(resp.artifact().key())
-           << ", \"cache\": " << Quote(OutcomeName(resp.outcome()))
-           << ", \"compile_ms\": " << absl::StrFormat("%.3f", compile_ms)
-           << ", \"server_ms\": " << absl::StrFormat("%.3f", resp.server_seconds() * 1000)
+    io.out << "{\"key\": " << Quote(r->key) << ", \"cache\": " << Quote(CacheStateName(r->cache))
+           << ", \"compile_ms\": " << absl::StrFormat("%.3f", r->compile_ms)
+           << ", \"server_ms\": " << absl::StrFormat("%.3f", r->server_ms)
            << ", \"request_ms\": " << absl::StrFormat("%.3f", request_ms)
-           << ", \"job_id\": " << Quote(resp.job_id()) << ", \"target\": " << Quote(req.target());
+           << ", \"job_id\": " << Quote(r->job_id) << ", \"target\": " << Quote(req.target());
     if (!out_path.empty()) io.out << ", \"output\": " << Quote(out_path);
-    io.out << ", \"artifact\": " << (resp.has_artifact() ? Json(resp.artifact()) : "null") << "}\n";
+    io.out << ", \"artifact\": " << (r->key.empty() ? "null" : Json(r->metadata)) << "}\n";
   } else if (req.async()) {
-    io.out << "queued job " << resp.job_id() << " (" << OutcomeName(resp.outcome()) << ")\n";
+    io.out << "queued job " << r->job_id << " (" << CacheStateName(r->cache) << ")\n";
   } else {
-    io.out << resp.artifact().key() << " " << OutcomeName(resp.outcome())
-           << absl::StrFormat(" (compile %.1f ms, request %.1f ms)", compile_ms, request_ms);
+    io.out << r->key << " " << CacheStateName(r->cache)
+           << absl::StrFormat(" (compile %.1f ms, request %.1f ms)", r->compile_ms, request_ms);
     if (!out_path.empty()) io.out << " -> " << out_path;
     io.out << "\n";
   }
   return kExitOk;
+}
+
+// --- best ----------------------------------------------------------------------
+
+constexpr char kBestUsage[] =
+    "usage: kiln best FILE [--bind NAME=VALUE]... [--entry NAME] [--target T]\n"
+    "                 [--device-model MODEL] [--json]\n";
+
+int RunBest(const std::vector<std::string>& args, CommandIo io) {
+  std::optional<Connection> c = ParseConnection(args, io, "best");
+  if (!c) return kExitUsage;
+  kiln::v1::LookupBestRequest req;
+  req.set_target("cpu");
+  std::string file;
+  const std::vector<std::string>& a = c->rest;
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string v;
+    if (a[i] == "-h" || a[i] == "--help") {
+      io.out << kBestUsage << kConnectionFlagsHelp;
+      return kExitOk;
+    } else if (TakeValue(a, i, "--bind", &v)) {
+      if (!TakeBinding(v, req.mutable_program()->mutable_bindings())) {
+        io.err << "kiln best: --bind expects NAME=VALUE\n" << kBestUsage;
+        return kExitUsage;
+      }
+    } else if (TakeValue(a, i, "--entry", &v)) {
+      req.mutable_program()->set_entry(v);
+    } else if (TakeValue(a, i, "--target", &v)) {
+      req.set_target(v);
+    } else if (TakeValue(a, i, "--device-model", &v)) {
+      req.set_device_model(v);
+    } else if (!a[i].empty() && a[i][0] != '-' && file.empty()) {
+      file = a[i];
+    } else {
+      io.err << "kiln best: unexpected argument '" << a[i] << "'\n" << kBestUsage;
+      return kExitUsage;
+    }
+  }
+  if (file.empty()) {
+    io.err << "kiln best: no input file\n" << kBestUsage;
+    return kExitUsage;
+  }
+  if (!ReadProgram(file, req.mutable_program(), "best", io)) return kExitFailure;
+  std::unique_ptr<client::Client> client = Connect(*c, io, "best");
+  if (!client) return kExitUsage;
+  absl::StatusOr<kiln::v1::LookupBestResponse> r = client->LookupBest(req);
+  if (!r.ok()) return ReportFailure(r.status(), *c, io);
+  if (c->json) {
+    io.out << Json(*r) << "\n";
+  } else if (r->found()) {
+    const kiln::v1::Measurement& m = r->measurement();
+    io.out << ConfigLine(r->config())
+           << absl::StrFormat("  %.2f us on %s, artifact %s\n", m.median_us(),
+                              m.device_model().empty() ? std::string("?") : m.device_model(),
+                              m.key().substr(0, 12));
+  } else {
+    io.err << "kiln best: no best config stored for this program, shape and target"
+           << (req.device_model().empty() ? "" : " on " + req.device_model())
+           << " (run kiln tune)\n";
+  }
+  return r->found() ? kExitOk : kExitFailure;
 }
 
 // --- bench ---------------------------------------------------------------------
@@ -304,7 +242,7 @@ constexpr char kBenchUsage[] =
     "       kiln bench --key ARTIFACT_KEY [--config NAME=VALUE]...\n"
     "   options: [--device ID]... [--trials N] [--warmup N] [--flush-l2] [--cuda-graph]\n"
     "            [--history NAME] [--compare] [--baseline-runs N] [--max-slowdown F]\n"
-    "            [--significance P] [--json] [--server HOST:PORT] [--timeout SECONDS]\n";
+    "            [--significance P] [--label L] [--json]\n";
 
 const char* VerdictName(kiln::v1::BenchmarkResponse::Verdict v) {
   switch (v) {
@@ -322,7 +260,7 @@ const char* VerdictName(kiln::v1::BenchmarkResponse::Verdict v) {
 }
 
 int RunBench(const std::vector<std::string>& args, CommandIo io) {
-  std::optional<Common> c = ParseCommon(args, io);
+  std::optional<Connection> c = ParseConnection(args, io, "bench");
   if (!c) return kExitUsage;
   kiln::v1::BenchmarkRequest req;
   kiln::v1::ProgramSource program;
@@ -344,7 +282,7 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
     int n = 0;
     double f = 0;
     if (a[i] == "-h" || a[i] == "--help") {
-      io.out << kBenchUsage;
+      io.out << kBenchUsage << kConnectionFlagsHelp;
       return kExitOk;
     } else if (TakeValue(a, i, "--bind", &v)) {
       if (!TakeBinding(v, program.mutable_bindings())) {
@@ -362,6 +300,8 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
       target = v;
     } else if (TakeValue(a, i, "--toolchain", &v)) {
       req.mutable_options()->set_toolchain(v);
+    } else if (TakeValue(a, i, "--label", &v)) {
+      req.set_label(v);
     } else if (TakeValue(a, i, "--key", &v)) {
       key = v;
     } else if (TakeValue(a, i, "--device", &v)) {
@@ -415,12 +355,11 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
     req.set_target(target);
   }
 
-  auto stub = Connect(*c);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, *c);
-  kiln::v1::BenchmarkResponse resp;
-  grpc::Status s = stub->Benchmark(&ctx, req, &resp);
-  if (!s.ok()) return Report(s, *c, io);
+  std::unique_ptr<client::Client> client = Connect(*c, io, "bench");
+  if (!client) return kExitUsage;
+  absl::StatusOr<kiln::v1::BenchmarkResponse> reply = client->Benchmark(req);
+  if (!reply.ok()) return ReportFailure(reply.status(), *c, io);
+  const kiln::v1::BenchmarkResponse& resp = *reply;
   const bool regression = resp.verdict() == kiln::v1::BenchmarkResponse::VERDICT_REGRESSION;
   if (c->json) {
     const kiln::v1::LatencyDistribution& l = resp.latency();
@@ -480,30 +419,18 @@ const char* MeasurementStatusName(kiln::v1::Measurement::Status s) {
   }
 }
 
-std::string ConfigLine(const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config) {
-  std::map<std::string, std::string> sorted;
-  for (const auto& [k, v] : config) {
-    sorted[k] = v.value_case() == kiln::v1::BindingValue::kIntValue ? std::to_string(v.int_value())
-                                                                    : v.ShortDebugString();
-  }
-  std::string out;
-  for (const auto& [k, v] : sorted) absl::StrAppend(&out, out.empty() ? "" : " ", k, "=", v);
-  return out;
-}
-
 int RunTuneRemote(const TuneArgs& t, CommandIo io) {
-  Common c;
-  const char* env = std::getenv("KILN_SERVER");
-  c.server = !t.server.empty()                  ? t.server
-             : (env != nullptr && *env != '\0') ? env
-                                                : "127.0.0.1:7070";
-  c.timeout_s = t.timeout_s;
+  std::optional<Connection> parsed = ParseConnection(t.connection, io, "tune");
+  if (!parsed) return kExitUsage;
+  Connection& c = *parsed;
+  if (!t.server.empty()) c.options.address = t.server;
+  c.options.stream_deadline = std::chrono::milliseconds(static_cast<int64_t>(t.timeout_s * 1000));
   c.json = t.json;
   kiln::v1::TuneRequest req;
   if (!ReadProgram(t.file, req.mutable_program(), "tune", io)) return kExitFailure;
   if (!t.entry.empty()) req.mutable_program()->set_entry(t.entry);
   for (const auto& [name, value] : t.bindings) {
-    (*req.mutable_program()->mutable_bindings())[name] = BindingOf(value);
+    (*req.mutable_program()->mutable_bindings())[name] = client::ParseBinding(value);
   }
   req.set_target(t.target.empty() ? "cpu" : t.target);
   if (t.strategy == "grid") {
@@ -526,39 +453,16 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
   }
   for (const std::string& d : t.devices) req.mutable_devices()->add_device_ids(d);
 
-  auto stub = Connect(c);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, c);
-  auto reader = stub->Tune(&ctx, req);
-  kiln::v1::TuneEvent event;
-  std::optional<kiln::v1::TuneResult> result;
-  std::string job_id;
-  int last_done = -1;
-  while (reader->Read(&event)) {
-    job_id = event.job_id();
-    if (event.has_result()) {
-      result = event.result();
-      continue;
-    }
-    const kiln::v1::TuneProgress& p = event.progress();
-    const int done = p.candidates_measured() + p.candidates_failed();
-    if (t.json || p.candidates_total() == 0 || done == last_done) continue;
-    last_done = done;
-    io.err << absl::StrFormat("[%6.1fs] %d/%d compiled, %d measured, %d failed",
-                              p.elapsed_seconds(), p.candidates_compiled(), p.candidates_total(),
-                              p.candidates_measured(), p.candidates_failed());
-    if (p.has_best_so_far() && p.best_so_far().median_us() > 0) {
-      io.err << absl::StrFormat(", best %.2f us (%s)", p.best_so_far().median_us(),
-                                ConfigLine(p.best_so_far().config()));
-    }
-    io.err << "\n";
-  }
-  grpc::Status s = reader->Finish();
-  if (!s.ok()) return Report(s, c, io);
-  if (!result) {
-    io.err << "kiln tune: the stream ended without a result\n";
-    return kExitFailure;
-  }
+  std::unique_ptr<client::Client> client = Connect(c, io, "tune");
+  if (!client) return kExitUsage;
+  const bool bar = t.progress == "always" || (t.progress == "auto" && isatty(STDERR_FILENO) != 0);
+  TuneProgressPrinter printer(io.err, bar, t.json);
+  absl::StatusOr<client::TuneOutcome> outcome = client->Tune(
+      req, [&](const std::string&, const kiln::v1::TuneProgress& p) { printer.Show(p); });
+  printer.Finish();
+  if (!outcome.ok()) return ReportFailure(outcome.status(), c, io);
+  const std::string& job_id = outcome->job_id;
+  const kiln::v1::TuneResult* result = &outcome->result;
   if (t.json) {
     io.out << "{\"job_id\": " << Quote(job_id) << ", \"result\": " << Json(*result) << "}\n";
   } else {
@@ -583,18 +487,18 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
 // --- devices -------------------------------------------------------------------
 
 int RunDevices(const std::vector<std::string>& args, CommandIo io) {
-  std::optional<Common> c = ParseCommon(args, io);
+  std::optional<Connection> c = ParseConnection(args, io, "devices");
   if (!c) return kExitUsage;
   if (!c->rest.empty()) {
     io.err << "usage: kiln devices [--json] [--server HOST:PORT]\n";
     return kExitUsage;
   }
-  auto stub = Connect(*c);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, *c);
+  std::unique_ptr<client::Client> client = Connect(*c, io, "devices");
+  if (!client) return kExitUsage;
+  absl::StatusOr<std::vector<kiln::v1::Device>> devices = client->ListDevices();
+  if (!devices.ok()) return ReportFailure(devices.status(), *c, io);
   kiln::v1::ListDevicesResponse resp;
-  grpc::Status s = stub->ListDevices(&ctx, {}, &resp);
-  if (!s.ok()) return Report(s, *c, io);
+  for (const kiln::v1::Device& d : *devices) *resp.add_devices() = d;
   if (c->json) {
     io.out << Json(resp) << "\n";
     return kExitOk;
@@ -651,7 +555,7 @@ void PrintJob(const kiln::v1::Job& j, bool json, CommandIo io) {
 }
 
 int RunJobs(const std::vector<std::string>& args, CommandIo io) {
-  std::optional<Common> c = ParseCommon(args, io);
+  std::optional<Connection> c = ParseConnection(args, io, "jobs");
   if (!c) return kExitUsage;
   std::string id;
   bool watch = false, cancel = false;
@@ -671,7 +575,8 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
     } else if (!a[i].empty() && a[i][0] != '-' && id.empty()) {
       id = a[i];
     } else {
-      io.err << "usage: kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]\n";
+      io.err << "usage: kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]\n"
+             << kConnectionFlagsHelp;
       return kExitUsage;
     }
   }
@@ -679,15 +584,13 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
     io.err << "kiln jobs: --watch and --cancel need a JOB_ID\n";
     return kExitUsage;
   }
-  auto stub = Connect(*c);
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, *c);
+  std::unique_ptr<client::Client> client = Connect(*c, io, "jobs");
+  if (!client) return kExitUsage;
   if (id.empty()) {
-    kiln::v1::ListJobsRequest req;
-    req.set_limit(limit);
+    absl::StatusOr<std::vector<kiln::v1::Job>> jobs = client->ListJobs(limit);
+    if (!jobs.ok()) return ReportFailure(jobs.status(), *c, io);
     kiln::v1::ListJobsResponse resp;
-    grpc::Status s = stub->ListJobs(&ctx, req, &resp);
-    if (!s.ok()) return Report(s, *c, io);
+    for (const kiln::v1::Job& j : *jobs) *resp.add_jobs() = j;
     if (c->json) {
       io.out << Json(resp) << "\n";
       return kExitOk;
@@ -696,34 +599,20 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
     return kExitOk;
   }
   if (cancel) {
-    kiln::v1::CancelJobRequest req;
-    req.set_job_id(id);
-    kiln::v1::CancelJobResponse resp;
-    grpc::Status s = stub->CancelJob(&ctx, req, &resp);
-    if (!s.ok()) return Report(s, *c, io);
-    PrintJob(resp.job(), c->json, io);
+    absl::StatusOr<kiln::v1::Job> job = client->CancelJob(id);
+    if (!job.ok()) return ReportFailure(job.status(), *c, io);
+    PrintJob(*job, c->json, io);
     return kExitOk;
   }
   if (watch) {
-    kiln::v1::WatchJobRequest req;
-    req.set_job_id(id);
-    auto reader = stub->WatchJob(&ctx, req);
-    kiln::v1::Job j;
-    kiln::v1::JobState last = kiln::v1::JOB_STATE_UNSPECIFIED;
-    while (reader->Read(&j)) {
-      PrintJob(j, c->json, io);
-      last = j.state();
-    }
-    grpc::Status s = reader->Finish();
-    if (!s.ok()) return Report(s, *c, io);
-    return last == kiln::v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitFailure;
+    absl::StatusOr<kiln::v1::Job> last =
+        client->WatchJob(id, [&](const kiln::v1::Job& j) { PrintJob(j, c->json, io); });
+    if (!last.ok()) return ReportFailure(last.status(), *c, io);
+    return last->state() == kiln::v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitFailure;
   }
-  kiln::v1::GetJobRequest req;
-  req.set_job_id(id);
-  kiln::v1::Job j;
-  grpc::Status s = stub->GetJob(&ctx, req, &j);
-  if (!s.ok()) return Report(s, *c, io);
-  PrintJob(j, c->json, io);
+  absl::StatusOr<kiln::v1::Job> job = client->GetJob(id);
+  if (!job.ok()) return ReportFailure(job.status(), *c, io);
+  PrintJob(*job, c->json, io);
   return kExitOk;
 }
 
@@ -731,6 +620,9 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
 
 Command CompileCommand() {
   return {"compile", "compile a tile program on a kilnd (cache hit, miss or joined)", RunCompile};
+}
+Command BestCommand() {
+  return {"best", "the best tuned config a kilnd stores for a program and shape", RunBest};
 }
 Command BenchCommand() {
   return {"bench", "time a kernel on a kilnd's device (and compare with its history)", RunBench};

@@ -1,0 +1,403 @@
+// kiln-gemm-launch: a libkiln_client example. Compiles examples/gemm/gemm.py
+// on a kilnd for a CUDA target, fetches the cubin (through the optional local
+// cache), loads it with the CUDA driver API (libcuda.so.1 through dlopen, so
+// the binary builds and starts on machines without a driver), launches it on
+// fp16 inputs and checks C = A @ B against a host reference.
+//
+//   kiln-gemm-launch --file examples/gemm/gemm.py [--server HOST:PORT]
+//       [--m 1024 --n 1024 --k 1024] [--block-m 128 --block-n 128 --block-k 32]
+//       [--stages 3] [--threads 128] [--arch sm_90] [--device 0]
+//       [--cache-dir DIR] [--token T] [--fetch-only]
+//
+// Exit: 0 the result matched (or, with --fetch-only, the cubin was fetched
+// and is an ELF file), 1 a mismatch or a failed call (the message says
+// which), 2 usage, 77 no GPU or no CUDA driver here (nothing was launched).
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "clients/cpp/client/client.h"
+
+namespace {
+
+constexpr int kExitSkip = 77;
+
+// The few driver API types and entry points this example needs.
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUdeviceptr = unsigned long long;
+constexpr int kFuncAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+struct Driver {
+  CUresult (*Init)(unsigned) = nullptr;
+  CUresult (*DeviceGetCount)(int*) = nullptr;
+  CUresult (*DeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*DeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*PrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*CtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*CtxSynchronize)() = nullptr;
+  CUresult (*ModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*FuncSetAttribute)(CUfunction, int, int) = nullptr;
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*MemFree)(CUdeviceptr) = nullptr;
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, void*, void**, void**) = nullptr;
+  CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
+
+  std::string Error(CUresult r) const {
+    const char* s = nullptr;
+    if (GetErrorString != nullptr && GetErrorString(r, &s) == 0 && s != nullptr) return s;
+    return "CUDA error " + std::to_string(r);
+  }
+};
+
+template <typename T>
+bool Resolve(void* lib, const char* name, T* fn) {
+  *fn = reinterpret_cast<T>(dlsym(lib, name));
+  if (*fn == nullptr) std::fprintf(stderr, "kiln-gemm-launch: libcuda lacks %s\n", name);
+  return *fn != nullptr;
+}
+
+// Loads the driver; false (after printing why) when there is none.
+bool LoadDriver(Driver* d) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "kiln-gemm-launch: no CUDA driver here (%s); skipping the launch\n",
+                 dlerror());
+    return false;
+  }
+  return Resolve(lib, "cuInit", &d->Init) && Resolve(lib, "cuDeviceGetCount", &d->DeviceGetCount) &&
+         Resolve(lib, "cuDeviceGet", &d->DeviceGet) &&
+         Resolve(lib, "cuDeviceGetName", &d->DeviceGetName) &&
+         Resolve(lib, "cuDevicePrimaryCtxRetain", &d->PrimaryCtxRetain) &&
+         Resolve(lib, "cuCtxSetCurrent", &d->CtxSetCurrent) &&
+         Resolve(lib, "cuCtxSynchronize", &d->CtxSynchronize) &&
+         Resolve(lib, "cuModuleLoadData", &d->ModuleLoadData) &&
+         Resolve(lib, "cuModuleGetFunction", &d->ModuleGetFunction) &&
+         Resolve(lib, "cuFuncSetAttribute", &d->FuncSetAttribute) &&
+         Resolve(lib, "cuMemAlloc_v2", &d->MemAlloc) && Resolve(lib, "cuMemFree_v2", &d->MemFree) &&
+         Resolve(lib, "cuMemcpyHtoD_v2", &d->MemcpyHtoD) &&
+         Resolve(lib, "cuMemcpyDtoH_v2", &d->MemcpyDtoH) &&
+         Resolve(lib, "cuLaunchKernel", &d->LaunchKernel) &&
+         Resolve(lib, "cuGetErrorString", &d->GetErrorString);
+}
+
+// IEEE binary16 <-> float. The inputs are multiples of 1/64 in [-1, 1), which
+// binary16 holds exactly; the output conversion is exact for every half.
+uint16_t ToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if ((x & 0x7fffffffu) == 0) return static_cast<uint16_t>(sign);
+  if (exp <= 0) { // subnormal half (not produced by this example's inputs)
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    return static_cast<uint16_t>(sign | (mant >> shift));
+  }
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h; // round to nearest even
+  return static_cast<uint16_t>(h);
+}
+
+float FromHalf(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -f : f;
+  }
+  if (exp == 31) {
+    const uint32_t bits = sign | 0x7f800000u | (mant << 13);
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  const uint32_t bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+struct Args {
+  std::string file;
+  int64_t m = 1024, n = 1024, k = 1024;
+  int64_t block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128;
+  std::string arch = "sm_90";
+  int device = 0;
+  bool fetch_only = false;
+  kiln::client::ClientOptions client = kiln::client::OptionsFromEnvironment();
+};
+
+bool ParseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    auto number = [&](int64_t* out) {
+      std::string v;
+      return value(&v) && absl::SimpleAtoi(v, out) && *out > 0;
+    };
+    std::string v;
+    int64_t dev = 0;
+    bool ok = true;
+    if (flag == "--file") {
+      ok = value(&a->file);
+    } else if (flag == "--server") {
+      ok = value(&a->client.address);
+    } else if (flag == "--token") {
+      ok = value(&a->client.token);
+    } else if (flag == "--cache-dir") {
+      ok = value(&a->client.cache_dir);
+    } else if (flag == "--arch") {
+      ok = value(&a->arch);
+    } else if (flag == "--m") {
+      ok = number(&a->m);
+    } else if (flag == "--n") {
+      ok = number(&a->n);
+    } else if (flag == "--k") {
+      ok = number(&a->k);
+    } else if (flag == "--block-m") {
+      ok = number(&a->block_m);
+    } else if (flag == "--block-n") {
+      ok = number(&a->block_n);
+    } else if (flag == "--block-k") {
+      ok = number(&a->block_k);
+    } else if (flag == "--stages") {
+      ok = number(&a->stages);
+    } else if (flag == "--threads") {
+      ok = number(&a->threads);
+    } else if (flag == "--device") {
+      ok = value(&v) && absl::SimpleAtoi(v, &dev) && dev >= 0;
+      a->device = static_cast<int>(dev);
+    } else if (flag == "--fetch-only") {
+      a->fetch_only = true;
+    } else {
+      std::fprintf(stderr, "kiln-gemm-launch: unknown argument '%s'\n", flag.c_str());
+      return false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "kiln-gemm-launch: %s needs a valid value\n", flag.c_str());
+      return false;
+    }
+  }
+  if (a->file.empty()) {
+    std::fprintf(stderr, "kiln-gemm-launch: --file examples/gemm/gemm.py is required\n");
+    return false;
+  }
+  return true;
+}
+
+#define CU_CHECK(call, what)                                                                       \
+  do {                                                                                             \
+    const CUresult r_ = (call);                                                                    \
+    if (r_ != 0) {                                                                                 \
+      std::fprintf(stderr, "kiln-gemm-launch: %s: %s\n", what, drv.Error(r_).c_str());             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!ParseArgs(argc, argv, &a)) return 2;
+
+  // Without a GPU there is nothing to launch: say so before any network use.
+  Driver drv;
+  int gpus = 0;
+  if (!a.fetch_only) {
+    if (!LoadDriver(&drv)) return kExitSkip;
+    const CUresult init = drv.Init(0);
+    if (init != 0 || drv.DeviceGetCount(&gpus) != 0 || gpus <= a.device) {
+      std::fprintf(stderr, "kiln-gemm-launch: no CUDA device %d here (cuInit: %s); skipping\n",
+                   a.device, drv.Error(init).c_str());
+      return kExitSkip;
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<kiln::client::Client>> client =
+      kiln::client::Client::Create(a.client);
+  if (!client.ok()) {
+    std::fprintf(stderr, "kiln-gemm-launch: %s\n", absl::StrCat(client.status().message()).c_str());
+    return 2;
+  }
+  absl::StatusOr<kiln::v1::ProgramSource> program = kiln::client::LoadProgram(a.file);
+  if (!program.ok()) {
+    std::fprintf(stderr, "kiln-gemm-launch: %s\n",
+                 absl::StrCat(program.status().message()).c_str());
+    return 1;
+  }
+  kiln::v1::CompileRequest req;
+  *req.mutable_program() = *program;
+  auto bind = [&](const char* name, int64_t v) {
+    (*req.mutable_program()->mutable_bindings())[name].set_int_value(v);
+  };
+  bind("M", a.m);
+  bind("N", a.n);
+  bind("K", a.k);
+  bind("block_M", a.block_m);
+  bind("block_N", a.block_n);
+  bind("block_K", a.block_k);
+  bind("num_stages", a.stages);
+  bind("threads", a.threads);
+  req.set_target("cuda:" + a.arch);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<kiln::client::CompileResult> compiled = (*client)->Compile(req);
+  if (!compiled.ok()) {
+    std::fprintf(stderr, "kiln-gemm-launch: compile: %s\n",
+                 absl::StrCat(compiled.status().message()).c_str());
+    return 1;
+  }
+  absl::StatusOr<std::string> cubin =
+      (*client)->FetchFile(compiled->key, kiln::v1::ARTIFACT_KIND_CUBIN);
+  if (!cubin.ok()) {
+    std::fprintf(stderr, "kiln-gemm-launch: fetch: %s\n",
+                 absl::StrCat(cubin.status().message()).c_str());
+    return 1;
+  }
+  const double fetch_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("kernel %s: %s, cubin %zu bytes, compile+fetch %.1f ms\n",
+              compiled->key.substr(0, 12).c_str(), kiln::client::CacheStateName(compiled->cache),
+              cubin->size(), fetch_ms);
+  if (cubin->size() < 4 || cubin->compare(0, 4,
+                                          "\x7f"
+                                          "ELF") != 0) {
+    std::fprintf(stderr, "kiln-gemm-launch: the fetched cubin is not an ELF file\n");
+    return 1;
+  }
+  if (a.fetch_only) return 0;
+
+  const kiln::v1::LaunchInfo& launch = compiled->metadata.launch();
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  for (int i = 0; i < launch.grid_size() && i < 3; ++i) {
+    int64_t g = 0;
+    if (!absl::SimpleAtoi(launch.grid(i), &g) || g <= 0) {
+      std::fprintf(stderr, "kiln-gemm-launch: grid extent %d is '%s', not a number\n", i,
+                   launch.grid(i).c_str());
+      return 1;
+    }
+    grid[i] = static_cast<unsigned>(g);
+  }
+  for (int i = 0; i < launch.block_size() && i < 3; ++i) {
+    block[i] = static_cast<unsigned>(launch.block(i));
+  }
+  if (launch.params_size() != 3 || !launch.symbols().empty()) {
+    std::fprintf(stderr, "kiln-gemm-launch: expected the kernel (A, B, C), got %d parameters\n",
+                 launch.params_size());
+    return 1;
+  }
+
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  char name[256] = {0};
+  CU_CHECK(drv.DeviceGet(&dev, a.device), "cuDeviceGet");
+  CU_CHECK(drv.DeviceGetName(name, sizeof(name), dev), "cuDeviceGetName");
+  CU_CHECK(drv.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CU_CHECK(drv.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  CU_CHECK(drv.ModuleLoadData(&module, cubin->data()), "cuModuleLoadData");
+  CU_CHECK(drv.ModuleGetFunction(&fn, module, launch.kernel_symbol().c_str()),
+           "cuModuleGetFunction");
+  const int smem = static_cast<int>(launch.dynamic_shared_bytes());
+  if (smem > 48 * 1024) {
+    CU_CHECK(drv.FuncSetAttribute(fn, kFuncAttrMaxDynamicShared, smem), "cuFuncSetAttribute");
+  }
+
+  const size_t m = static_cast<size_t>(a.m), n = static_cast<size_t>(a.n),
+               k = static_cast<size_t>(a.k);
+  std::vector<uint16_t> ha(m * k), hb(k * n), hc(m * n, 0);
+  std::vector<float> fa(m * k), fb(k * n);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < ha.size(); ++i) {
+    fa[i] = static_cast<float>(static_cast<int>(rng() % 128) - 64) / 64.0f;
+    ha[i] = ToHalf(fa[i]);
+  }
+  for (size_t i = 0; i < hb.size(); ++i) {
+    fb[i] = static_cast<float>(static_cast<int>(rng() % 128) - 64) / 64.0f;
+    hb[i] = ToHalf(fb[i]);
+  }
+  CUdeviceptr da = 0, db = 0, dc = 0;
+  CU_CHECK(drv.MemAlloc(&da, ha.size() * 2), "cuMemAlloc A");
+  CU_CHECK(drv.MemAlloc(&db, hb.size() * 2), "cuMemAlloc B");
+  CU_CHECK(drv.MemAlloc(&dc, hc.size() * 2), "cuMemAlloc C");
+  CU_CHECK(drv.MemcpyHtoD(da, ha.data(), ha.size() * 2), "copy A");
+  CU_CHECK(drv.MemcpyHtoD(db, hb.data(), hb.size() * 2), "copy B");
+  CU_CHECK(drv.MemcpyHtoD(dc, hc.data(), hc.size() * 2), "clear C");
+  void* params[3] = {&da, &db, &dc};
+  CU_CHECK(drv.LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                            static_cast<unsigned>(smem), nullptr, params, nullptr),
+           "cuLaunchKernel");
+  CU_CHECK(drv.CtxSynchronize(), "the kernel");
+  CU_CHECK(drv.MemcpyDtoH(hc.data(), dc, hc.size() * 2), "copy C back");
+
+  // Timing: 10 more launches.
+  const int reps = 10;
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) {
+    CU_CHECK(drv.LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                              static_cast<unsigned>(smem), nullptr, params, nullptr),
+             "cuLaunchKernel");
+  }
+  CU_CHECK(drv.CtxSynchronize(), "the kernel");
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count() /
+      reps;
+
+  // Host reference in double; the output is fp16, so allow its rounding.
+  double max_err = 0;
+  size_t bad = 0, first_bad = 0;
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (size_t p = 0; p < k; ++p) {
+        ref += static_cast<double>(fa[i * k + p]) * static_cast<double>(fb[p * n + j]);
+      }
+      const double got = FromHalf(hc[i * n + j]);
+      const double err = std::fabs(got - ref);
+      max_err = std::max(max_err, err);
+      if (err > 0.02 + 0.01 * std::fabs(ref)) {
+        if (bad == 0) first_bad = i * n + j;
+        ++bad;
+      }
+    }
+  }
+  (void)drv.MemFree(da);
+  (void)drv.MemFree(db);
+  (void)drv.MemFree(dc);
+  const double tflops = 2.0 * static_cast<double>(m * n * k) / (ms * 1e-3) / 1e12;
+  std::printf("%s: gemm %zux%zux%zu fp16, grid %ux%ux%u, block %u, %.3f ms (%.1f TFLOP/s), "
+              "max abs err %.4g: %s\n",
+              name, m, n, k, grid[0], grid[1], grid[2], block[0], ms, tflops, max_err,
+              bad == 0 ? "PASS" : "FAIL");
+  if (bad != 0) {
+    std::fprintf(stderr, "kiln-gemm-launch: %zu of %zu elements differ; first at (%zu, %zu)\n", bad,
+                 m * n, first_bad / n, first_bad % n);
+    return 1;
+  }
+  return 0;
+}

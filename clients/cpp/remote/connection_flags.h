@@ -1,0 +1,62 @@
+// The flags every `kiln` command that talks to a kilnd shares, turned into
+// libkiln_client options, and the mapping of a failed call to an exit code.
+//
+//   --server HOST:PORT     default $KILN_SERVER, else 127.0.0.1:7070
+//   --timeout SECONDS      per call, retries included (default 600)
+//   --token TOKEN          bearer token (default $KILN_TOKEN)
+//   --tls                  TLS with the system roots
+//   --tls-ca FILE          TLS with these roots (default $KILN_TLS_CA; implies --tls)
+//   --tls-cert FILE        client certificate (mutual TLS; default $KILN_TLS_CERT)
+//   --tls-key FILE         its key (default $KILN_TLS_KEY)
+//   --tls-server-name N    the name to check in the server's certificate
+//   --retries N            attempts after UNAVAILABLE for idempotent calls (default 4)
+//   --local-cache DIR      the client's read-through cache (default $KILN_CLIENT_CACHE)
+//   --json                 machine-readable output
+// `--flag=value` works too. Thread-compatible.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "clients/cpp/client/client.h"
+#include "clients/cpp/command_table.h"
+#include "google/protobuf/message.h"
+
+namespace kiln::cli {
+
+inline constexpr int kExitRegression = 6;
+inline constexpr int kExitUnavailable = 5;
+
+struct Connection {
+  client::ClientOptions options;
+  bool json = false;
+  std::vector<std::string> rest; // the arguments that are not connection flags
+};
+
+// Help text for the flags above (for usage messages).
+extern const char kConnectionFlagsHelp[];
+
+// nullopt after printing the problem (a usage error) to io.err.
+std::optional<Connection> ParseConnection(const std::vector<std::string>& args, CommandIo io,
+                                          const std::string& command);
+// The client; nullptr after printing why not.
+std::unique_ptr<client::Client> Connect(const Connection& c, CommandIo io,
+                                        const std::string& command);
+// Prints a failed call; returns its exit code: kExitUnavailable for
+// UNAVAILABLE and DEADLINE_EXCEEDED, kExitFailure otherwise.
+int ReportFailure(const absl::Status& s, const Connection& c, CommandIo io);
+
+// One-line JSON of a message (proto field names).
+std::string Json(const google::protobuf::Message& m);
+// A JSON string literal.
+std::string Quote(const std::string& s);
+
+// Takes `name VALUE` or `name=VALUE` at args[i] (advancing i); false when
+// args[i] is not `name` or the value is missing.
+bool TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& name,
+               std::string* value);
+
+} // namespace kiln::cli
