@@ -195,6 +195,14 @@ def test_benchmark_on_cpu_records_history(client):
     assert again.baseline_median_us > 0
     by_key = client.benchmark(key=r.artifact_key, trials=2)
     assert by_key.artifact_key == r.artifact_key and len(by_key.samples_us) == 2
+    labelled = client.benchmark(key=r.artifact_key, trials=2, history="pytest-add",
+                                label="sha-1")
+    assert labelled.median_us > 0
+    runs = client.measurements("pytest-add")
+    assert len(runs.entries) == 3 and list(runs.labels) == ["sha-1"]
+    assert runs.entries[0].label == "sha-1"  # newest first
+    only = client.measurements("pytest-add", label="sha-1")
+    assert [e.label for e in only.entries] == ["sha-1"]
 
 
 def test_tune_on_cpu_then_best(client):

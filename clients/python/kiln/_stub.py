@@ -21,6 +21,7 @@ METHODS = {
     "CancelJob": (False, pb.CancelJobRequest, pb.CancelJobResponse),
     "ListJobs": (False, pb.ListJobsRequest, pb.ListJobsResponse),
     "ListDevices": (False, pb.ListDevicesRequest, pb.ListDevicesResponse),
+    "ListMeasurements": (False, pb.ListMeasurementsRequest, pb.ListMeasurementsResponse),
     "CacheStats": (False, pb.CacheStatsRequest, pb.CacheStatsResponse),
     "GetVersion": (False, pb.GetVersionRequest, pb.GetVersionResponse),
     "Echo": (False, pb.EchoRequest, pb.EchoResponse),

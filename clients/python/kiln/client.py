@@ -514,9 +514,10 @@ class Client:
     def benchmark(self, program=None, *, source=None, path=None, key=None, bindings=None,
                   target="cpu", entry=None, file_name=None, config=None, devices=None,
                   device_model=None, warmup=None, trials=None, flush_l2=False, cuda_graph=False,
-                  history=None, regression=None, options=None, timeout=None):
+                  history=None, label=None, regression=None, options=None, timeout=None):
         """Times a kernel on one of the daemon's devices. ``key`` benchmarks an artifact
-        already compiled. ``regression`` (True, or a dict with baseline_runs,
+        already compiled. ``history`` files the run under a series name and ``label``
+        tags it (e.g. a git sha). ``regression`` (True, or a dict with baseline_runs,
         max_slowdown, significance) asks for a verdict against the history."""
         req = pb.BenchmarkRequest()
         if key is not None:
@@ -542,12 +543,28 @@ class Client:
         req.use_cuda_graph = bool(cuda_graph)
         if history:
             req.history_name = history
+        if label:
+            req.label = label
         if regression:
             req.regression.SetInParent()
             if isinstance(regression, dict):
                 for k, v in regression.items():
                     setattr(req.regression, k, v)
         return BenchmarkResult.from_proto(self._unary("Benchmark", req, timeout))
+
+    def measurements(self, history, *, label=None, device_model=None, successes_only=False,
+                     limit=None, timeout=None):
+        """The recorded runs of one history series, newest first, as the response's
+        ``HistoryEntry`` messages (``labels`` on the response lists the series' labels)."""
+        req = pb.ListMeasurementsRequest(history_name=history,
+                                         successes_only=bool(successes_only))
+        if label:
+            req.label = label
+        if device_model:
+            req.device_model = device_model
+        if limit is not None:
+            req.limit = limit
+        return self._unary("ListMeasurements", req, timeout)
 
     # -- jobs, devices, cache, version --
 
