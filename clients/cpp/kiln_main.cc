@@ -7,8 +7,8 @@
 #include "clients/cpp/command_table.h"
 #include "clients/cpp/tune_commands.h"
 #ifdef KILN_WITH_REMOTE_COMMANDS
-#include "clients/cpp/remote/health_command.h"
 #include "clients/cpp/regress/regress_command.h"
+#include "clients/cpp/remote/health_command.h"
 #include "clients/cpp/remote/server_commands.h"
 #endif
 
