@@ -241,9 +241,9 @@ std::optional<Expr> DivModByConstant(const Expr& e, const BoundContext& ctx) {
   if (!rb) return std::nullopt;
   const int64_t q = static_cast<int64_t>(FloorDiv(rb->lo, c));
   if (FloorDiv(rb->hi, c) != q) return std::nullopt;
-  if (mod) {
-    return Binary(BinOp::kSub, r, IntImm(q * c, t), e.loc);
-  }
+  const Wide qc = static_cast<Wide>(q) * c;
+  if (!Fit(qc, qc, t)) return std::nullopt;
+  if (mod) return Binary(BinOp::kSub, r, IntImm(static_cast<int64_t>(qc), t), e.loc);
   for (Term& term : quotient) term.coeff /= c;
   return BuildSum(quotient, q, t);
 }
