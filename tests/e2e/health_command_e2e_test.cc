@@ -119,6 +119,12 @@ TEST_F(HealthCommandTest, TlsNeedsTheCaAndMutualTlsTheClientCertificate) {
                                     dir_ + "/client.key", "--tls-server-name", "localhost"});
   EXPECT_TRUE(ok.success()) << ok.stderr_data;
   EXPECT_EQ(ok.stdout_data, "SERVING\n");
+  // The connection flags' names of the other commands work as well.
+  util::SubprocessResult same_names =
+      Kiln({"--server", server, "--tls-ca", dir_ + "/ca.pem", "--tls-cert", dir_ + "/client.pem",
+            "--tls-key", dir_ + "/client.key", "--tls-server-name", "localhost"});
+  EXPECT_TRUE(same_names.success()) << same_names.stderr_data;
+  EXPECT_EQ(same_names.stdout_data, "SERVING\n");
 }
 
 TEST_F(HealthCommandTest, BadArgumentsAreUsageErrors) {

@@ -24,7 +24,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln health [--server HOST:PORT] [--timeout SECONDS] [--service NAME]\n"
-    "                   [--tls-ca-file FILE [--tls-cert-file FILE --tls-key-file FILE]]\n"
+    "                   [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "                   [--tls-server-name NAME] [--json]\n";
 
 // The exit code for an unreachable server (server_commands.h's kExitUnavailable).
@@ -137,11 +137,13 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       }
     } else if (TakeValue(args, i, "--service", &v)) {
       o.service = v;
-    } else if (TakeValue(args, i, "--tls-ca-file", &v)) {
+    } else if (TakeValue(args, i, "--tls-ca", &v) || TakeValue(args, i, "--tls-ca-file", &v)) {
+      // --tls-ca/--tls-cert/--tls-key as for every other command; the -file
+      // spellings (kilnd's own flag names) are accepted too.
       o.ca_file = v;
-    } else if (TakeValue(args, i, "--tls-cert-file", &v)) {
+    } else if (TakeValue(args, i, "--tls-cert", &v) || TakeValue(args, i, "--tls-cert-file", &v)) {
       o.cert_file = v;
-    } else if (TakeValue(args, i, "--tls-key-file", &v)) {
+    } else if (TakeValue(args, i, "--tls-key", &v) || TakeValue(args, i, "--tls-key-file", &v)) {
       o.key_file = v;
     } else if (TakeValue(args, i, "--tls-server-name", &v)) {
       o.server_name = v;
