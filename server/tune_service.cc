@@ -517,6 +517,10 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   // 4-5. One measuring loop per device.
   auto measure_on = [&, sweep](const kiln::v1::Device& device) {
     std::optional<DeviceLease> lease;
+    // Whether this lease's worker was sent the reference outputs (it keeps
+    // them under the sweep's reference id; a restarted worker asks again).
+    bool reference_sent = false;
+    const std::string reference_id = absl::StrCat(job->id(), "/reference");
     for (;;) {
       size_t i = 0;
       {
@@ -577,7 +581,10 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
           status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
         }
         failed(status, absl::StrCat(s.message()));
-        if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
+        if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) {
+          lease.reset();
+          reference_sent = false;
+        }
       };
       absl::StatusOr<kiln::v1::WorkerResponse> loaded =
           lease->Call(*load, absl::ZeroDuration(), job->stop_token());
@@ -607,18 +614,26 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         util::LogInfo("tune reference",
                       {{"job_id", job->id()}, {"config", ConfigText(item.candidate.config)}});
       }
-      kiln::v1::WorkerRequest validate;
-      *validate.mutable_validate()->mutable_launch() = *launch;
-      {
-        std::lock_guard<std::mutex> lock(sweep->mu);
-        for (const std::string& out : sweep->reference_outputs) {
-          validate.mutable_validate()->add_reference_outputs(out);
+      // The reference travels once per worker; later candidates name it.
+      auto validate_call = [&](bool with_reference) {
+        kiln::v1::WorkerRequest validate;
+        kiln::v1::ValidateRequest* v = validate.mutable_validate();
+        *v->mutable_launch() = *launch;
+        v->set_reference_id(reference_id);
+        if (with_reference) {
+          std::lock_guard<std::mutex> lock(sweep->mu);
+          for (const std::string& out : sweep->reference_outputs) v->add_reference_outputs(out);
         }
+        v->set_rtol(r.validation().rtol());
+        v->set_atol(r.validation().atol());
+        return lease->Call(validate, absl::ZeroDuration(), job->stop_token());
+      };
+      absl::StatusOr<kiln::v1::WorkerResponse> checked = validate_call(!reference_sent);
+      if (!checked.ok() &&
+          WorkerCodeOf(checked.status()) == kiln::v1::WorkerError::CODE_REFERENCE_MISSING) {
+        checked = validate_call(true);
       }
-      validate.mutable_validate()->set_rtol(r.validation().rtol());
-      validate.mutable_validate()->set_atol(r.validation().atol());
-      absl::StatusOr<kiln::v1::WorkerResponse> checked =
-          lease->Call(validate, absl::ZeroDuration(), job->stop_token());
+      if (checked.ok()) reference_sent = true;
       if (!checked.ok()) {
         worker_failed(checked.status());
         continue;

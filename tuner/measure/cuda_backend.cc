@@ -176,7 +176,9 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
       options.use_cuda_graph ? TimeGraphReplays(*prepared, args->args(), options)
                              : TimeLaunches(*prepared, args->args(), options);
   if (!samples.ok()) return Classify(samples.status());
-  if (absl::Status s = args->CopyOut(params); !s.ok()) return Classify(s);
+  if (options.copy_out) {
+    if (absl::Status s = args->CopyOut(params); !s.ok()) return Classify(s);
+  }
   return samples;
 }
 

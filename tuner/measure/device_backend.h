@@ -32,6 +32,10 @@ struct TimingOptions {
   int repeats = 10;
   bool flush_l2 = false;
   bool use_cuda_graph = false;
+  // Copy the outputs back into the params' `after` (what a validation needs;
+  // a timing run does not, and the copy costs as much as a launch for large
+  // outputs).
+  bool copy_out = true;
 };
 
 class DeviceBackend {

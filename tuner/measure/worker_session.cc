@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "tuner/measure/output_compare.h"
 #include "tuner/measure/tensor_data.h"
@@ -56,7 +57,8 @@ std::vector<const tools::HostParam*> Outputs(const std::vector<tools::HostParam>
 } // namespace
 
 WorkerSession::WorkerSession(std::unique_ptr<DeviceBackend> backend, WorkerSessionOptions options)
-    : backend_(std::move(backend)), options_(options), inputs_(options.input_cache_bytes) {}
+    : backend_(std::move(backend)), options_(options), inputs_(options.input_cache_bytes),
+      references_(options.reference_cache_bytes) {}
 
 pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool* exit_after) {
   *exit_after = false;
@@ -117,6 +119,7 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
     timing.repeats = measure.repeats() > 0 ? measure.repeats() : 10;
     timing.flush_l2 = measure.flush_l2();
     timing.use_cuda_graph = measure.use_cuda_graph();
+    timing.copy_out = false; // samples only
     if (timing.warmup < 0) {
       status = absl::InvalidArgumentError("measure: negative warmup");
       break;
@@ -147,10 +150,23 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
       break;
     }
     const std::vector<const tools::HostParam*> outputs = Outputs(*params);
-    if (outputs.size() != static_cast<size_t>(validate.reference_outputs_size())) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("validate: ", validate.reference_outputs_size(), " reference outputs for ",
-                       outputs.size(), " outputs"));
+    std::vector<const std::string*> references;
+    for (const std::string& r : validate.reference_outputs()) references.push_back(&r);
+    const std::string& id = validate.reference_id();
+    if (!id.empty() && references.empty()) {
+      references = KeptReferences(id);
+      if (references.empty()) {
+        response.mutable_error()->set_code(pb::WorkerError::CODE_REFERENCE_MISSING);
+        response.mutable_error()->set_message(
+            absl::StrCat("validate: no reference outputs are kept under '", id, "'"));
+        return response;
+      }
+    } else if (!id.empty()) {
+      KeepReferences(id, validate.reference_outputs());
+    }
+    if (outputs.size() != references.size()) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "validate: ", references.size(), " reference outputs for ", outputs.size(), " outputs"));
       break;
     }
     absl::StatusOr<double> us = backend_->Run(validate.launch(), *params);
@@ -161,8 +177,7 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
     pb::ValidateResponse out;
     out.set_ok(true);
     for (size_t i = 0; i < outputs.size() && status.ok(); ++i) {
-      status = CompareOutput(outputs[i]->name, outputs[i]->after,
-                             validate.reference_outputs(static_cast<int>(i)), validate.rtol(),
+      status = CompareOutput(outputs[i]->name, outputs[i]->after, *references[i], validate.rtol(),
                              validate.atol(), &out);
     }
     if (status.ok()) *response.mutable_validate() = std::move(out);
@@ -177,6 +192,25 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
     *exit_after = response.error().code() == pb::WorkerError::CODE_LAUNCH_FAILED;
   }
   return response;
+}
+
+void WorkerSession::KeepReferences(const std::string& id,
+                                   const google::protobuf::RepeatedPtrField<std::string>& outputs) {
+  for (int i = 0; i < outputs.size(); ++i) references_.Insert(absl::StrCat(id, "#", i), outputs[i]);
+  references_.Insert(absl::StrCat(id, "#n"), absl::StrCat(outputs.size()));
+}
+
+std::vector<const std::string*> WorkerSession::KeptReferences(const std::string& id) {
+  const std::string* count = references_.Find(absl::StrCat(id, "#n"));
+  int n = 0;
+  if (count == nullptr || !absl::SimpleAtoi(*count, &n) || n < 0) return {};
+  std::vector<const std::string*> out;
+  for (int i = 0; i < n; ++i) {
+    const std::string* part = references_.Find(absl::StrCat(id, "#", i));
+    if (part == nullptr) return {}; // partly evicted: ask for all of them again
+    out.push_back(part);
+  }
+  return out;
 }
 
 int WorkerSession::Serve(int fd) {

@@ -6,13 +6,15 @@
 //
 // Requests: describe, load, run (inputs from TensorSpecs, outputs returned
 // when asked), measure (warm-up + repeats), validate (one run, outputs
-// compared with reference bytes, see output_compare.h) and unload. A failed
+// compared with reference bytes, see output_compare.h; the references can be
+// kept by id between requests) and unload. A failed
 // request gets `error` set (code and message) and no response body:
 //   CODE_INVALID_REQUEST  malformed request, unknown module, bad launch
 //   CODE_LOAD_FAILED      the module image does not load
 //   CODE_OUT_OF_MEMORY    host or device memory, or another device resource
 //   CODE_NO_DEVICE        the device is gone or unusable
 //   CODE_TIMEOUT          (not produced by the worker; kilnd enforces time)
+//   CODE_REFERENCE_MISSING validate named a reference_id that is not kept
 //   CODE_LAUNCH_FAILED    the kernel failed (a fault, a trap, its own error):
 //                         the answer is sent, then Serve returns kExitLaunchFailed
 //
@@ -22,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "kiln/v1/worker.pb.h"
 #include "tuner/measure/device_backend.h"
@@ -42,6 +46,8 @@ struct WorkerSessionOptions {
   size_t max_argument_bytes = size_t{8} << 30;
   // Host memory for generated inputs kept between requests (input_cache.h).
   size_t input_cache_bytes = size_t{4} << 30;
+  // Host memory for reference outputs kept by ValidateRequest.reference_id.
+  size_t reference_cache_bytes = size_t{4} << 30;
 };
 
 class WorkerSession {
@@ -59,9 +65,17 @@ class WorkerSession {
   const InputCache& input_cache() const { return inputs_; }
 
  private:
+  void KeepReferences(const std::string& id,
+                      const google::protobuf::RepeatedPtrField<std::string>& outputs);
+  // The outputs kept under `id`, or empty when any of them is not kept.
+  std::vector<const std::string*> KeptReferences(const std::string& id);
+
   std::unique_ptr<DeviceBackend> backend_;
   WorkerSessionOptions options_;
   InputCache inputs_;
+  // Reference outputs by "<reference_id>#<index>" and their count by
+  // "<reference_id>#n" (the same byte-bounded LRU as the inputs).
+  InputCache references_;
 };
 
 } // namespace kiln::measure

@@ -101,6 +101,34 @@ TEST(WorkerSession, RepeatedRequestsReuseGeneratedInputs) {
   EXPECT_EQ(session.input_cache().hits(), 2u);
 }
 
+TEST(WorkerSession, ReferencesAreKeptByIdBetweenValidations) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  bool exit_after = false;
+  tools::NpyArray want{ir::DType::kFloat32, {2}, std::string(8, '\0')};
+  SetElement(want, 0, 1);
+  SetElement(want, 1, 2); // what the kernel gives
+  pb::WorkerRequest first;
+  *first.mutable_validate()->mutable_launch() = RunRequest().run().launch();
+  first.mutable_validate()->set_reference_id("job-1/reference");
+  first.mutable_validate()->add_reference_outputs(want.data);
+  pb::WorkerResponse a = session.Handle(first, &exit_after);
+  ASSERT_TRUE(a.has_validate()) << a.DebugString();
+  EXPECT_TRUE(a.validate().ok());
+
+  pb::WorkerRequest by_id = first;
+  by_id.mutable_validate()->clear_reference_outputs();
+  pb::WorkerResponse b = session.Handle(by_id, &exit_after);
+  ASSERT_TRUE(b.has_validate()) << b.DebugString();
+  EXPECT_TRUE(b.validate().ok());
+  EXPECT_EQ(b.validate().mismatches(), 0);
+
+  by_id.mutable_validate()->set_reference_id("job-2/reference");
+  pb::WorkerResponse missing = session.Handle(by_id, &exit_after);
+  EXPECT_EQ(missing.error().code(), pb::WorkerError::CODE_REFERENCE_MISSING);
+  EXPECT_THAT(missing.error().message(), ::testing::HasSubstr("job-2/reference"));
+  EXPECT_FALSE(exit_after);
+}
+
 TEST(WorkerSession, MeasureAndValidate) {
   WorkerSession session(std::make_unique<ScriptedBackend>());
   bool exit_after = false;
