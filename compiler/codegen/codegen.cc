@@ -34,11 +34,21 @@ const std::vector<std::string>& LoweringPipeline() {
   return *passes;
 }
 
-absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target) {
+absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
+                                           std::string_view lower_for) {
   ASSIGN_OR_RETURN(passes::Target t, passes::ParseTarget(target));
+  if (!lower_for.empty() && lower_for != target) {
+    ASSIGN_OR_RETURN(passes::Target lf, passes::ParseTarget(lower_for));
+    if (t.kind != passes::Target::Kind::kCpu || lf.kind != passes::Target::Kind::kCuda) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "lower-for '", std::string(lower_for), "' with target '", std::string(target),
+          "': only the CPU target runs another target's (CUDA) thread program"));
+    }
+  }
   ir::Program lowered = program;
   passes::PassContext ctx;
   ctx.target = std::string(target);
+  if (lower_for != target) ctx.lower_for = std::string(lower_for);
   RETURN_IF_ERROR(passes::RunPasses(lowered, LoweringPipeline(), ctx));
   return EmitLowered(lowered, t);
 }
@@ -51,6 +61,12 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
   }
   if (target.kind == passes::Target::Kind::kHip) {
     return absl::UnimplementedError("emit: the HIP target is not implemented yet");
+  }
+  auto gemm = lowered.attrs.find("kiln.gemm");
+  if (gemm != lowered.attrs.end() && gemm->second == "wgmma" &&
+      target.kind == passes::Target::Kind::kCuda && target.arch != "sm_90a") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "emit: the program was lowered for wgmma (cuda:sm_90a), not for ", target.arch));
   }
   ASSIGN_OR_RETURN(EmittedBody body, EmitBody(lowered));
   const int64_t limit =

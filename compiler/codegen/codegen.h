@@ -26,8 +26,12 @@ namespace kiln::codegen {
 const std::vector<std::string>& LoweringPipeline();
 
 // Runs LoweringPipeline() on a copy of `program` and emits it for `target`
-// ("cpu", "cuda:sm_80", ...). Errors are located diagnostics.
-absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target);
+// ("cpu", "cuda:sm_80", ...). Errors are located diagnostics. `lower_for`
+// (a target string; empty: `target`) is the target whose thread program is
+// built: "cuda:sm_90a" with target "cpu" runs sm_90a's wgmma program on the
+// CPU emulation. A CUDA target must be the one lowered for.
+absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
+                                           std::string_view lower_for = {});
 
 // Emits an already lowered program (attrs "kiln.level" = "thread").
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);

@@ -444,7 +444,12 @@ class Emitter {
       }
       const std::string t = CType(b.dtype), name = CName(b.name);
       if (b.scope == ir::Scope::kSharedDyn || b.scope == ir::Scope::kShared) {
-        smem_ = (smem_ + 127) / 128 * 128;
+        // 128-byte aligned; wgmma operands (attr kiln.smem_align.<buffer>,
+        // set by lowering) to their swizzle period.
+        int64_t align = 128;
+        auto al = p_.attrs.find(absl::StrCat("kiln.smem_align.", b.name));
+        if (al != p_.attrs.end() && al->second == "1024") align = 1024;
+        smem_ = (smem_ + align - 1) / align * align;
         Line(indent, absl::StrCat(t, "* ", name, " = reinterpret_cast<", t,
                                   "*>(kiln::rt::dyn_smem() + ", smem_, ");"));
         smem_ += *n * std::max(1, ir::DTypeBits(b.dtype) / 8);
@@ -496,16 +501,28 @@ class Emitter {
     case StmtKind::kCall: {
       const ir::IntrinsicInfo* info = ir::FindIntrinsic(s.name);
       if (!info) return Error(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
-      if (s.name == "cp_async_wait") {
-        Line(indent, absl::StrCat("kiln::rt::cp_async_wait<", s.indices[0].ival, ">();"));
+      if (s.name == "cp_async_wait" || s.name == "wgmma_wait") {
+        Line(indent, absl::StrCat("kiln::rt::", s.name, "<", s.indices[0].ival, ">();"));
         return absl::OkStatus();
       }
+      // wgmma's constants (transposes, descriptor offsets, swizzle modes)
+      // are template arguments: they become PTX immediates.
+      std::string targs;
+      for (size_t i = 0; i < s.indices.size(); ++i) {
+        if (info->args[i] != ir::IntrinsicArg::kConstInt || s.name.rfind("wgmma_m64", 0) != 0) {
+          continue;
+        }
+        absl::StrAppend(&targs, targs.empty() ? "<" : ", ", s.indices[i].ival);
+      }
+      if (!targs.empty()) targs += ">";
       std::string args;
-      for (const Expr& a : s.indices) {
+      for (size_t i = 0; i < s.indices.size(); ++i) {
+        const Expr& a = s.indices[i];
+        if (!targs.empty() && info->args[i] == ir::IntrinsicArg::kConstInt) continue;
         ASSIGN_OR_RETURN(std::string x, E(a));
         absl::StrAppend(&args, args.empty() ? "" : ", ", x);
       }
-      Line(indent, absl::StrCat("kiln::rt::", std::string(info->name), "(", args, ");"));
+      Line(indent, absl::StrCat("kiln::rt::", std::string(info->name), targs, "(", args, ");"));
       return absl::OkStatus();
     }
     case StmtKind::kUseSwizzle:

@@ -1,7 +1,22 @@
 #include "compiler/ir/intrinsics.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 namespace kiln::ir {
 namespace {
+
+// Storage for the generated wgmma names (the table holds string_views);
+// reserved up front so that no view is invalidated.
+std::vector<std::string>& wgmma_names() {
+  static std::vector<std::string>* names = [] {
+    auto* v = new std::vector<std::string>;
+    v->reserve(64);
+    return v;
+  }();
+  return *names;
+}
 
 std::vector<IntrinsicInfo> MakeTable() {
   using A = IntrinsicArg;
@@ -22,6 +37,20 @@ std::vector<IntrinsicInfo> MakeTable() {
   t.push_back({"cp_async_wait", {A::kConstInt}, false});
   for (std::string_view n : {"copy_2", "copy_4", "copy_8", "copy_16"}) {
     t.push_back({n, {A::kAddress, A::kAddress}, false});
+  }
+  // Hopper warpgroup MMA (sm_90a): D(64xN) += A(64x16) * B(16xN), both
+  // operands in shared memory; constants: trans A, trans B, then A's and
+  // B's leading byte offset, stride byte offset and swizzle mode.
+  t.push_back({"wgmma_fence", {}, true});
+  t.push_back({"wgmma_commit", {}, true});
+  t.push_back({"wgmma_wait", {A::kConstInt}, true});
+  for (int n = 8; n <= 256; n += 8) {
+    for (std::string_view ty : {"f16", "bf16"}) {
+      wgmma_names().push_back(absl::StrCat("wgmma_m64n", n, "k16_", std::string(ty)));
+      std::vector<A> args = {A::kAddress, A::kAddress, A::kAddress};
+      args.insert(args.end(), 8, A::kConstInt);
+      t.push_back({wgmma_names().back(), std::move(args), true});
+    }
   }
   t.push_back({"shfl_xor", {A::kAddress, A::kValue, A::kConstInt}, true});
   for (std::string_view n : {"atomic_add", "atomic_max", "atomic_min"}) {

@@ -36,6 +36,10 @@ struct IntrinsicInfo {
 //   cp_async_{4,8,16}(dst, src, src_bytes)          cp.async with zero fill
 //   cp_async_commit(), cp_async_wait(N)             commit_group / wait_group N
 //   copy_{2,4,8,16}(dst, src)                       one vector load + store
+//   wgmma_fence(), wgmma_commit(), wgmma_wait(N)   wgmma.fence / commit_group / wait_group N
+//   wgmma_m64n{8..256}k16_{f16,bf16}(d, a, b, tA, tB, lboA, sboA, swzA, lboB, sboB, swzB)
+//                                                   wgmma.mma_async, shared-memory descriptors
+//                                                   (sm_90a; warpgroup-collective)
 //   shfl_xor(dst, value, lane_mask)                 *dst = shfl.sync.bfly(value)
 //   atomic_{add,max,min}(dst, value)                global/shared atomics
 const std::vector<IntrinsicInfo>& AllIntrinsics();

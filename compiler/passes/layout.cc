@@ -245,6 +245,15 @@ FragmentLayout MmaAccumulatorLayout(int64_t m, int64_t n, int64_t warps_m, int64
   return Normalize(std::move(layout));
 }
 
+FragmentLayout WgmmaAccumulatorLayout(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n) {
+  FragmentLayout layout;
+  layout.shape = {m, n};
+  const int64_t gm = m / groups_m, gn = n / groups_n;
+  layout.thread = {{1, 4, 2}, {0, 8, 1}, {0, 4, 16}, {0, groups_m, gm}, {1, groups_n, gn}};
+  layout.reg = {{1, 2, 1}, {0, 2, 8}, {1, gn / 8, 8}, {0, gm / 64, 64}};
+  return Normalize(std::move(layout));
+}
+
 FragmentLayout Project(const FragmentLayout& loop, const std::vector<int>& dims,
                        const std::vector<int64_t>& shape) {
   std::vector<int> to_frag(loop.shape.size(), -1);

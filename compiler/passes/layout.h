@@ -88,6 +88,15 @@ FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads,
 FragmentLayout MmaAccumulatorLayout(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n,
                                     int64_t threads);
 
+// The wgmma D-fragment layout (sm_90a) of an (m x n) tile over
+// groups_m x groups_n warpgroups of 128 threads, each covering an
+// (m / groups_m) x (n / groups_n) tile in m64 atoms: warp w of a warpgroup
+// holds rows 16w..16w+15 of each atom; within a warp, register 4j + r of an
+// atom holds the m16n8 accumulator element r of columns 8j..8j+7. Atoms
+// follow each other in registers (atom i at registers i * n_group / 2).
+// Requires m % (64 * groups_m) == 0, n % (8 * groups_n) == 0.
+FragmentLayout WgmmaAccumulatorLayout(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n);
+
 // The layout of a fragment indexed by a subset of a loop's dimensions:
 // `dims[k]` is the loop dimension that the fragment's dimension k takes.
 // Thread digits of other dimensions replicate; their register digits are

@@ -17,6 +17,10 @@
 //    does. Then back to 2.
 // 4. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
 //    swizzle when their rows are a multiple of 16 bytes.
+// 5. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
+//    A and B, an f32 accumulator and a shape wgmma tiles (WgmmaGroups),
+//    accumulators get the wgmma D layout and the operands the column-block
+//    layout of wgmma's swizzle modes instead of 1.'s and 4.'s choices.
 #include "compiler/passes/layout_inference.h"
 
 #include <algorithm>
@@ -157,12 +161,51 @@ int64_t FragmentVector(const ir::Program& p, const std::string& frag, ir::DType 
   return VectorOf(bits <= 8 ? ir::DType::kInt8 : bits <= 16 ? ir::DType::kFloat16 : dtype);
 }
 
+// The wgmma plan of one gemm: its warpgroup grid, or nullopt.
+std::optional<std::pair<int64_t, int64_t>>
+WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& shared,
+                const std::map<std::string, FragInfo>& frags, int64_t threads) {
+  auto sa = shared.find(s.regions[0].buffer);
+  auto sb = shared.find(s.regions[1].buffer);
+  auto fc = frags.find(s.regions[2].buffer);
+  if (sa == shared.end() || sb == shared.end() || fc == frags.end()) return std::nullopt;
+  const ir::Buffer& a = *sa->second;
+  const ir::Buffer& b = *sb->second;
+  if (a.dtype != b.dtype || (a.dtype != ir::DType::kFloat16 && a.dtype != ir::DType::kBFloat16)) {
+    return std::nullopt;
+  }
+  if (fc->second.buffer->dtype != ir::DType::kFloat32 || fc->second.shape.size() != 2 ||
+      a.shape.size() != 2 || b.shape.size() != 2) {
+    return std::nullopt;
+  }
+  auto dims = [](const ir::Buffer& x) -> std::optional<std::pair<int64_t, int64_t>> {
+    std::optional<int64_t> r = ir::ConstInt(ir::Simplify(x.shape[0]));
+    std::optional<int64_t> c = ir::ConstInt(ir::Simplify(x.shape[1]));
+    if (!r || !c) return std::nullopt;
+    return std::make_pair(*r, *c);
+  };
+  auto ad = dims(a), bd = dims(b);
+  if (!ad || !bd) return std::nullopt;
+  const int64_t m = fc->second.shape[0], n = fc->second.shape[1];
+  const int64_t am = s.transpose_a ? ad->second : ad->first;
+  const int64_t k = s.transpose_a ? ad->first : ad->second;
+  const int64_t bk = s.transpose_b ? bd->second : bd->first;
+  const int64_t bn = s.transpose_b ? bd->first : bd->second;
+  if (am != m || bk != k || bn != n || k % 16 != 0) return std::nullopt;
+  // Each operand's contiguous dimension must fit a swizzle mode.
+  if (WgmmaBlockElems(ad->second) == 0 || WgmmaBlockElems(bd->second) == 0) return std::nullopt;
+  // An M-major A moves by whole 64-row atoms, which W (<= 64) divides.
+  if (s.transpose_a && m % WgmmaBlockElems(ad->second) != 0) return std::nullopt;
+  return WgmmaGroups(m, n, threads, s.transpose_b ? 0 : WgmmaBlockElems(bd->second));
+}
+
 class Inference {
  public:
-  Inference(ir::Program& p, std::map<std::string, FragInfo> frags)
-      : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)) {}
+  Inference(ir::Program& p, std::map<std::string, FragInfo> frags, LayoutOptions options)
+      : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)), options_(options) {}
 
   absl::Status Run() {
+    if (options_.wgmma) DecideWgmma();
     for (int round = 0; round < 10000; ++round) {
       changed_ = false;
       RETURN_IF_ERROR(Propagate(p_.kernel.body));
@@ -174,6 +217,7 @@ class Inference {
       p_.attrs[absl::StrCat("layout.", name)] = layout.ToString();
     }
     MarkSwizzles(p_.kernel.body);
+    if (wgmma_) p_.attrs[kGemmAttr] = "wgmma";
     return absl::OkStatus();
   }
 
@@ -242,6 +286,37 @@ class Inference {
     return absl::OkStatus();
   }
 
+  std::map<std::string, const ir::Buffer*> SharedBuffers() const {
+    std::vector<const Stmt*> allocs;
+    CollectAllocs(p_.kernel.body, &allocs);
+    std::map<std::string, const ir::Buffer*> shared;
+    for (const Stmt* s : allocs) {
+      if (s->buffer.scope == ir::Scope::kShared || s->buffer.scope == ir::Scope::kSharedDyn) {
+        shared[s->buffer.name] = &s->buffer;
+      }
+    }
+    return shared;
+  }
+
+  // wgmma for all gemms or for none (a mixed program would need layout
+  // conversions between the two accumulator layouts).
+  void DecideWgmma() {
+    const auto shared = SharedBuffers();
+    bool all = true, any = false;
+    ir::ForEachStmt(p_.kernel.body, [&](const Stmt& s) {
+      if (s.kind != StmtKind::kGemm) return;
+      any = true;
+      auto groups = WgmmaGemmGroups(s, shared, frags_, threads_);
+      if (!groups) {
+        all = false;
+        return;
+      }
+      wgmma_groups_[&s] = *groups;
+    });
+    wgmma_ = any && all;
+    if (!wgmma_) wgmma_groups_.clear();
+  }
+
   absl::Status Gemm(const Stmt& s) {
     const ir::Region& a = s.regions[0];
     const ir::Region& c = s.regions[2];
@@ -252,6 +327,11 @@ class Inference {
     const std::vector<int64_t>& cs = frags_.at(c.buffer).shape;
     if (cs.size() != 2) {
       return ir::ErrorAt(p_.source_name, s.loc, "gemm: the accumulator must be 2-d");
+    }
+    if (wgmma_) {
+      const auto [gm, gn] = wgmma_groups_.at(&s);
+      return Set(c.buffer, WgmmaAccumulatorLayout(cs[0], cs[1], gm, gn), s.loc,
+                 "wgmma's accumulator");
     }
     auto warps = GemmWarps(cs[0], cs[1], threads_ / 32, s.policy);
     if (!warps.ok())
@@ -359,6 +439,11 @@ class Inference {
         const ir::Buffer& b = *it->second;
         std::optional<int64_t> cols = ir::ConstInt(ir::Simplify(b.shape.back()));
         if (!cols) continue;
+        if (wgmma_) {
+          p_.attrs[absl::StrCat("layout.", b.name)] =
+              absl::StrCat(kWgmmaLayoutPrefix, WgmmaBlockElems(*cols));
+          continue;
+        }
         const int64_t row_bytes = *cols * 2;
         if (row_bytes % 16 != 0 || (row_bytes > 128 && row_bytes % 128 != 0)) continue;
         p_.attrs[absl::StrCat("layout.", b.name)] = kSwizzleLayout;
@@ -372,10 +457,15 @@ class Inference {
   LayoutMap known_;
   std::map<std::string, std::string> origin_;
   bool changed_ = false;
+  LayoutOptions options_;
+  bool wgmma_ = false;
+  std::map<const Stmt*, std::pair<int64_t, int64_t>> wgmma_groups_;
 };
 
-absl::Status RunLayoutInference(ir::Program& program, const PassContext&) {
-  return InferLayouts(program);
+absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
+  LayoutOptions options;
+  options.wgmma = TargetUsesWgmma(ctx.lower_for.empty() ? ctx.target : ctx.lower_for);
+  return InferLayouts(program, options);
 }
 
 } // namespace
@@ -485,9 +575,30 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
   return DefaultLayout(extents, BlockThreads(program), vector, has_fragments);
 }
 
-absl::Status InferLayouts(ir::Program& program) {
+bool TargetUsesWgmma(std::string_view target) { return target == "cuda:sm_90a"; }
+
+int64_t WgmmaBlockElems(int64_t cols) {
+  if (cols > 0 && cols % 64 == 0) return 64;
+  return cols == 32 || cols == 16 ? cols : 0;
+}
+
+std::optional<std::pair<int64_t, int64_t>> WgmmaGroups(int64_t m, int64_t n, int64_t threads,
+                                                       int64_t n_block) {
+  if (threads <= 0 || threads % 128 != 0) return std::nullopt;
+  const int64_t groups = threads / 128;
+  for (int64_t gm = groups; gm >= 1; --gm) {
+    if (groups % gm != 0) continue;
+    const int64_t gn = groups / gm;
+    if (m % (64 * gm) != 0 || n % (8 * gn) != 0 || n / gn > 256) continue;
+    if (gn > 1 && n_block > 0 && (n / gn) % n_block != 0) continue;
+    return std::make_pair(gm, gn);
+  }
+  return std::nullopt;
+}
+
+absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options) {
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
-  Inference inference(program, std::move(frags));
+  Inference inference(program, std::move(frags), options);
   return inference.Run();
 }
 

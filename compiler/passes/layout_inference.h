@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,40 @@ namespace kiln::passes {
 // within 128-byte lines (see SwizzledOffset in lower_tile_ops).
 inline constexpr char kSwizzleLayout[] = "swizzle128";
 
+// The attrs value of a shared wgmma operand (sm_90a): the tile (R x C,
+// row-major logically) is stored in column blocks of W = 64, 32 or 16
+// elements (R rows of W each, block after block) with the 128-, 64- or
+// 32-byte swizzle of wgmma's descriptors on the byte offset (16-byte chunk
+// bits XOR the bits from 128 bytes up). "wgmma64" etc.; see
+// Lowering::SharedPhys.
+inline constexpr char kWgmmaLayoutPrefix[] = "wgmma";
+// Program attr "kiln.gemm" = "wgmma": every gemm lowers to wgmma.
+inline constexpr char kGemmAttr[] = "kiln.gemm";
+
 using LayoutMap = std::map<std::string, FragmentLayout>;
+
+// Layout choices that depend on the program the lowering targets.
+struct LayoutOptions {
+  // Lower for sm_90a's warpgroup MMA where every gemm allows it.
+  bool wgmma = false;
+};
+
+// True when lowering for `target` ("cuda:sm_90a") uses wgmma.
+bool TargetUsesWgmma(std::string_view target);
+
+// The column-block width W (elements) of a 16-bit wgmma operand whose
+// contiguous dimension has `cols` elements: 64 when cols % 64 == 0, else 32
+// or 16 when cols is exactly that; 0 when no swizzle mode fits.
+int64_t WgmmaBlockElems(int64_t cols);
+
+// The warpgroup grid (groups_m, groups_n) of a wgmma gemm with an m x n
+// accumulator over `threads`; `n_block` > 0 requires each warpgroup's
+// column offset to be a multiple of it (an N-major B operand's column
+// blocks). nullopt when wgmma cannot tile it (threads not a multiple of 128,
+// M not a multiple of 64 per warpgroup, N per warpgroup above 256 or not a
+// multiple of 8).
+std::optional<std::pair<int64_t, int64_t>> WgmmaGroups(int64_t m, int64_t n, int64_t threads,
+                                                       int64_t n_block);
 
 // Threads of the kernel's block (product of its thread extents).
 int64_t BlockThreads(const ir::Program& program);
@@ -51,7 +85,10 @@ std::optional<std::vector<int>> LoopDims(const std::vector<ir::Expr>& indices,
 // Infers all fragment layouts (and records shared swizzles) of `program`,
 // writing attrs. Errors are located diagnostics (conflicting layouts,
 // non-constant fragment shapes, gemm shapes the MMA atoms cannot tile).
-absl::Status InferLayouts(ir::Program& program);
+// With options.wgmma, gemms whose operands are all 16-bit shared tiles with
+// an f32 accumulator (every gemm of the program, or none) get the wgmma
+// accumulator and operand layouts and attr kiln.gemm = "wgmma".
+absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options = {});
 
 // Reads the layouts recorded by InferLayouts back from attrs.
 absl::StatusOr<LayoutMap> ReadLayouts(const ir::Program& program);

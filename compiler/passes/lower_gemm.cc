@@ -9,6 +9,10 @@
 //    or, for a register A operand, taken in place from its fragment (the
 //    accumulator layout of m16n8k16 is the A-operand layout).
 // 3. One mma per (mi, ni) atom accumulates into C in place.
+// For sm_90a (attr kiln.gemm = "wgmma", layout-inference's choice), a gemm
+// is instead one wgmma.mma_async per k-step of 16 and m64 atom of each
+// warpgroup, reading A and B from shared memory through descriptors of the
+// operands' wgmma layouts (PlanWgmmaGemm).
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -17,6 +21,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/layout_inference.h"
 #include "compiler/passes/lowering.h"
 #include "util/status_macros.h"
 
@@ -250,7 +255,75 @@ absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
   return std::optional<MmaGemm>(std::move(plan));
 }
 
+absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) {
+  if (!wgmma_) return std::optional<WgmmaGemm>();
+  const Buf* a = FindBuf(s.regions[0].buffer);
+  const Buf* b = FindBuf(s.regions[1].buffer);
+  const Buf* c = FindBuf(s.regions[2].buffer);
+  if (!a || !b || !c) return Error(s.loc, "gemm: unknown buffer");
+  if (a->wgmma_block == 0 || b->wgmma_block == 0 || c->scope != ir::Scope::kFragment ||
+      c->shape.size() != 2 || a->dtype != b->dtype) {
+    return Error(s.loc, "gemm: the program lowers for wgmma, but this gemm's operands do not "
+                        "have wgmma layouts (run layout-inference for the same target)");
+  }
+  const int64_t m = c->shape[0], n = c->shape[1];
+  const bool ta = s.transpose_a, tb = s.transpose_b;
+  const int64_t k = ta ? a->shape[0] : a->shape[1];
+  std::optional<std::pair<int64_t, int64_t>> groups =
+      WgmmaGroups(m, n, threads_, tb ? 0 : b->wgmma_block);
+  if (!groups || k % 16 != 0) {
+    return Error(s.loc, absl::StrCat("gemm: wgmma cannot tile a ", m, "x", n, "x", k, " gemm over ",
+                                     threads_, " threads"));
+  }
+  const auto [gm, gn] = *groups;
+  if (!(Normalize(*c->layout) == WgmmaAccumulatorLayout(m, n, gm, gn))) {
+    return Error(s.loc, absl::StrCat("gemm: accumulator '", c->name, "' has layout ",
+                                     c->layout->ToString(), ", not the wgmma layout"));
+  }
+  const int64_t group_m = m / gm, group_n = n / gn, atoms = group_m / 64;
+  const Expr group = ir::Simplify(Div(tid_, 128));
+  const Expr row0 = ir::Simplify(Mul(Mod(group, gm), I(group_m)));
+  const Expr col0 = ir::Simplify(Mul(Div(group, gm), I(group_n)));
+  // Descriptor constants: swizzle width S = 2W bytes; SBO = 8 rows (K-major)
+  // or 8 k (MN-major) of S bytes; LBO = the column-block stride (MN-major;
+  // unused by swizzled K-major layouts, which take 16).
+  auto mode = [](int64_t w) { return w == 64 ? 1 : w == 32 ? 2 : 3; };
+  const int64_t sa = 2 * a->wgmma_block, sb = 2 * b->wgmma_block;
+  const std::vector<int64_t> consts = {ta ? 1 : 0, tb ? 0 : 1,           ta ? a->shape[0] * sa : 16,
+                                       8 * sa,     mode(a->wgmma_block), tb ? 16 : b->shape[0] * sb,
+                                       8 * sb,     mode(b->wgmma_block)};
+  const std::string name =
+      absl::StrCat("wgmma_m64n", group_n, "k16_", a->dtype == DType::kBFloat16 ? "bf16" : "f16");
+  WgmmaGemm plan;
+  plan.reads = {a->name, b->name};
+  plan.steps = k / 16;
+  plan.issue = [=, this](int64_t step, std::vector<Stmt>* to) {
+    const Expr k0 = I(16 * step);
+    const Expr b_at = tb ? SharedPhys(*b, {col0, k0}) : SharedPhys(*b, {k0, col0});
+    for (int64_t mi = 0; mi < atoms; ++mi) {
+      const Expr m0 = ir::Simplify(Add(row0, I(64 * mi)));
+      const Expr a_at = ta ? SharedPhys(*a, {k0, m0}) : SharedPhys(*a, {m0, k0});
+      std::vector<Expr> args = {Address(*c, I(mi * group_n / 2)), Address(*a, a_at),
+                                Address(*b, b_at)};
+      for (int64_t v : consts) args.push_back(I(v));
+      to->push_back(Call(name, std::move(args)));
+    }
+  };
+  return std::optional<WgmmaGemm>(std::move(plan));
+}
+
 absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+  ASSIGN_OR_RETURN(std::optional<WgmmaGemm> w, PlanWgmmaGemm(s));
+  if (w) {
+    // Synchronous: the group completes before anything else touches the
+    // accumulators or overwrites the operands.
+    Touch(w->reads, {}, out);
+    out->push_back(Call("wgmma_fence", {}));
+    for (int64_t step = 0; step < w->steps; ++step) w->issue(step, out);
+    out->push_back(Call("wgmma_commit", {}));
+    out->push_back(Call("wgmma_wait", {I(0)}));
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(std::optional<MmaGemm> g, PlanMmaGemm(s));
   if (!g) return LowerGemmScalar(s, out);
   Touch(g->reads, {}, out);

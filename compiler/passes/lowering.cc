@@ -195,6 +195,10 @@ absl::Status Lowering::Run() {
     b.loc = p.buffer.loc;
     if (!p.is_scalar) bufs_[b.name] = b;
   }
+  {
+    auto g = program_.attrs.find(kGemmAttr);
+    wgmma_ = g != program_.attrs.end() && g->second == "wgmma";
+  }
   std::map<std::string, int> stages;
   CollectPipelineStages(program_.kernel.body, &stages);
   std::vector<const Stmt*> allocs;
@@ -231,6 +235,18 @@ absl::Status Lowering::Run() {
         b.swizzle = true;
         b.size = (b.size + line - 1) / line * line;
       }
+      if (it != program_.attrs.end() && it->second.rfind(kWgmmaLayoutPrefix, 0) == 0) {
+        const std::string w = it->second.substr(std::string_view(kWgmmaLayoutPrefix).size());
+        b.wgmma_block = w == "64" ? 64 : w == "32" ? 32 : w == "16" ? 16 : 0;
+        if (b.wgmma_block == 0 || b.shape.size() != 2 || b.shape[0] % 8 != 0 ||
+            b.shape[1] % b.wgmma_block != 0 || ir::DTypeBits(b.dtype) != 16) {
+          return Error(s->loc, absl::StrCat("buffer '", b.name, "': layout ", it->second,
+                                            " needs a 2-d 16-bit tile with rows a multiple of 8 "
+                                            "and columns of the block width"));
+        }
+        // Aligned to the swizzle period (the emitter reads this).
+        program_.attrs[absl::StrCat("kiln.smem_align.", b.name)] = "1024";
+      }
       auto st = stages.find(b.name);
       if (st != stages.end()) b.stages = st->second;
     }
@@ -266,7 +282,17 @@ Expr Lowering::SharedPhys(const Buf& b, const std::vector<Expr>& idx) {
     stride *= b.shape[d];
   }
   flat = ir::Simplify(flat);
-  if (b.swizzle) {
+  if (b.wgmma_block > 0 && idx.size() == 2) {
+    // Column block c / W of R x W elements, row r at r * W; 16-byte chunk
+    // (c % W) / 8 XORed with the address bits from 128 bytes up (r / (64 /
+    // W), modulo the W / 8 chunks of a row): wgmma's 128/64/32-byte swizzle.
+    const int64_t w = b.wgmma_block, nb = w / 8, rows = b.shape[0];
+    const Expr& r = idx[0];
+    const Expr& c = idx[1];
+    Expr key = Mod(Div(r, 64 / w), nb);
+    Expr chunk = ir::Binary(BinOp::kBitXor, Div(Mod(c, w), 8), key);
+    flat = Add(Add(Add(Mul(Div(c, w), I(rows * w)), Mul(r, I(w))), Mul(chunk, I(8))), Mod(c, 8));
+  } else if (b.swizzle) {
     const int64_t bytes = std::max(1, ir::DTypeBits(b.dtype) / 8);
     const int64_t chunk = 16 / bytes, line = 128 / bytes;
     const int64_t row = b.shape.back();

@@ -39,6 +39,7 @@ struct Buf {
   std::vector<ir::Expr> shape_expr; // every buffer
   int64_t size = 0;                 // flat elements of one stage (padded when swizzled)
   bool swizzle = false;
+  int64_t wgmma_block = 0; // > 0: a wgmma operand in column blocks of this width (elements)
   int stages = 1;
   const FragmentLayout* layout = nullptr; // fragments
   ir::Loc loc;
@@ -71,6 +72,16 @@ struct MmaGemm {
   std::set<std::string> reads;  // shared buffers the loads read
   std::vector<ir::Stmt> allocs; // the fragment registers (two slots each)
   std::function<void(int64_t, int64_t, std::vector<ir::Stmt>*)> load, compute;
+};
+
+// A wgmma gemm (sm_90a): `issue(step, out)` emits k-step `step`'s
+// wgmma.mma_async instructions (one per m64 atom of the warpgroup) reading
+// the stage of each operand that stage_ names when it is called. The caller
+// brackets them with wgmma_fence / wgmma_commit / wgmma_wait.
+struct WgmmaGemm {
+  int64_t steps = 0;
+  std::set<std::string> reads;
+  std::function<void(int64_t, std::vector<ir::Stmt>*)> issue;
 };
 
 class Lowering {
@@ -137,6 +148,16 @@ class Lowering {
   // without a tensor instruction).
   absl::StatusOr<std::optional<MmaGemm>> PlanMmaGemm(const ir::Stmt& s);
   absl::Status LowerGemmScalar(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // The wgmma plan of a gemm when the program lowers for wgmma (attr
+  // kiln.gemm), else nullopt.
+  absl::StatusOr<std::optional<WgmmaGemm>> PlanWgmmaGemm(const ir::Stmt& s);
+  // A pipelined loop of producers and one wgmma gemm (pipeline.cc): false
+  // when `s` is not one.
+  absl::StatusOr<bool>
+  LowerWgmmaLoop(const ir::Stmt& s, const std::vector<size_t>& producers,
+                 const std::set<std::string>& dsts, const ir::Expr& n,
+                 const std::function<absl::Status(const ir::Expr&, std::vector<ir::Stmt>*)>& issue,
+                 std::vector<ir::Stmt>* out);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // Issues a pipeline's producers for iteration `iter` (pipeline.cc).
@@ -168,6 +189,7 @@ class Lowering {
   std::set<std::string> dirty_, read_;
   std::map<std::string, ir::Expr> stage_;
   bool producer_ = false;            // lowering a pipeline's producer copies
+  bool wgmma_ = false;               // attr kiln.gemm = "wgmma" (sm_90a thread program)
   std::vector<ir::Stmt> top_allocs_; // scratch buffers declared at the kernel top
 };
 

@@ -17,6 +17,10 @@ namespace kiln::passes {
 
 struct PassContext {
   std::string target = "cpu"; // "cuda:sm_90", "hip:gfx942", "cpu"
+  // The target whose thread program layout-inference and lower-tile-ops
+  // build, when it differs from the one emitted: "cuda:sm_90a" with target
+  // "cpu" runs the sm_90a (wgmma) program on the CPU emulation. Empty: target.
+  std::string lower_for;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

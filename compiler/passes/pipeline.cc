@@ -23,6 +23,10 @@
 // Iteration ko issues iteration ko+S-1's producers after its first k-step;
 // the stage they overwrite was last read before the previous iteration's
 // barrier.
+// With wgmma (sm_90a), a body of producers and one gemm keeps one wgmma
+// group in flight across iterations (LowerWgmmaLoop): the wgmma of tile ko
+// is issued after the barrier, then the copies of tile ko + S - 2, then a
+// wait that leaves that group pending.
 // `order` and `stage` annotations are accepted; the schedule above is the
 // one they describe for copy-then-compute bodies.
 #include <algorithm>
@@ -203,6 +207,64 @@ absl::StatusOr<bool> Lowering::LowerRotatedGemmLoop(const Stmt& s,
   return true;
 }
 
+absl::StatusOr<bool> Lowering::LowerWgmmaLoop(const Stmt& s, const std::vector<size_t>& producers,
+                                              const std::set<std::string>& dsts, const Expr& n,
+                                              const IssueFn& issue, std::vector<Stmt>* out) {
+  const Stmt* gemm = nullptr;
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
+    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
+    gemm = &s.body[i];
+  }
+  if (!gemm) return false;
+  ASSIGN_OR_RETURN(std::optional<WgmmaGemm> g, PlanWgmmaGemm(*gemm));
+  if (!g) return false;
+
+  // F wgmma groups stay in flight across iterations (1 from 3 stages on),
+  // so the copies run L = S - 1 - F iterations ahead: iteration ko's copies
+  // overwrite stage (ko + L) % S = (ko - 1 - F) % S, whose group every
+  // thread waited for (wgmma_wait(F) in iteration ko - 1) before this
+  // iteration's barrier.
+  const int stages = s.num_stages;
+  const int inflight = stages >= 3 ? 1 : 0;
+  const int ahead_n = stages - 1 - inflight;
+  const std::string ko = s.loop_vars[0];
+  const std::optional<int64_t> n_const = MaxOf(n);
+
+  const std::string sv = Fresh("s");
+  if (n_const) var_max_[sv] = std::min<int64_t>(ahead_n - 1, *n_const - 1);
+  std::vector<Stmt> pro, pro_issue;
+  RETURN_IF_ERROR(issue(Var(sv), &pro_issue));
+  Guarded(Lt(Var(sv), n), std::move(pro_issue), &pro);
+  pro.push_back(Call("cp_async_commit", {}));
+  out->push_back(For(sv, I(ahead_n), ir::ForKind::kUnroll, std::move(pro)));
+
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  loop.body.push_back(Call("cp_async_wait", {I(ahead_n - 1)}));
+  Barrier(&loop.body);
+  for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(Var(ko), stages));
+  loop.body.push_back(Call("wgmma_fence", {}));
+  for (int64_t step = 0; step < g->steps; ++step) g->issue(step, &loop.body);
+  loop.body.push_back(Call("wgmma_commit", {}));
+  for (const std::string& d : dsts) stage_.erase(d);
+  std::vector<Stmt> next, producer;
+  if (n_const) var_max_[ko] = *n_const - 1 - ahead_n;
+  const Expr ahead = ir::Simplify(Add(Var(ko), I(ahead_n)));
+  RETURN_IF_ERROR(issue(ahead, &next));
+  Guarded(Lt(ahead, n), std::move(next), &producer);
+  producer.push_back(Call("cp_async_commit", {}));
+  if (n_const) var_max_[ko] = *n_const - 1;
+  for (Stmt& p : producer) loop.body.push_back(std::move(p));
+  loop.body.push_back(Call("wgmma_wait", {I(inflight)}));
+  out->push_back(std::move(loop));
+  out->push_back(Call("wgmma_wait", {I(0)}));
+  out->push_back(Call("cp_async_wait", {I(0)}));
+  read_.insert(g->reads.begin(), g->reads.end());
+  dirty_.insert(dsts.begin(), dsts.end());
+  return true;
+}
+
 absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   std::set<std::string> shared, global;
   for (const auto& [name, b] : bufs_) {
@@ -240,6 +302,16 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
     for (const std::string& d : dsts) stage_.erase(d);
     return st;
   };
+
+  if (wgmma_) {
+    const std::set<std::string> dirty0 = dirty_, read0 = read_;
+    ASSIGN_OR_RETURN(bool done, LowerWgmmaLoop(s, producers, dsts, n, issue, out));
+    if (done) {
+      dirty_.insert(dirty0.begin(), dirty0.end());
+      read_.insert(read0.begin(), read0.end());
+      return absl::OkStatus();
+    }
+  }
 
   // Prologue.
   const std::string sv = Fresh("s");
@@ -283,7 +355,9 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
   // is safe: the stage it overwrites was last read in the previous
   // iteration.
   auto is_mma = [&](size_t i) {
-    return consumer[i].kind == StmtKind::kCall && absl::StartsWith(consumer[i].name, "mma_");
+    return consumer[i].kind == StmtKind::kCall &&
+           (absl::StartsWith(consumer[i].name, "mma_") ||
+            absl::StartsWith(consumer[i].name, "wgmma_m") || consumer[i].name == "wgmma_commit");
   };
   size_t at = 0;
   for (size_t i = 0; i < consumer.size(); ++i) {

@@ -71,6 +71,9 @@ options:
   --arch sm_XX            CUDA architecture to compile for (default: the
                           device's compute capability); one of sm_80 sm_86
                           sm_89 sm_90 sm_90a
+  --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
+                          that CUDA target (cuda:sm_90a: wgmma) on the CPU
+                          emulation
   --bind NAME=VALUE       bind a kernel parameter or T.const symbol (repeatable;
                           VALUE is an integer, a float, True/False, or a name
                           such as float16)
@@ -114,6 +117,7 @@ struct Args {
   bool is_cuda = false;
   int device = 0;
   std::string arch;
+  std::string lower_for;
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
@@ -210,6 +214,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
                           absl::StrJoin(archs, ", "));
       }
       args->arch = value;
+    } else if (take("--lower-for")) {
+      if (missing || value.rfind("cuda:sm_", 0) != 0) {
+        return UsageError("--lower-for needs a CUDA target such as cuda:sm_90a");
+      }
+      args->lower_for = value;
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -241,6 +250,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
   if (args->file.empty()) return UsageError("no input file");
   if (args->target.empty()) return UsageError("missing --target (cpu, cuda or cuda:N)");
   if (!args->arch.empty() && !args->is_cuda) return UsageError("--arch applies to --target cuda");
+  if (!args->lower_for.empty() && args->is_cuda) {
+    return UsageError("--lower-for applies to --target cpu (for CUDA, use --arch)");
+  }
   std::set<std::string> seen;
   for (const auto& [n, path] : args->inputs) {
     if (!seen.insert(n).second) return UsageError("--input " + n + " given twice");
@@ -434,7 +446,7 @@ int Run(const Args& args) {
   }
 
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
-      kiln::codegen::LowerAndEmit(*program, target);
+      kiln::codegen::LowerAndEmit(*program, target, args.lower_for);
   if (!kernel.ok()) return Fail(kernel.status().message());
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {

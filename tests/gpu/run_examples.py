@@ -6,7 +6,7 @@ For each example: the `# kiln: test-bind` size (small, ragged), the `# kiln: bin
 compared with torch (GEMMs, attention) or the example's NumPy ref_program. Prints a Markdown
 table; exit status 1 if any case fails.
 
-    python3 tests/gpu/run_examples.py --kiln-opt build/kiln-opt [--only gemm] [--json out.json]
+    python3 tests/gpu/run_examples.py --kiln-opt build/kiln-opt [--only gemm] [--arch sm_90a] [--json out.json]
 """
 
 import argparse
@@ -82,13 +82,13 @@ def compare(got, want, dtype):
     return int(bad.sum()), max_err / scale
 
 
-def run_case(kiln_opt, path, binds, refs, workdir):
+def run_case(kiln_opt, path, binds, refs, workdir, arch="sm_90"):
     import torch
 
     stem = os.path.splitext(os.path.basename(path))[0]
     mod = kiln_gpu.load_example_module(path)
     n_in = kiln_gpu.num_inputs(mod)
-    compiled = kiln_gpu.compile_program(kiln_opt, path, binds, workdir=workdir)
+    compiled = kiln_gpu.compile_program(kiln_opt, path, binds, arch=arch, workdir=workdir)
     tensors = kiln_gpu.make_tensors(compiled.launch, n_in)
     compiled.run(tensors)
     torch.cuda.synchronize()
@@ -132,6 +132,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--sizes", default="test-bind,bind")
     ap.add_argument("--json", default="")
+    ap.add_argument("--arch", default="sm_90", help="CUDA architecture (sm_90a: the wgmma path)")
     args = ap.parse_args()
     import tempfile
 
@@ -153,7 +154,7 @@ def main():
     results = []
     for path, binds in cases:
         try:
-            r = run_case(args.kiln_opt, path, binds, refs, workdir)
+            r = run_case(args.kiln_opt, path, binds, refs, workdir, args.arch)
         except Exception as e:  # a failing case is reported, the others still run
             r = {"example": os.path.relpath(path, ROOT), "binds": " ".join(f"{k}={v}" for k, v in binds.items()),
                  "ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0][:200]}

@@ -61,7 +61,9 @@ namespace rt {
 namespace fiber {
 
 constexpr int kMaxBlockThreads = 1024;
-constexpr std::size_t kSmemAlign = 128;
+// 1024: the period of the 128-byte swizzle, which wgmma applies to address
+// bits (as the GPU, whose dynamic shared memory starts at window offset 0).
+constexpr std::size_t kSmemAlign = 1024;
 
 enum class FiberState : uint8_t { kRunnable, kAtBarrier, kAtWarp, kDone };
 
@@ -98,6 +100,7 @@ struct BlockState {
   int dim_x = 1, dim_y = 1, dim_z = 1;       // blockDim
   int threads = 0;
   unsigned char* smem = nullptr;
+  std::size_t smem_bytes = 0; // usable bytes at smem (the launch's, rounded up to kSmemAlign)
   Fiber* fibers = nullptr;
   WarpExchange* warps = nullptr;
   int current = 0;    // the running fiber
@@ -288,7 +291,7 @@ inline int Report(char* error, int error_len, const char* message) {
 } // namespace fiber
 
 // Runs `body()` for every thread of a gx*gy*gz grid of bx*by*bz blocks, each
-// block with `smem_bytes` of zeroed, 128-byte aligned dynamic shared memory
+// block with `smem_bytes` of zeroed, 1024-byte aligned dynamic shared memory
 // (rt::dyn_smem()). Returns 0, or non-zero with a NUL-terminated message in
 // error[0..error_len) (truncated to fit) if a block failed or the launch is
 // invalid; no later block runs after a failure. Not reentrant: `body` must
@@ -342,6 +345,7 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
   b.dim_x = bx, b.dim_y = by, b.dim_z = bz;
   b.threads = n;
   b.smem = smem.get();
+  b.smem_bytes = smem_alloc;
   b.fibers = fibers.get();
   b.warps = exchanges.get();
   b.invoke = [](void* p) { (*static_cast<Body*>(p))(); };

@@ -16,5 +16,6 @@
 #include "kiln/cpu/thread_ops.h"
 #include "kiln/cpu/types.h"
 #include "kiln/cpu/warp.h"
+#include "kiln/cpu/wgmma.h"
 
 #endif // KILN_CPU_RUNTIME_H_

@@ -4,7 +4,7 @@
 //
 //  - tid_*/bid_*/nbid_*: threadIdx, blockIdx, gridDim of the running fiber.
 //  - sync_threads(): the block barrier; dyn_smem(): the block's dynamic
-//    shared memory (zeroed at block start, 128-byte aligned).
+//    shared memory (zeroed at block start, 1024-byte aligned).
 //  - The intrinsics of compiler/ir/intrinsics.h, per lane, with the PTX
 //    semantics. The warp collectives (ldmatrix*, mma*, shfl_xor) gather the
 //    warp's lanes and run the warp-wide emulations of kiln/cpu/ldmatrix.h,
@@ -35,6 +35,7 @@
 #include "kiln/cpu/scalar_math.h"
 #include "kiln/cpu/types.h"
 #include "kiln/cpu/warp.h"
+#include "kiln/cpu/wgmma.h"
 
 namespace kiln {
 namespace rt {
@@ -176,6 +177,113 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
                               WarpRegs<const uint32_t> wb,
                               WarpRegs<const int32_t> wc) { mma_m16n8k32_s8(wd, wa, wb, wc); });
 }
+
+// ---- Warpgroup MMA (sm_90a's wgmma; kiln/cpu/wgmma.h). The product is
+// complete when the call returns, so fence, commit and wait do nothing.
+// d: this thread's N/2 float accumulators; a, b: the operands' first
+// elements in shared memory, described with the template's offsets and
+// swizzle modes (kiln/cuda/wgmma.h). Every lane of a warp must pass the same
+// a and b; the block's threads must be a whole number of warpgroups.
+
+inline void wgmma_fence() {}
+inline void wgmma_commit() {}
+template <int N>
+inline void wgmma_wait() {
+  static_assert(N >= 0 && N <= 7, "wgmma_wait takes 0..7");
+}
+
+// The descriptor of a shared-memory operand at `p` (offset in the block's
+// window); the GPU twin's smem_desc().
+inline uint64_t smem_desc(const void* p, int lbo, int sbo, int swizzle) {
+  const unsigned char* base = dyn_smem();
+  const std::ptrdiff_t off = base ? static_cast<const unsigned char*>(p) - base : 0;
+  return make_smem_desc(static_cast<uint32_t>(off), lbo, sbo, swizzle);
+}
+
+namespace detail {
+template <int N, bool kBf16, int kTransA, int kTransB>
+inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_b) {
+  fiber::WarpSlot mine;
+  mine.dst = d;
+  mine.value = desc_a;
+  mine.arg = 0;
+  mine.src[0] = reinterpret_cast<const void*>(static_cast<uintptr_t>(desc_b));
+  fiber::WarpCollective(name, mine, [name](fiber::BlockState* blk, fiber::WarpExchange& ex) {
+    if (ex.lanes < 32 || blk->threads % 128 != 0)
+      fiber::FailBlock(blk, "warp %d: %s needs whole warpgroups of 128 threads; the block has %d",
+                       blk->self().warp, name, blk->threads);
+    for (int l = 1; l < 32; ++l) {
+      if (ex.slot[l].value != ex.slot[0].value || ex.slot[l].src[0] != ex.slot[0].src[0])
+        fiber::FailBlock(blk, "warp %d: %s: lanes 0 and %d pass different descriptors",
+                         blk->self().warp, name, l);
+    }
+    static thread_local float regs[32][N / 2];
+    for (int l = 0; l < 32; ++l) std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
+    const uint64_t da = ex.slot[0].value;
+    const uint64_t db = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ex.slot[0].src[0]));
+    auto to_float = [](uint16_t v) {
+      return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
+    };
+    if (!wgmma_m64k16_warp<N>(WarpRegs<float>(&regs[0][0], N / 2), blk->self().warp % 4, blk->smem,
+                              static_cast<uint32_t>(blk->smem_bytes), da, db, kTransA != 0,
+                              kTransB != 0, to_float))
+      fiber::FailBlock(blk,
+                       "warp %d: %s: a descriptor has no swizzle mode or reads outside the %d "
+                       "bytes of shared memory",
+                       blk->self().warp, name, static_cast<int>(blk->smem_bytes));
+    for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
+  });
+}
+} // namespace detail
+
+#define KILN_CPU_WGMMA(N)                                                                          \
+  template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
+            int kSwzB>                                                                             \
+  inline void wgmma_m64n##N##k16_f16(void* d, const void* a, const void* b) {                      \
+    detail::WgmmaLane<N, false, kTransA, kTransB>("wgmma_m64n" #N "k16_f16", d,                    \
+                                                  smem_desc(a, kLboA, kSboA, kSwzA),               \
+                                                  smem_desc(b, kLboB, kSboB, kSwzB));              \
+  }                                                                                                \
+  template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
+            int kSwzB>                                                                             \
+  inline void wgmma_m64n##N##k16_bf16(void* d, const void* a, const void* b) {                     \
+    detail::WgmmaLane<N, true, kTransA, kTransB>("wgmma_m64n" #N "k16_bf16", d,                    \
+                                                 smem_desc(a, kLboA, kSboA, kSwzA),                \
+                                                 smem_desc(b, kLboB, kSboB, kSwzB));               \
+  }
+KILN_CPU_WGMMA(8)
+KILN_CPU_WGMMA(16)
+KILN_CPU_WGMMA(24)
+KILN_CPU_WGMMA(32)
+KILN_CPU_WGMMA(40)
+KILN_CPU_WGMMA(48)
+KILN_CPU_WGMMA(56)
+KILN_CPU_WGMMA(64)
+KILN_CPU_WGMMA(72)
+KILN_CPU_WGMMA(80)
+KILN_CPU_WGMMA(88)
+KILN_CPU_WGMMA(96)
+KILN_CPU_WGMMA(104)
+KILN_CPU_WGMMA(112)
+KILN_CPU_WGMMA(120)
+KILN_CPU_WGMMA(128)
+KILN_CPU_WGMMA(136)
+KILN_CPU_WGMMA(144)
+KILN_CPU_WGMMA(152)
+KILN_CPU_WGMMA(160)
+KILN_CPU_WGMMA(168)
+KILN_CPU_WGMMA(176)
+KILN_CPU_WGMMA(184)
+KILN_CPU_WGMMA(192)
+KILN_CPU_WGMMA(200)
+KILN_CPU_WGMMA(208)
+KILN_CPU_WGMMA(216)
+KILN_CPU_WGMMA(224)
+KILN_CPU_WGMMA(232)
+KILN_CPU_WGMMA(240)
+KILN_CPU_WGMMA(248)
+KILN_CPU_WGMMA(256)
+#undef KILN_CPU_WGMMA
 
 // ---- shfl_xor: *dst = the `value` of lane (lane ^ lane_mask). As shfl.sync
 // reads only bits 4:0 of the mask (bval[4:0] = b[4:0] in the PTX ISA), a

@@ -13,5 +13,6 @@
 #include "kiln/cuda/thread_ops.h"
 #include "kiln/cuda/types.h"
 #include "kiln/cuda/warp.h"
+#include "kiln/cuda/wgmma.h"
 
 #endif // KILN_CUDA_RUNTIME_H_

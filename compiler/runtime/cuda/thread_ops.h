@@ -45,7 +45,9 @@ KILN_DEVICE int nbid_z() { return static_cast<int>(gridDim.z); }
 
 // The block's dynamic shared memory (the launch's sharedMemBytes).
 KILN_DEVICE unsigned char* dyn_smem() {
-  extern __shared__ __align__(128) unsigned char kiln_rt_dyn_smem[];
+  // 1024-byte aligned: wgmma operands with the 128-byte swizzle need tiles
+  // aligned to the swizzle period (the window starts at offset 0).
+  extern __shared__ __align__(1024) unsigned char kiln_rt_dyn_smem[];
   return kiln_rt_dyn_smem;
 }
 

@@ -1,0 +1,131 @@
+// Kiln CPU runtime: emulation of Hopper's warpgroup MMA
+// (wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}) with both operands
+// in shared memory, read through 64-bit matrix descriptors exactly as the
+// PTX ISA describes them. The per-lane wrappers that generated code calls
+// are in kiln/cpu/thread_ops.h; the CUDA twin is kiln/cuda/wgmma.h.
+//
+// Descriptor (smem_desc): start address >> 4 in bits 0-13, leading byte
+// offset (LBO) >> 4 in bits 16-29, stride byte offset (SBO) >> 4 in bits
+// 32-45, swizzle mode in bits 62-63 (1 = 128-byte, 2 = 64-byte, 3 =
+// 32-byte; 0, no swizzle, is not used by Kiln and is rejected). Addresses
+// are offsets in the block's shared memory window (the CPU's dyn_smem() is
+// 1024-byte aligned like the GPU's, so the swizzle, which acts on address
+// bits, sees the same bits).
+//
+// With S = the swizzle width in bytes (128/64/32) and E = S / 2 16-bit
+// elements, element (mn, k) of an operand (A: mn = row m; B: mn = column n)
+// lies at byte
+//   K-major  (trans 0): start + (mn / 8) * SBO + (mn % 8) * S + 2k
+//   MN-major (trans 1): start + (mn / E) * LBO + (k / 8) * SBO + (k % 8) * S + 2 (mn % E)
+// before the swizzle, which XORs the 16-byte chunk bits of the address
+// (bits 4..) with its bits 7.. (3 bits for 128-byte, 2 for 64, 1 for 32).
+//
+// D fragment (f32, per thread of the warpgroup): warp w covers rows
+// 16w..16w+15; register 4j + r of lane (g = lane / 4, t = lane % 4) holds
+// (row 16w + g + 8 (r / 2), col 8j + 2t + r % 2): the m16n8 accumulator
+// table repeated every 8 columns.
+//
+// Numerics as kiln/cpu/mma.h: products of 16-bit inputs are exact in float;
+// sums run in float in a fixed order (c, then k = 0..15).
+// The computation of a warp's 16 rows needs only its own A rows and all of
+// B, so the emulation runs per warp (warp % 4 of the block is the warp's
+// place in its warpgroup); fence, commit and wait have nothing to do
+// because the product is complete at issue (one execution the GPU allows:
+// a valid program reads the accumulators only after a wait covering them).
+#ifndef KILN_CPU_WGMMA_H_
+#define KILN_CPU_WGMMA_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "kiln/cpu/types.h"
+
+namespace kiln {
+namespace rt {
+
+struct SmemDesc {
+  uint32_t start = 0; // byte offset in shared memory
+  uint32_t lbo = 0, sbo = 0;
+  int swizzle = 0; // 1: 128-byte, 2: 64-byte, 3: 32-byte
+};
+
+inline uint64_t make_smem_desc(uint32_t offset, int lbo, int sbo, int swizzle) {
+  return ((static_cast<uint64_t>(offset) & 0x3ffffu) >> 4) |
+         (static_cast<uint64_t>((lbo >> 4) & 0x3fff) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3fff) << 32) |
+         (static_cast<uint64_t>(swizzle & 3) << 62);
+}
+
+inline SmemDesc decode_smem_desc(uint64_t d) {
+  SmemDesc s;
+  s.start = static_cast<uint32_t>(d & 0x3fffu) << 4;
+  s.lbo = static_cast<uint32_t>((d >> 16) & 0x3fffu) << 4;
+  s.sbo = static_cast<uint32_t>((d >> 32) & 0x3fffu) << 4;
+  s.swizzle = static_cast<int>((d >> 62) & 3u);
+  return s;
+}
+
+// Swizzle width in bytes of a descriptor's mode (0 for no swizzle).
+inline int smem_desc_swizzle_bytes(int mode) {
+  return mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+}
+
+// Byte offset of operand element (mn, k) under `d` (mode 1..3), swizzled.
+inline uint32_t wgmma_operand_offset(const SmemDesc& d, bool mn_major, int mn, int k) {
+  const uint32_t s = static_cast<uint32_t>(smem_desc_swizzle_bytes(d.swizzle));
+  const uint32_t e = s / 2;
+  const uint32_t umn = static_cast<uint32_t>(mn), uk = static_cast<uint32_t>(k);
+  uint32_t o = mn_major
+                   ? d.start + (umn / e) * d.lbo + (uk / 8) * d.sbo + (uk % 8) * s + 2 * (umn % e)
+                   : d.start + (umn / 8) * d.sbo + (umn % 8) * s + 2 * uk;
+  const uint32_t bits = d.swizzle == 1 ? 3u : d.swizzle == 2 ? 2u : 1u;
+  return o ^ (((o >> 7) & ((1u << bits) - 1u)) << 4);
+}
+
+// One warp's part of m64nNk16: d is the warp's 32 lanes x N/2 registers
+// (read as C, written as D), `group_warp` its place (0..3) in the
+// warpgroup, smem the shared memory window the descriptors address,
+// smem_bytes its size. Returns false (and computes nothing) when a
+// descriptor has swizzle mode 0 or reads outside the window.
+template <int N, typename ToFloat>
+inline bool wgmma_m64k16_warp(WarpRegs<float> d, int group_warp, const unsigned char* smem,
+                              uint32_t smem_bytes, uint64_t desc_a, uint64_t desc_b, bool trans_a,
+                              bool trans_b, ToFloat to_float) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N is a multiple of 8 up to 256");
+  const SmemDesc da = decode_smem_desc(desc_a), db = decode_smem_desc(desc_b);
+  if (da.swizzle == 0 || db.swizzle == 0) return false;
+  // Not on the fiber stack: 33 KiB for N = 256. One per OS thread (blocks
+  // run one at a time on it).
+  static thread_local float ta[16][16];
+  static thread_local float tb[16][N];
+  auto elem = [&](const SmemDesc& desc, bool mn_major, int mn, int k, float* out) {
+    const uint32_t o = wgmma_operand_offset(desc, mn_major, mn, k);
+    if (o + 2 > smem_bytes) return false;
+    uint16_t v;
+    std::memcpy(&v, smem + o, 2);
+    *out = to_float(v);
+    return true;
+  };
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 16; ++k)
+      if (!elem(da, trans_a, 16 * group_warp + m, k, &ta[m][k])) return false;
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < N; ++n)
+      if (!elem(db, trans_b, n, k, &tb[k][n])) return false;
+  for (int j = 0; j < N / 8; ++j) {
+    for (int m = 0; m < 16; ++m) {
+      for (int c = 0; c < 8; ++c) {
+        const int lane = (m % 8) * 4 + c / 2, reg = 4 * j + (m / 8) * 2 + c % 2;
+        float acc = d(lane, reg);
+        for (int k = 0; k < 16; ++k) acc += ta[m][k] * tb[k][8 * j + c];
+        d(lane, reg) = acc;
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_CPU_WGMMA_H_
