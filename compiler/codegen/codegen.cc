@@ -35,7 +35,7 @@ const std::vector<std::string>& LoweringPipeline() {
 }
 
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
-                                           std::string_view lower_for) {
+                                           std::string_view lower_for, bool gemm_wgmma) {
   ASSIGN_OR_RETURN(passes::Target t, passes::ParseTarget(target));
   if (!lower_for.empty() && lower_for != target) {
     ASSIGN_OR_RETURN(passes::Target lf, passes::ParseTarget(lower_for));
@@ -49,6 +49,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   passes::PassContext ctx;
   ctx.target = std::string(target);
   if (lower_for != target) ctx.lower_for = std::string(lower_for);
+  ctx.gemm_wgmma = gemm_wgmma;
   RETURN_IF_ERROR(passes::RunPasses(lowered, LoweringPipeline(), ctx));
   return EmitLowered(lowered, t);
 }

@@ -72,19 +72,32 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     return absl::InvalidArgumentError(
         "emit_ptx, line_info and fast_math apply to CUDA targets only");
   }
-  if (!o.pass_options.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown pass option '", o.pass_options[0],
-                                                   "' (Kiln defines no pass options yet)"));
+  for (const std::string& p : o.pass_options) {
+    if (p != "gemm=wgmma" && p != "gemm=mma") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass option '", p, "' (Kiln defines gemm=wgmma and gemm=mma)"));
+    }
   }
   return absl::OkStatus();
 }
+
+namespace {
+// The last gemm= pass option wins; the default is mma.sync.
+bool GemmWgmma(const BuildOptions& o) {
+  bool wgmma = false;
+  for (const std::string& p : o.pass_options)
+    wgmma = p == "gemm=wgmma" ? true : (p == "gemm=mma" ? false : wgmma);
+  return wgmma;
+}
+} // namespace
 
 std::string CanonicalOptions(const BuildOptions& o) {
   // Only what changes the generated code; emit_source / emit_ptx change
   // which files an artifact holds, so they are part of the key too.
   return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
-                      ";source=", o.emit_source ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0);
+                      ";source=", o.emit_source ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0,
+                      GemmWgmma(o) ? ";gemm=wgmma" : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -150,7 +163,7 @@ absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& option
   Built out;
   Clock::time_point start = Clock::now();
   absl::StatusOr<codegen::EmittedKernel> kernel =
-      codegen::LowerAndEmit(prepared.program, options.target);
+      codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options));
   if (!kernel.ok()) return kernel.status();
   out.kernel = *std::move(kernel);
   out.timings["lower_emit"] = SecondsSince(start);

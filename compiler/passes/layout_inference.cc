@@ -464,7 +464,8 @@ class Inference {
 
 absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
   LayoutOptions options;
-  options.wgmma = TargetUsesWgmma(ctx.lower_for.empty() ? ctx.target : ctx.lower_for);
+  options.wgmma =
+      ctx.gemm_wgmma && TargetUsesWgmma(ctx.lower_for.empty() ? ctx.target : ctx.lower_for);
   return InferLayouts(program, options);
 }
 

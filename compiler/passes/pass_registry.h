@@ -21,6 +21,9 @@ struct PassContext {
   // build, when it differs from the one emitted: "cuda:sm_90a" with target
   // "cpu" runs the sm_90a (wgmma) program on the CPU emulation. Empty: target.
   std::string lower_for;
+  // Lower sm_90a gemms to wgmma (opt-in: pass option gemm=wgmma, kiln-opt /
+  // kiln-run --gemm=wgmma). Off, sm_90a gets the mma.sync program of sm_90.
+  bool gemm_wgmma = false;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

@@ -47,7 +47,7 @@ constexpr char kUsage[] =
     "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
-    "                [--lower-for T]\n"
+    "                [--lower-for T] [--gemm=wgmma|mma]\n"
     "                [--test-bind]\n"
     "                [--list-passes]\n";
 
@@ -58,7 +58,8 @@ struct Args {
   std::vector<std::string> passes;
   std::string emit = "ir";
   std::string target = "cpu";
-  std::string lower_for; // build this target's thread program (cpu + cuda:sm_90a)
+  std::string lower_for;   // build this target's thread program (cpu + cuda:sm_90a)
+  bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
   std::string out;
   bool hash = false;
   bool print_locs = false;
@@ -118,6 +119,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->target = value;
     } else if (TakeValue(argc, argv, i, "--lower-for", &value)) {
       args->lower_for = value;
+    } else if (TakeValue(argc, argv, i, "--gemm", &value)) {
+      if (value != "wgmma" && value != "mma") return UsageError("--gemm must be wgmma or mma");
+      args->gemm_wgmma = value == "wgmma";
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
       args->out = value;
     } else if (arg == "--hash") {
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
   kiln::passes::PassContext ctx;
   ctx.target = args.target;
   if (args.lower_for != args.target) ctx.lower_for = args.lower_for;
+  ctx.gemm_wgmma = args.gemm_wgmma;
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 1;
@@ -235,7 +240,7 @@ int main(int argc, char** argv) {
       }
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
-      kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for);
+      kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma);
     }
     if (!kernel.ok()) {
       std::cerr << kernel.status().message() << "\n";

@@ -71,6 +71,7 @@ options:
   --arch sm_XX            CUDA architecture to compile for (default: the
                           device's compute capability); one of sm_80 sm_86
                           sm_89 sm_90 sm_90a
+  --gemm wgmma|mma     sm_90a gemms as Hopper wgmma (opt-in) or mma.sync (default)
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90a: wgmma) on the CPU
                           emulation
@@ -118,6 +119,7 @@ struct Args {
   int device = 0;
   std::string arch;
   std::string lower_for;
+  bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
@@ -219,6 +221,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--lower-for needs a CUDA target such as cuda:sm_90a");
       }
       args->lower_for = value;
+    } else if (take("--gemm")) {
+      if (missing || (value != "wgmma" && value != "mma")) {
+        return UsageError("--gemm must be wgmma or mma");
+      }
+      args->gemm_wgmma = value == "wgmma";
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -446,7 +453,7 @@ int Run(const Args& args) {
   }
 
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
-      kiln::codegen::LowerAndEmit(*program, target, args.lower_for);
+      kiln::codegen::LowerAndEmit(*program, target, args.lower_for, args.gemm_wgmma);
   if (!kernel.ok()) return Fail(kernel.status().message());
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {

@@ -82,7 +82,7 @@ class Compiled:
 def compile_program(kiln_opt, path, binds, arch="sm_90", workdir=None):
     workdir = workdir or tempfile.mkdtemp(prefix="kiln_gpu_")
     stem = os.path.splitext(os.path.basename(path))[0]
-    tag = "_".join(f"{k}{v}" for k, v in sorted(binds.items()))[:120]
+    tag = arch + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))[:120]
     cubin = os.path.join(workdir, f"{stem}_{tag}.cubin")
     launch = os.path.join(workdir, f"{stem}_{tag}.json")
     import time
@@ -90,7 +90,7 @@ def compile_program(kiln_opt, path, binds, arch="sm_90", workdir=None):
     t0 = time.perf_counter()
     r = subprocess.run(
         [kiln_opt, path, *bind_args(binds), "--emit=cubin", "--target", f"cuda:{arch}", "-o", cubin,
-         "--launch-json", launch],
+         "--launch-json", launch, *(["--gemm=wgmma"] if arch == "sm_90a" else [])],
         capture_output=True,
         text=True,
     )

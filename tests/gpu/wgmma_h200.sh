@@ -19,7 +19,7 @@ run="$bundle/bin/kiln-run"
 rc=0
 if [ -x "$run" ]; then
   echo "== 1. sm_90a program on the CPU emulation and on the GPU (kiln-run --check)"
-  for t in "--target cpu --lower-for cuda:sm_90a" "--target cuda:0 --arch sm_90a"; do
+  for t in "--target cpu --lower-for cuda:sm_90a --gemm wgmma" "--target cuda:0 --arch sm_90a --gemm wgmma"; do
     "$run" examples/gemm/gemm.py --test-bind $t --check --quiet && echo "PASS gemm.py test-bind $t" \
       || { echo "FAIL gemm.py test-bind $t"; rc=1; }
   done

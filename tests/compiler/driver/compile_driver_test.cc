@@ -11,6 +11,7 @@ namespace kiln::driver {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ProgramInput GemmInput(bool test_size = true) {
   testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
@@ -54,6 +55,15 @@ TEST(CompileDriver, KeyIsStableAndCoversTargetAndOptions) {
   EXPECT_NE(KeyOf(GemmInput(), with_source), k1);
   EXPECT_NE(KeyOf(GemmInput(), o2), k1);
   EXPECT_EQ(KeyOf(GemmInput(), o1), k1);
+
+  // wgmma is an opt-in pass option: it changes the key; gemm=mma is the default.
+  BuildOptions wgmma = cuda;
+  wgmma.target = "cuda:sm_90a";
+  const std::string k90a = KeyOf(GemmInput(), wgmma);
+  wgmma.pass_options = {"gemm=wgmma"};
+  EXPECT_NE(KeyOf(GemmInput(), wgmma), k90a);
+  wgmma.pass_options = {"gemm=mma"};
+  EXPECT_EQ(KeyOf(GemmInput(), wgmma), k90a);
 
   // Another binding is another program.
   ProgramInput bigger = GemmInput();
@@ -160,6 +170,22 @@ TEST(CompileDriver, BuildsCudaWithResources) {
   ASSERT_TRUE(b->resources.has_value());
   EXPECT_GT(b->resources->registers, 0);
   EXPECT_THAT(b->launch_json, HasSubstr("\"resources\": {\"registers\": "));
+}
+
+TEST(CompileDriver, WgmmaIsOptInForSm90a) {
+  if (!toolchain::testing::CudaToolkitPresent()) GTEST_SKIP() << toolchain::testing::kNoToolkit;
+  ProgramInput in = GemmInput();
+  BuildOptions o;
+  o.target = "cuda:sm_90a";
+  o.emit_source = true;
+  absl::StatusOr<Built> plain = CompileProgram(in, o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  o.pass_options = {"gemm=wgmma"};
+  absl::StatusOr<Built> wgmma = CompileProgram(in, o);
+  ASSERT_TRUE(wgmma.ok()) << wgmma.status();
+  EXPECT_THAT(plain->kernel.source, Not(HasSubstr("wgmma_m64n")));
+  EXPECT_THAT(plain->kernel.source, HasSubstr("mma_m16n8k16"));
+  EXPECT_THAT(wgmma->kernel.source, HasSubstr("wgmma_m64n"));
 }
 
 } // namespace
