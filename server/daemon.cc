@@ -287,7 +287,7 @@ absl::Status Daemon::Start() {
       const bool need = r.strategy() == kiln::v1::TUNE_STRATEGY_ROLLER ||
                         r.strategy() == kiln::v1::TUNE_STRATEGY_UNSPECIFIED;
       const kiln::v1::DeviceMeasurements measured = p->Get(device, need);
-      return RollerPlanner(r, device, &measured);
+      return RollerPlannerMeasured(r, device, &measured);
     };
     tune_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), jobs_.get(),
                                           measure_pool_.get(), cache_.get(), planner);

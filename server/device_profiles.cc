@@ -25,8 +25,7 @@ void SetValues(const std::map<std::string, double>& values, pb::DeviceMeasuremen
 
 DeviceProfiles::DeviceProfiles(DevicePool* devices, cache::Cache* cache, std::string kiln_version,
                                DeviceProfilesOptions options)
-    : devices_(devices), cache_(cache), kiln_version_(std::move(kiln_version)),
-      options_(std::move(options)) {}
+    : devices_(devices), cache_(cache), kiln_version_(std::move(kiln_version)), options_(options) {}
 
 int64_t DeviceProfiles::measurements_run() const {
   absl::MutexLock lock(&mu_);

@@ -15,12 +15,12 @@ namespace kiln::server {
 
 absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
                                                          const kiln::v1::Device& device) {
-  return RollerPlanner(request, device, nullptr);
+  return RollerPlannerMeasured(request, device, nullptr);
 }
 
 absl::StatusOr<std::vector<TuneCandidate>>
-RollerPlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
-              const kiln::v1::DeviceMeasurements* measured) {
+RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
+                      const kiln::v1::DeviceMeasurements* measured) {
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(request.program(), {});
   if (!program.ok()) return program.status();
   absl::StatusOr<arch::ArchModel> model = arch::FromDevice(device);
@@ -34,7 +34,7 @@ RollerPlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device& devi
     if (measured->dram_gbs() > 0) values[arch::kDramGbs] = measured->dram_gbs();
     if (measured->l2_gbs() > 0) values[arch::kL2Gbs] = measured->l2_gbs();
     if (measured->mma_f16_tflops() > 0) values[arch::kMmaF16Tflops] = measured->mma_f16_tflops();
-    *model = arch::WithMeasured(*std::move(model), arch::MeasuredFromValues(values));
+    *model = arch::WithMeasured(*model, arch::MeasuredFromValues(values));
   }
   roller::PolicyOptions options;
   const int n = request.budget().max_candidates();

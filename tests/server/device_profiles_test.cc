@@ -187,13 +187,13 @@ TEST_F(DeviceProfilesTest, TheRollerPlannerUsesTheMeasuredBandwidth) {
   pb::DeviceMeasurements slow;
   slow.set_state("measured");
   slow.set_dram_gbs(arch::FindPreset("cpu")->dram_gbs / 10);
-  absl::StatusOr<std::vector<TuneCandidate>> measured = RollerPlanner(r, cpu_, &slow);
+  absl::StatusOr<std::vector<TuneCandidate>> measured = RollerPlannerMeasured(r, cpu_, &slow);
   ASSERT_TRUE(measured.ok()) << measured.status();
   ASSERT_EQ(measured->size(), 1u);
   EXPECT_GT(measured->front().predicted_us, 2 * preset->front().predicted_us);
   pb::DeviceMeasurements pending;
   pending.set_state("pending");
-  absl::StatusOr<std::vector<TuneCandidate>> same = RollerPlanner(r, cpu_, &pending);
+  absl::StatusOr<std::vector<TuneCandidate>> same = RollerPlannerMeasured(r, cpu_, &pending);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(same->front().predicted_us, preset->front().predicted_us);
 }

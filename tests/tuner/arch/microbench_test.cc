@@ -30,10 +30,10 @@ TEST(Microbench, CpuCopyProbeMeasuresAPlausibleBandwidth) {
   std::vector<std::string> kinds;
   WorkerCall call = [&](const pb::WorkerRequest& r) -> absl::StatusOr<pb::WorkerResponse> {
     ++requests;
-    kinds.push_back(r.has_load()      ? "load"
-                    : r.has_measure() ? "measure"
-                    : r.has_unload()  ? "unload"
-                                      : "other");
+    kinds.emplace_back(r.has_load()      ? "load"
+                       : r.has_measure() ? "measure"
+                       : r.has_unload()  ? "unload"
+                                         : "other");
     bool exit_after = false;
     return session.Handle(r, &exit_after);
   };
