@@ -13,7 +13,9 @@
 #
 #   tests/gpu/microbench_h200.sh [BUNDLE_DIR] [OUT_DIR]
 # BUNDLE_DIR: a folder from scripts/device_bundle.sh (bin/ and lib/; default
-# ./device_bundle). Needs python3 with torch.
+# ./device_bundle). Needs python3 with torch. KILN_PROOF_DEVICE=cpu runs the
+# same steps on the CPU device (no torch, no mma; a self-check of the script
+# on a machine without a GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,6 +23,7 @@ bundle=$(cd "${1:-device_bundle}" && pwd) || { echo "no bundle folder" >&2; exit
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+dev=${KILN_PROOF_DEVICE:-cuda:0}
 cache="$out/cache"
 rm -rf "$cache"
 pid=
@@ -47,30 +50,38 @@ stop_kilnd() {
   pid=
 }
 kiln() { "$bundle/bin/kiln" "$@" --server "$addr"; }
-# cuda:0's measured record as "state dram l2 mma from_cache".
+# $dev's measured record as "state dram l2 mma from_cache | note".
 measured() {
-  kiln devices --json | python3 -c '
-import json, sys
+  kiln devices --json | DEV="$dev" python3 -c '
+import json, os, sys
 for d in json.load(sys.stdin)["devices"]:
-    if d["id"] == "cuda:0":
+    if d["id"] == os.environ["DEV"]:
         m = d.get("measured", {})
         print(m.get("state", ""), m.get("dram_gbs", 0), m.get("l2_gbs", 0),
               m.get("mma_f16_tflops", 0), m.get("from_cache", False), "|", m.get("note", ""))
         break
 else:
-    print("no-cuda:0 0 0 0 False |")'
+    print("no-such-device 0 0 0 False |")'
 }
-tune() { # a small roller tune on cuda:0
-  kiln tune "$root/examples/gemm/gemm.py" --bind M=1024 --bind N=1024 --bind K=1024 \
-    --target cuda:sm_90 --strategy roller --top-k 2 --device cuda:0 --progress never \
-    > "$out/tune_$1.txt" 2>&1 || { cat "$out/tune_$1.txt" >&2; fail "tune $1 failed"; }
+tune() { # a small roller tune on $dev
+  if [ "$dev" = cpu ]; then
+    set -- "$1" "$root/examples/elementwise/add.py" --bind M=64 --bind N=128 --target cpu
+  else
+    set -- "$1" "$root/examples/gemm/gemm.py" --bind M=1024 --bind N=1024 --bind K=1024 \
+      --target cuda:sm_90
+  fi
+  local n=$1
+  shift
+  kiln tune "$@" --strategy roller --top-k 2 --device "$dev" --progress never \
+    > "$out/tune_$n.txt" 2>&1 || { cat "$out/tune_$n.txt" >&2; fail "tune $n failed"; }
 }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
+[ "$dev" = cpu ] || nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem \
+  --format=csv,noheader
 start_kilnd "$out/kilnd1.log"
 read -r state _ <<< "$(measured)"
-echo "fresh cache: cuda:0 measured state = $state"
-[ "$state" = pending ] || fail "a fresh cache should list cuda:0 as pending, got '$state'"
+echo "fresh cache: $dev measured state = $state"
+[ "$state" = pending ] || fail "a fresh cache should list $dev as pending, got '$state'"
 
 t0=$(date +%s.%N)
 tune 1
@@ -79,13 +90,13 @@ read -r state dram l2 mma from_cache _ note <<< "$(measured)"
 echo "after the first roller tune ($(python3 -c "print(f'{$t1 - $t0:.1f}')") s, probes included):"
 echo "  state=$state dram=$dram GB/s l2=$l2 GB/s mma.sync=$mma TFLOP/s from_cache=$from_cache"
 [ -n "$note" ] && echo "  note: $note"
-[ "$state" = measured ] || fail "cuda:0 was not fully measured: $state $note"
+[ "$state" = measured ] || fail "$dev was not fully measured: $state $note"
 [ "$from_cache" = False ] || fail "the first measurement came from the cache"
 grep -c 'micro-benchmarks starting' "$out/kilnd1.log" | grep -qx 1 ||
   fail "kilnd did not log exactly one micro-benchmark run"
 grep 'micro-benchmarks measured' "$out/kilnd1.log"
 
-python3 - "$dram" "$mma" << 'EOF' || fail "the torch reference failed"
+[ "$dev" = cpu ] || python3 - "$dram" "$mma" << 'EOF' || fail "the torch reference failed"
 import sys, torch
 dram, mma = float(sys.argv[1]), float(sys.argv[2])
 src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
