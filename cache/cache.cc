@@ -117,6 +117,7 @@ Cache::Cache(std::string dir, CacheOptions options, std::unique_ptr<Index> index
     : dir_(std::move(dir)), options_(std::move(options)),
       blobs_(dir_ + "/blobs", BlobStoreOptions{options_.sync, options_.zstd_level}),
       index_(std::move(index)), measurements_(index_.get()), jobs_(index_.get()),
+      device_profiles_(index_.get()),
       access_(options_.access_flush_keys, options_.access_flush_interval) {}
 
 absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, CacheOptions options) {

@@ -48,6 +48,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cache/access_batcher.h"
 #include "cache/blob_store.h"
+#include "cache/device_profile_log.h"
 #include "cache/index.h"
 #include "cache/job_log.h"
 #include "cache/measurement_log.h"
@@ -213,6 +214,9 @@ class Cache {
   // --- job records (the daemon's; job_log.h) ---
   JobLog& jobs() { return jobs_; }
 
+  // --- micro-benchmark results per device model (device_profile_log.h) ---
+  DeviceProfileLog& device_profiles() { return device_profiles_; }
+
   // --- maintenance ---
   absl::StatusOr<CacheStats> Stats();
   absl::StatusOr<GcReport> Gc(const GcOptions& options = {});
@@ -274,6 +278,7 @@ class Cache {
   std::unique_ptr<Index> index_;
   MeasurementLog measurements_;
   JobLog jobs_;
+  DeviceProfileLog device_profiles_;
   AccessBatcher access_;
   std::vector<std::string> warnings_;
 

@@ -110,4 +110,18 @@ struct JobRecord {
   std::string record;
 };
 
+// What the micro-benchmarks measured on one device model with one driver and
+// one Kiln version (server/device_profiles.h). `values` holds only what was
+// measured ("dram_gbs", "mma_f16_tflops", ...: finite and positive);
+// `note` says what was not, and why.
+struct DeviceProfile {
+  std::string device_model;
+  std::string driver;
+  std::string kiln_version;
+  std::string state; // the caller's word for it ("measured", "partial")
+  std::map<std::string, double> values;
+  std::string note;
+  int64_t measured_unix_ms = 0; // 0 on Put: now
+};
+
 } // namespace kiln::cache

@@ -104,6 +104,20 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_created ON jobs(created_ms);
 CREATE INDEX jobs_unfinished ON jobs(finished_ms) WHERE finished_ms = 0;
 )sql",
+    // v6: micro-benchmark results per device model, driver and Kiln version
+    // (server/device_profiles.h), so a restarted daemon does not measure again.
+    R"sql(
+CREATE TABLE device_profiles (
+  device_model TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  kiln_version TEXT NOT NULL,
+  state TEXT NOT NULL,              -- "measured", "partial", ...
+  values_json TEXT NOT NULL,        -- {"dram_gbs": 4012.5, ...}
+  note TEXT NOT NULL,               -- what was not measured, and why
+  measured_ms INTEGER NOT NULL,
+  PRIMARY KEY (device_model, driver, kiln_version)
+) WITHOUT ROWID;
+)sql",
 };
 
 absl::Status ApplySteps(SqliteDb& db, int version) {

@@ -13,7 +13,7 @@
 
 namespace kiln::cache {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // Brings `db` to kSchemaVersion in one write transaction. FailedPrecondition
 // when the database is newer than this code (written by a later Kiln).

@@ -240,6 +240,12 @@ std::vector<ConfigOption> BuildOptions() {
       "worker.hang_timeout",
       "A worker silent (no heartbeat) for this long is killed and restarted.",
       [](auto& c) -> auto& { return c.worker.hang; }, absl::Milliseconds(1)));
+  o.push_back(BoolOption(
+      "worker.microbench",
+      "Measure a device model's DRAM and L2 bandwidth and mma.sync throughput with Kiln's "
+      "micro-benchmarks on its first roller tune (kept in the cache per model, driver and Kiln "
+      "version). false: only results already in the cache, else the presets' figures.",
+      [](auto& c) -> auto& { return c.microbench; }));
 
   o.push_back(StringOption(
       "tls.cert_file", "FILE",

@@ -17,6 +17,7 @@
 #include "server/cache_job_store.h"
 #include "server/roller_planner.h"
 #include "server/rpc_observer.h"
+#include "server/version.h"
 #include "server/worker_error.h"
 #include "util/log.h"
 
@@ -255,7 +256,18 @@ absl::Status Daemon::Start() {
 
   ServiceDeps deps;
   if (devices_ != nullptr) {
-    deps.devices = [d = devices_.get()] { return d->Devices(); };
+    // Roller tunes measure their device model's bandwidth and tensor
+    // throughput on first use (server/device_profiles.h); ListDevices shows
+    // what is known.
+    DeviceProfilesOptions profile_options;
+    profile_options.measure = config_.microbench;
+    profiles_ = std::make_unique<DeviceProfiles>(devices_.get(), cache_.get(), kKilnVersion,
+                                                 profile_options);
+    deps.devices = [d = devices_.get(), p = profiles_.get()] {
+      std::vector<kiln::v1::Device> devices = d->Devices();
+      p->Annotate(devices);
+      return devices;
+    };
     // Benchmarks mostly wait (for a compile, for their device): a few
     // threads of their own, so they never hold a compile thread.
     CompilePoolOptions mp;
@@ -268,8 +280,17 @@ absl::Status Daemon::Start() {
     benchmark_ = std::make_unique<BenchmarkService>(compile_.get(), store_.get(), devices_.get(),
                                                     jobs_.get(), measure_pool_.get(), cache_.get());
     deps.benchmark = benchmark_.get();
+    // Grid and random sweeps use what is known of the device model; only
+    // the roller's ranking waits for a measurement.
+    TunePlanner planner = [p = profiles_.get()](const kiln::v1::TuneRequest& r,
+                                                const kiln::v1::Device& device) {
+      const bool need = r.strategy() == kiln::v1::TUNE_STRATEGY_ROLLER ||
+                        r.strategy() == kiln::v1::TUNE_STRATEGY_UNSPECIFIED;
+      const kiln::v1::DeviceMeasurements measured = p->Get(device, need);
+      return RollerPlannerMeasured(r, device, &measured);
+    };
     tune_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), jobs_.get(),
-                                          measure_pool_.get(), cache_.get(), RollerPlanner);
+                                          measure_pool_.get(), cache_.get(), planner);
     deps.tune = tune_.get();
   }
   deps.compile = compile_.get();

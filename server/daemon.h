@@ -33,6 +33,7 @@
 #include "server/compile_service.h"
 #include "server/daemon_metrics.h"
 #include "server/device_pool.h"
+#include "server/device_profiles.h"
 #include "server/job_manager.h"
 #include "server/kiln_service.h"
 #include "server/server_config.h"
@@ -64,6 +65,7 @@ class Daemon {
   DevicePool* devices() { return devices_.get(); } // null when no worker could start
   BenchmarkService* benchmark() { return benchmark_.get(); }
   TuneService* tune() { return tune_.get(); }
+  DeviceProfiles* profiles() { return profiles_.get(); } // null without devices
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
@@ -78,6 +80,8 @@ class Daemon {
   std::unique_ptr<CompileService> compile_;
   std::unique_ptr<DevicePoolObserver> device_events_;
   std::unique_ptr<DevicePool> devices_;
+  // Micro-benchmark results per device model; used by tune_'s planner.
+  std::unique_ptr<DeviceProfiles> profiles_;
   std::unique_ptr<CompilePool> measure_pool_; // benchmarks, waiting on devices
   std::unique_ptr<BenchmarkService> benchmark_;
   std::unique_ptr<TuneService> tune_;

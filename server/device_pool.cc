@@ -411,6 +411,8 @@ void DevicePool::FinishStart(size_t index, absl::StatusOr<std::unique_ptr<Worker
         (*spawned)->Call(describe, absl::Now() + options_.start_timeout, stop_.get_token());
     if (answer.ok() && answer->has_describe()) {
       described = answer->describe().device();
+      // Keys the micro-benchmark results (server/device_profiles.h).
+      described.set_driver_version(answer->describe().driver_version());
     } else {
       status = answer.ok() ? absl::InternalError("Describe: an answer without a device")
                            : answer.status();

@@ -1,10 +1,13 @@
 #include "server/roller_planner.h"
 
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/request_convert.h"
 #include "tuner/arch/arch_model.h"
+#include "tuner/arch/microbench.h"
 #include "tuner/roller/policy.h"
 #include "util/log.h"
 
@@ -12,6 +15,12 @@ namespace kiln::server {
 
 absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
                                                          const kiln::v1::Device& device) {
+  return RollerPlannerMeasured(request, device, nullptr);
+}
+
+absl::StatusOr<std::vector<TuneCandidate>>
+RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
+                      const kiln::v1::DeviceMeasurements* measured) {
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(request.program(), {});
   if (!program.ok()) return program.status();
   absl::StatusOr<arch::ArchModel> model = arch::FromDevice(device);
@@ -19,6 +28,13 @@ absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneReq
     return absl::Status(model.status().code(),
                         absl::StrCat("no arch model for device ", device.id(), " (", device.model(),
                                      "): ", model.status().message()));
+  }
+  if (measured != nullptr) {
+    std::map<std::string, double> values;
+    if (measured->dram_gbs() > 0) values[arch::kDramGbs] = measured->dram_gbs();
+    if (measured->l2_gbs() > 0) values[arch::kL2Gbs] = measured->l2_gbs();
+    if (measured->mma_f16_tflops() > 0) values[arch::kMmaF16Tflops] = measured->mma_f16_tflops();
+    *model = arch::WithMeasured(*model, arch::MeasuredFromValues(values));
   }
   roller::PolicyOptions options;
   const int n = request.budget().max_candidates();
@@ -55,6 +71,9 @@ absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneReq
   if (!proposal.ok()) return proposal.status();
   util::LogInfo("planned", {{"strategy", roller::StrategyName(options.strategy)},
                             {"device", device.id()},
+                            {"bandwidth_source", model->bandwidth_source},
+                            {"throughput_source", model->throughput_source},
+                            {"dram_gbs", model->dram_gbs},
                             {"considered", proposal->considered},
                             {"model_rejected", proposal->model_rejected},
                             {"compiler_rejected", proposal->compiler_rejected},

@@ -21,4 +21,12 @@ namespace kiln::server {
 absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
                                                          const kiln::v1::Device& device);
 
+// The same with the device model's micro-benchmark results applied to the
+// arch model (arch::WithMeasured); null or nothing measured: the preset's
+// figures, as above. (Not an overload, so RollerPlanner stays usable as a
+// TunePlanner value.)
+absl::StatusOr<std::vector<TuneCandidate>>
+RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
+                      const kiln::v1::DeviceMeasurements* measured);
+
 } // namespace kiln::server

@@ -114,6 +114,9 @@ struct ServerConfig {
   QueueLimits max_queued;
   FairShareConfig fair_share;
   WorkerTimeouts worker;
+  // Run the micro-benchmarks (server/device_profiles.h) on a device model's
+  // first roller tune; false: cached results or the presets only.
+  bool microbench = true;
   // The kiln-worker binary kernels run in (one process per device); empty:
   // kiln-worker beside the running executable (see ResolveWorkerPath).
   std::string worker_path;

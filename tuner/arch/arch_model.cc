@@ -358,6 +358,18 @@ ArchModel WithMeasured(ArchModel model, const Measured& measured) {
   };
   bool bw = false;
   bool tput = false;
+  if (measured.mma_f16_tflops && *measured.mma_f16_tflops > 0) {
+    const double rate = *measured.mma_f16_tflops;
+    if (model.fp16_tflops > 0) {
+      const double calibrated = model.fp16_tflops * model.mma_efficiency;
+      if (model.bf16_tflops > 0) model.bf16_tflops = rate * model.bf16_tflops / model.fp16_tflops;
+      model.mma_efficiency = std::min(1.0, calibrated / rate);
+    } else {
+      model.bf16_tflops = rate;
+    }
+    model.fp16_tflops = rate;
+    tput = true;
+  }
   set(&model.dram_gbs, measured.dram_gbs, &bw);
   set(&model.l2_gbs, measured.l2_gbs, &bw);
   set(&model.smem_gbs, measured.smem_gbs, &bw);

@@ -121,6 +121,17 @@ struct Measured {
   std::optional<double> mma_efficiency;
   std::optional<double> dram_latency_ns;
   std::optional<double> launch_overhead_us;
+  // The measured rate of mma.sync.m16n8k16 f16 -> f32 over all SMs
+  // (microbench.h): the instruction Kiln's generated GEMMs issue, so the
+  // real ceiling of its code, which on Hopper is below the dense peak (that
+  // needs wgmma). It replaces fp16_tflops and bf16_tflops (bf16 keeps the
+  // model's bf16 / fp16 ratio) and re-expresses mma_efficiency relative to
+  // it: the calibrated rate fp16_tflops x mma_efficiency is kept, capped at
+  // the measured rate (efficiency at most 1), so a device that cannot
+  // sustain the preset's figure is modelled at what it does sustain. A model
+  // without tensor throughput (no preset) gets the measured rate with its
+  // own mma_efficiency. An explicit fp16_tflops / mma_efficiency above wins.
+  std::optional<double> mma_f16_tflops;
 };
 
 // `model` with the measured numbers replacing the preset ones (and the

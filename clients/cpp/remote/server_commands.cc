@@ -503,11 +503,15 @@ int RunDevices(const std::vector<std::string>& args, CommandIo io) {
     io.out << Json(resp) << "\n";
     return kExitOk;
   }
-  io.out << absl::StrFormat("%-8s %-28s %-8s %5s %10s %s\n", "ID", "MODEL", "ARCH", "SMS", "MEMORY",
-                            "WORKER");
+  io.out << absl::StrFormat("%-8s %-28s %-8s %5s %10s %-10s %9s %10s\n", "ID", "MODEL", "ARCH",
+                            "SMS", "MEMORY", "WORKER", "DRAM_GB/S", "MMA_TFLOPS");
+  // Micro-benchmark results (docs/tuning.md): "-" until a roller tune
+  // measured the device model.
+  auto value = [](double v) { return v > 0 ? absl::StrFormat("%.0f", v) : std::string("-"); };
   for (const kiln::v1::Device& d : resp.devices()) {
-    io.out << absl::StrFormat("%-8s %-28s %-8s %5d %8.1fG %s%s\n", d.id(), d.model(), d.arch(),
-                              d.sm_count(), d.memory_bytes() / 1e9, d.worker_state(),
+    io.out << absl::StrFormat("%-8s %-28s %-8s %5d %8.1fG %-10s %9s %10s%s\n", d.id(), d.model(),
+                              d.arch(), d.sm_count(), d.memory_bytes() / 1e9, d.worker_state(),
+                              value(d.measured().dram_gbs()), value(d.measured().mma_f16_tflops()),
                               d.busy() ? " (busy)" : "");
   }
   return kExitOk;

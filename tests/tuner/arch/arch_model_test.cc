@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "compiler/passes/target.h"
@@ -185,6 +186,52 @@ TEST(ArchModel, WithMeasuredOverridesOnlyWhatWasMeasured) {
   ArchModel same = WithMeasured(base, Measured{});
   EXPECT_EQ(same.bandwidth_source, "preset");
   EXPECT_EQ(same.dram_gbs, base.dram_gbs);
+}
+
+TEST(ArchModel, MeasuredMmaRateBecomesThePeakAndKeepsTheCalibratedRate) {
+  const ArchModel base = *FindPreset("h200"); // 989.4 dense x 0.42
+  const double calibrated = base.fp16_tflops * base.mma_efficiency;
+  struct Case {
+    double measured;
+    double want_efficiency;
+  };
+  // Above the calibrated rate: the efficiency is re-expressed against the
+  // measured peak. Below it: the device cannot sustain the preset's figure,
+  // so the model takes what it measured (efficiency 1).
+  for (const Case& c : {Case{660, calibrated / 660}, Case{300, 1.0}}) {
+    SCOPED_TRACE(c.measured);
+    Measured meas;
+    meas.mma_f16_tflops = c.measured;
+    const ArchModel m = WithMeasured(base, meas);
+    EXPECT_DOUBLE_EQ(m.fp16_tflops, c.measured);
+    EXPECT_DOUBLE_EQ(m.bf16_tflops, c.measured * base.bf16_tflops / base.fp16_tflops);
+    EXPECT_DOUBLE_EQ(m.mma_efficiency, c.want_efficiency);
+    EXPECT_DOUBLE_EQ(m.fp16_tflops * m.mma_efficiency, std::min(calibrated, c.measured));
+    EXPECT_EQ(m.tf32_tflops, base.tf32_tflops);
+    EXPECT_EQ(m.throughput_source, "measured");
+    EXPECT_EQ(m.bandwidth_source, "preset");
+  }
+  // A model without tensor figures (no preset) takes the rate with its own
+  // efficiency; an explicit efficiency wins over the re-expression.
+  ArchModel bare = base;
+  bare.fp16_tflops = bare.bf16_tflops = 0;
+  bare.mma_efficiency = 0.8;
+  Measured meas;
+  meas.mma_f16_tflops = 500;
+  ArchModel m = WithMeasured(bare, meas);
+  EXPECT_EQ(m.fp16_tflops, 500);
+  EXPECT_EQ(m.bf16_tflops, 500);
+  EXPECT_EQ(m.mma_efficiency, 0.8);
+  meas.mma_efficiency = 0.55;
+  EXPECT_EQ(WithMeasured(base, meas).mma_efficiency, 0.55);
+  // Zero or negative values are ignored.
+  meas = Measured{};
+  meas.mma_f16_tflops = 0;
+  meas.dram_gbs = -1;
+  m = WithMeasured(base, meas);
+  EXPECT_EQ(m.fp16_tflops, base.fp16_tflops);
+  EXPECT_EQ(m.dram_gbs, base.dram_gbs);
+  EXPECT_EQ(m.throughput_source, "preset");
 }
 
 TEST(ArchModel, TensorThroughputByInputDtype) {
