@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "clients/cpp/remote/connection_flags.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -40,21 +41,6 @@ struct Options {
   std::string ca_file, cert_file, key_file, server_name;
   bool json = false;
 };
-
-bool TakeValue(const std::vector<std::string>& args, size_t& i, const std::string& name,
-               std::string* value) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 >= args.size()) return false;
-    *value = args[++i];
-    return true;
-  }
-  if (a.rfind(name + "=", 0) == 0) {
-    *value = a.substr(name.size() + 1);
-    return true;
-  }
-  return false;
-}
 
 // The whole file, or nullopt when it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path) {
