@@ -113,17 +113,19 @@ absl::StatusOr<const CpuBackend::Module*> CpuBackend::Find(const std::string& mo
 }
 
 absl::StatusOr<double> CpuBackend::Run(const pb::LaunchSpec& launch,
-                                       std::vector<tools::HostParam>& params) {
+                                       std::vector<tools::HostParam>& params,
+                                       const std::vector<ArgOrigin>& origins) {
   TimingOptions once;
   once.warmup = 0;
   once.repeats = 1;
-  absl::StatusOr<std::vector<double>> samples = Measure(launch, params, once);
+  absl::StatusOr<std::vector<double>> samples = Measure(launch, params, origins, once);
   if (!samples.ok()) return samples.status();
   return samples->front();
 }
 
 absl::StatusOr<std::vector<double>> CpuBackend::Measure(const pb::LaunchSpec& launch,
                                                         std::vector<tools::HostParam>& params,
+                                                        const std::vector<ArgOrigin>& /*origins*/,
                                                         const TimingOptions& options) {
   absl::StatusOr<LaunchDims> dims = GetLaunchDims(launch);
   if (!dims.ok()) return dims.status();

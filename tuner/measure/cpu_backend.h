@@ -33,9 +33,11 @@ class CpuBackend final : public DeviceBackend {
   Load(const kiln::v1::LoadModuleRequest& request) override;
   absl::Status Unload(const std::string& module_id) override;
   absl::StatusOr<double> Run(const kiln::v1::LaunchSpec& launch,
-                             std::vector<tools::HostParam>& params) override;
+                             std::vector<tools::HostParam>& params,
+                             const std::vector<ArgOrigin>& origins) override;
   absl::StatusOr<std::vector<double>> Measure(const kiln::v1::LaunchSpec& launch,
                                               std::vector<tools::HostParam>& params,
+                                              const std::vector<ArgOrigin>& origins,
                                               const TimingOptions& options) override;
 
  private:

@@ -46,6 +46,7 @@ struct CudaApi {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, CUstream, void**, void**);
@@ -160,6 +161,7 @@ absl::StatusOr<std::shared_ptr<CudaDriver>> CudaDriver::Load(const std::string& 
   Resolve(handle, {"cuMemFree_v2"}, a.MemFree, &missing);
   Resolve(handle, {"cuMemcpyHtoD_v2"}, a.MemcpyHtoD, &missing);
   Resolve(handle, {"cuMemcpyDtoH_v2"}, a.MemcpyDtoH, &missing);
+  Resolve(handle, {"cuMemcpyDtoD_v2"}, a.MemcpyDtoD, &missing);
   Resolve(handle, {"cuMemsetD8_v2"}, a.MemsetD8, &missing);
   Resolve(handle, {"cuLaunchKernel"}, a.LaunchKernel, &missing);
   Resolve(handle, {"cuEventCreate"}, a.EventCreate, &missing);
@@ -502,6 +504,17 @@ absl::Status DeviceBuffer::CopyToHost(void* data, size_t bytes) const {
   if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
   return device_->driver().Check(device_->driver().api().MemcpyDtoH(data, address_, bytes),
                                  "cuMemcpyDtoH");
+}
+
+absl::Status DeviceBuffer::CopyFrom(const DeviceBuffer& source) {
+  if (source.size_ != size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device-to-device copy of ", source.size_, " bytes into a buffer of ", size_));
+  }
+  if (size_ == 0) return absl::OkStatus();
+  if (absl::Status s = device_->MakeCurrent(); !s.ok()) return s;
+  return device_->driver().Check(
+      device_->driver().api().MemcpyDtoD(address_, source.address_, size_), "cuMemcpyDtoD");
 }
 
 absl::Status DeviceBuffer::Fill(uint8_t byte) {

@@ -177,6 +177,9 @@ class DeviceBuffer {
   // Copies are synchronous; sizes must equal size().
   absl::Status CopyFromHost(const void* data, size_t bytes);
   absl::Status CopyToHost(void* data, size_t bytes) const;
+  // From another buffer of the same size on the same device (ordered on the
+  // legacy stream, like the host copies).
+  absl::Status CopyFrom(const DeviceBuffer& source);
   absl::Status Fill(uint8_t byte);
   // Fill, queued on `stream`.
   absl::Status FillAsync(uint8_t byte, const Stream& stream);

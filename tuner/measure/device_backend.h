@@ -38,6 +38,19 @@ struct TimingOptions {
   bool copy_out = true;
 };
 
+// Where a parameter's starting data comes from, parallel to the params of a
+// Run or Measure: generated data has the InputCache key it is kept under, and
+// zero-filled tensors say so. A backend with memory of its own (CUDA) keeps a
+// pristine device copy of keyed data between requests and starts each launch
+// from a device-side copy of it, and zeroes on the device; such params may
+// then come with `before.data` left empty (see ResidentKey). Every launch
+// still starts from exactly the bytes the spec describes, whatever the
+// kernel wrote into its arguments last time.
+struct ArgOrigin {
+  std::string key;    // InputCache::KeyFor; "" for data that came with the request
+  bool zeros = false; // all zero bytes
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -48,15 +61,26 @@ class DeviceBackend {
   Load(const kiln::v1::LoadModuleRequest& request) = 0;
   // NotFound when no such module is loaded.
   virtual absl::Status Unload(const std::string& module_id) = 0;
-  // Runs `launch` once on `params` (launch.args made host-side), fills every
-  // parameter's `after`, and returns the kernel's time in microseconds.
+  // Runs `launch` once on `params` (launch.args made host-side), fills the
+  // `after` of every output (is_output) parameter, and returns the kernel's
+  // time in microseconds. `origins` is empty or parallel to `params`.
   virtual absl::StatusOr<double> Run(const kiln::v1::LaunchSpec& launch,
-                                     std::vector<tools::HostParam>& params) = 0;
+                                     std::vector<tools::HostParam>& params,
+                                     const std::vector<ArgOrigin>& origins) = 0;
   // Times `launch`: `warmup` untimed runs, then `repeats` samples in
   // microseconds. Outputs are left as the last run made them.
   virtual absl::StatusOr<std::vector<double>> Measure(const kiln::v1::LaunchSpec& launch,
                                                       std::vector<tools::HostParam>& params,
+                                                      const std::vector<ArgOrigin>& origins,
                                                       const TimingOptions& options) = 0;
+  // Whether data with this ArgOrigin key is resident in the backend, so that
+  // a param of that origin may come without its bytes. Default: never.
+  virtual bool ResidentKey(const std::string& key) const {
+    (void)key;
+    return false;
+  }
+  // Whether zero-filled params may come without their bytes. Default: no.
+  virtual bool ZeroesOnDevice() const { return false; }
 };
 
 // A launch's grid and block, padded to three extents with 1.

@@ -185,6 +185,22 @@ void CpuLaunchArgs::CopyOut(std::vector<HostParam>& params) const {
 absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::shared_ptr<Device>& device,
                                                     const std::vector<HostParam>& params,
                                                     const std::vector<int32_t>& symbol_values) {
+  return Make(params, symbol_values, [&](size_t i, size_t bytes) -> absl::StatusOr<DeviceBuffer> {
+    const std::string& data = params[i].before.data;
+    if (data.size() != bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter ", params[i].name, " has ", data.size(), " bytes for a tensor of ", bytes));
+    }
+    absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device, bytes);
+    if (!buffer.ok()) return buffer.status();
+    if (absl::Status s = buffer->CopyFromHost(data.data(), bytes); !s.ok()) return s;
+    return buffer;
+  });
+}
+
+absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::vector<HostParam>& params,
+                                                    const std::vector<int32_t>& symbol_values,
+                                                    const BufferProvider& provide) {
   CudaLaunchArgs out;
   out.slots_.assign(params.size() + symbol_values.size(), 0);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -192,11 +208,13 @@ absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::shared_ptr<Device
     if (p.is_scalar) {
       out.slots_[i] = ScalarSlot(p.before);
     } else {
-      absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device, p.before.data.size());
+      const auto bytes =
+          static_cast<size_t>(p.before.num_elements() * kiln::tools::DTypeBytes(p.dtype));
+      absl::StatusOr<DeviceBuffer> buffer = provide(i, bytes);
       if (!buffer.ok()) return buffer.status();
-      if (absl::Status s = buffer->CopyFromHost(p.before.data.data(), p.before.data.size());
-          !s.ok()) {
-        return s;
+      if (buffer->size() != bytes) {
+        return absl::InternalError(absl::StrCat("parameter ", p.name, ": a buffer of ",
+                                                buffer->size(), " bytes for ", bytes));
       }
       out.slots_[i] = buffer->address();
       out.buffers_.push_back(*std::move(buffer));
@@ -211,16 +229,23 @@ absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::shared_ptr<Device
   return out;
 }
 
-absl::Status CudaLaunchArgs::CopyOut(std::vector<HostParam>& params) const {
+absl::Status CudaLaunchArgs::CopyOut(std::vector<HostParam>& params, bool outputs_only) const {
   size_t next = 0;
   for (HostParam& p : params) {
-    p.after = p.before;
-    if (p.is_scalar) continue;
+    if (p.is_scalar) {
+      p.after = p.before;
+      continue;
+    }
     if (next >= buffers_.size()) {
       return absl::InvalidArgumentError("CopyOut: more tensor parameters than buffers");
     }
-    if (absl::Status s = buffers_[next++].CopyToHost(p.after.data.data(), p.after.data.size());
-        !s.ok()) {
+    const DeviceBuffer& buffer = buffers_[next++];
+    p.after.dtype = p.before.dtype;
+    p.after.shape = p.before.shape;
+    p.after.data.clear();
+    if (outputs_only && !p.is_output) continue;
+    p.after.data.resize(buffer.size());
+    if (absl::Status s = buffer.CopyToHost(p.after.data.data(), p.after.data.size()); !s.ok()) {
       return s;
     }
   }

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -96,6 +97,13 @@ class CudaLaunchArgs {
   static absl::StatusOr<CudaLaunchArgs> Make(const std::shared_ptr<Device>& device,
                                              const std::vector<tools::HostParam>& params,
                                              const std::vector<int32_t>& symbol_values);
+  // The same with each tensor's buffer, already holding its starting data,
+  // from `provide(index, bytes)` (bytes from the param's dtype and shape, so
+  // `before.data` may be empty when the provider does not need it).
+  using BufferProvider = std::function<absl::StatusOr<DeviceBuffer>(size_t index, size_t bytes)>;
+  static absl::StatusOr<CudaLaunchArgs> Make(const std::vector<tools::HostParam>& params,
+                                             const std::vector<int32_t>& symbol_values,
+                                             const BufferProvider& provide);
   CudaLaunchArgs(CudaLaunchArgs&&) noexcept = default;
   CudaLaunchArgs& operator=(CudaLaunchArgs&&) noexcept = default;
   CudaLaunchArgs(const CudaLaunchArgs&) = delete;
@@ -103,8 +111,12 @@ class CudaLaunchArgs {
   ~CudaLaunchArgs() = default;
 
   void** args() { return args_.data(); }
-  // Copies each tensor back into its parameter's `after` (synchronous).
-  absl::Status CopyOut(std::vector<tools::HostParam>& params) const;
+  // Copies each tensor back into its parameter's `after` (synchronous); with
+  // `outputs_only`, only the is_output tensors (the others' `after` is left
+  // empty).
+  absl::Status CopyOut(std::vector<tools::HostParam>& params, bool outputs_only = false) const;
+  // The tensor buffers, in parameter order, for reuse.
+  std::vector<DeviceBuffer> TakeBuffers() && { return std::move(buffers_); }
 
  private:
   CudaLaunchArgs() = default;

@@ -46,7 +46,8 @@ constexpr char kUsage[] = R"(usage: kiln-worker --device cpu|cuda:N --fd N [--ma
 Serves framed kiln.v1.WorkerRequest messages on the inherited socket --fd for
 one device (the CPU target, or CUDA device N). Started by kilnd; see
 docs/design/worker.md. --list prints "cuda N", the number of CUDA devices.
-environment: KILN_CUDA_LIBRARY (default libcuda.so.1)
+environment: KILN_CUDA_LIBRARY (default libcuda.so.1), KILN_WORKER_TRACE=1 (a stderr
+line per request with the wall time of its phases)
 )";
 
 int Usage(const std::string& message) {
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
   std::string device;
   int fd = -1;
   kiln::measure::WorkerSessionOptions options;
+  if (const char* trace = std::getenv("KILN_WORKER_TRACE")) {
+    options.trace = std::string(trace) == "1";
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* flag) -> const char* {

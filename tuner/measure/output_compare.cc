@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -40,52 +44,88 @@ Tolerance DefaultTolerance(ir::DType dtype) {
 
 absl::Status CompareOutput(std::string_view name, const tools::NpyArray& got,
                            std::string_view want_bytes, double rtol, double atol,
-                           kiln::v1::ValidateResponse* response) {
+                           kiln::v1::ValidateResponse* response, int threads) {
   if (want_bytes.size() != got.data.size()) {
     return absl::InvalidArgumentError(absl::StrCat("reference for output '", std::string(name),
                                                    "' holds ", want_bytes.size(),
                                                    " bytes, the output ", got.data.size()));
   }
-  tools::NpyArray want;
-  want.dtype = got.dtype;
-  want.shape = got.shape;
-  want.data.assign(want_bytes.data(), want_bytes.size());
+  const ir::DType dtype = got.dtype;
+  const char* const g_data = got.data.data();
+  const char* const w_data = want_bytes.data();
   const int64_t n = got.num_elements();
+
+  // Chunks of at least kMinChunk elements, one thread each.
+  constexpr int64_t kMinChunk = int64_t{1} << 20;
+  if (threads <= 0) {
+    threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 16U));
+  }
+  const int64_t chunks = std::clamp<int64_t>(n / kMinChunk, 1, threads);
+  auto parallel = [chunks,
+                   n](const std::function<void(int64_t c, int64_t begin, int64_t end)>& fn) {
+    std::vector<std::thread> pool;
+    for (int64_t c = 1; c < chunks; ++c) {
+      pool.emplace_back(fn, c, n * c / chunks, n * (c + 1) / chunks);
+    }
+    fn(0, 0, n / chunks);
+    for (std::thread& t : pool) t.join();
+  };
 
   Tolerance tol{rtol, atol};
   if (rtol == 0 && atol == 0) {
-    tol = DefaultTolerance(got.dtype);
+    tol = DefaultTolerance(dtype);
     // The absolute slack shrinks with the output's scale, so outputs far
     // below 1 (softmax probabilities) are held to their rtol too.
-    double peak = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double w = GetElement(want, i);
-      if (std::isfinite(w)) peak = std::max(peak, std::fabs(w));
-    }
-    tol.atol *= std::min(1.0, peak);
+    std::vector<double> peaks(static_cast<size_t>(chunks), 0.0);
+    parallel([&](int64_t c, int64_t begin, int64_t end) {
+      double peak = 0;
+      for (int64_t i = begin; i < end; ++i) {
+        const double w = GetElement(dtype, w_data, i);
+        if (std::isfinite(w)) peak = std::max(peak, std::fabs(w));
+      }
+      peaks[static_cast<size_t>(c)] = peak;
+    });
+    tol.atol *= std::min(1.0, *std::max_element(peaks.begin(), peaks.end()));
   }
+
+  struct Part {
+    double max_abs = 0, max_rel = 0;
+    int64_t mismatches = 0;
+    int64_t first_bad = -1;
+  };
+  std::vector<Part> parts(static_cast<size_t>(chunks));
+  parallel([&](int64_t c, int64_t begin, int64_t end) {
+    Part& part = parts[static_cast<size_t>(c)];
+    for (int64_t i = begin; i < end; ++i) {
+      const double g = GetElement(dtype, g_data, i);
+      const double w = GetElement(dtype, w_data, i);
+      bool bad = false;
+      if (std::isfinite(g) && std::isfinite(w)) {
+        const double diff = std::fabs(g - w);
+        part.max_abs = std::max(part.max_abs, diff);
+        if (w != 0) part.max_rel = std::max(part.max_rel, diff / std::fabs(w));
+        bad = diff > tol.atol + tol.rtol * std::fabs(w);
+      } else {
+        bad = !((std::isnan(g) && std::isnan(w)) || g == w);
+      }
+      if (!bad) continue;
+      if (part.mismatches++ == 0) part.first_bad = i;
+    }
+  });
 
   double max_abs = response->max_abs_error();
   double max_rel = response->max_rel_error();
   int64_t mismatches = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = GetElement(got, i);
-    const double w = GetElement(want, i);
-    bool bad = false;
-    if (std::isfinite(g) && std::isfinite(w)) {
-      const double diff = std::fabs(g - w);
-      max_abs = std::max(max_abs, diff);
-      if (w != 0) max_rel = std::max(max_rel, diff / std::fabs(w));
-      bad = diff > tol.atol + tol.rtol * std::fabs(w);
-    } else {
-      bad = !((std::isnan(g) && std::isnan(w)) || g == w);
-    }
-    if (!bad) continue;
-    ++mismatches;
-    if (response->first_mismatch().empty()) {
-      response->set_first_mismatch(absl::StrCat(std::string(name), FormatIndex(got.shape, i),
-                                                ": got ", FormatValue(got.dtype, g), " want ",
-                                                FormatValue(got.dtype, w)));
+  for (const Part& part : parts) { // in element order: the first bad one is the lowest
+    max_abs = std::max(max_abs, part.max_abs);
+    max_rel = std::max(max_rel, part.max_rel);
+    mismatches += part.mismatches;
+    if (part.first_bad >= 0 && response->first_mismatch().empty()) {
+      const int64_t i = part.first_bad;
+      response->set_first_mismatch(
+          absl::StrCat(std::string(name), FormatIndex(got.shape, i), ": got ",
+                       FormatValue(dtype, GetElement(dtype, g_data, i)), " want ",
+                       FormatValue(dtype, GetElement(dtype, w_data, i))));
     }
   }
   response->set_max_abs_error(max_abs);

@@ -14,7 +14,7 @@
 // with the output's scale (atol * min(1, max |want|)) as in kiln-run; any
 // other pair is used as given.
 //
-// Thread-safety: pure functions.
+// Thread-safety: pure functions (CompareOutput starts its own threads).
 #pragma once
 
 #include <string_view>
@@ -39,8 +39,10 @@ Tolerance DefaultTolerance(ir::DType dtype);
 // are maxima over all outputs so far, mismatches a sum, first_mismatch the
 // first bad element seen ("C[12, 7]: got 1.5 want 1.25"), ok false once any
 // element is bad. InvalidArgument (response untouched) when `want` has the
-// wrong size.
+// wrong size. Large outputs are split over up to `threads` threads (0: one
+// per core, at most 16); the result does not depend on the split.
 absl::Status CompareOutput(std::string_view name, const tools::NpyArray& got, std::string_view want,
-                           double rtol, double atol, kiln::v1::ValidateResponse* response);
+                           double rtol, double atol, kiln::v1::ValidateResponse* response,
+                           int threads = 0);
 
 } // namespace kiln::measure

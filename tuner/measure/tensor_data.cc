@@ -24,6 +24,13 @@ T Load(const tools::NpyArray& a, int64_t i) {
 }
 
 template <typename T>
+T LoadAt(const char* data, int64_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T>
 void Store(tools::NpyArray& a, int64_t i, T v) {
   std::memcpy(a.data.data() + i * sizeof(T), &v, sizeof(T));
 }
@@ -191,40 +198,44 @@ pb::DType DTypeToWire(DType dtype) {
   return pb::DTYPE_UNSPECIFIED;
 }
 
-double GetElement(const tools::NpyArray& a, int64_t i) {
-  switch (a.dtype) {
+double GetElement(ir::DType dtype, const char* data, int64_t i) {
+  switch (dtype) {
   case DType::kBool:
-    return Load<uint8_t>(a, i) != 0 ? 1.0 : 0.0;
+    return LoadAt<uint8_t>(data, i) != 0 ? 1.0 : 0.0;
   case DType::kInt8:
-    return Load<int8_t>(a, i);
+    return LoadAt<int8_t>(data, i);
   case DType::kInt16:
-    return Load<int16_t>(a, i);
+    return LoadAt<int16_t>(data, i);
   case DType::kInt32:
-    return Load<int32_t>(a, i);
+    return LoadAt<int32_t>(data, i);
   case DType::kInt64:
-    return static_cast<double>(Load<int64_t>(a, i));
+    return static_cast<double>(LoadAt<int64_t>(data, i));
   case DType::kUInt8:
-    return Load<uint8_t>(a, i);
+    return LoadAt<uint8_t>(data, i);
   case DType::kUInt16:
-    return Load<uint16_t>(a, i);
+    return LoadAt<uint16_t>(data, i);
   case DType::kUInt32:
-    return Load<uint32_t>(a, i);
+    return LoadAt<uint32_t>(data, i);
   case DType::kUInt64:
-    return static_cast<double>(Load<uint64_t>(a, i));
+    return static_cast<double>(LoadAt<uint64_t>(data, i));
   case DType::kFloat16:
-    return rt::half_to_float(rt::half_t{Load<uint16_t>(a, i)});
+    return rt::half_to_float(rt::half_t{LoadAt<uint16_t>(data, i)});
   case DType::kBFloat16:
-    return rt::bfloat16_to_float(rt::bfloat16_t{Load<uint16_t>(a, i)});
+    return rt::bfloat16_to_float(rt::bfloat16_t{LoadAt<uint16_t>(data, i)});
   case DType::kFloat32:
-    return Load<float>(a, i);
+    return LoadAt<float>(data, i);
   case DType::kFloat64:
-    return Load<double>(a, i);
+    return LoadAt<double>(data, i);
   case DType::kFloat8E4M3:
-    return rt::e4m3_to_float(rt::fp8_e4m3_t{Load<uint8_t>(a, i)});
+    return rt::e4m3_to_float(rt::fp8_e4m3_t{LoadAt<uint8_t>(data, i)});
   case DType::kFloat8E5M2:
-    return rt::e5m2_to_float(rt::fp8_e5m2_t{Load<uint8_t>(a, i)});
+    return rt::e5m2_to_float(rt::fp8_e5m2_t{LoadAt<uint8_t>(data, i)});
   }
   return 0;
+}
+
+double GetElement(const tools::NpyArray& a, int64_t i) {
+  return GetElement(a.dtype, a.data.data(), i);
 }
 
 void SetElement(tools::NpyArray& a, int64_t i, double v) {
@@ -273,6 +284,12 @@ void SetElement(tools::NpyArray& a, int64_t i, double v) {
 absl::StatusOr<std::vector<tools::HostParam>>
 MakeHostParams(const google::protobuf::RepeatedPtrField<pb::TensorSpec>& specs,
                size_t max_total_bytes, InputCache* cache) {
+  return MakeHostParams(specs, max_total_bytes, cache, LazyParams{});
+}
+
+absl::StatusOr<std::vector<tools::HostParam>>
+MakeHostParams(const google::protobuf::RepeatedPtrField<pb::TensorSpec>& specs,
+               size_t max_total_bytes, InputCache* cache, const LazyParams& lazy) {
   std::vector<tools::HostParam> params;
   params.reserve(specs.size());
   size_t total = 0;
@@ -314,6 +331,11 @@ MakeHostParams(const google::protobuf::RepeatedPtrField<pb::TensorSpec>& specs,
                        " bytes of host memory (argument ", i, " '", spec.name(), "')"));
     }
     const std::string key = cache != nullptr ? InputCache::KeyFor(spec, index) : "";
+    if (!p.is_scalar && ((lazy.zeros && IsZeroInit(spec)) ||
+                         (!key.empty() && lazy.resident && lazy.resident(key)))) {
+      params.push_back(std::move(p)); // the backend makes the bytes
+      continue;
+    }
     const std::string* cached = key.empty() ? nullptr : cache->Find(key);
     if (cached != nullptr && cached->size() == bytes) {
       p.before.data = *cached;
@@ -328,6 +350,11 @@ MakeHostParams(const google::protobuf::RepeatedPtrField<pb::TensorSpec>& specs,
     params.push_back(std::move(p));
   }
   return params;
+}
+
+bool IsZeroInit(const pb::TensorSpec& spec) {
+  return !spec.has_scalar() && (spec.init() == pb::TensorSpec::INIT_ZEROS ||
+                                spec.init() == pb::TensorSpec::INIT_UNSPECIFIED);
 }
 
 std::string FormatIndex(const std::vector<int64_t>& shape, int64_t flat) {

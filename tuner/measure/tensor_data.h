@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ kiln::v1::DType DTypeToWire(ir::DType dtype);
 // Element `i` of `a` as a double (exact for every dtype but 64-bit integers
 // beyond 2^53).
 double GetElement(const tools::NpyArray& a, int64_t i);
+// The same on raw C-order bytes of `dtype`.
+double GetElement(ir::DType dtype, const char* data, int64_t i);
 // Stores `v` as element `i` of `a`: floats round to nearest even (as the
 // GPU's cvt.rn does; fp8 saturates), integers truncate toward zero and wrap
 // modulo 2^bits, bools are v != 0.
@@ -55,6 +58,21 @@ void SetElement(tools::NpyArray& a, int64_t i, double v);
 absl::StatusOr<std::vector<tools::HostParam>>
 MakeHostParams(const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs,
                size_t max_total_bytes, InputCache* cache = nullptr);
+
+// Which params may be left without their bytes (`before.data` empty, dtype
+// and shape set) because the device backend makes them itself.
+struct LazyParams {
+  // Generated data whose InputCache key this returns true for.
+  std::function<bool(const std::string& key)> resident;
+  // Zero-filled tensors.
+  bool zeros = false;
+};
+absl::StatusOr<std::vector<tools::HostParam>>
+MakeHostParams(const google::protobuf::RepeatedPtrField<kiln::v1::TensorSpec>& specs,
+               size_t max_total_bytes, InputCache* cache, const LazyParams& lazy);
+
+// Whether `spec` is a tensor that starts all zero.
+bool IsZeroInit(const kiln::v1::TensorSpec& spec);
 
 // "[12, 7]": the C-order index of flat element `flat` of `shape`.
 std::string FormatIndex(const std::vector<int64_t>& shape, int64_t flat);

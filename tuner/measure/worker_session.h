@@ -48,6 +48,10 @@ struct WorkerSessionOptions {
   size_t input_cache_bytes = size_t{4} << 30;
   // Host memory for reference outputs kept by ValidateRequest.reference_id.
   size_t reference_cache_bytes = size_t{4} << 30;
+  // Threads one output comparison may use (0: one per core, at most 16).
+  int compare_threads = 0;
+  // A stderr line per request with its phases' wall times (KILN_WORKER_TRACE=1).
+  bool trace = false;
 };
 
 class WorkerSession {

@@ -101,5 +101,36 @@ TEST(OutputCompare, WrongReferenceSizeIsAnError) {
   EXPECT_THAT(s.message(), ::testing::HasSubstr("holds 3 bytes, the output 8"));
 }
 
+TEST(OutputCompare, SplittingOverThreadsGivesTheSameResult) {
+  // 5 Mi elements (several chunks): two mismatches in different chunks, a
+  // NaN pair (equal), and the peak that scales atol in yet another chunk.
+  const int64_t n = int64_t{5} << 20;
+  tools::NpyArray got;
+  got.dtype = ir::DType::kFloat16;
+  got.shape = {n / 1024, 1024};
+  got.data.assign(static_cast<size_t>(n) * 2, '\0');
+  tools::NpyArray want = got;
+  for (int64_t i = 0; i < n; i += 4099) SetElement(want, i, 0.25);
+  got = want;
+  SetElement(want, (int64_t{3} << 20) / 2 * 3 + 7, 0.75); // peak, kept equal
+  SetElement(got, (int64_t{3} << 20) / 2 * 3 + 7, 0.75);
+  const int64_t first_bad = (int64_t{5} << 19) + 3;
+  SetElement(got, first_bad, 0.5);
+  SetElement(got, n - 2, -1);
+  SetElement(got, 12, std::nan(""));
+  SetElement(want, 12, std::nan(""));
+  kiln::v1::ValidateResponse one, many;
+  ASSERT_TRUE(CompareOutput("P", got, want.data, 0, 0, &one, 1).ok());
+  ASSERT_TRUE(CompareOutput("P", got, want.data, 0, 0, &many, 7).ok());
+  EXPECT_FALSE(one.ok());
+  EXPECT_EQ(one.mismatches(), 2);
+  EXPECT_EQ(one.first_mismatch(), "P[2560, 3]: got 0.5 want 0");
+  EXPECT_EQ(many.mismatches(), one.mismatches());
+  EXPECT_EQ(many.first_mismatch(), one.first_mismatch());
+  EXPECT_EQ(many.max_abs_error(), one.max_abs_error());
+  EXPECT_EQ(many.max_rel_error(), one.max_rel_error());
+  EXPECT_DOUBLE_EQ(one.max_abs_error(), 1.0);
+}
+
 } // namespace
 } // namespace kiln::measure

@@ -33,8 +33,8 @@ class ScriptedBackend final : public DeviceBackend {
     return r;
   }
   absl::Status Unload(const std::string&) override { return fail; }
-  absl::StatusOr<double> Run(const pb::LaunchSpec& launch,
-                             std::vector<tools::HostParam>& params) override {
+  absl::StatusOr<double> Run(const pb::LaunchSpec& launch, std::vector<tools::HostParam>& params,
+                             const std::vector<ArgOrigin>& /*origins*/) override {
     if (!fail.ok()) return fail;
     for (tools::HostParam& p : params) {
       p.after = p.before;
@@ -47,6 +47,7 @@ class ScriptedBackend final : public DeviceBackend {
   }
   absl::StatusOr<std::vector<double>> Measure(const pb::LaunchSpec& launch,
                                               std::vector<tools::HostParam>& params,
+                                              const std::vector<ArgOrigin>& /*origins*/,
                                               const TimingOptions& options) override {
     if (!fail.ok()) return fail;
     return std::vector<double>(static_cast<size_t>(options.repeats), 3.0);
