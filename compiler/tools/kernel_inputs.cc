@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +34,9 @@ template <typename T>
 void Put(std::string& data, int64_t i, T value) {
   std::memcpy(data.data() + i * sizeof(T), &value, sizeof(T));
 }
+
+// Elements [begin, end) of `a` from `rng` (FillRandom's draws).
+void FillRange(NpyArray& a, Rng& rng, int64_t begin, int64_t end);
 
 } // namespace
 
@@ -81,10 +86,32 @@ absl::StatusOr<std::vector<int64_t>> EvalShape(const std::vector<ir::Expr>& shap
 // replacing one with --input leaves the rest unchanged.
 void FillRandom(NpyArray& a, uint64_t seed, size_t index) {
   using ir::DType;
-  namespace rt = kiln::rt;
-  Rng rng{seed * 0x2545f4914f6cdd1dULL + index * 0x9e3779b97f4a7c15ULL + 1};
+  const uint64_t start = seed * 0x2545f4914f6cdd1dULL + index * 0x9e3779b97f4a7c15ULL + 1;
   const int64_t n = a.num_elements();
-  for (int64_t i = 0; i < n; ++i) {
+  // SplitMix64 is a counter: element i's draws are the same whichever thread
+  // makes them, so large arrays fill in parallel chunks with the very bytes a
+  // single thread would write.
+  const uint64_t draws_per_element = a.dtype == DType::kBool ? 3 : 2;
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t chunks = std::clamp<int64_t>(
+      n / kChunk, 1, std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16));
+  auto fill = [&](int64_t begin, int64_t end) {
+    Rng rng{start + static_cast<uint64_t>(begin) * draws_per_element * 0x9e3779b97f4a7c15ULL};
+    FillRange(a, rng, begin, end);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t c = 1; c < chunks; ++c)
+    pool.emplace_back(fill, n * c / chunks, n * (c + 1) / chunks);
+  fill(0, n / chunks);
+  for (std::thread& t : pool) t.join();
+}
+
+namespace {
+
+void FillRange(NpyArray& a, Rng& rng, int64_t begin, int64_t end) {
+  using ir::DType;
+  namespace rt = kiln::rt;
+  for (int64_t i = begin; i < end; ++i) {
     const double f = rng.Uniform();
     const int64_t k = static_cast<int64_t>(rng.Next() >> 60) - 8; // [-8, 8)
     switch (a.dtype) {
@@ -137,6 +164,8 @@ void FillRandom(NpyArray& a, uint64_t seed, size_t index) {
     }
   }
 }
+
+} // namespace
 
 AlignedBytes AllocateAligned(size_t bytes) {
   const size_t rounded =
