@@ -194,6 +194,46 @@ int main(int argc, char** argv) {
                 ech.qps > 0 ? hit.qps / ech.qps : 0.0, hit.errors + ech.errors ? " (errors!)" : "");
   }
 
+  // Where a hit's extra time per call goes, next to the echo: the client's
+  // protobuf work (serialize the request, parse the response) measured here
+  // in a loop, and the daemon's own handling of a hit (server_seconds).
+  {
+    std::string first_bytes, echo_reply_bytes, wire;
+    first.SerializeToString(&first_bytes);
+    kiln::v1::EchoResponse echo_reply;
+    echo_reply.mutable_payload()->assign(static_cast<size_t>(echo.size()), 'k');
+    echo_reply.SerializeToString(&echo_reply_bytes);
+    constexpr int kLoops = 20000;
+    auto per_call_us = [&](auto&& body) {
+      const Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < kLoops; ++i) body();
+      return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kLoops;
+    };
+    const double hit_client_us = per_call_us([&] {
+      hit_req.SerializeToString(&wire);
+      kiln::v1::CompileResponse r;
+      (void)r.ParseFromString(first_bytes);
+    });
+    const double echo_client_us = per_call_us([&] {
+      echo.SerializeToString(&wire);
+      kiln::v1::EchoResponse r;
+      (void)r.ParseFromString(echo_reply_bytes);
+    });
+    std::vector<double> server_us;
+    for (int i = 0; i < 2000; ++i) {
+      grpc::ClientContext ctx;
+      kiln::v1::CompileResponse r;
+      if (stub->Compile(&ctx, hit_req, &r).ok()) server_us.push_back(r.server_seconds() * 1e6);
+    }
+    std::sort(server_us.begin(), server_us.end());
+    std::printf("\nper call: client protobuf (serialize request + parse response) hit %.2f us, "
+                "echo %.2f us; kilnd's handling of a hit (server_seconds) p50 %.1f us, p99 %.1f "
+                "us\n",
+                hit_client_us, echo_client_us,
+                server_us.empty() ? 0.0 : server_us[server_us.size() / 2],
+                server_us.empty() ? 0.0 : server_us[server_us.size() * 99 / 100]);
+  }
+
   // Cold compiles: new programs (another M each), daemon vs library.
   std::vector<double> daemon_ms, direct_ms;
   for (int i = 0; i < args.cold; ++i) {

@@ -4,7 +4,8 @@
 For each problem: a fresh kilnd on a fresh cache runs `kiln tune --strategy roller --top-k K`,
 then another fresh kilnd and cache run `kiln tune --strategy grid --space ...` over the declared
 space. Both measure on the GPU (validated against the reference, L2 flushed), nothing is shared
-between them. Prints one Markdown row per problem as soon as it is done, and writes every
+between them but the device's micro-benchmark results (measured once per device model and cache,
+so both start from a copy of a cache that already holds them). Prints one Markdown row per problem as soon as it is done, and writes every
 result (the whole TuneResult JSON) to OUT/PROBLEM_{roller,grid}.json.
 
   python3 bench/tune_vs_grid.py --bundle device_bundle --out OUT [--only NAME,...]
@@ -69,8 +70,11 @@ PROBLEMS["flash_attention_causal"] = {
 class Kilnd:
     """A kilnd on a fresh cache, port chosen by the kernel."""
 
-    def __init__(self, bundle, log_path):
+    def __init__(self, bundle, log_path, template=None):
         self.cache = tempfile.mkdtemp(prefix="kiln_tune_cache_")
+        if template:
+            shutil.rmtree(self.cache)
+            shutil.copytree(template, self.cache)
         self.log_path = log_path
         self.log = open(log_path, "w")
         env = dict(os.environ)
@@ -103,9 +107,31 @@ class Kilnd:
         shutil.rmtree(self.cache, ignore_errors=True)
 
 
-def tune(bundle, problem, strategy, top_k, timeout, out_prefix, target):
+def make_template(bundle, out, target):
+    """A cache that holds only the device's micro-benchmark results (and one tiny tune of an
+    unrelated kernel that made them): kilnd measures a device model once per cache, not per
+    sweep, so the sweeps below start from a copy of it and time only themselves."""
+    template = tempfile.mkdtemp(prefix="kiln_tune_template_")
+    shutil.rmtree(template)
+    daemon = Kilnd(bundle, os.path.join(out, "template.kilnd.log"))
+    try:
+        subprocess.run([os.path.join(bundle, "bin", "kiln"), "tune",
+                        os.path.join(ROOT, "examples/elementwise/add.py"), "--bind", "M=256",
+                        "--bind", "N=256", "--top-k", "1", "--target", target, "--progress",
+                        "never", "--server", daemon.address], capture_output=True,
+                       env=daemon.env, timeout=120, check=False)
+    finally:
+        cache = daemon.cache
+        daemon.proc.terminate()
+        daemon.proc.wait(timeout=30)
+        daemon.log.close()
+    shutil.move(cache, template)
+    return template
+
+
+def tune(bundle, problem, strategy, top_k, timeout, out_prefix, target, template):
     """Runs one tune on a fresh kilnd; returns (result dict or None, wall seconds, note)."""
-    daemon = Kilnd(bundle, out_prefix + ".kilnd.log")
+    daemon = Kilnd(bundle, out_prefix + ".kilnd.log", template)
     try:
         cmd = [os.path.join(bundle, "bin", "kiln"), "tune", os.path.join(ROOT, problem["file"]),
                "--target", target, "--json", "--progress", "never",
@@ -172,6 +198,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     names = [n for n in args.only.split(",") if n] or [n for n in PROBLEMS if not n.startswith("cpu_")]
     skip_grid = set(n for n in args.skip_grid.split(",") if n)
+    template = make_template(bundle, out, args.target)
     print("| problem | roller best | roller wall s | grid declared/measured/ok | grid best | "
           "grid wall s | roller/grid throughput | wall ratio |")
     print("|---|---|---|---|---|---|---|---|", flush=True)
@@ -182,13 +209,13 @@ def main():
         for vs in p["space"].values():
             declared *= len(vs)
         r, r_wall, r_note = tune(bundle, p, "roller", args.top_k, args.timeout,
-                                 os.path.join(out, name + "_roller"), args.target)
+                                 os.path.join(out, name + "_roller"), args.target, template)
         r_us, r_cfg, _, _ = summary(r) if r else (None, "-", 0, {})
         if name in skip_grid:
             g, g_wall, g_note = None, 0.0, "skipped"
         else:
             g, g_wall, g_note = tune(bundle, p, "grid", args.top_k, args.timeout,
-                                     os.path.join(out, name + "_grid"), args.target)
+                                     os.path.join(out, name + "_grid"), args.target, template)
         g_us, g_cfg, g_n, g_status = summary(g) if g else (None, "-", 0, {})
         ratio = f"{g_us / r_us:.3f}" if r_us and g_us else "-"
         wall = f"{r_wall / g_wall:.2f}" if g and g_wall > 0 else "-"
@@ -199,6 +226,7 @@ def main():
               flush=True)
         if not r_us:
             rc = 1
+    shutil.rmtree(template, ignore_errors=True)
     print(f"results in {out}")
     return rc
 

@@ -494,6 +494,7 @@ KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
 grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
                                                const kiln::v1::CompileRequest* request,
                                                kiln::v1::CompileResponse* response) {
+  const absl::Time received = absl::Now();
   absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.compile == nullptr) {
@@ -546,7 +547,11 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   absl::MutexLock lock(&early->mu);
   early->returned = true;
   if (early->reply) {
-    if (early->reply->ok()) FillCompileResponse(std::move(**early->reply), response);
+    if (early->reply->ok()) {
+      FillCompileResponse(std::move(**early->reply), response);
+      // The whole handler, request conversion included.
+      response->set_server_seconds(absl::ToDoubleSeconds(absl::Now() - received));
+    }
     return FinishNow(ctx, early->reply->status());
   }
   early->reactor = new CompileReactor(std::move(pending), response);
