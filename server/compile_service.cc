@@ -1,10 +1,18 @@
 #include "server/compile_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <vector>
+
+#define XXH_STATIC_LINKING_ONLY // XXH3_state_t on the stack
 #include <optional>
 #include <utility>
 
+#include <xxhash.h>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "server/artifact_metadata.h"
@@ -95,6 +103,100 @@ void CompileService::MemoPut(const std::string& memo_key, const std::string& key
     memo_bytes_ = 0;
   }
   if (memo_.insert_or_assign(memo_key, key).second) memo_bytes_ += memo_key.size() + key.size();
+}
+
+bool CompileService::LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out) {
+  {
+    const absl::Time now = absl::Now();
+    absl::MutexLock lock(&hit_mu_);
+    auto it = hit_memo_.find(key);
+    if (it != hit_memo_.end() && it->second.expires > now) {
+      *out = it->second.metadata;
+      return true;
+    }
+  }
+  absl::StatusOr<kiln::v1::ArtifactMetadata> m = Lookup(key);
+  if (!m.ok()) return false;
+  *out = *std::move(m);
+  return true;
+}
+
+std::optional<CompileService::RequestDigest>
+CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
+  const kiln::v1::ProgramSource& program = request.program();
+  const std::string* text = nullptr;
+  switch (program.source_case()) {
+  case kiln::v1::ProgramSource::kTilelangSource:
+    text = &program.tilelang_source();
+    break;
+  case kiln::v1::ProgramSource::kIrText:
+    text = &program.ir_text();
+    break;
+  default:
+    return std::nullopt;
+  }
+  if (request.async() || !request.use_best_for_device().empty()) return std::nullopt;
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  // Every field length-prefixed, so no two requests hash the same bytes.
+  auto field = [&state](absl::string_view bytes) {
+    const uint64_t size = bytes.size();
+    XXH3_128bits_update(&state, &size, sizeof(size));
+    XXH3_128bits_update(&state, bytes.data(), bytes.size());
+  };
+  auto bindings = [&](const google::protobuf::Map<std::string, kiln::v1::BindingValue>& map) {
+    std::vector<const google::protobuf::MapPair<std::string, kiln::v1::BindingValue>*> sorted;
+    sorted.reserve(map.size());
+    for (const auto& entry : map) sorted.push_back(&entry);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    field(absl::StrCat(sorted.size()));
+    std::string value;
+    for (const auto* entry : sorted) {
+      field(entry->first);
+      (void)entry->second.SerializeToString(&value);
+      field(value);
+    }
+  };
+  field(absl::StrCat(static_cast<int>(program.source_case())));
+  field(*text);
+  field(program.entry());
+  field(program.file_name());
+  bindings(program.bindings());
+  bindings(request.config());
+  field(request.target());
+  std::string options;
+  (void)request.options().SerializeToString(&options);
+  field(options);
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  return RequestDigest{h.high64, h.low64};
+}
+
+bool CompileService::TryRequestHit(const RequestDigest& digest,
+                                   kiln::v1::ArtifactMetadata* metadata) {
+  std::string key;
+  {
+    absl::MutexLock lock(&memo_mu_);
+    auto it = requests_.find(digest);
+    if (it == requests_.end()) {
+      it = requests_old_.find(digest);
+      if (it == requests_old_.end()) return false;
+    }
+    key = it->second;
+  }
+  if (!LookupInto(key, metadata)) return false;
+  counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void CompileService::LearnRequest(const RequestDigest& digest, const std::string& key) {
+  absl::MutexLock lock(&memo_mu_);
+  if (requests_.size() >= kMemoGeneration) {
+    requests_old_ = std::move(requests_);
+    requests_.clear();
+  }
+  requests_.insert_or_assign(digest, key);
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {

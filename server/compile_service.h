@@ -12,6 +12,10 @@
 //     request's miss and its job counts as a HIT), builds, publishes the
 //     artifact, and only then leaves the singleflight table, so a later
 //     request either joins it or hits.
+//     A request seen before takes a shorter path still (TryRequestHit): a
+//     128-bit digest of the request message's own fields (XXH3-128, no
+//     conversion and no copy of the source) maps to the key an earlier,
+//     fully converted request of the same digest found.
 //  4. Waiting. Start() never blocks a caller's thread: `done` runs once,
 //     at once for hits and errors, else in the pool thread that finishes the
 //     job. Cancel() (the RPC was cancelled or timed out) detaches the caller;
@@ -25,7 +29,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -91,6 +97,17 @@ class CompileService {
   // The key of a request (memo, else Prepare) without compiling.
   absl::StatusOr<std::string> KeyOf(const CompileCall& call);
 
+  // The request fast path (step 1 above). `digest` is DigestOf(request).
+  // On true, `*metadata` is the stored artifact's and the hit is counted;
+  // false (never seen, evicted, or the artifact is gone) means: take Start.
+  using RequestDigest = std::pair<uint64_t, uint64_t>;
+  // Nullopt for requests the fast path does not take (IR messages, best
+  // configs, async): their key depends on more than the request's bytes.
+  static std::optional<RequestDigest> DigestOf(const kiln::v1::CompileRequest& request);
+  bool TryRequestHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata);
+  // Records that requests with `digest` have cache key `key`.
+  void LearnRequest(const RequestDigest& digest, const std::string& key);
+
   const CompileCounters& counters() const { return counters_; }
   // Observes each build's wall time (metrics: the compile latency histogram).
   void set_on_build(std::function<void(const std::string& target, double seconds, bool ok)> fn) {
@@ -106,6 +123,8 @@ class CompileService {
 
   // Reads the metadata of a stored artifact; NotFound on a miss.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Lookup(const std::string& key);
+  // The same into `*out` (one copy); false on a miss or an error.
+  bool LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out);
   absl::StatusOr<kiln::v1::ArtifactMetadata> LookupStore(const std::string& key);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
@@ -124,6 +143,9 @@ class CompileService {
   absl::flat_hash_map<std::string, std::string> memo_ ABSL_GUARDED_BY(memo_mu_);
   absl::flat_hash_map<std::string, std::string> memo_old_ ABSL_GUARDED_BY(memo_mu_);
   size_t memo_bytes_ ABSL_GUARDED_BY(memo_mu_) = 0; // in memo_
+  // Request digest -> key, in two generations like memo_.
+  absl::flat_hash_map<RequestDigest, std::string> requests_ ABSL_GUARDED_BY(memo_mu_);
+  absl::flat_hash_map<RequestDigest, std::string> requests_old_ ABSL_GUARDED_BY(memo_mu_);
 
   // Hit memo: the metadata of recently served keys, for one second, so a
   // burst of hits on one kernel reads its metadata file once. The window is

@@ -483,7 +483,35 @@ kiln::v1::Device HostCpuDevice() {
   return cpu;
 }
 
+namespace {
+
+class ArenaHolder final
+    : public grpc::MessageHolder<kiln::v1::CompileRequest, kiln::v1::CompileResponse> {
+ public:
+  ArenaHolder() : arena_(Options()) {
+    set_request(google::protobuf::Arena::CreateMessage<kiln::v1::CompileRequest>(&arena_));
+    set_response(google::protobuf::Arena::CreateMessage<kiln::v1::CompileResponse>(&arena_));
+  }
+  void Release() override { delete this; }
+
+ private:
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 16 << 10; // a GEMM request and its response fit in the first block
+    return o;
+  }
+  google::protobuf::Arena arena_;
+};
+
+} // namespace
+
+grpc::MessageHolder<kiln::v1::CompileRequest, kiln::v1::CompileResponse>*
+KilnService::ArenaMessages::AllocateMessages() {
+  return new ArenaHolder();
+}
+
 KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
+  SetMessageAllocatorFor_Compile(&compile_messages_);
   if (deps_.auth == nullptr) {
     owned_auth_ = std::make_unique<Authenticator>(std::vector<BearerToken>{},
                                                   FairShareConfig::ClientKey::kPeer);
@@ -500,6 +528,13 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
   }
+  const std::optional<CompileService::RequestDigest> digest = CompileService::DigestOf(*request);
+  if (digest && deps_.compile->TryRequestHit(*digest, response->mutable_artifact())) {
+    response->set_outcome(kiln::v1::CACHE_OUTCOME_HIT);
+    response->set_server_seconds(absl::ToDoubleSeconds(absl::Now() - received));
+    return FinishNow(ctx, absl::OkStatus());
+  }
+  response->clear_artifact();
   google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
   if (!request->use_best_for_device().empty()) {
     // The best config first; an explicit config entry wins over it.
@@ -548,6 +583,9 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   early->returned = true;
   if (early->reply) {
     if (early->reply->ok()) {
+      if (digest && (*early->reply)->outcome == kiln::v1::CACHE_OUTCOME_HIT) {
+        deps_.compile->LearnRequest(*digest, (*early->reply)->metadata.key());
+      }
       FillCompileResponse(std::move(**early->reply), response);
       // The whole handler, request conversion included.
       response->set_server_seconds(absl::ToDoubleSeconds(absl::Now() - received));

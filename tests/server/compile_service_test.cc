@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -268,6 +271,80 @@ TEST(CompileService, FullQueueIsResourceExhausted) {
   absl::StatusOr<CompileReply> r = service.CompileSync(two);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   gate.Notify();
+}
+
+kiln::v1::CompileRequest GemmRequest() {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  kiln::v1::CompileRequest r;
+  r.mutable_program()->set_tilelang_source(ex.source);
+  r.mutable_program()->set_file_name(ex.rel_path);
+  for (const auto& [name, value] : ex.test_bind) {
+    if (value.kind == frontend::BindingValue::Kind::kInt) {
+      (*r.mutable_program()->mutable_bindings())[name].set_int_value(value.ival);
+    } else if (value.kind == frontend::BindingValue::Kind::kString) {
+      (*r.mutable_program()->mutable_bindings())[name].set_string_value(value.sval);
+    }
+  }
+  r.set_target("cpu");
+  return r;
+}
+
+TEST(CompileService, RequestDigestCoversEveryFieldThatMatters) {
+  const kiln::v1::CompileRequest base = GemmRequest();
+  const std::optional<CompileService::RequestDigest> d = CompileService::DigestOf(base);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(CompileService::DigestOf(base), d);
+  // The same bindings inserted in another order: the same digest.
+  kiln::v1::CompileRequest reordered = base;
+  reordered.mutable_program()->mutable_bindings()->clear();
+  std::vector<std::pair<std::string, kiln::v1::BindingValue>> entries(
+      base.program().bindings().begin(), base.program().bindings().end());
+  std::reverse(entries.begin(), entries.end());
+  for (const auto& [k, v] : entries) (*reordered.mutable_program()->mutable_bindings())[k] = v;
+  EXPECT_EQ(CompileService::DigestOf(reordered), d);
+
+  auto changed = [&](auto&& edit) {
+    kiln::v1::CompileRequest r = base;
+    edit(r);
+    return CompileService::DigestOf(r);
+  };
+  EXPECT_NE(
+      changed([](auto& r) { (*r.mutable_program()->mutable_bindings())["M"].set_int_value(7); }),
+      d);
+  EXPECT_NE(changed([](auto& r) { (*r.mutable_config())["block_M"].set_int_value(16); }), d);
+  EXPECT_NE(changed([](auto& r) { r.set_target("cuda:sm_90"); }), d);
+  EXPECT_NE(changed([](auto& r) { r.mutable_options()->set_opt_level(2); }), d);
+  EXPECT_NE(changed([](auto& r) { r.mutable_program()->set_entry("other"); }), d);
+  EXPECT_NE(changed([](auto& r) { r.mutable_program()->mutable_tilelang_source()->append(" "); }),
+            d);
+  // Source text as IR text is another request.
+  EXPECT_NE(changed([](auto& r) {
+              std::string text = r.program().tilelang_source();
+              r.mutable_program()->set_ir_text(text);
+            }),
+            d);
+  // Requests whose key depends on more than their bytes take the full path.
+  EXPECT_FALSE(changed([](auto& r) { r.set_use_best_for_device("cuda:0"); }).has_value());
+  EXPECT_FALSE(changed([](auto& r) { r.set_async(true); }).has_value());
+  EXPECT_FALSE(changed([](auto& r) { r.mutable_program()->mutable_ir(); }).has_value());
+}
+
+TEST(CompileService, RequestFastPathHitsOnlyWhatItLearned) {
+  Fixture f;
+  absl::StatusOr<CompileReply> built = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(built.ok()) << built.status();
+  const CompileService::RequestDigest digest = *CompileService::DigestOf(GemmRequest());
+  kiln::v1::ArtifactMetadata m;
+  EXPECT_FALSE(f.service.TryRequestHit(digest, &m)); // never learned
+  f.service.LearnRequest(digest, built->metadata.key());
+  const int64_t hits = f.service.counters().hits.load();
+  ASSERT_TRUE(f.service.TryRequestHit(digest, &m));
+  EXPECT_EQ(m.key(), built->metadata.key());
+  EXPECT_EQ(m.SerializeAsString(), built->metadata.SerializeAsString());
+  EXPECT_EQ(f.service.counters().hits.load(), hits + 1);
+  // A learned key whose artifact is not stored is no hit.
+  f.service.LearnRequest(digest, std::string(64, 'f'));
+  EXPECT_FALSE(f.service.TryRequestHit(digest, &m));
 }
 
 } // namespace
