@@ -41,6 +41,7 @@ std::vector<IntrinsicInfo> MakeTable() {
   // Hopper warpgroup MMA (sm_90a): D(64xN) += A(64x16) * B(16xN), both
   // operands in shared memory; constants: trans A, trans B, then A's and
   // B's leading byte offset, stride byte offset and swizzle mode.
+  t.push_back({"fence_proxy_async", {}, true});
   t.push_back({"wgmma_fence", {}, true});
   t.push_back({"wgmma_commit", {}, true});
   t.push_back({"wgmma_wait", {A::kConstInt}, true});

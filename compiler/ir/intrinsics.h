@@ -37,6 +37,9 @@ struct IntrinsicInfo {
 //   cp_async_commit(), cp_async_wait(N)             commit_group / wait_group N
 //   copy_{2,4,8,16}(dst, src)                       one vector load + store
 //   wgmma_fence(), wgmma_commit(), wgmma_wait(N)   wgmma.fence / commit_group / wait_group N
+//   fence_proxy_async()   fence.proxy.async.shared::cta: this thread's generic-proxy writes to
+//                         shared memory (cp.async, stores) become visible to the async proxy
+//                         (wgmma's operand reads); issued by every writer before the barrier
 //   wgmma_m64n{8..256}k16_{f16,bf16}(d, a, b, tA, tB, lboA, sboA, swzA, lboB, sboB, swzB)
 //                                                   wgmma.mma_async, shared-memory descriptors
 //                                                   (sm_90a; warpgroup-collective)

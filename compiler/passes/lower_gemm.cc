@@ -316,7 +316,9 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> w, PlanWgmmaGemm(s));
   if (w) {
     // Synchronous: the group completes before anything else touches the
-    // accumulators or overwrites the operands.
+    // accumulators or overwrites the operands. The operands' writers fence
+    // toward the async proxy before the barrier Touch may place.
+    out->push_back(Call("fence_proxy_async", {}));
     Touch(w->reads, {}, out);
     out->push_back(Call("wgmma_fence", {}));
     for (int64_t step = 0; step < w->steps; ++step) w->issue(step, out);

@@ -242,6 +242,9 @@ absl::StatusOr<bool> Lowering::LowerWgmmaLoop(const Stmt& s, const std::vector<s
   Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
   loop.loc = s.loc;
   loop.body.push_back(Call("cp_async_wait", {I(ahead_n - 1)}));
+  // Every writer fences its operand writes toward wgmma's async proxy before
+  // the barrier (intrinsics.h); wgmma_fence after it is the warpgroup's.
+  loop.body.push_back(Call("fence_proxy_async", {}));
   Barrier(&loop.body);
   for (const std::string& d : dsts) stage_[d] = ir::Simplify(Mod(Var(ko), stages));
   loop.body.push_back(Call("wgmma_fence", {}));

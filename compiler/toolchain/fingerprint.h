@@ -20,7 +20,9 @@ namespace kiln::toolchain {
 // vector copies. 3: artifact metadata marks the parameters the kernel writes
 // as outputs (benchmarks and tuning validate them). 4: simplify-bounds
 // removes index operations that thread and loop bounds make redundant.
-inline constexpr int kKilnCodegenVersion = 4;
+// 5: the wgmma path's operand writers fence toward the async proxy before
+// the barrier.
+inline constexpr int kKilnCodegenVersion = 5;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -185,6 +185,7 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
 // swizzle modes (kiln/cuda/wgmma.h). Every lane of a warp must pass the same
 // a and b; the block's threads must be a whole number of warpgroups.
 
+inline void fence_proxy_async() {}
 inline void wgmma_fence() {}
 inline void wgmma_commit() {}
 template <int N>

@@ -35,9 +35,17 @@ KILN_DEVICE unsigned long long smem_desc(const void* p, int lbo, int sbo, int sw
          (static_cast<unsigned long long>(swizzle & 3) << 62);
 }
 
-// Called after the barrier that follows the cp.async waits: the operands were
-// written through the generic proxy and wgmma reads shared memory through the
-// async proxy, so a proxy fence orders the two before the warpgroup fence.
+// Each thread that wrote wgmma operands (cp.async or plain stores) fences its
+// own writes toward the async proxy after its cp.async wait and before the
+// barrier; only then does the barrier make every writer's operands visible to
+// the warpgroup's wgmma reads (a fence after the barrier orders only the
+// fencing thread's own writes).
+KILN_DEVICE void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// After the barrier: the warpgroup fence (with the proxy fence again, for
+// operands this thread wrote since).
 KILN_DEVICE void wgmma_fence() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
