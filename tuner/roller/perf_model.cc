@@ -40,7 +40,11 @@ Prediction Misfit(Prediction p, std::string why) {
 
 } // namespace
 
-Prediction Predict(const ProgramAnalysis& a, const arch::ArchModel& arch, const Config& config) {
+Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
+                   const Config& config) {
+  // Past a structure switch (one tile covers the row) the kernel is another
+  // one, with its own quantities.
+  const ProgramAnalysis& a = AnalysisFor(analysis, config);
   const KernelSummary& s = a.base;
   const std::vector<int64_t> q = EvalQuantities(a, config);
   Prediction p;

@@ -19,6 +19,9 @@
 namespace kiln::roller {
 namespace {
 
+// The largest derived reduction step (and value past a structure switch).
+constexpr int64_t kMaxDerivedStep = 16384;
+
 int64_t NextPow2(int64_t v) {
   int64_t p = 1;
   while (p < v && p < (int64_t{1} << 40)) p *= 2;
@@ -83,7 +86,7 @@ std::vector<int64_t> Derived(const ProgramAnalysis& a, const Tunable& t,
       const int64_t lo = lowest(ProgramMmaK(a));
       out = Pow2Range(lo, std::min<int64_t>(std::max<int64_t>(lo, 128), std::max(lo, extent)));
     } else {
-      out = Pow2Range(lowest(1), std::min<int64_t>(16384, extent));
+      out = Pow2Range(lowest(1), std::min<int64_t>(kMaxDerivedStep, extent));
     }
     break;
   case Role::kPipelineDepth:
@@ -207,6 +210,16 @@ TuneSpace DeriveSpace(const ProgramAnalysis& analysis, const arch::ArchModel& ar
       out[t->name] = t->declared;
     } else {
       out[t->name] = Derived(analysis, *t, arch);
+      // A value past a structure switch (one tile over the whole extent:
+      // another kernel) is in the domain, so that kernel is ranked too.
+      for (const StructureSwitch& sw : analysis.switches) {
+        const int64_t v = NextPow2(sw.from);
+        std::vector<int64_t>& d = out[t->name];
+        if (sw.tunable != t->name || v > kMaxDerivedStep) continue;
+        if (std::find(d.begin(), d.end(), v) == d.end()) {
+          d.insert(std::upper_bound(d.begin(), d.end(), v), v);
+        }
+      }
     }
   }
   // Declared names of other roles (a kOther parameter given a domain).

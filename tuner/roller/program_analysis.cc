@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -17,6 +18,10 @@ namespace {
 using frontend::BindingValue;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+// The largest extent a structure switch is probed at (the largest derived
+// reduction step).
+constexpr int64_t kMaxSwitchExtent = 16384;
 
 const BindingValue* FindBinding(const std::vector<std::pair<std::string, BindingValue>>& b,
                                 const std::string& name) {
@@ -179,98 +184,29 @@ std::vector<int64_t> EvalQuantities(const ProgramAnalysis& a, const Config& conf
   return out;
 }
 
-absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input,
-                                               const TuneSpace& declared) {
-  if (input.kind != driver::ProgramInput::Kind::kTileLang) {
-    return absl::InvalidArgumentError(
-        "tuning needs TileLang source: IR has no parameters left to tune");
-  }
-  ProgramAnalysis out;
-  out.input = input;
-  frontend::FrontendOptions fo;
-  fo.file_name = input.file_name;
-  fo.entry = input.entry;
-  ASSIGN_OR_RETURN(frontend::EntrySignature sig, frontend::DescribeEntry(input.text, fo));
-  out.entry = sig.name;
-  out.input.entry = sig.name;
+namespace {
 
-  // The file's bind line supplies values for parameters without a default.
-  tools::Bindings bind_line;
-  if (auto b = tools::BindLine(input.text, input.file_name, "bind"); b.ok()) bind_line = *b;
-
-  for (const auto& [name, values] : declared) {
-    bool found = false;
-    for (const frontend::EntryParam& p : sig.params) {
-      if (p.name != name) continue;
-      found = true;
-      if (p.is_tensor) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("declared tunable '", name, "' is a tensor parameter"));
-      }
-    }
-    if (!found) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("declared tunable '", name, "' is not a parameter of '", sig.name, "'"));
-    }
-    if (values.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("declared tunable '", name, "' has an empty domain"));
-    }
-    if (FindBinding(input.bindings, name) != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", name, "' is both bound and declared tunable; choose one"));
-    }
-  }
-
-  std::vector<Candidate> cands;
-  for (const frontend::EntryParam& p : sig.params) {
-    if (p.is_tensor || FindBinding(input.bindings, p.name) != nullptr) continue;
-    auto decl = declared.find(p.name);
-    std::optional<BindingValue> value = p.default_value;
-    const bool from_signature = p.has_default;
-    if (!p.has_default) {
-      if (const BindingValue* b = FindBinding(bind_line, p.name)) value = *b;
-    }
-    if (decl != declared.end()) {
-      int64_t base = decl->second.front();
-      if (value && value->kind == BindingValue::Kind::kInt &&
-          std::find(decl->second.begin(), decl->second.end(), value->ival) != decl->second.end()) {
-        base = value->ival;
-      }
-      cands.push_back({p.name, base, decl->second});
-      continue;
-    }
-    if (value && value->kind == BindingValue::Kind::kInt) {
-      cands.push_back({p.name, value->ival, {}});
-      continue;
-    }
-    if (!from_signature) {
-      if (!value) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("parameter '", p.name, "' of '", sig.name,
-                         "' has no default and no bind-line value: bind it or declare its domain"));
-      }
-      // A non-integer value without a default (is_causal=True): fixed.
-      out.input.bindings.emplace_back(p.name, *value);
-      out.notes.push_back(absl::StrCat(p.name, ": fixed at the bind line's value"));
-    }
-  }
-
-  // Extents the program mentions, preferred when fitting a ceil-div.
-  std::set<int64_t> known;
-  for (const auto& [n, v] : input.bindings) {
-    if (v.kind == BindingValue::Kind::kInt && v.ival > 0) known.insert(v.ival);
-  }
-
+// The probes, fits and roles around one anchor: `base_values` (one per
+// candidate) is compiled (unless the caller passes its summary as
+// `baseline`), then each candidate is moved on its own. `out` arrives with
+// `input` and `entry` set; `known` holds the extents the bindings name.
+// `anchored` (a candidate's index, or -1) sits at a structure switch: values
+// below it are another kernel, so it is not probed there.
+absl::Status FitAround(const std::vector<Candidate>& cands, const std::vector<int64_t>& base_values,
+                       std::set<int64_t> known, std::optional<KernelSummary> baseline, int anchored,
+                       ProgramAnalysis* analysis) {
+  ProgramAnalysis& out = *analysis;
   auto with = [&](const std::vector<int64_t>& values) {
     driver::ProgramInput in = out.input;
     for (size_t i = 0; i < cands.size(); ++i)
       in.bindings.emplace_back(cands[i].name, Int(values[i]));
     return in;
   };
-  std::vector<int64_t> base_values;
-  for (const Candidate& c : cands) base_values.push_back(c.base);
-  ASSIGN_OR_RETURN(out.base, CompileAndSummarize(with(base_values)));
+  if (baseline) {
+    out.base = *std::move(baseline);
+  } else {
+    ASSIGN_OR_RETURN(out.base, CompileAndSummarize(with(base_values)));
+  }
   for (size_t q = 0; q < out.base.q.size(); ++q) {
     if (out.base.q_is_shape[q] && out.base.q[q] > 0) known.insert(out.base.q[q]);
   }
@@ -288,7 +224,7 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
   for (size_t i = 0; i < cands.size(); ++i) {
     Tunable t;
     t.name = cands[i].name;
-    t.default_value = cands[i].base;
+    t.default_value = base_values[i];
     t.declared = cands[i].declared;
     const int index = static_cast<int>(out.tunables.size());
     // Probe: double it (halve when doubling does not compile).
@@ -332,7 +268,7 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
     for (size_t q = 0; q < fits.size(); ++q) {
       divides_any = divides_any || (fits[q] && fits[q]->kind == SizeFactor::kCeilDiv);
     }
-    if (!divides_any && t.default_value > 2) {
+    if (!divides_any && t.default_value > 2 && static_cast<int>(i) != anchored) {
       std::vector<int64_t> v1 = base_values, v2 = base_values;
       v1[i] = 1;
       v2[i] = 2;
@@ -417,7 +353,7 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
     if (t.extent > 0) {
       // Name the extent after a binding with that value whose name the
       // tunable carries (block_M tiles M), else any binding of that value.
-      for (const auto& [n, v] : input.bindings) {
+      for (const auto& [n, v] : out.input.bindings) {
         if (v.kind != BindingValue::Kind::kInt || v.ival != t.extent) continue;
         const bool named =
             t.name.size() > n.size() && t.name.compare(t.name.size() - n.size(), n.size(), n) == 0;
@@ -448,7 +384,160 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
     out.iteration_space.push_back(
         {t.dim.empty() ? absl::StrCat("loop over ", t.extent) : t.dim, t.extent, true, t.name});
   }
+  return absl::OkStatus();
+}
+
+// Step 5 of the header: compiles each tile / step at the extent it tiles
+// and, where the kernel there is not what the fits predict, fits a second
+// analysis around that point. `depth` bounds the nesting (a region may
+// switch again on another tunable).
+void DetectSwitches(const std::vector<Candidate>& cands, const std::vector<int64_t>& base_values,
+                    const std::set<int64_t>& known, int depth, ProgramAnalysis* analysis) {
+  ProgramAnalysis& out = *analysis;
+  for (size_t i = 0; i < out.tunables.size() && i < cands.size(); ++i) {
+    const Tunable& t = out.tunables[i];
+    if (t.role != Role::kBlockTile && t.role != Role::kReductionStep) continue;
+    // Past kMaxSwitchExtent no derived domain reaches the extent.
+    if (t.extent <= 0 || t.default_value >= t.extent || t.extent > kMaxSwitchExtent) continue;
+    Config at = out.defaults;
+    at[t.name] = t.extent;
+    absl::StatusOr<KernelSummary> real = CompileAndSummarize(BindConfig(out, at));
+    if (!real.ok()) continue;
+    if (real->signature == out.base.signature) {
+      // Same kernel: the fits hold there, or are inexact at the edge (a
+      // one-block grid moves the middle block an extent is taken at). A
+      // second analysis would cost a set of probes for configs that no
+      // derived domain reaches, so that case is only noted.
+      if (EvalQuantities(out, at) != real->q) {
+        out.notes.push_back(absl::StrCat(t.name, ": at ", t.name, " = ", t.extent,
+                                         " some quantities differ from the fits' values"));
+      }
+      continue;
+    }
+    const std::string why = "structure";
+    std::vector<int64_t> values = base_values;
+    values[i] = t.extent;
+    auto region = std::make_shared<ProgramAnalysis>();
+    region->entry = out.entry;
+    region->input = out.input;
+    absl::Status s =
+        FitAround(cands, values, known, *std::move(real), static_cast<int>(i), region.get());
+    if (!s.ok()) {
+      out.notes.push_back(absl::StrCat(t.name, ": the kernel changes its ", why, " at ", t.name,
+                                       " = ", t.extent, " but cannot be analysed there (",
+                                       s.message(), "); configs there use the default's fits"));
+      continue;
+    }
+    if (depth > 0) DetectSwitches(cands, values, known, depth - 1, region.get());
+    out.notes.push_back(absl::StrCat(
+        t.name, ": the kernel changes its ", why, " at ", t.name, " = ", t.extent,
+        " (one tile covers ", t.dim.empty() ? absl::StrCat(t.extent) : t.dim, "); configs with ",
+        t.name, " >= ", t.extent, " are evaluated with an analysis fitted there"));
+    out.switches.push_back({t.name, t.extent, why, std::move(region)});
+  }
+}
+
+} // namespace
+
+absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input,
+                                               const TuneSpace& declared) {
+  if (input.kind != driver::ProgramInput::Kind::kTileLang) {
+    return absl::InvalidArgumentError(
+        "tuning needs TileLang source: IR has no parameters left to tune");
+  }
+  ProgramAnalysis out;
+  out.input = input;
+  frontend::FrontendOptions fo;
+  fo.file_name = input.file_name;
+  fo.entry = input.entry;
+  ASSIGN_OR_RETURN(frontend::EntrySignature sig, frontend::DescribeEntry(input.text, fo));
+  out.entry = sig.name;
+  out.input.entry = sig.name;
+
+  // The file's bind line supplies values for parameters without a default.
+  tools::Bindings bind_line;
+  if (auto b = tools::BindLine(input.text, input.file_name, "bind"); b.ok()) bind_line = *b;
+
+  for (const auto& [name, values] : declared) {
+    bool found = false;
+    for (const frontend::EntryParam& p : sig.params) {
+      if (p.name != name) continue;
+      found = true;
+      if (p.is_tensor) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("declared tunable '", name, "' is a tensor parameter"));
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("declared tunable '", name, "' is not a parameter of '", sig.name, "'"));
+    }
+    if (values.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("declared tunable '", name, "' has an empty domain"));
+    }
+    if (FindBinding(input.bindings, name) != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", name, "' is both bound and declared tunable; choose one"));
+    }
+  }
+
+  std::vector<Candidate> cands;
+  for (const frontend::EntryParam& p : sig.params) {
+    if (p.is_tensor || FindBinding(input.bindings, p.name) != nullptr) continue;
+    auto decl = declared.find(p.name);
+    std::optional<BindingValue> value = p.default_value;
+    const bool from_signature = p.has_default;
+    if (!p.has_default) {
+      if (const BindingValue* b = FindBinding(bind_line, p.name)) value = *b;
+    }
+    if (decl != declared.end()) {
+      int64_t base = decl->second.front();
+      if (value && value->kind == BindingValue::Kind::kInt &&
+          std::find(decl->second.begin(), decl->second.end(), value->ival) != decl->second.end()) {
+        base = value->ival;
+      }
+      cands.push_back({p.name, base, decl->second});
+      continue;
+    }
+    if (value && value->kind == BindingValue::Kind::kInt) {
+      cands.push_back({p.name, value->ival, {}});
+      continue;
+    }
+    if (!from_signature) {
+      if (!value) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter '", p.name, "' of '", sig.name,
+                         "' has no default and no bind-line value: bind it or declare its domain"));
+      }
+      // A non-integer value without a default (is_causal=True): fixed.
+      out.input.bindings.emplace_back(p.name, *value);
+      out.notes.push_back(absl::StrCat(p.name, ": fixed at the bind line's value"));
+    }
+  }
+
+  // Extents the program mentions, preferred when fitting a ceil-div.
+  std::set<int64_t> known;
+  for (const auto& [n, v] : out.input.bindings) {
+    if (v.kind == BindingValue::Kind::kInt && v.ival > 0) known.insert(v.ival);
+  }
+
+  std::vector<int64_t> base_values;
+  for (const Candidate& c : cands) base_values.push_back(c.base);
+  RETURN_IF_ERROR(FitAround(cands, base_values, known, std::nullopt, /*anchored=*/-1, &out));
+  DetectSwitches(cands, base_values, known, /*depth=*/1, &out);
   return out;
+}
+
+const ProgramAnalysis& AnalysisFor(const ProgramAnalysis& analysis, const Config& config) {
+  for (const StructureSwitch& sw : analysis.switches) {
+    const Tunable* t = analysis.Find(sw.tunable);
+    if (t == nullptr || sw.analysis == nullptr) continue;
+    auto it = config.find(sw.tunable);
+    const int64_t v = it == config.end() ? t->default_value : it->second;
+    if (v >= sw.from) return AnalysisFor(*sw.analysis, config);
+  }
+  return analysis;
 }
 
 } // namespace kiln::roller

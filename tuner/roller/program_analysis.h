@@ -24,6 +24,14 @@
 //     T.use_swizzle panel -> kRasterPanel, a grid extent divided by it ->
 //     kBlockTile, a grid extent multiplied by it -> kSplit, a trip count
 //     divided by it -> kReductionStep, else kOther.
+//  5. Structure switches: a program may take another path when one tile
+//     covers a whole extent (`if num_tiles > 1:` re-reads the row; with one
+//     tile it is still in registers). The fits of steps 2-3 cannot see that,
+//     so each block tile / reduction step is also compiled at its extent E
+//     (where ceildiv(E, x) becomes 1). When that kernel's structure (its
+//     signature) differs from the defaults' kernel, the analysis is redone
+//     around it (the same probes, anchored at x = E) and kept as a
+//     StructureSwitch; AnalysisFor() picks it for configs with x >= E.
 //
 // Errors: the frontend's located InvalidArgument for a program that does not
 // compile at its defaults; InvalidArgument for a candidate without any
@@ -33,6 +41,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +106,19 @@ struct IterDim {
   std::string tiled_by; // the tunable, "" when not tiled
 };
 
+struct ProgramAnalysis;
+
+// A region of the config space where the compiled kernel has another
+// structure than at the defaults: `tunable` >= `from` (the extent it tiles:
+// one tile covers it). `analysis` is fitted around a config in the region
+// (the defaults with `tunable` = `from`); its quantity vector is its own.
+struct StructureSwitch {
+  std::string tunable;
+  int64_t from = 0;
+  std::string why; // "structure": another signature (other accesses, copies, loops)
+  std::shared_ptr<const ProgramAnalysis> analysis;
+};
+
 struct ProgramAnalysis {
   std::string entry;
   // The input with every non-tuned binding resolved (the caller's plus
@@ -108,7 +130,8 @@ struct ProgramAnalysis {
   KernelSummary base;            // the kernel at the defaults
   std::vector<SizeExpr> exprs;   // one per base.q
   std::vector<IterDim> iteration_space;
-  std::vector<std::string> notes; // what was decided and why (for --verbose output)
+  std::vector<StructureSwitch> switches; // regions with their own analysis
+  std::vector<std::string> notes;        // what was decided and why (for --verbose output)
 
   // The tunables the policy may change (roles other than kShape / kOther,
   // plus kOther ones with a declared domain).
@@ -121,7 +144,13 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
 
 // Every quantity of the analysed kernel at `config` (missing names take
 // their defaults). Exact for linear and single ceil-div dependencies.
+// The vector lines up with `analysis.base`; for a config inside a structure
+// switch, evaluate AnalysisFor(analysis, config) instead.
 std::vector<int64_t> EvalQuantities(const ProgramAnalysis& analysis, const Config& config);
+
+// The analysis that describes `config`: the region of the first structure
+// switch the config lies in (recursively), else `analysis` itself.
+const ProgramAnalysis& AnalysisFor(const ProgramAnalysis& analysis, const Config& config);
 
 // The input's bindings plus the config's, as the compiler takes them.
 driver::ProgramInput BindConfig(const ProgramAnalysis& analysis, const Config& config);

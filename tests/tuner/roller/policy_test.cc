@@ -255,6 +255,46 @@ TEST(Policy, DerivedSpacesFollowRolesAndTheArch) {
   EXPECT_EQ(DeriveSpace(*a, H200()).at("block_N").front(), 64);
 }
 
+// One tile per row reads the row once (layernorm, softmax): those configs
+// must be ranked by their own traffic, and so lead the top-k.
+TEST(Policy, SingleTileRowConfigsLeadTheRowKernels) {
+  struct Case {
+    const char* file;
+    Binds binds;
+    int64_t n;
+    double bytes; // X read once + Y written once, fp16
+  };
+  const std::vector<Case> cases = {
+      {"examples/norm/layernorm.py", {{"M", "16384"}, {"N", "4096"}}, 4096, 2.0 * 16384 * 4096 * 2},
+      {"examples/softmax/softmax.py",
+       {{"M", "8192"}, {"N", "16384"}},
+       16384,
+       2.0 * 8192 * 16384 * 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    PolicyOptions o;
+    o.top_k = 10;
+    absl::StatusOr<Proposal> p = Propose(Input(c.file, c.binds), H200(), o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const std::vector<int64_t>& domain = p->space.at("block_N");
+    EXPECT_NE(std::find(domain.begin(), domain.end(), c.n), domain.end());
+    ASSERT_GE(p->candidates.size(), 3u);
+    double best_multi = 1e30;
+    for (const Candidate& cand : p->candidates) {
+      if (cand.config.at("block_N") < c.n) best_multi = std::min(best_multi, cand.predicted_us);
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      const Candidate& cand = p->candidates[i];
+      SCOPED_TRACE(cand.rationale);
+      EXPECT_EQ(cand.config.at("block_N"), c.n);
+      // Within a few percent of the single-pass traffic, nowhere near two passes.
+      EXPECT_NEAR(static_cast<double>(cand.prediction.dram_bytes), c.bytes, 0.05 * c.bytes);
+      EXPECT_LT(cand.predicted_us, best_multi);
+    }
+  }
+}
+
 TEST(Policy, EveryExampleGetsVerifiedCandidates) {
   struct Case {
     const char* file;

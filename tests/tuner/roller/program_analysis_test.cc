@@ -246,6 +246,81 @@ TEST(ProgramAnalysis, EvaluatedQuantitiesMatchARealCompile) {
   }
 }
 
+// layernorm and softmax take a single-tile path when block_N covers N (the
+// row is read once): the analysis must see it and evaluate that region with
+// quantities of its own, equal to a real compile's.
+TEST(ProgramAnalysis, SeesTheSingleTileSwitchOfRowKernels) {
+  struct Case {
+    const char* file;
+    Binds binds;
+    int64_t n;
+    std::vector<Config> configs; // inside the switch's region
+  };
+  const std::vector<Case> cases = {
+      {"examples/norm/layernorm.py",
+       {{"M", "16384"}, {"N", "4096"}},
+       4096,
+       {{{"block_N", 4096}},
+        {{"block_M", 2}, {"block_N", 4096}, {"threads", 256}},
+        {{"block_M", 1}, {"block_N", 8192}, {"threads", 512}}}},
+      {"examples/softmax/softmax.py",
+       {{"M", "8192"}, {"N", "16384"}},
+       16384,
+       {{{"block_N", 16384}}, {{"block_M", 1}, {"block_N", 16384}, {"threads", 512}}}},
+      {"examples/norm/layernorm.py", // ragged: the switch sits at N itself
+       {{"M", "45"}, {"N", "3000"}},
+       3000,
+       {{{"block_N", 3000}}, {{"block_M", 2}, {"block_N", 4096}, {"threads", 64}}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(Input(c.file, c.binds));
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_EQ(a->switches.size(), 1u);
+    const StructureSwitch& sw = a->switches[0];
+    EXPECT_EQ(sw.tunable, "block_N");
+    EXPECT_EQ(sw.from, c.n);
+    EXPECT_EQ(sw.why, "structure");
+    ASSERT_NE(sw.analysis, nullptr);
+    EXPECT_NE(sw.analysis->base.signature, a->base.signature);
+    // Below the switch the default's analysis applies.
+    EXPECT_EQ(&AnalysisFor(*a, {{"block_N", c.n / 2}}), &*a);
+    for (const Config& config : c.configs) {
+      const ProgramAnalysis& r = AnalysisFor(*a, config);
+      EXPECT_EQ(&r, sw.analysis.get());
+      driver::ProgramInput in = BindConfig(*a, config);
+      frontend::FrontendOptions fo;
+      fo.bindings = in.bindings;
+      absl::StatusOr<ir::Program> p = frontend::CompileSource(in.text, fo);
+      ASSERT_TRUE(p.ok()) << p.status();
+      absl::StatusOr<KernelSummary> real = Summarize(*p);
+      ASSERT_TRUE(real.ok()) << real.status();
+      ASSERT_EQ(real->signature, r.base.signature);
+      const std::vector<int64_t> model = EvalQuantities(r, config);
+      ASSERT_EQ(model.size(), real->q.size());
+      for (size_t q = 0; q < model.size(); ++q) {
+        EXPECT_EQ(model[q], real->q[q]) << real->q_what[q];
+      }
+    }
+  }
+}
+
+// Kernels whose structure does not depend on a tile covering its extent get
+// no switch (and so no extra analyses).
+TEST(ProgramAnalysis, UniformKernelsHaveNoSwitch) {
+  const std::vector<std::pair<const char*, Binds>> cases = {
+      {"examples/gemm/gemm.py", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}}},
+      {"examples/gemm/gemm.py", {{"M", "16"}, {"N", "4096"}, {"K", "4096"}}},
+      {"examples/norm/rmsnorm.py", {{"M", "16384"}, {"N", "4096"}}},
+  };
+  for (const auto& [file, binds] : cases) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(Input(file, binds));
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_TRUE(a->switches.empty()) << a->switches[0].tunable;
+  }
+}
+
 TEST(ProgramAnalysis, AnUnboundShapeParameterIsNotTuned) {
   // gemv's K is a parameter of the factory function; unbound, the bind line's
   // value is used and the analysis sees that it changes tensor shapes.
