@@ -11,6 +11,7 @@
 
 #include <xxhash.h>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
@@ -144,21 +145,37 @@ CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
     XXH3_128bits_update(&state, &size, sizeof(size));
     XXH3_128bits_update(&state, bytes.data(), bytes.size());
   };
+  auto number = [&state](auto v) { XXH3_128bits_update(&state, &v, sizeof(v)); };
   auto bindings = [&](const google::protobuf::Map<std::string, kiln::v1::BindingValue>& map) {
-    std::vector<const google::protobuf::MapPair<std::string, kiln::v1::BindingValue>*> sorted;
-    sorted.reserve(map.size());
+    absl::InlinedVector<const google::protobuf::MapPair<std::string, kiln::v1::BindingValue>*, 16>
+        sorted;
     for (const auto& entry : map) sorted.push_back(&entry);
     std::sort(sorted.begin(), sorted.end(),
               [](const auto* a, const auto* b) { return a->first < b->first; });
-    field(absl::StrCat(sorted.size()));
-    std::string value;
+    number(static_cast<uint64_t>(sorted.size()));
     for (const auto* entry : sorted) {
       field(entry->first);
-      (void)entry->second.SerializeToString(&value);
-      field(value);
+      const kiln::v1::BindingValue& v = entry->second;
+      number(static_cast<int32_t>(v.value_case()));
+      switch (v.value_case()) {
+      case kiln::v1::BindingValue::kIntValue:
+        number(v.int_value());
+        break;
+      case kiln::v1::BindingValue::kFloatValue:
+        number(v.float_value());
+        break;
+      case kiln::v1::BindingValue::kBoolValue:
+        number(static_cast<uint8_t>(v.bool_value() ? 1 : 0));
+        break;
+      case kiln::v1::BindingValue::kStringValue:
+        field(v.string_value());
+        break;
+      case kiln::v1::BindingValue::VALUE_NOT_SET:
+        break;
+      }
     }
   };
-  field(absl::StrCat(static_cast<int>(program.source_case())));
+  number(static_cast<int32_t>(program.source_case()));
   field(*text);
   field(program.entry());
   field(program.file_name());
