@@ -37,8 +37,8 @@ inline void RunFaultySweep(const std::string& target, const std::string& device_
   std::filesystem::remove_all(dir);
   DaemonProcess daemon;
   const std::string kilnd = EnvOr("KILN_KILND", std::string(KILN_BINARY_DIR) + "/kilnd");
-  ASSERT_TRUE(daemon.Start(kilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir,
-                                   "--worker-request-timeout=4s"}))
+  ASSERT_TRUE(daemon.Start(
+      kilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir, "--worker-request-timeout=4s"}))
       << daemon.output();
   auto stub =
       pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
