@@ -1,5 +1,7 @@
 // `kiln cache ...` run as the real binary: output, --json, exit codes.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +38,9 @@ class KilnCliTest : public ::testing::Test {
     best.config_json = "{}";
     best.artifact_key = "gamma";
     ASSERT_TRUE((*c)->PutBest({"p", "s", "cpu", "m"}, best).ok());
+    // Access times have millisecond resolution: without the pause the get
+    // can share gamma's put millisecond, and "most recently used" ties.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ASSERT_TRUE((*c)->GetArtifact("alpha").ok());
   }
 
