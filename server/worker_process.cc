@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tuner/measure/frame_io.h"
+#include "tuner/measure/worker_session.h"
 
 namespace kiln::server {
 namespace {
@@ -21,26 +22,6 @@ namespace pb = kiln::v1;
 
 // The descriptor number of the socket in the worker.
 constexpr int kWorkerFd = 3;
-
-std::string RequestName(const pb::WorkerRequest& request) {
-  switch (request.request_case()) {
-  case pb::WorkerRequest::kDescribe:
-    return "describe";
-  case pb::WorkerRequest::kLoad:
-    return "load";
-  case pb::WorkerRequest::kRun:
-    return "run";
-  case pb::WorkerRequest::kMeasure:
-    return "measure";
-  case pb::WorkerRequest::kValidate:
-    return "validate";
-  case pb::WorkerRequest::kUnload:
-    return "unload";
-  case pb::WorkerRequest::REQUEST_NOT_SET:
-    break;
-  }
-  return "empty";
-}
 
 absl::StatusCode CodeForWorkerError(pb::WorkerError::Code code) {
   switch (code) {
@@ -193,7 +174,7 @@ absl::StatusOr<pb::WorkerResponse> WorkerProcess::Call(pb::WorkerRequest request
   const absl::Time start = absl::Now();
   const uint64_t id = next_request_id_++;
   request.set_request_id(id);
-  const std::string name = RequestName(request);
+  const std::string name = measure::RequestKindName(request);
   measure::FrameIoOptions io;
   io.max_frame_bytes = options_.max_frame_bytes;
   io.deadline = deadline;

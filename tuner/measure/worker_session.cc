@@ -26,7 +26,8 @@ class Trace {
   Trace(bool on, const pb::WorkerRequest& request) : on_(on) {
     if (!on_) return;
     start_ = last_ = std::chrono::steady_clock::now();
-    line_ = absl::StrCat("kiln-worker trace: ", KindOf(request), " ", request.request_id());
+    line_ =
+        absl::StrCat("kiln-worker trace: ", RequestKindName(request), " ", request.request_id());
   }
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
@@ -44,25 +45,6 @@ class Trace {
  private:
   static double MsSince(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-  }
-  static const char* KindOf(const pb::WorkerRequest& r) {
-    switch (r.request_case()) {
-    case pb::WorkerRequest::kDescribe:
-      return "describe";
-    case pb::WorkerRequest::kLoad:
-      return "load";
-    case pb::WorkerRequest::kUnload:
-      return "unload";
-    case pb::WorkerRequest::kRun:
-      return "run";
-    case pb::WorkerRequest::kMeasure:
-      return "measure";
-    case pb::WorkerRequest::kValidate:
-      return "validate";
-    case pb::WorkerRequest::REQUEST_NOT_SET:
-      break;
-    }
-    return "empty";
   }
   bool on_;
   std::chrono::steady_clock::time_point start_, last_;
@@ -107,6 +89,26 @@ std::vector<const tools::HostParam*> Outputs(const std::vector<tools::HostParam>
 }
 
 } // namespace
+
+const char* RequestKindName(const pb::WorkerRequest& request) {
+  switch (request.request_case()) {
+  case pb::WorkerRequest::kDescribe:
+    return "describe";
+  case pb::WorkerRequest::kLoad:
+    return "load";
+  case pb::WorkerRequest::kRun:
+    return "run";
+  case pb::WorkerRequest::kMeasure:
+    return "measure";
+  case pb::WorkerRequest::kValidate:
+    return "validate";
+  case pb::WorkerRequest::kUnload:
+    return "unload";
+  case pb::WorkerRequest::REQUEST_NOT_SET:
+    break;
+  }
+  return "empty";
+}
 
 WorkerSession::WorkerSession(std::unique_ptr<DeviceBackend> backend, WorkerSessionOptions options)
     : backend_(std::move(backend)), options_(options), inputs_(options.input_cache_bytes),

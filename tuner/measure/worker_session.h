@@ -40,6 +40,10 @@ inline constexpr int kExitLaunchFailed = 3; // answered CODE_LAUNCH_FAILED
 inline constexpr int kExitBadStream = 4;    // a frame that cannot be answered (oversize, truncated)
 inline constexpr int kExitIoError = 5;      // the socket failed
 
+// The request's kind for logs: "describe", "load", "run", "measure",
+// "validate", "unload", or "empty".
+const char* RequestKindName(const kiln::v1::WorkerRequest& request);
+
 struct WorkerSessionOptions {
   size_t max_frame_bytes = kDefaultMaxFrameBytes;
   // Host memory the kernel arguments of one request may take.
