@@ -247,6 +247,14 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
     return absl::InvalidArgumentError("argument origins do not match the parameters");
   }
   ++request_;
+  // Pin this request's resident inputs first: making room for one of its
+  // new inputs must not evict another that came without its bytes.
+  for (const ArgOrigin& origin : origins) {
+    if (origin.key.empty()) continue;
+    if (auto it = resident_index_.find(origin.key); it != resident_index_.end()) {
+      it->second->last_request = request_;
+    }
+  }
   absl::StatusOr<CudaLaunchArgs> args =
       CudaLaunchArgs::Make(params, {}, [&](size_t i, size_t bytes) {
         return StartBuffer(params[i], origins.empty() ? nullptr : &origins[i], bytes);
