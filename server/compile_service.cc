@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <vector>
-
-#define XXH_STATIC_LINKING_ONLY // XXH3_state_t on the stack
 #include <optional>
 #include <utility>
+#include <vector>
 
+// clang-format off
+#define XXH_STATIC_LINKING_ONLY // XXH3_state_t on the stack
 #include <xxhash.h>
+// clang-format on
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -106,22 +107,6 @@ void CompileService::MemoPut(const std::string& memo_key, const std::string& key
   if (memo_.insert_or_assign(memo_key, key).second) memo_bytes_ += memo_key.size() + key.size();
 }
 
-bool CompileService::LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out) {
-  {
-    const absl::Time now = absl::Now();
-    absl::MutexLock lock(&hit_mu_);
-    auto it = hit_memo_.find(key);
-    if (it != hit_memo_.end() && it->second.expires > now) {
-      *out = it->second.metadata;
-      return true;
-    }
-  }
-  absl::StatusOr<kiln::v1::ArtifactMetadata> m = Lookup(key);
-  if (!m.ok()) return false;
-  *out = *std::move(m);
-  return true;
-}
-
 std::optional<CompileService::RequestDigest>
 CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
   const kiln::v1::ProgramSource& program = request.program();
@@ -201,7 +186,7 @@ bool CompileService::TryRequestHit(const RequestDigest& digest,
     }
     key = it->second;
   }
-  if (!LookupInto(key, metadata)) return false;
+  if (!LookupInto(key, metadata).ok()) return false;
   counters_.hits.fetch_add(1, std::memory_order_relaxed);
   counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -216,19 +201,30 @@ void CompileService::LearnRequest(const RequestDigest& digest, const std::string
   requests_.insert_or_assign(digest, key);
 }
 
-absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {
+absl::Status CompileService::LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out) {
   const absl::Time now = absl::Now();
   {
     absl::MutexLock lock(&hit_mu_);
     auto it = hit_memo_.find(key);
-    if (it != hit_memo_.end() && it->second.expires > now) return it->second.metadata;
+    if (it != hit_memo_.end() && it->second.expires > now) {
+      *out = it->second.metadata;
+      return absl::OkStatus();
+    }
   }
   absl::StatusOr<kiln::v1::ArtifactMetadata> m = LookupStore(key);
-  if (m.ok()) {
+  if (!m.ok()) return m.status();
+  {
     absl::MutexLock lock(&hit_mu_);
     if (hit_memo_.size() >= 4096) hit_memo_.clear();
     hit_memo_[key] = {*m, now + absl::Seconds(1)};
   }
+  *out = *std::move(m);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {
+  kiln::v1::ArtifactMetadata m;
+  if (absl::Status s = LookupInto(key, &m); !s.ok()) return s;
   return m;
 }
 

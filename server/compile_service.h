@@ -123,8 +123,8 @@ class CompileService {
 
   // Reads the metadata of a stored artifact; NotFound on a miss.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Lookup(const std::string& key);
-  // The same into `*out` (one copy); false on a miss or an error.
-  bool LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out);
+  // The same into `*out` (one copy of the metadata; Lookup is this).
+  absl::Status LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out);
   absl::StatusOr<kiln::v1::ArtifactMetadata> LookupStore(const std::string& key);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
