@@ -17,17 +17,15 @@ namespace rt = kiln::rt;
 namespace pb = kiln::v1;
 
 template <typename T>
-T Load(const tools::NpyArray& a, int64_t i) {
-  T v;
-  std::memcpy(&v, a.data.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T>
 T LoadAt(const char* data, int64_t i) {
   T v;
   std::memcpy(&v, data + i * sizeof(T), sizeof(T));
   return v;
+}
+
+template <typename T>
+T Load(const tools::NpyArray& a, int64_t i) {
+  return LoadAt<T>(a.data.data(), i);
 }
 
 template <typename T>
