@@ -46,7 +46,13 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Open(int ordinal,
   if (!device.ok()) return device.status();
   absl::StatusOr<Stream> stream = Stream::Create(*device);
   if (!stream.ok()) return stream.status();
-  return std::unique_ptr<CudaBackend>(new CudaBackend(*std::move(device), *std::move(stream)));
+  absl::StatusOr<int64_t> total = (*device)->TotalMemoryBytes();
+  const size_t resident_limit =
+      total.ok()
+          ? std::min(kResidentBytesLimit, static_cast<size_t>(std::max<int64_t>(*total, 0) / 8))
+          : size_t{1} << 30;
+  return std::unique_ptr<CudaBackend>(
+      new CudaBackend(*std::move(device), *std::move(stream), resident_limit));
 }
 
 absl::StatusOr<pb::DescribeDeviceResponse> CudaBackend::Describe() {
@@ -152,9 +158,8 @@ bool CudaBackend::ResidentKey(const std::string& key) const {
   return resident_index_.contains(key);
 }
 
-void CudaBackend::EvictResident(size_t need) {
-  for (auto it = resident_.end();
-       it != resident_.begin() && resident_bytes_ + need > resident_limit_;) {
+void CudaBackend::EvictResident(size_t keep_at_most) {
+  for (auto it = resident_.end(); it != resident_.begin() && resident_bytes_ > keep_at_most;) {
     --it;
     if (it->last_request == request_) continue; // this request's data stays
     resident_bytes_ -= it->buffer.size();
@@ -172,10 +177,7 @@ absl::StatusOr<DeviceBuffer> CudaBackend::TakeBuffer(size_t bytes) {
   absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Allocate(device_, bytes);
   if (b.ok() || b.status().code() != absl::StatusCode::kResourceExhausted) return b;
   spare_.clear();
-  const size_t limit = resident_limit_;
-  resident_limit_ = 0;
   EvictResident(0);
-  resident_limit_ = limit;
   return DeviceBuffer::Allocate(device_, bytes);
 }
 
@@ -189,16 +191,10 @@ absl::StatusOr<DeviceBuffer> CudaBackend::StartBuffer(const tools::HostParam& pa
   }
   const bool keyed = origin != nullptr && !origin->key.empty();
   if (keyed) {
-    if (resident_limit_ == 0) {
-      absl::StatusOr<int64_t> total = device_->TotalMemoryBytes();
-      resident_limit_ = total.ok() ? std::min(kResidentBytesLimit,
-                                              static_cast<size_t>(std::max<int64_t>(*total, 0) / 8))
-                                   : size_t{1} << 30;
-    }
     auto found = resident_index_.find(origin->key);
     if (found == resident_index_.end() && bytes <= resident_limit_ &&
         param.before.data.size() == bytes) {
-      EvictResident(bytes);
+      EvictResident(resident_limit_ - bytes);
       absl::StatusOr<DeviceBuffer> pristine = DeviceBuffer::Allocate(device_, bytes);
       if (pristine.ok() && pristine->CopyFromHost(param.before.data.data(), bytes).ok()) {
         resident_.push_front(Resident{origin->key, *std::move(pristine), request_});

@@ -71,8 +71,8 @@ class CudaBackend final : public DeviceBackend {
     LaunchConfig config;
   };
 
-  CudaBackend(std::shared_ptr<Device> device, Stream stream)
-      : device_(std::move(device)), stream_(std::move(stream)) {}
+  CudaBackend(std::shared_ptr<Device> device, Stream stream, size_t resident_limit)
+      : device_(std::move(device)), stream_(std::move(stream)), resident_limit_(resident_limit) {}
   absl::StatusOr<Prepared> Prepare(const kiln::v1::LaunchSpec& launch) const;
   absl::StatusOr<std::vector<double>> TimeLaunches(const Prepared& prepared, void** args,
                                                    const TimingOptions& options);
@@ -86,7 +86,9 @@ class CudaBackend final : public DeviceBackend {
   // A buffer of `bytes`: a spare one, else a new one (dropping the spares
   // and the resident copies not used by this request when memory is short).
   absl::StatusOr<DeviceBuffer> TakeBuffer(size_t bytes);
-  void EvictResident(size_t need);
+  // Drops the least recently used resident copies not pinned by this
+  // request until at most `keep_at_most` bytes are resident.
+  void EvictResident(size_t keep_at_most);
 
   struct Resident {
     std::string key;
@@ -101,7 +103,7 @@ class CudaBackend final : public DeviceBackend {
   std::list<Resident> resident_;             // most recently used first
   std::map<std::string, std::list<Resident>::iterator> resident_index_;
   size_t resident_bytes_ = 0;
-  size_t resident_limit_ = 0;                 // set on first use
+  size_t resident_limit_;
   std::multimap<size_t, DeviceBuffer> spare_; // the last request's working buffers
   uint64_t request_ = 0;
 };
