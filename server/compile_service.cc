@@ -27,6 +27,7 @@ namespace {
 constexpr size_t kMemoGeneration = 1 << 16;               // entries per generation
 constexpr size_t kMemoGenerationBytes = size_t{64} << 20; // request bytes per generation
 constexpr size_t kMemoInlineBytes = 16 << 10;             // larger requests are keyed by digest
+constexpr uint64_t kBytesDigestSeed = 0x6b696c6e62797465; // "kilnbyte"
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -174,19 +175,35 @@ CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
   return RequestDigest{h.high64, h.low64};
 }
 
+CompileService::RequestDigest CompileService::DigestOfBytes(absl::string_view request_bytes) {
+  // Seeded apart from DigestOf's field-wise hash: the two share one table.
+  const XXH128_hash_t h =
+      XXH3_128bits_withSeed(request_bytes.data(), request_bytes.size(), kBytesDigestSeed);
+  return RequestDigest{h.high64, h.low64};
+}
+
+std::optional<std::string> CompileService::LearnedKey(const RequestDigest& digest) {
+  absl::MutexLock lock(&memo_mu_);
+  auto it = requests_.find(digest);
+  if (it == requests_.end()) {
+    it = requests_old_.find(digest);
+    if (it == requests_old_.end()) return std::nullopt;
+  }
+  return it->second;
+}
+
 bool CompileService::TryRequestHit(const RequestDigest& digest,
                                    kiln::v1::ArtifactMetadata* metadata) {
-  std::string key;
-  {
-    absl::MutexLock lock(&memo_mu_);
-    auto it = requests_.find(digest);
-    if (it == requests_.end()) {
-      it = requests_old_.find(digest);
-      if (it == requests_old_.end()) return false;
-    }
-    key = it->second;
-  }
-  if (!LookupInto(key, metadata).ok()) return false;
+  const std::optional<std::string> key = LearnedKey(digest);
+  if (!key || !LookupInto(*key, metadata, nullptr).ok()) return false;
+  counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool CompileService::TryRequestHitEncoded(const RequestDigest& digest, std::string* encoded) {
+  const std::optional<std::string> key = LearnedKey(digest);
+  if (!key || !LookupInto(*key, nullptr, encoded).ok()) return false;
   counters_.hits.fetch_add(1, std::memory_order_relaxed);
   counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -201,43 +218,50 @@ void CompileService::LearnRequest(const RequestDigest& digest, const std::string
   requests_.insert_or_assign(digest, key);
 }
 
-absl::Status CompileService::LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out) {
+absl::Status CompileService::LookupInto(const std::string& key,
+                                        kiln::v1::ArtifactMetadata* metadata,
+                                        std::string* encoded) {
   const absl::Time now = absl::Now();
+  auto give = [&](const HitEntry& e) {
+    if (metadata != nullptr) *metadata = e.metadata;
+    if (encoded != nullptr) *encoded = e.encoded;
+  };
   {
     absl::MutexLock lock(&hit_mu_);
     auto it = hit_memo_.find(key);
     if (it != hit_memo_.end() && it->second.expires > now) {
-      *out = it->second.metadata;
+      give(it->second);
       return absl::OkStatus();
     }
   }
-  absl::StatusOr<kiln::v1::ArtifactMetadata> m = LookupStore(key);
-  if (!m.ok()) return m.status();
-  {
-    absl::MutexLock lock(&hit_mu_);
-    if (hit_memo_.size() >= 4096) hit_memo_.clear();
-    hit_memo_[key] = {*m, now + absl::Seconds(1)};
-  }
-  *out = *std::move(m);
+  HitEntry entry;
+  if (absl::Status s = LookupStore(key, &entry); !s.ok()) return s;
+  entry.expires = now + absl::Seconds(1);
+  give(entry);
+  absl::MutexLock lock(&hit_mu_);
+  if (hit_memo_.size() >= 4096) hit_memo_.clear();
+  hit_memo_[key] = std::move(entry);
   return absl::OkStatus();
 }
 
 absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::Lookup(const std::string& key) {
   kiln::v1::ArtifactMetadata m;
-  if (absl::Status s = LookupInto(key, &m); !s.ok()) return s;
+  if (absl::Status s = LookupInto(key, &m, nullptr); !s.ok()) return s;
   return m;
 }
 
-absl::StatusOr<kiln::v1::ArtifactMetadata> CompileService::LookupStore(const std::string& key) {
+absl::Status CompileService::LookupStore(const std::string& key, HitEntry* entry) {
   absl::StatusOr<cache::Artifact> a = store_->Get(key, {kMetadataKind});
   if (!a.ok()) return a.status();
-  for (const cache::ArtifactFile& f : a->files) {
+  for (cache::ArtifactFile& f : a->files) {
     if (f.kind != kMetadataKind) continue;
-    kiln::v1::ArtifactMetadata m;
-    if (!m.ParseFromString(f.bytes)) {
+    if (!entry->metadata.ParseFromString(f.bytes)) {
       return absl::DataLossError(absl::StrCat("artifact ", key, ": unreadable metadata"));
     }
-    return m;
+    // The stored file is the metadata message's wire form: a response can
+    // carry it as it is.
+    entry->encoded = std::move(f.bytes);
+    return absl::OkStatus();
   }
   // Stored by something other than kilnd (no metadata): compile it again.
   return absl::NotFoundError(absl::StrCat("artifact ", key, " has no metadata"));

@@ -15,7 +15,10 @@
 //     A request seen before takes a shorter path still (TryRequestHit): a
 //     128-bit digest of the request message's own fields (XXH3-128, no
 //     conversion and no copy of the source) maps to the key an earlier,
-//     fully converted request of the same digest found.
+//     fully converted request of the same digest found. The gRPC adapter
+//     goes one step further (TryRequestHitEncoded): a digest of the request's
+//     serialized bytes, before any parse, answered with the stored
+//     metadata's own bytes.
 //  4. Waiting. Start() never blocks a caller's thread: `done` runs once,
 //     at once for hits and errors, else in the pool thread that finishes the
 //     job. Cancel() (the RPC was cancelled or timed out) detaches the caller;
@@ -35,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "compiler/driver/compile_driver.h"
@@ -105,6 +109,12 @@ class CompileService {
   // configs, async): their key depends on more than the request's bytes.
   static std::optional<RequestDigest> DigestOf(const kiln::v1::CompileRequest& request);
   bool TryRequestHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata);
+  // The same keyed by a serialized request's own bytes (a repeated request
+  // arrives as the same bytes; the gRPC adapter looks it up before parsing):
+  // on true, `*encoded` is the stored artifact's metadata message, already
+  // in wire form. Learn such a digest only for a request DigestOf takes.
+  static RequestDigest DigestOfBytes(absl::string_view request_bytes);
+  bool TryRequestHitEncoded(const RequestDigest& digest, std::string* encoded);
   // Records that requests with `digest` have cache key `key`.
   void LearnRequest(const RequestDigest& digest, const std::string& key);
 
@@ -121,11 +131,15 @@ class CompileService {
   std::optional<std::string> MemoGet(const std::string& memo_key);
   void MemoPut(const std::string& memo_key, const std::string& key);
 
+  struct HitEntry;
   // Reads the metadata of a stored artifact; NotFound on a miss.
   absl::StatusOr<kiln::v1::ArtifactMetadata> Lookup(const std::string& key);
-  // The same into `*out` (one copy of the metadata; Lookup is this).
-  absl::Status LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* out);
-  absl::StatusOr<kiln::v1::ArtifactMetadata> LookupStore(const std::string& key);
+  // The same into `*metadata` and/or `*encoded` (its wire form), either may
+  // be null (one copy each; Lookup is this).
+  absl::Status LookupInto(const std::string& key, kiln::v1::ArtifactMetadata* metadata,
+                          std::string* encoded);
+  absl::Status LookupStore(const std::string& key, HitEntry* entry);
+  std::optional<std::string> LearnedKey(const RequestDigest& digest);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
   void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
@@ -154,6 +168,7 @@ class CompileService {
   // bytes (blobs are immutable).
   struct HitEntry {
     kiln::v1::ArtifactMetadata metadata;
+    std::string encoded; // metadata's wire form, as stored
     absl::Time expires;
   };
   absl::Mutex hit_mu_;

@@ -1,6 +1,7 @@
 #include "server/kiln_service.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -46,24 +47,83 @@ void FillCompileResponse(CompileReply reply, kiln::v1::CompileResponse* response
   response->set_server_seconds(reply.server_seconds);
 }
 
+// A Compile call's request and response messages, on one protobuf arena: the
+// parse and the response's metadata copy make no heap allocation each, and
+// the call's end frees them at once.
+class CompileMessages {
+ public:
+  CompileMessages()
+      : arena_(Options()),
+        request_(google::protobuf::Arena::CreateMessage<kiln::v1::CompileRequest>(&arena_)),
+        response_(google::protobuf::Arena::CreateMessage<kiln::v1::CompileResponse>(&arena_)) {}
+  kiln::v1::CompileRequest* request() { return request_; }
+  kiln::v1::CompileResponse* response() { return response_; }
+
+ private:
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 16 << 10; // a GEMM request and its response fit in the first block
+    return o;
+  }
+  google::protobuf::Arena arena_;
+  kiln::v1::CompileRequest* const request_;
+  kiln::v1::CompileResponse* const response_;
+};
+
+// `message`'s wire form as the call's response.
+absl::Status SerializeInto(const google::protobuf::Message& message, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  const grpc::Status s =
+      grpc::SerializationTraits<google::protobuf::Message>::Serialize(message, out, &own_buffer);
+  if (!s.ok()) return absl::InternalError("Compile: cannot serialize the response");
+  return absl::OkStatus();
+}
+
+// A hit's response from the stored metadata's wire form: field 1 (artifact,
+// length-delimited) written by hand, then the scalar fields as a message of
+// their own (concatenated messages parse as one).
+grpc::ByteBuffer EncodedHitResponse(const std::string& artifact, double server_seconds) {
+  std::string bytes;
+  bytes.reserve(artifact.size() + 32);
+  bytes.push_back(static_cast<char>((kiln::v1::CompileResponse::kArtifactFieldNumber << 3) | 2));
+  for (uint64_t n = artifact.size();; n >>= 7) {
+    if (n < 0x80) {
+      bytes.push_back(static_cast<char>(n));
+      break;
+    }
+    bytes.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  }
+  bytes += artifact;
+  kiln::v1::CompileResponse tail;
+  tail.set_outcome(kiln::v1::CACHE_OUTCOME_HIT);
+  tail.set_server_seconds(server_seconds);
+  tail.AppendToString(&bytes);
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 // Finishes a Compile RPC that waits on a job when the compile service calls
 // back; a cancelled or timed-out call detaches from its job.
 class CompileReactor final : public ServerUnaryReactor {
  public:
   CompileReactor(std::shared_ptr<CompileService::Pending> pending,
-                 kiln::v1::CompileResponse* response)
-      : response_(response), pending_(std::move(pending)) {}
+                 std::unique_ptr<CompileMessages> messages, grpc::ByteBuffer* out)
+      : messages_(std::move(messages)), out_(out), pending_(std::move(pending)) {}
 
   void Complete(absl::StatusOr<CompileReply> reply) {
-    const absl::Status status = reply.status();
-    if (reply.ok()) FillCompileResponse(*std::move(reply), response_);
+    absl::Status status = reply.status();
+    if (reply.ok()) {
+      FillCompileResponse(*std::move(reply), messages_->response());
+      status = SerializeInto(*messages_->response(), out_);
+    }
     Finish(ToGrpcStatus(status));
   }
   void OnCancel() override { pending_->Cancel(); }
   void OnDone() override { delete this; }
 
  private:
-  kiln::v1::CompileResponse* const response_;
+  const std::unique_ptr<CompileMessages> messages_;
+  grpc::ByteBuffer* const out_;
   const std::shared_ptr<CompileService::Pending> pending_;
 };
 
@@ -483,35 +543,7 @@ kiln::v1::Device HostCpuDevice() {
   return cpu;
 }
 
-namespace {
-
-class ArenaHolder final
-    : public grpc::MessageHolder<kiln::v1::CompileRequest, kiln::v1::CompileResponse> {
- public:
-  ArenaHolder() : arena_(Options()) {
-    set_request(google::protobuf::Arena::CreateMessage<kiln::v1::CompileRequest>(&arena_));
-    set_response(google::protobuf::Arena::CreateMessage<kiln::v1::CompileResponse>(&arena_));
-  }
-  void Release() override { delete this; }
-
- private:
-  static google::protobuf::ArenaOptions Options() {
-    google::protobuf::ArenaOptions o;
-    o.start_block_size = 16 << 10; // a GEMM request and its response fit in the first block
-    return o;
-  }
-  google::protobuf::Arena arena_;
-};
-
-} // namespace
-
-grpc::MessageHolder<kiln::v1::CompileRequest, kiln::v1::CompileResponse>*
-KilnService::ArenaMessages::AllocateMessages() {
-  return new ArenaHolder();
-}
-
 KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
-  SetMessageAllocatorFor_Compile(&compile_messages_);
   if (deps_.auth == nullptr) {
     owned_auth_ = std::make_unique<Authenticator>(std::vector<BearerToken>{},
                                                   FairShareConfig::ClientKey::kPeer);
@@ -520,19 +552,45 @@ KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
 }
 
 grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
-                                               const kiln::v1::CompileRequest* request,
-                                               kiln::v1::CompileResponse* response) {
+                                               const grpc::ByteBuffer* request_bytes,
+                                               grpc::ByteBuffer* response_bytes) {
   const absl::Time received = absl::Now();
   absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
   }
+  // gRPC hands a request that arrived in one piece as one slice; a larger
+  // one is joined once.
+  grpc::Slice whole;
+  if (!request_bytes->TrySingleSlice(&whole).ok() &&
+      !request_bytes->DumpToSingleSlice(&whole).ok()) {
+    return FinishNow(ctx, absl::InternalError("Compile: cannot read the request"));
+  }
+  const absl::string_view wire(reinterpret_cast<const char*>(whole.begin()), whole.size());
+  const CompileService::RequestDigest bytes_digest = CompileService::DigestOfBytes(wire);
+  {
+    std::string artifact;
+    if (deps_.compile->TryRequestHitEncoded(bytes_digest, &artifact)) {
+      *response_bytes = EncodedHitResponse(artifact, absl::ToDoubleSeconds(absl::Now() - received));
+      return FinishNow(ctx, absl::OkStatus());
+    }
+  }
+  auto messages = std::make_unique<CompileMessages>();
+  kiln::v1::CompileRequest* const request = messages->request();
+  kiln::v1::CompileResponse* const response = messages->response();
+  if (wire.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !request->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+    return FinishNow(ctx, absl::InvalidArgumentError(
+                              absl::StrCat("Compile: the request's ", wire.size(),
+                                           " bytes are not a kiln.v1.CompileRequest message")));
+  }
   const std::optional<CompileService::RequestDigest> digest = CompileService::DigestOf(*request);
   if (digest && deps_.compile->TryRequestHit(*digest, response->mutable_artifact())) {
+    deps_.compile->LearnRequest(bytes_digest, response->artifact().key());
     response->set_outcome(kiln::v1::CACHE_OUTCOME_HIT);
     response->set_server_seconds(absl::ToDoubleSeconds(absl::Now() - received));
-    return FinishNow(ctx, absl::OkStatus());
+    return FinishNow(ctx, SerializeInto(*response, response_bytes));
   }
   response->clear_artifact();
   google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
@@ -585,14 +643,16 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
     if (early->reply->ok()) {
       if (digest && (*early->reply)->outcome == kiln::v1::CACHE_OUTCOME_HIT) {
         deps_.compile->LearnRequest(*digest, (*early->reply)->metadata.key());
+        deps_.compile->LearnRequest(bytes_digest, (*early->reply)->metadata.key());
       }
       FillCompileResponse(std::move(**early->reply), response);
       // The whole handler, request conversion included.
       response->set_server_seconds(absl::ToDoubleSeconds(absl::Now() - received));
+      return FinishNow(ctx, SerializeInto(*response, response_bytes));
     }
     return FinishNow(ctx, early->reply->status());
   }
-  early->reactor = new CompileReactor(std::move(pending), response);
+  early->reactor = new CompileReactor(std::move(pending), std::move(messages), response_bytes);
   return early->reactor;
 }
 

@@ -2,11 +2,13 @@
 // on a loopback port with a temporary cache directory.
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "gmock/gmock.h"
@@ -101,6 +103,49 @@ TEST_F(CompileE2ETest, MissThenHitThenTheBytesMatchTheirDigests) {
     EXPECT_EQ(static_cast<int64_t>(files[f.kind()].size()), f.size_bytes());
     EXPECT_EQ(util::Sha256Hex(files[f.kind()]), f.blob_digest());
   }
+}
+
+TEST_F(CompileE2ETest, RepeatedRequestsAreHitsWithTheSameArtifact) {
+  // The first repeat is a hit through the parsed request, later ones are
+  // answered from the request bytes' digest with the stored metadata's bytes.
+  kiln::v1::CompileResponse first;
+  ASSERT_TRUE(Compile(GemmRequest(), &first).ok());
+  ASSERT_EQ(first.outcome(), kiln::v1::CACHE_OUTCOME_MISS);
+  std::vector<kiln::v1::CompileResponse> hits(4);
+  for (kiln::v1::CompileResponse& r : hits) {
+    grpc::Status s = Compile(GemmRequest(), &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  for (const kiln::v1::CompileResponse& r : hits) {
+    EXPECT_EQ(r.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+    EXPECT_EQ(r.artifact().SerializeAsString(), first.artifact().SerializeAsString());
+    EXPECT_TRUE(r.job_id().empty());
+    EXPECT_GT(r.server_seconds(), 0);
+    EXPECT_LT(r.server_seconds(), 1);
+  }
+  // Another request (one binding changed) is not served from the first's bytes.
+  kiln::v1::CompileResponse other;
+  ASSERT_TRUE(Compile(GemmRequest(/*m=*/104), &other).ok());
+  EXPECT_EQ(other.outcome(), kiln::v1::CACHE_OUTCOME_MISS);
+  EXPECT_NE(other.artifact().key(), first.artifact().key());
+}
+
+TEST_F(CompileE2ETest, MalformedRequestBytesAreInvalidArgument) {
+  grpc::GenericStub generic(
+      grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
+  const std::string junk("\x0a\xff\xff\xff\xff\x0f", 6); // a field longer than the message
+  grpc::Slice slice(junk);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext ctx;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&ctx, "/kiln.v1.Kiln/Compile", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) { done.set_value(s); });
+  const grpc::Status s = done.get_future().get();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not a kiln.v1.CompileRequest"));
+  // The daemon goes on serving.
+  kiln::v1::CompileResponse ok;
+  EXPECT_TRUE(Compile(GemmRequest(), &ok).ok());
 }
 
 TEST_F(CompileE2ETest, BadProgramIsInvalidArgumentWithItsLocation) {

@@ -347,5 +347,32 @@ TEST(CompileService, RequestFastPathHitsOnlyWhatItLearned) {
   EXPECT_FALSE(f.service.TryRequestHit(digest, &m));
 }
 
+TEST(CompileService, RequestBytesFastPathGivesTheStoredMetadataBytes) {
+  Fixture f;
+  absl::StatusOr<CompileReply> built = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(built.ok()) << built.status();
+  const std::string wire = GemmRequest().SerializeAsString();
+  const CompileService::RequestDigest digest = CompileService::DigestOfBytes(wire);
+  EXPECT_EQ(CompileService::DigestOfBytes(wire), digest);
+  EXPECT_NE(CompileService::DigestOfBytes(wire + " "), digest);
+  // Seeded apart from the field-wise digest of the same request.
+  EXPECT_NE(*CompileService::DigestOf(GemmRequest()), digest);
+  std::string encoded;
+  EXPECT_FALSE(f.service.TryRequestHitEncoded(digest, &encoded)); // never learned
+  f.service.LearnRequest(digest, built->metadata.key());
+  const int64_t hits = f.service.counters().hits.load();
+  ASSERT_TRUE(f.service.TryRequestHitEncoded(digest, &encoded));
+  kiln::v1::ArtifactMetadata m;
+  ASSERT_TRUE(m.ParseFromString(encoded));
+  EXPECT_EQ(m.SerializeAsString(), built->metadata.SerializeAsString());
+  EXPECT_EQ(f.service.counters().hits.load(), hits + 1);
+  // Served again from the hit memo: the same bytes.
+  std::string again;
+  ASSERT_TRUE(f.service.TryRequestHitEncoded(digest, &again));
+  EXPECT_EQ(again, encoded);
+  f.service.LearnRequest(digest, std::string(64, 'f'));
+  EXPECT_FALSE(f.service.TryRequestHitEncoded(digest, &encoded));
+}
+
 } // namespace
 } // namespace kiln::server
