@@ -26,7 +26,7 @@
 // With wgmma (sm_90a), a body of producers and one gemm keeps one wgmma
 // group in flight across iterations (LowerWgmmaLoop): the wgmma of tile ko
 // is issued after the barrier, then the copies of tile ko + S - 2, then a
-// wait that leaves that group pending.
+// wait that leaves that group pending (none in the last iteration).
 // `order` and `stage` annotations are accepted; the schedule above is the
 // one they describe for copy-then-compute bodies.
 #include <algorithm>
@@ -259,7 +259,21 @@ absl::StatusOr<bool> Lowering::LowerWgmmaLoop(const Stmt& s, const std::vector<s
   producer.push_back(Call("cp_async_commit", {}));
   if (n_const) var_max_[ko] = *n_const - 1;
   for (Stmt& p : producer) loop.body.push_back(std::move(p));
-  loop.body.push_back(Call("wgmma_wait", {I(inflight)}));
+  if (inflight == 0) {
+    loop.body.push_back(Call("wgmma_wait", {I(0)}));
+  } else {
+    // The last iteration drains every group before the loop exits. A wait
+    // after the loop alone is not enough: ptxas (CUDA 13.0) was seen to
+    // schedule the epilogue's reads of the accumulators above that wait
+    // (SASS: F2FP before WARPGROUP.DEPBAR.LE gsb0, 0x0), so they raced the
+    // last wgmma; it does not move them into the loop, above this one.
+    Stmt wait;
+    wait.kind = StmtKind::kIf;
+    wait.cond = ir::Simplify(Lt(Add(Var(ko), I(1)), n));
+    wait.body.push_back(Call("wgmma_wait", {I(inflight)}));
+    wait.else_body.push_back(Call("wgmma_wait", {I(0)}));
+    loop.body.push_back(std::move(wait));
+  }
   out->push_back(std::move(loop));
   out->push_back(Call("wgmma_wait", {I(0)}));
   out->push_back(Call("cp_async_wait", {I(0)}));

@@ -21,8 +21,9 @@ namespace kiln::toolchain {
 // as outputs (benchmarks and tuning validate them). 4: simplify-bounds
 // removes index operations that thread and loop bounds make redundant.
 // 5: the wgmma path's operand writers fence toward the async proxy before
-// the barrier.
-inline constexpr int kKilnCodegenVersion = 5;
+// the barrier. 6: the wgmma main loop's last iteration waits for every
+// group (ptxas hoisted the epilogue above the wait after the loop).
+inline constexpr int kKilnCodegenVersion = 6;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

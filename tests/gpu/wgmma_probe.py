@@ -1,49 +1,97 @@
 #!/usr/bin/env python3
-"""Narrows down the sm_90a wgmma GEMM failure (docs/benchmarks.md, "Hopper wgmma"):
-gemm.py at 4000x4104x4040 with 64x32x16 tiles is wrong on the H200 while the same tiles pass at
-the test size and 128x256x64 passes at this size. For tile configs around the failing one this
-runs each cubin twice (does the set of bad elements change between runs: a race) and once with
-200 KiB of dynamic shared memory (one CTA per SM: does it depend on CTAs sharing an SM), and
-prints the count and first rows/columns of bad elements against an fp32 torch matmul.
+"""Correctness sweep of the sm_90a wgmma GEMM path over tile configs, on the GPU.
 
-  LD_LIBRARY_PATH=device_bundle/lib python3 tests/gpu/wgmma_probe.py [KILN_OPT]
+The wgmma main loop's bugs showed up only for some tiles at large ragged sizes (many k-tiles,
+several CTAs per SM; docs/benchmarks.md, "Hopper wgmma"), so this runs gemm.py at
+4000x4104x4040 (fp16, and bf16 for a subset) for every config of a small grid of block_M,
+block_N, block_K, num_stages and threads: each cubin twice (a race shows up as a changing set of
+bad elements) and once with 200 KiB of dynamic shared memory (one CTA per SM), against an fp32
+torch matmul. Prints one line per config and a PASS/FAIL summary; exit status 1 on any failure.
+
+  LD_LIBRARY_PATH=device_bundle/lib python3 tests/gpu/wgmma_probe.py [KILN_OPT] [--quick]
 """
+import concurrent.futures
+import itertools
 import os
 import sys
+import tempfile
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import numpy as np, torch, cupy as cp
+import numpy as np
+import torch
 import kiln_gpu as kg
 
-opt = sys.argv[1] if len(sys.argv) > 1 else "device_bundle/bin/kiln-opt"
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+opt = args[0] if args else "device_bundle/bin/kiln-opt"
+quick = "--quick" in sys.argv
 M, N, K = 4000, 4104, 4040
-torch.manual_seed(0)
-A = (torch.rand(M, K, device="cuda") * 2 - 1).half()
-B = (torch.rand(K, N, device="cuda") * 2 - 1).half()
-ref = (A.float() @ B.float())
 
-def check(c, tag):
-    C = c.float()
-    bad = ((C - ref).abs() > 1e-2 + 1e-2 * ref.abs())
-    n = int(bad.sum())
-    rows = torch.nonzero(bad.any(1)).flatten()
-    cols = torch.nonzero(bad.any(0)).flatten()
-    print(f"{tag}: {n} bad; rows {rows[:6].tolist()}.. ({rows.numel()}), cols {cols[:6].tolist()}.. ({cols.numel()})", flush=True)
+configs = []
+for bm, bn, bk, st in itertools.product((64, 128), (32, 64, 128, 256), (16, 32, 64), (2, 3, 4)):
+    for th in ((128,) if bm == 64 else (128, 256)):
+        configs.append(dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th,
+                            dtype="float16"))
+for bm, bn, bk, st in ((64, 32, 16, 3), (128, 128, 64, 3), (128, 256, 64, 4)):
+    configs.append(dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st,
+                        threads=256 if bm == 128 else 128, dtype="bfloat16"))
+if quick:
+    configs = configs[::7]
 
-for bm, bn, bk, st, th in [(64, 32, 16, 3, 128), (64, 32, 16, 2, 128), (64, 32, 32, 3, 128), (64, 64, 16, 3, 128), (128, 32, 16, 3, 128), (64, 32, 16, 4, 128)]:
-    binds = dict(M=M, N=N, K=K, block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+work = tempfile.mkdtemp(prefix="kiln_wgmma_probe_")
+
+
+def compile_one(c):
+    binds = dict(M=M, N=N, K=K, **c)
     try:
-        comp = kg.compile_program(opt, "examples/gemm/gemm.py", binds, arch="sm_90a")
-    except Exception as e:
-        print(binds, "compile failed", str(e)[-200:]); continue
-    fn = comp.function()
-    smem = comp.launch["dynamic_smem_bytes"]
-    grid = tuple(int(g) for g in comp.launch["grid"]); block = tuple(comp.launch["block"])
-    tag = f"{bm}x{bn}x{bk} st{st} smem{smem}"
-    for rep in range(2):
-        C = torch.zeros(M, N, device="cuda", dtype=torch.half)
-        comp.run([A, B, C]); torch.cuda.synchronize(); check(C, tag + f" run{rep}")
-    big = 200 * 1024
-    fn.max_dynamic_shared_size_bytes = big
-    C = torch.zeros(M, N, device="cuda", dtype=torch.half)
-    args = (np.uint64(A.data_ptr()), np.uint64(B.data_ptr()), np.uint64(C.data_ptr()))
-    fn(grid, block, args, shared_mem=big); torch.cuda.synchronize(); check(C, tag + " 1 CTA/SM")
+        return c, kg.compile_program(opt, "examples/gemm/gemm.py", binds, arch="sm_90a",
+                                     workdir=work), None
+    except Exception as e:  # a config the target cannot hold is not a wrong result
+        return c, None, str(e).strip().splitlines()[-1][-160:]
+
+
+torch.manual_seed(0)
+inputs = {}
+for dt in ("float16", "bfloat16"):
+    tdt = getattr(torch, dt)
+    A = (torch.rand(M, K, device="cuda") * 2 - 1).to(tdt)
+    B = (torch.rand(K, N, device="cuda") * 2 - 1).to(tdt)
+    inputs[dt] = (A, B, A.float() @ B.float())
+
+
+def bad_count(C, ref):
+    return int(((C.float() - ref).abs() > 1e-2 + 1e-2 * ref.abs()).sum())
+
+
+failed = passed = skipped = 0
+with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+    for c, comp, err in pool.map(compile_one, configs):
+        tag = "{block_M}x{block_N}x{block_K} st{num_stages} thr{threads} {dtype}".format(**c)
+        if comp is None:
+            skipped += 1
+            print(f"{tag}: not compiled ({err})", flush=True)
+            continue
+        A, B, ref = inputs[c["dtype"]]
+        counts = []
+        for _ in range(2):
+            C = torch.zeros(M, N, device="cuda", dtype=A.dtype)
+            comp.run([A, B, C])
+            torch.cuda.synchronize()
+            counts.append(bad_count(C, ref))
+        fn = comp.function()
+        big = 200 * 1024
+        fn.max_dynamic_shared_size_bytes = big
+        C = torch.zeros(M, N, device="cuda", dtype=A.dtype)
+        grid = tuple(int(g) for g in comp.launch["grid"])
+        fn(grid, tuple(comp.launch["block"]),
+           (np.uint64(A.data_ptr()), np.uint64(B.data_ptr()), np.uint64(C.data_ptr())),
+           shared_mem=big)
+        torch.cuda.synchronize()
+        counts.append(bad_count(C, ref))
+        ok = not any(counts)
+        passed += ok
+        failed += not ok
+        print(f"{tag}: {'PASS' if ok else 'FAIL'} bad elements {counts[0]}, {counts[1]}, "
+              f"one CTA/SM {counts[2]}", flush=True)
+print(f"wgmma sweep at {M}x{N}x{K}: {passed} passed, {failed} failed, {skipped} not compiled: "
+      f"{'PASS' if failed == 0 and passed > 0 else 'FAIL'}")
+sys.exit(1 if failed or not passed else 0)
