@@ -111,7 +111,10 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
   if (target.kind == passes::Target::Kind::kCuda) {
     out.target = EmitTarget::kCuda;
     out.arch = target.arch;
-    out.source = absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n\n",
+    // wgmma.h is most of the runtime's text: only kernels that use it pay
+    // NVRTC's parse of it.
+    out.source = absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n",
+                              body.uses_wgmma ? "#include \"kiln/cuda/wgmma.h\"\n" : "", "\n",
                               "extern \"C\" __global__ void __launch_bounds__(", threads, ") ",
                               launch.symbol, "(", body.params, ") {\n", body.body, "}\n");
     return out;

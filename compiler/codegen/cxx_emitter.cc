@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
@@ -212,6 +213,7 @@ class Emitter {
     RETURN_IF_ERROR(Stmts(p_.kernel.body, 1));
     out.body = std::move(text_);
     out.smem_bytes = smem_;
+    out.uses_wgmma = uses_wgmma_;
     return out;
   }
 
@@ -501,6 +503,7 @@ class Emitter {
     case StmtKind::kCall: {
       const ir::IntrinsicInfo* info = ir::FindIntrinsic(s.name);
       if (!info) return Error(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
+      if (absl::StartsWith(s.name, "wgmma_") || s.name == "fence_proxy_async") uses_wgmma_ = true;
       if (s.name == "cp_async_wait" || s.name == "wgmma_wait") {
         Line(indent, absl::StrCat("kiln::rt::", s.name, "<", s.indices[0].ival, ">();"));
         return absl::OkStatus();
@@ -543,6 +546,7 @@ class Emitter {
   std::set<std::string> scalars_;
   std::string text_;
   int64_t smem_ = 0;
+  bool uses_wgmma_ = false;
 };
 
 } // namespace

@@ -19,6 +19,7 @@ struct EmittedBody {
   std::string unpack_args; // CPU: "auto* A = *static_cast<T**>(kiln_args[0]);\n..."
   std::string body;        // block variables, then the statements
   int64_t smem_bytes = 0;  // dynamic shared memory
+  bool uses_wgmma = false; // calls the Hopper wgmma intrinsics (their own header)
 };
 
 // The C++ spelling of an IR dtype ("float", "kiln::rt::half_t", ...).

@@ -1,5 +1,7 @@
-// Kiln CUDA runtime: the one header generated CUDA C++ includes. Compiles
-// under NVRTC with no other headers (sm_80 and newer).
+// Kiln CUDA runtime: the header generated CUDA C++ includes. Compiles under
+// NVRTC with no other headers (sm_80 and newer). Kernels that use Hopper's
+// wgmma (sm_90a) also include kiln/cuda/wgmma.h, which is most of the
+// runtime's text, so that the others do not pay for parsing it.
 #ifndef KILN_CUDA_RUNTIME_H_
 #define KILN_CUDA_RUNTIME_H_
 
@@ -13,6 +15,5 @@
 #include "kiln/cuda/thread_ops.h"
 #include "kiln/cuda/types.h"
 #include "kiln/cuda/warp.h"
-#include "kiln/cuda/wgmma.h"
 
 #endif // KILN_CUDA_RUNTIME_H_

@@ -14,8 +14,9 @@
 //    1 (accumulate). All 128 threads of the warpgroup call it convergently,
 //    with the same descriptors. The CPU twin is kiln/cpu/wgmma.h.
 //
-// Templates: nothing here is compiled unless a kernel uses it, so the header
-// is included for every architecture.
+// Generated kernels include it (after kiln/cuda/runtime.h) only when they
+// call wgmma: it is most of the runtime's text, and NVRTC parses what is
+// included whether it is used or not.
 #ifndef KILN_CUDA_WGMMA_H_
 #define KILN_CUDA_WGMMA_H_
 
