@@ -108,60 +108,75 @@ void FillRandom(NpyArray& a, uint64_t seed, size_t index) {
 
 namespace {
 
-void FillRange(NpyArray& a, Rng& rng, int64_t begin, int64_t end) {
-  using ir::DType;
-  namespace rt = kiln::rt;
+// Each element takes the same draws whatever its dtype: a uniform double f
+// in [-1, 1), an integer k in [-8, 8) from the next draw, and for bool a
+// third draw. `put(i, f, k, rng)` stores element i; the dtype is chosen once
+// per range, not per element.
+template <class PutFn>
+void FillLoop(Rng& rng, int64_t begin, int64_t end, PutFn put) {
   for (int64_t i = begin; i < end; ++i) {
     const double f = rng.Uniform();
     const int64_t k = static_cast<int64_t>(rng.Next() >> 60) - 8; // [-8, 8)
-    switch (a.dtype) {
-    case DType::kBool:
-      Put<uint8_t>(a.data, i, (rng.Next() >> 63) != 0);
-      break;
-    case DType::kInt8:
-      Put<int8_t>(a.data, i, static_cast<int8_t>(k));
-      break;
-    case DType::kInt16:
-      Put<int16_t>(a.data, i, static_cast<int16_t>(k));
-      break;
-    case DType::kInt32:
-      Put<int32_t>(a.data, i, static_cast<int32_t>(k));
-      break;
-    case DType::kInt64:
-      Put<int64_t>(a.data, i, k);
-      break;
-    // Unsigned types take the same draw modulo 2^bits (so -1 is the maximum).
-    case DType::kUInt8:
-      Put<uint8_t>(a.data, i, static_cast<uint8_t>(k));
-      break;
-    case DType::kUInt16:
-      Put<uint16_t>(a.data, i, static_cast<uint16_t>(k));
-      break;
-    case DType::kUInt32:
-      Put<uint32_t>(a.data, i, static_cast<uint32_t>(k));
-      break;
-    case DType::kUInt64:
-      Put<uint64_t>(a.data, i, static_cast<uint64_t>(k));
-      break;
-    case DType::kFloat16:
-      Put<uint16_t>(a.data, i, rt::float_to_half(static_cast<float>(f)).bits);
-      break;
-    case DType::kBFloat16:
-      Put<uint16_t>(a.data, i, rt::float_to_bfloat16(static_cast<float>(f)).bits);
-      break;
-    case DType::kFloat32:
-      Put<float>(a.data, i, static_cast<float>(f));
-      break;
-    case DType::kFloat64:
-      Put<double>(a.data, i, f);
-      break;
-    case DType::kFloat8E4M3:
-      Put<uint8_t>(a.data, i, rt::float_to_e4m3(static_cast<float>(f)).bits);
-      break;
-    case DType::kFloat8E5M2:
-      Put<uint8_t>(a.data, i, rt::float_to_e5m2(static_cast<float>(f)).bits);
-      break;
-    }
+    put(i, f, k, rng);
+  }
+}
+
+void FillRange(NpyArray& a, Rng& rng, int64_t begin, int64_t end) {
+  using ir::DType;
+  namespace rt = kiln::rt;
+  std::string& d = a.data;
+  // Integers and floats that ignore one of the draws still make it (above).
+  auto integer = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    FillLoop(rng, begin, end,
+             [&d](int64_t i, double, int64_t k, Rng&) { Put<T>(d, i, static_cast<T>(k)); });
+  };
+  switch (a.dtype) {
+  case DType::kBool:
+    FillLoop(rng, begin, end, [&d](int64_t i, double, int64_t, Rng& r) {
+      Put<uint8_t>(d, i, (r.Next() >> 63) != 0);
+    });
+    return;
+  case DType::kInt8:
+    return integer(int8_t{});
+  case DType::kInt16:
+    return integer(int16_t{});
+  case DType::kInt32:
+    return integer(int32_t{});
+  case DType::kInt64:
+    return integer(int64_t{});
+  // Unsigned types take the same draw modulo 2^bits (so -1 is the maximum).
+  case DType::kUInt8:
+    return integer(uint8_t{});
+  case DType::kUInt16:
+    return integer(uint16_t{});
+  case DType::kUInt32:
+    return integer(uint32_t{});
+  case DType::kUInt64:
+    return integer(uint64_t{});
+  case DType::kFloat16:
+    return FillLoop(rng, begin, end, [&d](int64_t i, double f, int64_t, Rng&) {
+      Put<uint16_t>(d, i, rt::float_to_half(static_cast<float>(f)).bits);
+    });
+  case DType::kBFloat16:
+    return FillLoop(rng, begin, end, [&d](int64_t i, double f, int64_t, Rng&) {
+      Put<uint16_t>(d, i, rt::float_to_bfloat16(static_cast<float>(f)).bits);
+    });
+  case DType::kFloat32:
+    return FillLoop(rng, begin, end, [&d](int64_t i, double f, int64_t, Rng&) {
+      Put<float>(d, i, static_cast<float>(f));
+    });
+  case DType::kFloat64:
+    return FillLoop(rng, begin, end,
+                    [&d](int64_t i, double f, int64_t, Rng&) { Put<double>(d, i, f); });
+  case DType::kFloat8E4M3:
+    return FillLoop(rng, begin, end, [&d](int64_t i, double f, int64_t, Rng&) {
+      Put<uint8_t>(d, i, rt::float_to_e4m3(static_cast<float>(f)).bits);
+    });
+  case DType::kFloat8E5M2:
+    return FillLoop(rng, begin, end, [&d](int64_t i, double f, int64_t, Rng&) {
+      Put<uint8_t>(d, i, rt::float_to_e5m2(static_cast<float>(f)).bits);
+    });
   }
 }
 

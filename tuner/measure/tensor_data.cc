@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -16,12 +17,7 @@ using ir::DType;
 namespace rt = kiln::rt;
 namespace pb = kiln::v1;
 
-template <typename T>
-T LoadAt(const char* data, int64_t i) {
-  T v;
-  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-  return v;
-}
+using detail::LoadAt;
 
 template <typename T>
 T Load(const tools::NpyArray& a, int64_t i) {
@@ -196,40 +192,19 @@ pb::DType DTypeToWire(DType dtype) {
   return pb::DTYPE_UNSPECIFIED;
 }
 
+const float* detail::HalfToFloatTable() {
+  static const std::vector<float>* const table = [] {
+    auto* t = new std::vector<float>(1 << 16);
+    for (uint32_t b = 0; b < (1u << 16); ++b) {
+      (*t)[b] = rt::half_to_float(rt::half_t{static_cast<uint16_t>(b)});
+    }
+    return t;
+  }();
+  return table->data();
+}
+
 double GetElement(ir::DType dtype, const char* data, int64_t i) {
-  switch (dtype) {
-  case DType::kBool:
-    return LoadAt<uint8_t>(data, i) != 0 ? 1.0 : 0.0;
-  case DType::kInt8:
-    return LoadAt<int8_t>(data, i);
-  case DType::kInt16:
-    return LoadAt<int16_t>(data, i);
-  case DType::kInt32:
-    return LoadAt<int32_t>(data, i);
-  case DType::kInt64:
-    return static_cast<double>(LoadAt<int64_t>(data, i));
-  case DType::kUInt8:
-    return LoadAt<uint8_t>(data, i);
-  case DType::kUInt16:
-    return LoadAt<uint16_t>(data, i);
-  case DType::kUInt32:
-    return LoadAt<uint32_t>(data, i);
-  case DType::kUInt64:
-    return static_cast<double>(LoadAt<uint64_t>(data, i));
-  case DType::kFloat16:
-    return rt::half_to_float(rt::half_t{LoadAt<uint16_t>(data, i)});
-  case DType::kBFloat16:
-    return rt::bfloat16_to_float(rt::bfloat16_t{LoadAt<uint16_t>(data, i)});
-  case DType::kFloat32:
-    return LoadAt<float>(data, i);
-  case DType::kFloat64:
-    return LoadAt<double>(data, i);
-  case DType::kFloat8E4M3:
-    return rt::e4m3_to_float(rt::fp8_e4m3_t{LoadAt<uint8_t>(data, i)});
-  case DType::kFloat8E5M2:
-    return rt::e5m2_to_float(rt::fp8_e5m2_t{LoadAt<uint8_t>(data, i)});
-  }
-  return 0;
+  return WithElementReader(dtype, [&](auto read) { return read(data, i); });
 }
 
 double GetElement(const tools::NpyArray& a, int64_t i) {

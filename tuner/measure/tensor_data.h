@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "compiler/tools/kernel_inputs.h"
 #include "compiler/tools/npy.h"
 #include "google/protobuf/repeated_ptr_field.h"
+#include "kiln/cpu/types.h"
 #include "kiln/v1/worker.pb.h"
 #include "tuner/measure/input_cache.h"
 
@@ -47,6 +49,68 @@ kiln::v1::DType DTypeToWire(ir::DType dtype);
 double GetElement(const tools::NpyArray& a, int64_t i);
 // The same on raw C-order bytes of `dtype`.
 double GetElement(ir::DType dtype, const char* data, int64_t i);
+
+namespace detail {
+template <typename T>
+T LoadAt(const char* data, int64_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return v;
+}
+// The float value of every half bit pattern (256 KiB, made on first use).
+const float* HalfToFloatTable();
+} // namespace detail
+
+// Calls fn(read), where read(data, i) is GetElement(dtype, data, i) for this
+// one dtype: a loop over many elements inside fn decodes them without a
+// dtype switch per element. Returns what fn returns (the same type for every
+// reader).
+template <class Fn>
+decltype(auto) WithElementReader(ir::DType dtype, Fn&& fn) {
+  using detail::LoadAt;
+  namespace rt = kiln::rt;
+  switch (dtype) {
+  case ir::DType::kBool:
+    return fn([](const char* d, int64_t i) { return LoadAt<uint8_t>(d, i) != 0 ? 1.0 : 0.0; });
+  case ir::DType::kInt8:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<int8_t>(d, i)); });
+  case ir::DType::kInt16:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<int16_t>(d, i)); });
+  case ir::DType::kInt32:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<int32_t>(d, i)); });
+  case ir::DType::kInt64:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<int64_t>(d, i)); });
+  case ir::DType::kUInt8:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<uint8_t>(d, i)); });
+  case ir::DType::kUInt16:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<uint16_t>(d, i)); });
+  case ir::DType::kUInt32:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<uint32_t>(d, i)); });
+  case ir::DType::kUInt64:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<uint64_t>(d, i)); });
+  case ir::DType::kFloat16:
+    return fn([table = detail::HalfToFloatTable()](const char* d, int64_t i) {
+      return static_cast<double>(table[LoadAt<uint16_t>(d, i)]);
+    });
+  case ir::DType::kBFloat16:
+    return fn([](const char* d, int64_t i) {
+      return static_cast<double>(rt::bfloat16_to_float(rt::bfloat16_t{LoadAt<uint16_t>(d, i)}));
+    });
+  case ir::DType::kFloat32:
+    return fn([](const char* d, int64_t i) { return static_cast<double>(LoadAt<float>(d, i)); });
+  case ir::DType::kFloat64:
+    return fn([](const char* d, int64_t i) { return LoadAt<double>(d, i); });
+  case ir::DType::kFloat8E4M3:
+    return fn([](const char* d, int64_t i) {
+      return static_cast<double>(rt::e4m3_to_float(rt::fp8_e4m3_t{LoadAt<uint8_t>(d, i)}));
+    });
+  case ir::DType::kFloat8E5M2:
+    return fn([](const char* d, int64_t i) {
+      return static_cast<double>(rt::e5m2_to_float(rt::fp8_e5m2_t{LoadAt<uint8_t>(d, i)}));
+    });
+  }
+  return fn([](const char*, int64_t) { return 0.0; });
+}
 // Stores `v` as element `i` of `a`: floats round to nearest even (as the
 // GPU's cvt.rn does; fp8 saturates), integers truncate toward zero and wrap
 // modulo 2^bits, bools are v != 0.

@@ -12,6 +12,7 @@ namespace kiln::measure {
 namespace {
 
 namespace pb = kiln::v1;
+namespace rt = kiln::rt;
 using ::testing::HasSubstr;
 
 pb::TensorSpec* Add(google::protobuf::RepeatedPtrField<pb::TensorSpec>* specs, pb::DType dtype,
@@ -166,6 +167,34 @@ TEST(TensorData, Errors) {
     EXPECT_EQ(params.status().code(), c.code) << params.status();
     EXPECT_THAT(params.status().message(), HasSubstr(c.message));
   }
+}
+
+TEST(TensorData, ElementReadersMatchTheConversions) {
+  // The per-dtype readers (a table for float16) give what the scalar
+  // conversions give, for every float16 and bfloat16 bit pattern.
+  std::string bytes(2, '\0');
+  for (uint32_t b = 0; b < (1u << 16); ++b) {
+    const auto bits = static_cast<uint16_t>(b);
+    std::memcpy(bytes.data(), &bits, 2);
+    const double h =
+        WithElementReader(ir::DType::kFloat16, [&](auto read) { return read(bytes.data(), 0); });
+    const double want_h = rt::half_to_float(rt::half_t{bits});
+    if (std::isnan(want_h)) {
+      ASSERT_TRUE(std::isnan(h)) << b;
+    } else {
+      ASSERT_EQ(h, want_h) << b;
+    }
+    const double bf = GetElement(ir::DType::kBFloat16, bytes.data(), 0);
+    const double want_bf = rt::bfloat16_to_float(rt::bfloat16_t{bits});
+    if (std::isnan(want_bf)) {
+      ASSERT_TRUE(std::isnan(bf)) << b;
+    } else {
+      ASSERT_EQ(bf, want_bf) << b;
+    }
+  }
+  const int32_t i32 = -7;
+  bytes.assign(reinterpret_cast<const char*>(&i32), 4);
+  EXPECT_EQ(GetElement(ir::DType::kInt32, bytes.data(), 0), -7.0);
 }
 
 TEST(TensorData, FormatIndex) {
