@@ -9,7 +9,7 @@ so both start from a copy of a cache that already holds them). Prints one Markdo
 result (the whole TuneResult JSON) to OUT/PROBLEM_{roller,grid}.json.
 
   python3 bench/tune_vs_grid.py --bundle device_bundle --out OUT [--only NAME,...]
-      [--timeout SECONDS] [--top-k 10] [--target cuda:sm_90] [--list]
+      [--timeout SECONDS] [--top-k 10] [--target cuda:sm_90] [--list] [--before-each CMD]
 
 --bundle is a folder from scripts/device_bundle.sh (bin/kilnd, bin/kiln, lib/). With
 KILN_WORKER_TRACE=1 in the environment the workers' per-request phase times land in
@@ -129,8 +129,22 @@ def make_template(bundle, out, target):
     return template
 
 
-def tune(bundle, problem, strategy, top_k, timeout, out_prefix, target, template):
+def roller_space(bundle, problem, target):
+    """The domains roller derives for a problem (kiln tune --dry-run, no GPU needed)."""
+    cmd = [os.path.join(bundle, "bin", "kiln"), "tune", os.path.join(ROOT, problem["file"]),
+           "--strategy", "roller", "--dry-run", "--json", "--arch", "h200", "--target", target]
+    for k, v in problem["bind"].items():
+        cmd += ["--bind", f"{k}={v}"]
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(bundle, "lib")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return {t["name"]: t["domain"] for t in json.loads(p.stdout)["tunables"]}
+
+
+def tune(bundle, problem, strategy, top_k, timeout, out_prefix, target, template, before=""):
     """Runs one tune on a fresh kilnd; returns (result dict or None, wall seconds, note)."""
+    if before:
+        subprocess.run(before, shell=True, check=False)
     daemon = Kilnd(bundle, out_prefix + ".kilnd.log", template)
     try:
         cmd = [os.path.join(bundle, "bin", "kiln"), "tune", os.path.join(ROOT, problem["file"]),
@@ -185,6 +199,13 @@ def main():
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--target", default="cuda:sm_90")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--grid-space", choices=("declared", "roller"), default="declared",
+                    help="the grid's space: the one declared here per problem, or the space "
+                         "roller itself ranks (its derived domains, from a dry run), so that "
+                         "the exhaustive search covers exactly what roller chose from")
+    ap.add_argument("--before-each", default="",
+                    help="a shell command run before every tune, e.g. one that empties a "
+                         "compile cache outside Kiln, so that no sweep reuses another's builds")
     args = ap.parse_args()
     if args.list:
         for name, p in PROBLEMS.items():
@@ -204,18 +225,22 @@ def main():
     print("|---|---|---|---|---|---|---|---|", flush=True)
     rc = 0
     for name in names:
-        p = PROBLEMS[name]
+        p = dict(PROBLEMS[name])
+        if args.grid_space == "roller":
+            p["space"] = roller_space(bundle, p, args.target)
         declared = 1
         for vs in p["space"].values():
             declared *= len(vs)
         r, r_wall, r_note = tune(bundle, p, "roller", args.top_k, args.timeout,
-                                 os.path.join(out, name + "_roller"), args.target, template)
+                                 os.path.join(out, name + "_roller"), args.target, template,
+                                 args.before_each)
         r_us, r_cfg, _, _ = summary(r) if r else (None, "-", 0, {})
         if name in skip_grid:
             g, g_wall, g_note = None, 0.0, "skipped"
         else:
             g, g_wall, g_note = tune(bundle, p, "grid", args.top_k, args.timeout,
-                                     os.path.join(out, name + "_grid"), args.target, template)
+                                     os.path.join(out, name + "_grid"), args.target, template,
+                                     args.before_each)
         g_us, g_cfg, g_n, g_status = summary(g) if g else (None, "-", 0, {})
         ratio = f"{g_us / r_us:.3f}" if r_us and g_us else "-"
         wall = f"{r_wall / g_wall:.2f}" if g and g_wall > 0 else "-"
