@@ -9,8 +9,8 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "kiln/cpu/types.h"
 #include "compiler/tools/kernel_inputs.h"
+#include "kiln/cpu/types.h"
 #include "tuner/measure/output_compare.h"
 
 namespace {
