@@ -1,7 +1,9 @@
 #include "server/compile_pool.h"
 
+#include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace kiln::server {
@@ -28,6 +30,23 @@ CompilePool::CompilePool(CompilePoolOptions options) : options_(std::move(option
 
 CompilePool::~CompilePool() { Shutdown(); }
 
+namespace {
+
+constexpr char kQueueFullPayload[] = "type.googleapis.com/kiln.v1.CompileQueueFull";
+
+absl::Status QueueFull(const std::string& message) {
+  absl::Status s = absl::ResourceExhaustedError(message);
+  s.SetPayload(kQueueFullPayload, absl::Cord("1"));
+  return s;
+}
+
+} // namespace
+
+bool IsQueueFull(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kResourceExhausted &&
+         status.GetPayload(kQueueFullPayload).has_value();
+}
+
 absl::Status CompilePool::Submit(Priority priority, const std::string& client,
                                  std::function<void()> run, std::function<void()> on_drop) {
   const int p = static_cast<int>(priority);
@@ -36,17 +55,16 @@ absl::Status CompilePool::Submit(Priority priority, const std::string& client,
   Lane& lane = lanes_[p];
   if (lane.size >= options_.max_queued[p]) {
     if (options_.on_reject) options_.on_reject(priority);
-    return absl::ResourceExhaustedError(absl::StrCat("the ", PriorityName(priority),
-                                                     " queue is full (", lane.size,
-                                                     " tasks waiting); retry later"));
+    return QueueFull(absl::StrCat("the ", PriorityName(priority), " queue is full (", lane.size,
+                                  " tasks waiting); retry later"));
   }
   auto mine = lane.by_client.find(client);
   if (options_.max_queued_per_client > 0 && mine != lane.by_client.end() &&
       static_cast<int64_t>(mine->second.size()) >= options_.max_queued_per_client) {
     if (options_.on_reject) options_.on_reject(priority);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("client '", client, "' already has ", options_.max_queued_per_client,
-                     " tasks waiting in the ", PriorityName(priority), " queue; retry later"));
+    return QueueFull(absl::StrCat("client '", client, "' already has ",
+                                  options_.max_queued_per_client, " tasks waiting in the ",
+                                  PriorityName(priority), " queue; retry later"));
   }
   lane.by_client[client].push_back(Task{std::move(run), std::move(on_drop)});
   ++lane.size;

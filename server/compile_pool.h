@@ -89,4 +89,9 @@ class CompilePool {
   std::vector<std::thread> threads_;
 };
 
+// Whether `status` is Submit's refusal because a queue is full (the pool's
+// bound or a client's fair share): the work was not looked at, and may be
+// submitted again once the queue drains.
+bool IsQueueFull(const absl::Status& status);
+
 } // namespace kiln::server

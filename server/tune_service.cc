@@ -61,6 +61,12 @@ Status StatusFromName(const std::string& name) {
 }
 
 // A compile failure's status: over a resource limit, or any other error.
+// Compiles one sweep keeps in the pool at once.
+constexpr int kMaxCompilesInFlight = 32;
+
+// Set while this thread runs a sweep's submission loop (see submit_more).
+thread_local bool t_submitting = false;
+
 Status CompileFailureStatus(const absl::Status& s) {
   if (s.code() == absl::StatusCode::kResourceExhausted) {
     return kiln::v1::Measurement::STATUS_RESOURCE_LIMIT;
@@ -174,8 +180,16 @@ struct TuneService::Sweep {
   std::mutex mu;
   std::condition_variable changed;
   std::vector<Item> items;
-  std::deque<size_t> ready; // compiled, waiting for a device
-  int compiles_outstanding = 0;
+  std::deque<size_t> ready;     // compiled, waiting for a device
+  int compiles_outstanding = 0; // not yet compiled (either way), submitted or not
+  // Compiles go to the pool a few at a time (kMaxCompilesInFlight), so that a
+  // large sweep never overflows the pool's bounded tuning queue; `unsubmitted`
+  // holds the rest, and items the queue turned away go back to its front.
+  std::deque<size_t> unsubmitted;
+  int in_flight = 0;
+  bool stopping = false;    // the sweep ends: nothing more is submitted
+  int callbacks_active = 0; // compile callbacks past their locked part
+  bool turned_away = false; // a submission met a full queue: stop submitting
   kiln::v1::TuneProgress progress;
   std::optional<kiln::v1::Measurement> best;
   std::vector<std::string> reference_outputs;
@@ -444,59 +458,117 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
     publish(&item.measurement);
   };
 
-  // 3. Every compile at once; the pool's threads build them in parallel.
+  // 3. The compiles, a pool's worth at a time: the pool's threads build them
+  // in parallel, and each one that finishes lets the next one in.
   {
     std::lock_guard<std::mutex> lock(sweep->mu);
     sweep->compiles_outstanding = static_cast<int>(to_compile.size());
+    sweep->unsubmitted.assign(to_compile.begin(), to_compile.end());
     publish(nullptr);
   }
-  for (size_t i : to_compile) {
-    absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), [&] {
-      google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
-      for (const auto& [k, v] : sweep->items[i].candidate.config) config[k] = v;
-      return config;
-    }());
-    if (!program.ok()) {
+  // Runs on this thread and from compile callbacks (never with sweep->mu
+  // held); a callback that runs inside Start (a hit) leaves the loop to the
+  // caller instead of nesting.
+  std::function<void()> submit_more;
+  submit_more = [&, sweep] {
+    if (t_submitting) return;
+    t_submitting = true;
+    for (;;) {
+      size_t i = 0;
+      {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        if (job->cancel_requested() || sweep->stopping || sweep->unsubmitted.empty() ||
+            sweep->in_flight >= kMaxCompilesInFlight) {
+          break;
+        }
+        i = sweep->unsubmitted.front();
+        sweep->unsubmitted.pop_front();
+        ++sweep->in_flight;
+      }
+      absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), [&] {
+        google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
+        for (const auto& [k, v] : sweep->items[i].candidate.config) config[k] = v;
+        return config;
+      }());
+      if (!program.ok()) {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        sweep->items[i].compiled = true;
+        --sweep->compiles_outstanding;
+        --sweep->in_flight;
+        fail(i, kiln::v1::Measurement::STATUS_COMPILE_ERROR,
+             absl::StrCat(program.status().message()));
+        sweep->changed.notify_all();
+        continue;
+      }
+      CompileCall compile;
+      compile.program = *std::move(program);
+      compile.options = OptionsFromProto(target, r.options());
+      compile.client = call.client;
+      compile.priority = Priority::kTuning;
+      std::shared_ptr<CompileService::Pending> pending = compile_->Start(
+          compile, [this, sweep, i, &fail, &submit_more](absl::StatusOr<CompileReply> reply) {
+            {
+              std::lock_guard<std::mutex> lock(sweep->mu);
+              Sweep::Item& item = sweep->items[i];
+              --sweep->in_flight;
+              if (IsQueueFull(reply.status()) && !sweep->stopping) {
+                // Turned away by a queue other work filled: not a result of
+                // this config; it goes again when a slot frees (the next
+                // compile to finish, or the measuring loop's next wake-up),
+                // not at once.
+                sweep->unsubmitted.push_front(i);
+                sweep->turned_away = true;
+              } else if (IsQueueFull(reply.status())) {
+                item.compiled = true; // the sweep ended first: no result
+                --sweep->compiles_outstanding;
+              } else {
+                item.compiled = true;
+                --sweep->compiles_outstanding;
+                if (reply.status().code() == absl::StatusCode::kCancelled) {
+                  // Stopped by the budget or a cancellation: not a result.
+                } else if (reply.ok()) {
+                  item.artifact = reply->metadata;
+                  item.measurement.set_key(reply->metadata.key());
+                  sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() +
+                                                          1);
+                  counters_.compiled.fetch_add(1, std::memory_order_relaxed);
+                  sweep->ready.push_back(i);
+                } else if (!item.finished) {
+                  sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() +
+                                                          1);
+                  fail(i, CompileFailureStatus(reply.status()),
+                       absl::StrCat(reply.status().message()));
+                }
+              }
+              ++sweep->callbacks_active;
+              sweep->changed.notify_all();
+            }
+            submit_more();
+            std::lock_guard<std::mutex> lock(sweep->mu);
+            --sweep->callbacks_active;
+            sweep->changed.notify_all();
+          });
       std::lock_guard<std::mutex> lock(sweep->mu);
-      sweep->items[i].compiled = true;
-      --sweep->compiles_outstanding;
-      fail(i, kiln::v1::Measurement::STATUS_COMPILE_ERROR,
-           absl::StrCat(program.status().message()));
-      continue;
+      sweep->items[i].compile = std::move(pending);
+      if (sweep->turned_away) {
+        sweep->turned_away = false;
+        break;
+      }
     }
-    CompileCall compile;
-    compile.program = *std::move(program);
-    compile.options = OptionsFromProto(target, r.options());
-    compile.client = call.client;
-    compile.priority = Priority::kTuning;
-    std::shared_ptr<CompileService::Pending> pending =
-        compile_->Start(compile, [this, sweep, i, &fail](absl::StatusOr<CompileReply> reply) {
-          std::lock_guard<std::mutex> lock(sweep->mu);
-          Sweep::Item& item = sweep->items[i];
-          item.compiled = true;
-          --sweep->compiles_outstanding;
-          if (reply.status().code() == absl::StatusCode::kCancelled) {
-            // Stopped by the budget or a cancellation: not a result.
-          } else if (reply.ok()) {
-            item.artifact = reply->metadata;
-            item.measurement.set_key(reply->metadata.key());
-            sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
-            counters_.compiled.fetch_add(1, std::memory_order_relaxed);
-            sweep->ready.push_back(i);
-          } else if (!item.finished) {
-            sweep->progress.set_candidates_compiled(sweep->progress.candidates_compiled() + 1);
-            fail(i, CompileFailureStatus(reply.status()), absl::StrCat(reply.status().message()));
-          }
-          sweep->changed.notify_all();
-        });
-    std::lock_guard<std::mutex> lock(sweep->mu);
-    sweep->items[i].compile = std::move(pending);
-  }
+    t_submitting = false;
+  };
+  submit_more();
   // Cancellation or the time budget: pending compiles detach.
   auto stop_compiles = [sweep] {
     std::vector<std::shared_ptr<CompileService::Pending>> pending;
     {
       std::lock_guard<std::mutex> lock(sweep->mu);
+      sweep->stopping = true;
+      for (size_t i : sweep->unsubmitted) {
+        sweep->items[i].compiled = true;
+        --sweep->compiles_outstanding;
+      }
+      sweep->unsubmitted.clear();
       for (Sweep::Item& item : sweep->items) {
         if (!item.compiled && item.compile) pending.push_back(item.compile);
       }
@@ -532,7 +604,15 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                  (!sweep->ready.empty() && (sweep->have_reference || first)) ||
                  (sweep->ready.empty() && sweep->compiles_outstanding == 0);
         };
-        while (!runnable()) sweep->changed.wait_for(lock, std::chrono::milliseconds(100));
+        while (!runnable()) {
+          sweep->changed.wait_for(lock, std::chrono::milliseconds(100));
+          if (!sweep->unsubmitted.empty() && sweep->in_flight == 0) {
+            // Every compile was turned away by a full queue: try again.
+            lock.unlock();
+            submit_more();
+            lock.lock();
+          }
+        }
         if (job->cancel_requested() || absl::Now() > deadline) return;
         if (sweep->ready.empty()) return; // all compiled and taken
         i = sweep->ready.front();
@@ -720,8 +800,9 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   {
     // Compiles that were cancelled finish their callbacks before we read.
     std::unique_lock<std::mutex> lock(sweep->mu);
-    sweep->changed.wait_for(lock, std::chrono::seconds(30),
-                            [&] { return sweep->compiles_outstanding == 0; });
+    sweep->changed.wait_for(lock, std::chrono::seconds(30), [&] {
+      return sweep->compiles_outstanding == 0 && sweep->callbacks_active == 0;
+    });
   }
   if (job->cancel_requested()) return absl::CancelledError("the tune was cancelled");
 

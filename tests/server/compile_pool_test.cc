@@ -77,6 +77,9 @@ TEST(CompilePool, FullQueueIsResourceExhausted) {
   absl::Status s = g.pool.Submit(Priority::kTuning, "x", [] {});
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(std::string(s.message()).find("tuning queue is full"), std::string::npos);
+  EXPECT_TRUE(IsQueueFull(s));
+  EXPECT_FALSE(IsQueueFull(absl::ResourceExhaustedError("the kernel needs 300 registers")));
+  EXPECT_FALSE(IsQueueFull(absl::OkStatus()));
   // Another priority still has room.
   EXPECT_TRUE(g.pool.Submit(Priority::kInteractive, "x", [] {}).ok());
   g.gate.Notify();
@@ -110,6 +113,7 @@ TEST(CompilePool, PerClientCapAndObserversSeeEveryChange) {
   absl::Status third = pool.Submit(Priority::kTuning, "a", [] {});
   EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(std::string(third.message()).find("client 'a' already has 2"), std::string::npos);
+  EXPECT_TRUE(IsQueueFull(third));
   EXPECT_TRUE(pool.Submit(Priority::kTuning, "b", [] {}).ok()); // another client has room
   gate.Notify();
   Drain(pool);

@@ -297,5 +297,31 @@ TEST_F(TuneServiceTest, RequestsThePlannerCannotServeFailClearly) {
   EXPECT_THAT(r.status().message(), HasSubstr("no device here runs target cuda:sm_90"));
 }
 
+TEST_F(TuneServiceTest, ASweepLargerThanTheTuningQueueCompilesEveryCandidate) {
+  // A tuning queue of one waiting task: the sweep's compiles are turned away
+  // and submitted again as slots free, never recorded as a config's failure.
+  service_.reset();
+  compile_.reset();
+  pool_->Shutdown();
+  CompilePoolOptions po;
+  po.threads = 2;
+  po.max_queued[static_cast<int>(Priority::kTuning)] = 1;
+  pool_ = std::make_unique<CompilePool>(po);
+  compile_ = std::make_unique<CompileService>(store_.get(), &jobs_, pool_.get());
+  service_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), &jobs_,
+                                           measure_pool_.get(), cache_.get(), DeclaredSpacePlanner);
+  TuneCall call = AddGrid();
+  call.request.mutable_space()->mutable_candidates()->clear();
+  AddAxis(&call.request, "block_M", {4, 8});
+  AddAxis(&call.request, "block_N", {16, 32, 64, 128});
+  absl::StatusOr<pb::TuneResult> result = service_->TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->measurements_size(), 8);
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+  }
+  EXPECT_EQ(compile_->counters().builds.load(), 8);
+}
+
 } // namespace
 } // namespace kiln::server
