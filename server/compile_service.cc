@@ -192,21 +192,22 @@ std::optional<std::string> CompileService::LearnedKey(const RequestDigest& diges
   return it->second;
 }
 
-bool CompileService::TryRequestHit(const RequestDigest& digest,
-                                   kiln::v1::ArtifactMetadata* metadata) {
+bool CompileService::LearnedHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata,
+                                std::string* encoded) {
   const std::optional<std::string> key = LearnedKey(digest);
-  if (!key || !LookupInto(*key, metadata, nullptr).ok()) return false;
+  if (!key || !LookupInto(*key, metadata, encoded).ok()) return false;
   counters_.hits.fetch_add(1, std::memory_order_relaxed);
   counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
+bool CompileService::TryRequestHit(const RequestDigest& digest,
+                                   kiln::v1::ArtifactMetadata* metadata) {
+  return LearnedHit(digest, metadata, nullptr);
+}
+
 bool CompileService::TryRequestHitEncoded(const RequestDigest& digest, std::string* encoded) {
-  const std::optional<std::string> key = LearnedKey(digest);
-  if (!key || !LookupInto(*key, nullptr, encoded).ok()) return false;
-  counters_.hits.fetch_add(1, std::memory_order_relaxed);
-  counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return LearnedHit(digest, nullptr, encoded);
 }
 
 void CompileService::LearnRequest(const RequestDigest& digest, const std::string& key) {

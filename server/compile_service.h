@@ -140,6 +140,9 @@ class CompileService {
                           std::string* encoded);
   absl::Status LookupStore(const std::string& key, HitEntry* entry);
   std::optional<std::string> LearnedKey(const RequestDigest& digest);
+  // The two fast paths: a learned digest whose artifact is stored, counted.
+  bool LearnedHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata,
+                  std::string* encoded);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
   void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
