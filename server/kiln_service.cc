@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "compiler/toolchain/fingerprint.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/artifact_metadata.h"
 #include "server/artifact_store.h"
 #include "server/best_config.h"
@@ -80,20 +82,19 @@ absl::Status SerializeInto(const google::protobuf::Message& message, grpc::ByteB
 }
 
 // A hit's response from the stored metadata's wire form: field 1 (artifact,
-// length-delimited) written by hand, then the scalar fields as a message of
+// length-delimited) written with a CodedOutputStream, then the scalar fields as a message of
 // their own (concatenated messages parse as one).
 grpc::ByteBuffer EncodedHitResponse(const std::string& artifact, double server_seconds) {
   std::string bytes;
   bytes.reserve(artifact.size() + 32);
-  bytes.push_back(static_cast<char>((kiln::v1::CompileResponse::kArtifactFieldNumber << 3) | 2));
-  for (uint64_t n = artifact.size();; n >>= 7) {
-    if (n < 0x80) {
-      bytes.push_back(static_cast<char>(n));
-      break;
-    }
-    bytes.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    constexpr uint32_t kLengthDelimited = 2; // wire type
+    out.WriteTag((kiln::v1::CompileResponse::kArtifactFieldNumber << 3) | kLengthDelimited);
+    out.WriteVarint64(artifact.size());
+    out.WriteRaw(artifact.data(), static_cast<int>(artifact.size()));
   }
-  bytes += artifact;
   kiln::v1::CompileResponse tail;
   tail.set_outcome(kiln::v1::CACHE_OUTCOME_HIT);
   tail.set_server_seconds(server_seconds);

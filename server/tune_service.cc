@@ -727,7 +727,9 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                             checked->validate().first_mismatch()));
         continue;
       }
-      // A first sample sizes the run: CUDA graphs under 20 us, fewer
+      // A first sample sizes the run: CUDA graphs under 1 ms (one timing
+      // mode for every short kernel: a switch at ~20 us put configs of one
+      // sweep on either side of a 3 us launch gap), fewer
       // repeats past 10 ms.
       kiln::v1::WorkerRequest probe;
       *probe.mutable_measure()->mutable_launch() = *launch;
@@ -749,7 +751,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                           ? std::min(repeats, std::max(5, static_cast<int>(2e6 / first_us)))
                           : repeats);
       mr->set_flush_l2(cuda);
-      mr->set_use_cuda_graph(cuda && first_us < 20);
+      mr->set_use_cuda_graph(cuda && first_us < 1000);
       absl::StatusOr<kiln::v1::WorkerResponse> measured =
           lease->Call(measure, absl::ZeroDuration(), job->stop_token());
       if (!measured.ok()) {

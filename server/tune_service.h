@@ -25,7 +25,7 @@
 //      config with their status and never become best.
 //   5. Measurement: warm-up and repeats (budget.warmup / repeats, defaults
 //      3 and 20; repeats scaled down for kernels over 10 ms), L2 flushed
-//      before each sample, CUDA-graph timing for kernels under 20 us.
+//      before each sample, CUDA-graph timing for kernels under 1 ms.
 //   6. Every measurement goes into the history; the fastest valid one is
 //      stored as the best config (only if faster than a stored one) with its
 //      artifact pinned; progress (compiled / measured / failed / best so far)

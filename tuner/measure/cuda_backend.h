@@ -4,9 +4,13 @@
 // events around each launch, optionally after an L2 flush (a memset of a
 // buffer twice the L2 size, outside the timed region) and optionally as
 // CUDA-graph replays: the kernel is captured B times in a graph, B chosen so
-// that one replay lasts about kGraphReplayTargetUs (at most kMaxGraphBatch),
-// and each sample is a replay's time divided by B, which removes the launch
-// gaps that dominate short kernels.
+// that B launches last about kGraphReplayTargetUs (at most kMaxGraphBatch;
+// sized from the best of kGraphSizingRuns launches after the warm-up), and
+// each sample is a replay's time divided by B, which removes the launch
+// gaps that dominate short kernels. With the flush, each of the B launches
+// follows its own flush inside the graph, and a graph of the B flushes alone
+// is timed after each replay: a sample is (replay - flushes) / B, so that
+// every launch starts from a cold L2 whatever B is, as without graphs.
 //
 // Arguments: generated inputs (ArgOrigin keys) are uploaded once and kept
 // on the device as pristine copies (least recently used first out, within
@@ -23,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -37,6 +42,7 @@ namespace kiln::measure {
 
 inline constexpr double kGraphReplayTargetUs = 200;
 inline constexpr int kMaxGraphBatch = 100;
+inline constexpr int kGraphSizingRuns = 3;
 inline constexpr int kMaxTimedRepeats = 100000;
 inline constexpr size_t kResidentBytesLimit = size_t{8} << 30;
 
@@ -78,7 +84,14 @@ class CudaBackend final : public DeviceBackend {
                                                    const TimingOptions& options);
   absl::StatusOr<std::vector<double>> TimeGraphReplays(const Prepared& prepared, void** args,
                                                        const TimingOptions& options);
-  absl::Status FlushL2();
+  // Times `repeats` rounds of `bodies` (each queues work on the stream),
+  // every body between two events, after an L2 flush when `flush_before`
+  // (outside the events): [body][round] in microseconds.
+  absl::StatusOr<std::vector<std::vector<double>>>
+  TimeEach(int repeats, bool flush_before,
+           const std::vector<std::function<absl::Status()>>& bodies);
+  absl::Status EnsureFlushBuffer();
+  absl::Status FlushL2(); // queues the flush on the stream
   // A working buffer for param `index` of `params`, holding its starting
   // data (see the file comment).
   absl::StatusOr<DeviceBuffer> StartBuffer(const tools::HostParam& param, const ArgOrigin* origin,

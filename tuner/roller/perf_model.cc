@@ -231,7 +231,11 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   }
   p.dram_bytes = static_cast<int64_t>(std::min(dram, static_cast<double>(p.l2_bytes)));
 
-  const double resident_warps = static_cast<double>(bps * warps);
+  // Blocks an SM actually holds at once: the occupancy limit, or fewer when
+  // the grid has fewer blocks than SMs x that limit (128 blocks on 132 SMs
+  // are one per SM however many would fit).
+  const double resident_blocks = std::min(static_cast<double>(bps), blocks_per_sm_total);
+  const double resident_warps = resident_blocks * static_cast<double>(warps);
   // Fewer than two warps per scheduler (8 per SM) leave the pipes idle
   // between dependent instructions.
   const double issue = std::min(1.0, 0.6 + 0.05 * resident_warps);
@@ -261,8 +265,8 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
     p.dram_us = static_cast<double>(p.dram_bytes) / (arch.dram_gbs * 1e9) * 1e6;
   // Little's law: with s stages a block keeps s-1 loads in flight.
   const double latency_s = arch.dram_latency_ns * 1e-9;
-  const double inflight = static_cast<double>(bps) * loop_bytes_block *
-                          static_cast<double>(std::max<int64_t>(1, stages - 1));
+  const double inflight =
+      resident_blocks * loop_bytes_block * static_cast<double>(std::max<int64_t>(1, stages - 1));
   if (inflight > 0) {
     const double sm_bytes = blocks_per_sm_total * global_block;
     p.latency_us = sm_bytes / (inflight / latency_s) * 1e6;
