@@ -374,29 +374,30 @@ CudaBackend::TimeGraphReplays(const Prepared& prepared, void** args, const Timin
   // difference over the batch, so every launch counts from a cold L2 whatever
   // the batch (without this, all but the first launch of a replay ran from
   // an L2 holding their inputs, and a small batch read slower than a large).
-  absl::StatusOr<Graph> kernels = Graph::Capture(device_, stream_, [&]() -> absl::Status {
-    for (int b = 0; b < batch; ++b) {
-      if (options.flush_l2) {
-        if (absl::Status s = flush_buffer_->FillAsync(0, stream_); !s.ok()) return s;
-      }
-      if (absl::Status s = launch(); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  });
-  if (!kernels.ok()) return kernels.status();
-  std::optional<Graph> flushes;
-  if (options.flush_l2) {
-    absl::StatusOr<Graph> g = Graph::Capture(device_, stream_, [&]() -> absl::Status {
+  // B launches (each after its flush when flushing), or the B flushes alone.
+  auto capture_batch = [&](bool with_launches) {
+    return Graph::Capture(device_, stream_, [&]() -> absl::Status {
       for (int b = 0; b < batch; ++b) {
-        if (absl::Status s = flush_buffer_->FillAsync(0, stream_); !s.ok()) return s;
+        if (options.flush_l2) {
+          if (absl::Status s = FlushL2(); !s.ok()) return s;
+        }
+        if (with_launches) {
+          if (absl::Status s = launch(); !s.ok()) return s;
+        }
       }
       return absl::OkStatus();
     });
+  };
+  absl::StatusOr<Graph> kernels = capture_batch(/*with_launches=*/true);
+  if (!kernels.ok()) return kernels.status();
+  std::optional<Graph> flushes;
+  if (options.flush_l2) {
+    absl::StatusOr<Graph> g = capture_batch(/*with_launches=*/false);
     if (!g.ok()) return g.status();
     flushes = *std::move(g);
   }
   std::vector<std::function<absl::Status()>> bodies = {[&] { return kernels->Launch(stream_); }};
-  if (flushes.has_value()) bodies.push_back([&] { return flushes->Launch(stream_); });
+  if (flushes.has_value()) bodies.emplace_back([&] { return flushes->Launch(stream_); });
   // A graph's first replay uploads it.
   for (const auto& body : bodies) {
     if (absl::Status s = body(); !s.ok()) return s;
