@@ -76,21 +76,10 @@ std::string FileKindOf(kiln::v1::ArtifactKind kind, const std::string& target) {
   }
 }
 
-kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
-                                                const driver::BuildOptions& options,
-                                                const driver::Prepared& prepared,
-                                                const driver::Built& built) {
-  kiln::v1::ArtifactMetadata m;
-  m.set_key(key);
-  m.set_target(options.target);
-  for (const driver::BuiltFile& f : built.files) {
-    kiln::v1::ArtifactFile* out = m.add_files();
-    out->set_kind(ArtifactKindOf(f.kind));
-    out->set_blob_digest(util::Sha256Hex(f.bytes));
-    out->set_size_bytes(static_cast<int64_t>(f.bytes.size()));
-  }
-  const codegen::LaunchSpec& l = built.kernel.launch;
-  kiln::v1::LaunchInfo* launch = m.mutable_launch();
+kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& l,
+                                    const driver::Prepared& prepared) {
+  kiln::v1::LaunchInfo info;
+  kiln::v1::LaunchInfo* launch = &info;
   launch->set_kernel_symbol(l.symbol);
   for (const ir::Expr& g : l.grid) launch->add_grid(ExtentText(g));
   for (int64_t b : l.block) launch->add_block(b);
@@ -111,6 +100,23 @@ kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
     p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.name) > 0));
     for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
   }
+  return info;
+}
+
+kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
+                                                const driver::BuildOptions& options,
+                                                const driver::Prepared& prepared,
+                                                const driver::Built& built) {
+  kiln::v1::ArtifactMetadata m;
+  m.set_key(key);
+  m.set_target(options.target);
+  for (const driver::BuiltFile& f : built.files) {
+    kiln::v1::ArtifactFile* out = m.add_files();
+    out->set_kind(ArtifactKindOf(f.kind));
+    out->set_blob_digest(util::Sha256Hex(f.bytes));
+    out->set_size_bytes(static_cast<int64_t>(f.bytes.size()));
+  }
+  *m.mutable_launch() = MakeLaunchInfo(built.kernel.launch, prepared);
   if (built.resources) {
     kiln::v1::ResourceUsage* r = m.mutable_resources();
     r->set_registers_per_thread(built.resources->registers);

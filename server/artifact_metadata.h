@@ -18,6 +18,12 @@ kiln::v1::ArtifactKind ArtifactKindOf(const std::string& file_kind);
 // to the CUDA source for CUDA targets and the C++ source for the CPU.
 std::string FileKindOf(kiln::v1::ArtifactKind kind, const std::string& target);
 
+// The launch metadata of a kernel emitted from `prepared`: symbol, grid and
+// block, and its params (outputs are the marked ones, or the buffers the
+// program writes when none is marked).
+kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& launch,
+                                    const driver::Prepared& prepared);
+
 // The metadata of `built` under `key` (file digests computed here).
 kiln::v1::ArtifactMetadata MakeArtifactMetadata(const std::string& key,
                                                 const driver::BuildOptions& options,

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/artifact_metadata.h"
 #include "server/benchmark_service.h"
 #include "server/latency_stats.h"
 #include "server/launch_plan.h"
@@ -128,6 +129,29 @@ std::vector<ConfigMap> Product(const kiln::v1::TuneSpace& space) {
   return out;
 }
 
+// The launch of candidate `config` as the sweep will make it, from the
+// emitted kernel alone (no toolchain run): its arguments name the generated
+// inputs every candidate shares (the same shapes, inits and seed).
+absl::StatusOr<kiln::v1::LaunchSpec>
+InputsLaunch(const kiln::v1::TuneRequest& r, const std::string& target, const ConfigMap& config) {
+  google::protobuf::Map<std::string, kiln::v1::BindingValue> bindings;
+  for (const auto& [k, v] : config) bindings[k] = v;
+  absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), bindings);
+  if (!program.ok()) return program.status();
+  const driver::BuildOptions options = OptionsFromProto(target, r.options());
+  absl::StatusOr<driver::Prepared> prepared = driver::Prepare(*program, options);
+  if (!prepared.ok()) return prepared.status();
+  absl::StatusOr<codegen::EmittedKernel> kernel = driver::Emit(*prepared, options);
+  if (!kernel.ok()) return kernel.status();
+  std::map<std::string, kiln::v1::BindingValue> values(r.program().bindings().begin(),
+                                                       r.program().bindings().end());
+  for (const auto& [k, v] : config) values[k] = v;
+  LaunchPlanOptions plan_options;
+  plan_options.module_id = "inputs";
+  plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
+  return MakeLaunchPlan(MakeLaunchInfo(kernel->launch, *prepared), values, plan_options);
+}
+
 } // namespace
 
 std::string TuneSeriesKey(const cache::BestConfigKey& key) {
@@ -192,8 +216,12 @@ struct TuneService::Sweep {
   bool turned_away = false; // a submission met a full queue: stop submitting
   kiln::v1::TuneProgress progress;
   std::optional<kiln::v1::Measurement> best;
+  // The reference: its outputs (kept here when a reference program made
+  // them or when several devices measure; one device leaves them on its
+  // worker alone), and the candidate whose run made it.
   std::vector<std::string> reference_outputs;
   bool have_reference = false;
+  std::optional<size_t> reference_item;
 };
 
 TuneService::TuneService(CompileService* compile, ArtifactStore* store, DevicePool* devices,
@@ -558,6 +586,23 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
     t_submitting = false;
   };
   submit_more();
+  // While the first candidates compile, each device's worker makes the
+  // generated inputs (hundreds of MiB of random data for large kernels take
+  // a second, which the reference run would otherwise wait for).
+  std::optional<kiln::v1::LaunchSpec> inputs_launch;
+  if (!to_compile.empty()) {
+    const absl::Time t0 = absl::Now();
+    absl::StatusOr<kiln::v1::LaunchSpec> l =
+        InputsLaunch(r, target, sweep->items[to_compile.front()].candidate.config);
+    if (l.ok()) {
+      inputs_launch = *std::move(l);
+    } else {
+      util::LogInfo("tune inputs not made ahead",
+                    {{"job_id", job->id()}, {"error", l.status().message()}});
+    }
+    util::LogInfo("tune inputs launch",
+                  {{"job_id", job->id()}, {"ms", absl::ToDoubleMilliseconds(absl::Now() - t0)}});
+  }
   // Cancellation or the time budget: pending compiles detach.
   auto stop_compiles = [sweep] {
     std::vector<std::shared_ptr<CompileService::Pending>> pending;
@@ -586,6 +631,18 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   std::map<std::string, kiln::v1::BindingValue> shape;
   for (const auto& [k, v] : r.program().bindings()) shape[k] = v;
 
+  // The launch of a compiled item on the sweep's shape and inputs.
+  auto launch_of = [&](const Sweep::Item& item) {
+    std::map<std::string, kiln::v1::BindingValue> values = shape;
+    for (const auto& [k, v] : item.candidate.config) values[k] = v;
+    LaunchPlanOptions plan_options;
+    plan_options.module_id = item.artifact->key();
+    plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
+    return MakeLaunchPlan(item.artifact->launch(), values, plan_options);
+  };
+  // Outputs travel back to kilnd only where another worker may need them.
+  const bool return_reference = devices.size() > 1;
+
   // 4-5. One measuring loop per device.
   auto measure_on = [&, sweep](const kiln::v1::Device& device) {
     std::optional<DeviceLease> lease;
@@ -593,6 +650,24 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
     // them under the sweep's reference id; a restarted worker asks again).
     bool reference_sent = false;
     const std::string reference_id = absl::StrCat(job->id(), "/reference");
+    if (inputs_launch) {
+      absl::StatusOr<DeviceLease> l =
+          devices_->Acquire(device.id(), absl::ZeroDuration(), job->stop_token());
+      if (l.ok()) {
+        lease = *std::move(l);
+        kiln::v1::WorkerRequest prepare;
+        *prepare.mutable_prepare_inputs()->mutable_launch() = *inputs_launch;
+        absl::StatusOr<kiln::v1::WorkerResponse> prepared =
+            lease->Call(prepare, absl::ZeroDuration(), job->stop_token());
+        if (!prepared.ok()) {
+          util::LogInfo("tune inputs not made ahead", {{"job_id", job->id()},
+                                                       {"device", device.id()},
+                                                       {"error", prepared.status().message()}});
+          const WorkerErrorKind kind = WorkerErrorKindOf(prepared.status());
+          if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
+        }
+      }
+    }
     for (;;) {
       size_t i = 0;
       {
@@ -626,13 +701,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         fail(i, s, error);
         sweep->changed.notify_all();
       };
-      std::map<std::string, kiln::v1::BindingValue> values = shape;
-      for (const auto& [k, v] : item.candidate.config) values[k] = v;
-      LaunchPlanOptions plan_options;
-      plan_options.module_id = meta.key();
-      plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
-      absl::StatusOr<kiln::v1::LaunchSpec> launch =
-          MakeLaunchPlan(meta.launch(), values, plan_options);
+      absl::StatusOr<kiln::v1::LaunchSpec> launch = launch_of(item);
       if (!launch.ok()) {
         failed(kiln::v1::Measurement::STATUS_LAUNCH_ERROR, absl::StrCat(launch.status().message()));
         continue;
@@ -680,16 +749,22 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       if (need_reference) {
         kiln::v1::WorkerRequest run;
         *run.mutable_run()->mutable_launch() = *launch;
-        run.mutable_run()->set_return_outputs(true);
+        // This worker keeps the outputs, so its validations need not be sent
+        // them; kilnd gets a copy only for other devices' workers (a
+        // restarted worker makes them again, below).
+        run.mutable_run()->set_return_outputs(return_reference);
+        run.mutable_run()->set_keep_outputs_as(reference_id);
         absl::StatusOr<kiln::v1::WorkerResponse> ran =
             lease->Call(run, absl::ZeroDuration(), job->stop_token());
         if (!ran.ok()) {
           worker_failed(ran.status());
           continue;
         }
+        reference_sent = true;
         std::lock_guard<std::mutex> lock(sweep->mu);
         sweep->reference_outputs.assign(ran->run().outputs().begin(), ran->run().outputs().end());
         sweep->have_reference = true;
+        sweep->reference_item = i;
         sweep->changed.notify_all();
         util::LogInfo("tune reference",
                       {{"job_id", job->id()}, {"config", ConfigText(item.candidate.config)}});
@@ -708,10 +783,54 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         v->set_atol(r.validation().atol());
         return lease->Call(validate, absl::ZeroDuration(), job->stop_token());
       };
+      // A worker that does not keep the reference (a restarted one) is sent
+      // kilnd's copy, or, where kilnd has none, runs the reference candidate
+      // again and keeps its outputs.
+      auto remake_reference = [&]() -> absl::Status {
+        std::optional<size_t> ref;
+        {
+          std::lock_guard<std::mutex> lock(sweep->mu);
+          ref = sweep->reference_item;
+        }
+        if (!ref) return absl::InternalError("the sweep has no reference to make again");
+        const Sweep::Item& source = sweep->items[*ref];
+        absl::StatusOr<kiln::v1::LaunchSpec> ref_launch = launch_of(source);
+        if (!ref_launch.ok()) return ref_launch.status();
+        absl::StatusOr<kiln::v1::WorkerRequest> ref_load =
+            LoadRequestFor(*store_, *source.artifact);
+        if (!ref_load.ok()) return ref_load.status();
+        absl::StatusOr<kiln::v1::WorkerResponse> ref_loaded =
+            lease->Call(*ref_load, absl::ZeroDuration(), job->stop_token());
+        if (!ref_loaded.ok()) return ref_loaded.status();
+        kiln::v1::WorkerRequest again;
+        *again.mutable_run()->mutable_launch() = *std::move(ref_launch);
+        again.mutable_run()->set_keep_outputs_as(reference_id);
+        absl::StatusOr<kiln::v1::WorkerResponse> ran_again =
+            lease->Call(again, absl::ZeroDuration(), job->stop_token());
+        if (source.artifact->key() != meta.key()) {
+          kiln::v1::WorkerRequest unload;
+          unload.mutable_unload()->set_module_id(source.artifact->key());
+          (void)lease->Call(unload);
+        }
+        util::LogInfo("tune reference made again",
+                      {{"job_id", job->id()}, {"device", device.id()}, {"ok", ran_again.ok()}});
+        return ran_again.status();
+      };
       absl::StatusOr<kiln::v1::WorkerResponse> checked = validate_call(!reference_sent);
       if (!checked.ok() &&
           WorkerCodeOf(checked.status()) == kiln::v1::WorkerError::CODE_REFERENCE_MISSING) {
-        checked = validate_call(true);
+        bool kilnd_has_copy = false;
+        {
+          std::lock_guard<std::mutex> lock(sweep->mu);
+          kilnd_has_copy = !sweep->reference_outputs.empty();
+        }
+        if (kilnd_has_copy) {
+          checked = validate_call(true);
+        } else if (absl::Status remade = remake_reference(); remade.ok()) {
+          checked = validate_call(false);
+        } else {
+          checked = remade; // its worker error kind intact (a lost worker ends the lease)
+        }
       }
       if (checked.ok()) reference_sent = true;
       if (!checked.ok()) {

@@ -153,6 +153,11 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
   return out;
 }
 
+absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
+  if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
+  return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options));
+}
+
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
   if (absl::StrContains(prepared.fingerprint, "unavailable")) {
@@ -162,8 +167,7 @@ absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& option
   }
   Built out;
   Clock::time_point start = Clock::now();
-  absl::StatusOr<codegen::EmittedKernel> kernel =
-      codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options));
+  absl::StatusOr<codegen::EmittedKernel> kernel = Emit(prepared, options);
   if (!kernel.ok()) return kernel.status();
   out.kernel = *std::move(kernel);
   out.timings["lower_emit"] = SecondsSince(start);

@@ -106,6 +106,12 @@ struct Built {
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options);
 
+// The first step of Build alone: the lowered and emitted kernel (its source
+// and launch spec) without running the toolchain, in milliseconds where a
+// build takes a second. A sweep learns its kernel's arguments from it before
+// any candidate has compiled.
+absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options);
+
 // Prepare then Build.
 absl::StatusOr<Built> CompileProgram(const ProgramInput& in, const BuildOptions& options);
 

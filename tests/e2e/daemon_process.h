@@ -99,6 +99,7 @@ class DaemonProcess {
   }
 
   const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
   const std::string& output() const { return output_; }
 
  private:

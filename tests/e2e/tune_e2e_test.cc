@@ -3,11 +3,17 @@
 // what LookupBest answers and what Compile's use_best_for_device builds;
 // the job is watchable and re-attachable by id.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
@@ -130,6 +136,149 @@ TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
   ASSERT_TRUE(again->Finish().ok());
   ASSERT_TRUE(reattached.has_value());
   EXPECT_EQ(reattached->best().key(), result->best().key());
+}
+
+// The sweep has the worker make the generated inputs while the candidates
+// compile (a prepare_inputs request before the reference run), and the
+// reference run leaves its outputs on the worker: every candidate validates
+// by the reference id, none is sent the outputs (a validation that carries
+// them shows a keep_reference phase in the worker's trace).
+TEST(TuneE2ETest, InputsAreMadeWhileCandidatesCompileAndTheReferenceStaysOnTheWorker) {
+  const std::string dir = ::testing::TempDir() + "tune_e2e_inputs";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  setenv("KILN_WORKER_TRACE", "1", 1);
+  const bool started = daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir});
+  unsetenv("KILN_WORKER_TRACE");
+  ASSERT_TRUE(started) << daemon.output();
+  auto stub =
+      pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  testing::ExampleFile ex =
+      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
+  pb::TuneRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  (*req.mutable_program()->mutable_bindings())["M"] = Int(64);
+  (*req.mutable_program()->mutable_bindings())["N"] = Int(96);
+  req.set_target("cpu");
+  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+  for (const char* name : {"block_M", "block_N"}) {
+    pb::ValueList& list = (*req.mutable_space()->mutable_candidates())[name];
+    *list.add_values() = Int(16);
+    *list.add_values() = Int(32);
+  }
+  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(128);
+  req.mutable_budget()->set_repeats(2);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+  auto reader = stub->Tune(&ctx, req);
+  pb::TuneEvent event;
+  std::optional<pb::TuneResult> result;
+  while (reader->Read(&event)) {
+    if (event.has_result()) result = event.result();
+  }
+  ASSERT_TRUE(reader->Finish().ok()) << daemon.output();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_EQ(result->measurements_size(), 4);
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+  }
+  daemon.Stop();
+  const std::string& log = daemon.output();
+  const size_t prepared = log.find("kiln-worker trace: prepare_inputs");
+  const size_t first_run = log.find("kiln-worker trace: run ");
+  ASSERT_NE(prepared, std::string::npos) << log;
+  ASSERT_NE(first_run, std::string::npos) << log;
+  EXPECT_LT(prepared, first_run) << log;
+  // Four validations, each against the kept reference.
+  size_t validations = 0;
+  for (size_t at = log.find("kiln-worker trace: validate "); at != std::string::npos;
+       at = log.find("kiln-worker trace: validate ", at + 1)) {
+    ++validations;
+  }
+  EXPECT_EQ(validations, 4u) << log;
+  EXPECT_EQ(log.find("keep_reference="), std::string::npos) << log;
+}
+
+// The pids of `parent`'s children whose command name is `name` (/proc).
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& name) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces, so split at the last ')'.
+    const size_t open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && line.substr(open + 1, close - open - 1) == name) {
+      out.push_back(static_cast<pid_t>(std::atoi(pid.c_str())));
+    }
+  }
+  return out;
+}
+
+// One device, so the reference's outputs stay on the worker that made them.
+// When that worker is lost mid-sweep (killed here, as a crash would), the
+// restarted one runs the reference candidate again: the candidates measured
+// after the loss validate against it, none reads as a wrong result.
+TEST(TuneE2ETest, AWorkerLostMidSweepMakesTheReferenceAgain) {
+  const std::string dir = ::testing::TempDir() + "tune_e2e_lost_worker";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir}))
+      << daemon.output();
+  auto stub =
+      pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  testing::ExampleFile ex =
+      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
+  pb::TuneRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  (*req.mutable_program()->mutable_bindings())["M"] = Int(256);
+  (*req.mutable_program()->mutable_bindings())["N"] = Int(256);
+  req.set_target("cpu");
+  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+  pb::ValueList& rows = (*req.mutable_space()->mutable_candidates())["block_M"];
+  for (int v : {8, 16, 32, 64}) *rows.add_values() = Int(v);
+  pb::ValueList& cols = (*req.mutable_space()->mutable_candidates())["block_N"];
+  for (int v : {32, 64}) *cols.add_values() = Int(v);
+  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(128);
+  req.mutable_budget()->set_repeats(2);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+  auto reader = stub->Tune(&ctx, req);
+  pb::TuneEvent event;
+  std::optional<pb::TuneResult> result;
+  int64_t killed_at_ms = 0;
+  while (reader->Read(&event)) {
+    if (event.has_result()) result = event.result();
+    if (killed_at_ms == 0 && event.has_progress() && event.progress().candidates_measured() >= 1 &&
+        event.progress().candidates_measured() + event.progress().candidates_failed() < 6) {
+      for (pid_t worker : ChildrenNamed(daemon.pid(), "kiln-worker")) kill(worker, SIGKILL);
+      killed_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok()) << daemon.output();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_NE(killed_at_ms, 0) << "the sweep ended before a worker could be lost";
+  ASSERT_EQ(result->measurements_size(), 8);
+  int ok_after = 0;
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_NE(m.status(), pb::Measurement::STATUS_WRONG_RESULT) << m.DebugString();
+    if (m.status() == pb::Measurement::STATUS_OK && m.unix_ms() > killed_at_ms) ++ok_after;
+  }
+  EXPECT_GE(ok_after, 1) << result->DebugString();
+  daemon.Stop();
+  EXPECT_NE(daemon.output().find("tune reference made again"), std::string::npos)
+      << daemon.output();
 }
 
 } // namespace

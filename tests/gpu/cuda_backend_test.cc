@@ -208,6 +208,23 @@ TEST_F(CudaBackendTest, EveryLaunchStartsFromTheSpecsData) {
   EXPECT_EQ(RunOnce(), input); // from the resident copy, into a reused buffer
 }
 
+// prepare_inputs uploads the generated input before any module is loaded:
+// the first run then starts from the device copy (its input is not even
+// looked up in the host cache) and still sees exactly the spec's data.
+TEST_F(CudaBackendTest, PreparedInputsAreOnTheDeviceBeforeTheFirstRun) {
+  absl::StatusOr<std::vector<tools::HostParam>> host = MakeHostParams(Launch().args(), 1 << 30);
+  ASSERT_TRUE(host.ok()) << host.status();
+  pb::WorkerRequest prepare;
+  *prepare.mutable_prepare_inputs()->mutable_launch() = Launch();
+  pb::WorkerResponse prepared = Handle(prepare);
+  ASSERT_FALSE(prepared.has_error()) << prepared.error().message();
+  EXPECT_EQ(session_->input_cache().hits(), 0u);
+  ASSERT_GE(session_->input_cache().entries(), 1u);
+
+  EXPECT_EQ(RunOnce(), (*host)[0].before.data);
+  EXPECT_EQ(session_->input_cache().hits(), 0u); // resident: no host bytes needed
+}
+
 TEST_F(CudaBackendTest, FlushedGraphSamplesReadTheirInputFromDramWhateverTheBatch) {
   const double hot_graph = MedianUs(/*flush_l2=*/false, /*graph=*/true);
   const double cold_graph = MedianUs(true, true);

@@ -183,6 +183,35 @@ absl::StatusOr<DeviceBuffer> CudaBackend::TakeBuffer(size_t bytes) {
   return DeviceBuffer::Allocate(device_, bytes);
 }
 
+bool CudaBackend::KeepResident(const std::string& key, const std::string& bytes) {
+  if (bytes.size() > resident_limit_) return false;
+  EvictResident(resident_limit_ - bytes.size());
+  absl::StatusOr<DeviceBuffer> pristine = DeviceBuffer::Allocate(device_, bytes.size());
+  if (!pristine.ok() || !pristine->CopyFromHost(bytes.data(), bytes.size()).ok()) return false;
+  resident_.push_front(Resident{key, *std::move(pristine), request_});
+  resident_index_[key] = resident_.begin();
+  resident_bytes_ += bytes.size();
+  return true;
+}
+
+absl::Status CudaBackend::Preload(const std::vector<tools::HostParam>& params,
+                                  const std::vector<ArgOrigin>& origins) {
+  if (origins.size() != params.size()) {
+    return absl::InvalidArgumentError("argument origins do not match the parameters");
+  }
+  ++request_; // what this call keeps pins itself against its own evictions
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ArgOrigin& origin = origins[i];
+    if (origin.key.empty() || origin.zeros || params[i].before.data.empty() ||
+        resident_index_.contains(origin.key)) {
+      continue;
+    }
+    (void)KeepResident(origin.key, params[i].before.data); // not kept: the launch uploads
+  }
+  // The copies ran on the legacy stream; later launches go on stream_.
+  return device_->Synchronize();
+}
+
 absl::StatusOr<DeviceBuffer> CudaBackend::StartBuffer(const tools::HostParam& param,
                                                       const ArgOrigin* origin, size_t bytes) {
   absl::StatusOr<DeviceBuffer> work = TakeBuffer(bytes);
@@ -194,16 +223,9 @@ absl::StatusOr<DeviceBuffer> CudaBackend::StartBuffer(const tools::HostParam& pa
   const bool keyed = origin != nullptr && !origin->key.empty();
   if (keyed) {
     auto found = resident_index_.find(origin->key);
-    if (found == resident_index_.end() && bytes <= resident_limit_ &&
-        param.before.data.size() == bytes) {
-      EvictResident(resident_limit_ - bytes);
-      absl::StatusOr<DeviceBuffer> pristine = DeviceBuffer::Allocate(device_, bytes);
-      if (pristine.ok() && pristine->CopyFromHost(param.before.data.data(), bytes).ok()) {
-        resident_.push_front(Resident{origin->key, *std::move(pristine), request_});
-        resident_index_[origin->key] = resident_.begin();
-        resident_bytes_ += bytes;
-        found = resident_index_.find(origin->key);
-      }
+    if (found == resident_index_.end() && param.before.data.size() == bytes &&
+        KeepResident(origin->key, param.before.data)) {
+      found = resident_index_.find(origin->key);
     }
     if (found != resident_index_.end() && found->second->buffer.size() == bytes) {
       resident_.splice(resident_.begin(), resident_, found->second);

@@ -57,6 +57,8 @@ class CudaBackend final : public DeviceBackend {
   absl::Status Unload(const std::string& module_id) override;
   bool ResidentKey(const std::string& key) const override;
   bool ZeroesOnDevice() const override { return true; }
+  absl::Status Preload(const std::vector<tools::HostParam>& params,
+                       const std::vector<ArgOrigin>& origins) override;
   absl::StatusOr<double> Run(const kiln::v1::LaunchSpec& launch,
                              std::vector<tools::HostParam>& params,
                              const std::vector<ArgOrigin>& origins) override;
@@ -102,6 +104,9 @@ class CudaBackend final : public DeviceBackend {
   // Drops the least recently used resident copies not pinned by this
   // request until at most `keep_at_most` bytes are resident.
   void EvictResident(size_t keep_at_most);
+  // Keeps a pristine device copy of `bytes` under `key` (pinned by this
+  // request) when it fits the resident limit; false when it was not kept.
+  bool KeepResident(const std::string& key, const std::string& bytes);
 
   struct Resident {
     std::string key;

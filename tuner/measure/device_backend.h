@@ -81,6 +81,16 @@ class DeviceBackend {
   }
   // Whether zero-filled params may come without their bytes. Default: no.
   virtual bool ZeroesOnDevice() const { return false; }
+  // Ahead of any launch: keeps the keyed generated data among `params`
+  // (those with bytes) resident, so that the first launch on them copies
+  // device to device. Default: nothing to do (the bytes stay in the worker's
+  // input cache).
+  virtual absl::Status Preload(const std::vector<tools::HostParam>& params,
+                               const std::vector<ArgOrigin>& origins) {
+    (void)params;
+    (void)origins;
+    return absl::OkStatus();
+  }
 };
 
 // A launch's grid and block, padded to three extents with 1.

@@ -104,6 +104,8 @@ const char* RequestKindName(const pb::WorkerRequest& request) {
     return "validate";
   case pb::WorkerRequest::kUnload:
     return "unload";
+  case pb::WorkerRequest::kPrepareInputs:
+    return "prepare_inputs";
   case pb::WorkerRequest::REQUEST_NOT_SET:
     break;
   }
@@ -160,6 +162,21 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
   case pb::WorkerRequest::kUnload:
     status = backend_->Unload(request.unload().module_id());
     break;
+  case pb::WorkerRequest::kPrepareInputs: {
+    // Making the params fills the input cache, and the backend may keep a
+    // device copy; the host params are then dropped (a later request takes
+    // the bytes from the cache, or none where the device holds them).
+    const pb::LaunchSpec& launch = request.prepare_inputs().launch();
+    absl::StatusOr<std::vector<tools::HostParam>> params = params_of(launch);
+    trace.Phase("params");
+    if (!params.ok()) {
+      status = params.status();
+      break;
+    }
+    status = backend_->Preload(*params, origins_of(launch)); // a device copy, where kept
+    trace.Phase("upload");
+    break;
+  }
   case pb::WorkerRequest::kRun: {
     const pb::RunRequest& run = request.run();
     absl::StatusOr<std::vector<tools::HostParam>> params = params_of(run.launch());
@@ -178,6 +195,11 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
     out->set_elapsed_us(*us);
     if (run.return_outputs()) {
       for (const tools::HostParam* p : Outputs(*params)) out->add_outputs(p->after.data);
+    }
+    if (!run.keep_outputs_as().empty()) {
+      google::protobuf::RepeatedPtrField<std::string> kept;
+      for (const tools::HostParam* p : Outputs(*params)) *kept.Add() = p->after.data;
+      KeepReferences(run.keep_outputs_as(), kept);
     }
     break;
   }
@@ -220,6 +242,7 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
       status = params.status();
       break;
     }
+    trace.Phase("params");
     const std::vector<const tools::HostParam*> outputs = Outputs(*params);
     std::vector<const std::string*> references;
     for (const std::string& r : validate.reference_outputs()) references.push_back(&r);
@@ -234,13 +257,13 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
       }
     } else if (!id.empty()) {
       KeepReferences(id, validate.reference_outputs());
+      trace.Phase("keep_reference"); // the trace shows which validations carried one
     }
     if (outputs.size() != references.size()) {
       status = absl::InvalidArgumentError(absl::StrCat(
           "validate: ", references.size(), " reference outputs for ", outputs.size(), " outputs"));
       break;
     }
-    trace.Phase("params");
     absl::StatusOr<double> us =
         backend_->Run(validate.launch(), *params, origins_of(validate.launch()));
     if (!us.ok()) {

@@ -41,7 +41,7 @@ inline constexpr int kExitBadStream = 4;    // a frame that cannot be answered (
 inline constexpr int kExitIoError = 5;      // the socket failed
 
 // The request's kind for logs: "describe", "load", "run", "measure",
-// "validate", "unload", or "empty".
+// "validate", "unload", "prepare_inputs", or "empty".
 const char* RequestKindName(const kiln::v1::WorkerRequest& request);
 
 struct WorkerSessionOptions {

@@ -80,6 +80,16 @@ inline half_t float_to_half(float f) {
   const uint32_t u = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t mag = u & 0x7fffffffu;
+  if (mag >= 0x38800000u && mag < 0x47800000u) {
+    // A normal half (2^-14 <= |f| < 2^16), the common case: rebias the
+    // exponent (127 -> 15) and round the 13 dropped mantissa bits in one add
+    // (0xfff, plus 1 when the kept part is odd, carries exactly when the
+    // dropped part is above the midpoint, or at it with an odd kept part);
+    // a carry out of the mantissa bumps the exponent, up to inf from 65520.
+    const uint32_t odd = (mag >> 13) & 1u;
+    const uint32_t code = (mag - 0x38000000u + 0x0fffu + odd) >> 13;
+    return half_t{static_cast<uint16_t>(sign | code)};
+  }
   if (mag > 0x7f800000u) return half_t{0x7fff};
   if (mag == 0x7f800000u) return half_t{static_cast<uint16_t>(sign | 0x7c00u)};
   uint32_t code = detail::RoundMagnitude(mag, 10, 15);

@@ -85,6 +85,20 @@ TEST(CpuTypes, HalfSpecialValues) {
 }
 
 #if defined(__FLT16_MAX__)
+// The normal-half range and its edges (the rounding add's domain) float by
+// float, every 37th bit pattern, both signs.
+TEST(CpuTypes, HalfMatchesCompilerFloat16AcrossTheNormalRange) {
+  for (uint32_t mag = 0x38000000u; mag < 0x48000000u; mag += 37) {
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      const float f = bits_float(sign | mag);
+      const _Float16 ref = static_cast<_Float16>(f);
+      uint16_t ref_bits;
+      std::memcpy(&ref_bits, &ref, 2);
+      ASSERT_EQ(float_to_half(f).bits, ref_bits) << f;
+    }
+  }
+}
+
 TEST(CpuTypes, HalfMatchesCompilerFloat16OnRandomFloats) {
   std::mt19937 rng(7);
   for (int i = 0; i < 2000000; ++i) {

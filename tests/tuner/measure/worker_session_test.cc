@@ -130,6 +130,67 @@ TEST(WorkerSession, ReferencesAreKeptByIdBetweenValidations) {
   EXPECT_FALSE(exit_after);
 }
 
+TEST(WorkerSession, PreparedInputsAreMadeOnceBeforeTheFirstRun) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  pb::WorkerRequest run = RunRequest();
+  pb::TensorSpec* in = run.mutable_run()->mutable_launch()->add_args();
+  in->set_name("A");
+  in->set_dtype(pb::DTYPE_FLOAT16);
+  in->add_shape(1000);
+  in->set_init(pb::TensorSpec::INIT_RANDOM_NORMAL);
+  in->set_seed(3);
+  pb::WorkerRequest prepare;
+  prepare.set_request_id(4);
+  *prepare.mutable_prepare_inputs()->mutable_launch() = run.run().launch();
+  bool exit_after = true;
+  pb::WorkerResponse prepared = session.Handle(prepare, &exit_after);
+  EXPECT_FALSE(exit_after);
+  EXPECT_FALSE(prepared.has_error()) << prepared.DebugString();
+  EXPECT_EQ(prepared.request_id(), 4u);
+  EXPECT_EQ(session.input_cache().entries(), 2u); // C (arange) and A
+  EXPECT_EQ(session.input_cache().hits(), 0u);
+  pb::WorkerResponse ran = session.Handle(run, &exit_after);
+  ASSERT_TRUE(ran.has_run()) << ran.DebugString();
+  EXPECT_EQ(session.input_cache().hits(), 2u); // nothing made again
+  EXPECT_EQ(RequestKindName(prepare), std::string("prepare_inputs"));
+
+  // A spec it cannot make is an error with the argument's name, and the
+  // session goes on.
+  prepare.mutable_prepare_inputs()->mutable_launch()->mutable_args(1)->set_init(
+      pb::TensorSpec::INIT_BYTES);
+  pb::WorkerResponse bad = session.Handle(prepare, &exit_after);
+  EXPECT_EQ(bad.error().code(), pb::WorkerError::CODE_INVALID_REQUEST);
+  EXPECT_THAT(bad.error().message(), ::testing::HasSubstr("'A'"));
+  EXPECT_FALSE(exit_after);
+}
+
+TEST(WorkerSession, ARunKeepsItsOutputsAsAReference) {
+  WorkerSession session(std::make_unique<ScriptedBackend>());
+  bool exit_after = false;
+  pb::WorkerRequest run = RunRequest();
+  run.mutable_run()->set_return_outputs(false);
+  run.mutable_run()->set_keep_outputs_as("job-7/reference");
+  pb::WorkerResponse ran = session.Handle(run, &exit_after);
+  ASSERT_TRUE(ran.has_run()) << ran.DebugString();
+  EXPECT_EQ(ran.run().outputs_size(), 0); // kept, not returned
+
+  pb::WorkerRequest validate;
+  *validate.mutable_validate()->mutable_launch() = run.run().launch();
+  validate.mutable_validate()->set_reference_id("job-7/reference");
+  pb::WorkerResponse same = session.Handle(validate, &exit_after);
+  ASSERT_TRUE(same.has_validate()) << same.DebugString();
+  EXPECT_TRUE(same.validate().ok());
+
+  // The kept bytes are the run's outputs: a launch whose outputs differ
+  // (its C starts at ones, not at 0, 1) mismatches.
+  validate.mutable_validate()->mutable_launch()->mutable_args(0)->set_init(
+      pb::TensorSpec::INIT_ONES);
+  pb::WorkerResponse other = session.Handle(validate, &exit_after);
+  ASSERT_TRUE(other.has_validate()) << other.DebugString();
+  EXPECT_FALSE(other.validate().ok());
+  EXPECT_EQ(other.validate().mismatches(), 1); // C[0]: got 2, want 1; C[1] matches
+}
+
 TEST(WorkerSession, MeasureAndValidate) {
   WorkerSession session(std::make_unique<ScriptedBackend>());
   bool exit_after = false;
