@@ -32,6 +32,28 @@ pb::BindingValue Int(int64_t v) {
   return b;
 }
 
+// An exhaustive CPU tune of examples/elementwise/add.py at M x N over
+// block_M x block_N (threads pinned too: tunables not declared would take
+// their derived domains).
+pb::TuneRequest AddTune(int64_t m, int64_t n, const std::vector<int>& block_m,
+                        const std::vector<int>& block_n, int threads, int repeats) {
+  testing::ExampleFile ex =
+      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
+  pb::TuneRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  (*req.mutable_program()->mutable_bindings())["M"] = Int(m);
+  (*req.mutable_program()->mutable_bindings())["N"] = Int(n);
+  req.set_target("cpu");
+  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+  auto& space = *req.mutable_space()->mutable_candidates();
+  for (int v : block_m) *space["block_M"].add_values() = Int(v);
+  for (int v : block_n) *space["block_N"].add_values() = Int(v);
+  *space["threads"].add_values() = Int(threads);
+  req.mutable_budget()->set_repeats(repeats);
+  return req;
+}
+
 TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
   const std::string dir = ::testing::TempDir() + "tune_e2e";
   std::filesystem::remove_all(dir);
@@ -41,23 +63,7 @@ TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
   auto stub =
       pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
 
-  testing::ExampleFile ex =
-      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
-  pb::TuneRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  (*req.mutable_program()->mutable_bindings())["M"] = Int(77);
-  (*req.mutable_program()->mutable_bindings())["N"] = Int(130);
-  req.set_target("cpu");
-  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
-  for (const char* name : {"block_M", "block_N"}) {
-    pb::ValueList& list = (*req.mutable_space()->mutable_candidates())[name];
-    *list.add_values() = Int(16);
-    *list.add_values() = Int(32);
-  }
-  // Tunables not declared take their derived domains: pin threads too.
-  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(256);
-  req.mutable_budget()->set_repeats(3);
+  const pb::TuneRequest req = AddTune(77, 130, {16, 32}, {16, 32}, 256, 3);
 
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
@@ -153,22 +159,7 @@ TEST(TuneE2ETest, InputsAreMadeWhileCandidatesCompileAndTheReferenceStaysOnTheWo
   ASSERT_TRUE(started) << daemon.output();
   auto stub =
       pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
-  testing::ExampleFile ex =
-      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
-  pb::TuneRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  (*req.mutable_program()->mutable_bindings())["M"] = Int(64);
-  (*req.mutable_program()->mutable_bindings())["N"] = Int(96);
-  req.set_target("cpu");
-  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
-  for (const char* name : {"block_M", "block_N"}) {
-    pb::ValueList& list = (*req.mutable_space()->mutable_candidates())[name];
-    *list.add_values() = Int(16);
-    *list.add_values() = Int(32);
-  }
-  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(128);
-  req.mutable_budget()->set_repeats(2);
+  const pb::TuneRequest req = AddTune(64, 96, {16, 32}, {16, 32}, 128, 2);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
   auto reader = stub->Tune(&ctx, req);
@@ -235,21 +226,7 @@ TEST(TuneE2ETest, AWorkerLostMidSweepMakesTheReferenceAgain) {
       << daemon.output();
   auto stub =
       pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
-  testing::ExampleFile ex =
-      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
-  pb::TuneRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  (*req.mutable_program()->mutable_bindings())["M"] = Int(256);
-  (*req.mutable_program()->mutable_bindings())["N"] = Int(256);
-  req.set_target("cpu");
-  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
-  pb::ValueList& rows = (*req.mutable_space()->mutable_candidates())["block_M"];
-  for (int v : {8, 16, 32, 64}) *rows.add_values() = Int(v);
-  pb::ValueList& cols = (*req.mutable_space()->mutable_candidates())["block_N"];
-  for (int v : {32, 64}) *cols.add_values() = Int(v);
-  *(*req.mutable_space()->mutable_candidates())["threads"].add_values() = Int(128);
-  req.mutable_budget()->set_repeats(2);
+  const pb::TuneRequest req = AddTune(256, 256, {8, 16, 32, 64}, {32, 64}, 128, 2);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
   auto reader = stub->Tune(&ctx, req);
