@@ -1,5 +1,7 @@
 #include "tuner/measure/input_cache.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -33,7 +35,7 @@ const std::string* InputCache::Find(const std::string& key) {
   return &it->second->data;
 }
 
-void InputCache::Insert(const std::string& key, const std::string& data) {
+void InputCache::Insert(const std::string& key, std::string data) {
   if (key.empty() || data.size() > max_bytes_) return;
   if (auto it = index_.find(key); it != index_.end()) {
     bytes_ -= it->second->data.size();
@@ -45,9 +47,10 @@ void InputCache::Insert(const std::string& key, const std::string& data) {
     index_.erase(lru_.back().key);
     lru_.pop_back();
   }
-  lru_.push_front(Entry{key, data});
+  const size_t size = data.size();
+  lru_.push_front(Entry{key, std::move(data)});
   index_[key] = lru_.begin();
-  bytes_ += data.size();
+  bytes_ += size;
 }
 
 } // namespace kiln::measure

@@ -32,8 +32,9 @@ class InputCache {
 
   // The cached bytes for `key`, or nullptr. Marks the entry recently used.
   const std::string* Find(const std::string& key);
-  // Keeps a copy of `data` under `key`, evicting old entries to fit.
-  void Insert(const std::string& key, const std::string& data);
+  // Keeps `data` under `key` (pass an rvalue to hand the bytes over without
+  // a copy), evicting old entries to fit.
+  void Insert(const std::string& key, std::string data);
 
   size_t bytes() const { return bytes_; }
   size_t entries() const { return lru_.size(); }

@@ -197,9 +197,13 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
       for (const tools::HostParam* p : Outputs(*params)) out->add_outputs(p->after.data);
     }
     if (!run.keep_outputs_as().empty()) {
-      google::protobuf::RepeatedPtrField<std::string> kept;
-      for (const tools::HostParam* p : Outputs(*params)) *kept.Add() = p->after.data;
-      KeepReferences(run.keep_outputs_as(), kept);
+      // Kept without a copy unless they were also returned.
+      std::vector<std::string> kept;
+      for (tools::HostParam& p : *params) {
+        if (!p.is_output) continue;
+        kept.push_back(run.return_outputs() ? p.after.data : std::move(p.after.data));
+      }
+      KeepReferences(run.keep_outputs_as(), std::move(kept));
     }
     break;
   }
@@ -256,7 +260,8 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
         return response;
       }
     } else if (!id.empty()) {
-      KeepReferences(id, validate.reference_outputs());
+      KeepReferences(id,
+                     {validate.reference_outputs().begin(), validate.reference_outputs().end()});
       trace.Phase("keep_reference"); // the trace shows which validations carried one
     }
     if (outputs.size() != references.size()) {
@@ -292,10 +297,11 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
   return response;
 }
 
-void WorkerSession::KeepReferences(const std::string& id,
-                                   const google::protobuf::RepeatedPtrField<std::string>& outputs) {
-  for (int i = 0; i < outputs.size(); ++i) references_.Insert(absl::StrCat(id, "#", i), outputs[i]);
-  references_.Insert(absl::StrCat(id, "#n"), absl::StrCat(outputs.size()));
+void WorkerSession::KeepReferences(const std::string& id, std::vector<std::string> outputs) {
+  const size_t n = outputs.size();
+  for (size_t i = 0; i < n; ++i)
+    references_.Insert(absl::StrCat(id, "#", i), std::move(outputs[i]));
+  references_.Insert(absl::StrCat(id, "#n"), absl::StrCat(n));
 }
 
 std::vector<const std::string*> WorkerSession::KeptReferences(const std::string& id) {

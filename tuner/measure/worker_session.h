@@ -73,8 +73,7 @@ class WorkerSession {
   const InputCache& input_cache() const { return inputs_; }
 
  private:
-  void KeepReferences(const std::string& id,
-                      const google::protobuf::RepeatedPtrField<std::string>& outputs);
+  void KeepReferences(const std::string& id, std::vector<std::string> outputs);
   // The outputs kept under `id`, or empty when any of them is not kept.
   std::vector<const std::string*> KeptReferences(const std::string& id);
 
