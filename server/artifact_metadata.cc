@@ -79,21 +79,20 @@ std::string FileKindOf(kiln::v1::ArtifactKind kind, const std::string& target) {
 kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& l,
                                     const driver::Prepared& prepared) {
   kiln::v1::LaunchInfo info;
-  kiln::v1::LaunchInfo* launch = &info;
-  launch->set_kernel_symbol(l.symbol);
-  for (const ir::Expr& g : l.grid) launch->add_grid(ExtentText(g));
-  for (int64_t b : l.block) launch->add_block(b);
-  launch->set_dynamic_shared_bytes(l.dynamic_smem_bytes);
+  info.set_kernel_symbol(l.symbol);
+  for (const ir::Expr& g : l.grid) info.add_grid(ExtentText(g));
+  for (int64_t b : l.block) info.add_block(b);
+  info.set_dynamic_shared_bytes(l.dynamic_smem_bytes);
   bool marked = false;
   for (const codegen::KernelArg& a : l.args) marked = marked || a.is_output;
   const std::set<std::string> written =
       marked ? std::set<std::string>{} : WrittenBuffers(prepared.program);
   for (const codegen::KernelArg& a : l.args) {
     if (a.is_symbol) {
-      launch->add_symbols(a.name);
+      info.add_symbols(a.name);
       continue;
     }
-    kiln::v1::ParamInfo* p = launch->add_params();
+    kiln::v1::ParamInfo* p = info.add_params();
     p->set_name(a.name);
     p->set_dtype(ir::DTypeToProto(a.dtype));
     p->set_is_scalar(a.is_scalar);

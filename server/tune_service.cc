@@ -129,6 +129,24 @@ std::vector<ConfigMap> Product(const kiln::v1::TuneSpace& space) {
   return out;
 }
 
+// The sweep's launch-plan options for a module: every launch draws its
+// generated inputs from the request's seed (1 when unset).
+LaunchPlanOptions SweepPlanOptions(const kiln::v1::TuneRequest& r, std::string module_id) {
+  LaunchPlanOptions options;
+  options.module_id = std::move(module_id);
+  options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
+  return options;
+}
+
+// The program's bindings with candidate `config` over them.
+std::map<std::string, kiln::v1::BindingValue> SweepValues(const kiln::v1::TuneRequest& r,
+                                                          const ConfigMap& config) {
+  std::map<std::string, kiln::v1::BindingValue> values(r.program().bindings().begin(),
+                                                       r.program().bindings().end());
+  for (const auto& [k, v] : config) values[k] = v;
+  return values;
+}
+
 // The launch of candidate `config` as the sweep will make it, from the
 // emitted kernel alone (no toolchain run): its arguments name the generated
 // inputs every candidate shares (the same shapes, inits and seed).
@@ -143,13 +161,15 @@ InputsLaunch(const kiln::v1::TuneRequest& r, const std::string& target, const Co
   if (!prepared.ok()) return prepared.status();
   absl::StatusOr<codegen::EmittedKernel> kernel = driver::Emit(*prepared, options);
   if (!kernel.ok()) return kernel.status();
-  std::map<std::string, kiln::v1::BindingValue> values(r.program().bindings().begin(),
-                                                       r.program().bindings().end());
-  for (const auto& [k, v] : config) values[k] = v;
-  LaunchPlanOptions plan_options;
-  plan_options.module_id = "inputs";
-  plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
-  return MakeLaunchPlan(MakeLaunchInfo(kernel->launch, *prepared), values, plan_options);
+  return MakeLaunchPlan(MakeLaunchInfo(kernel->launch, *prepared), SweepValues(r, config),
+                        SweepPlanOptions(r, "inputs"));
+}
+
+// Whether a worker call's failure took the worker (or its device) away, so
+// that the next call needs a new lease.
+bool EndsLease(const absl::Status& s) {
+  const WorkerErrorKind kind = WorkerErrorKindOf(s);
+  return LostWorker(kind) || kind == WorkerErrorKind::kUnavailable;
 }
 
 } // namespace
@@ -324,10 +344,8 @@ TuneService::ReferenceOutputs(const std::shared_ptr<Job>& job, const TuneCall& c
   const kiln::v1::ArtifactMetadata& meta = built->metadata;
   std::map<std::string, kiln::v1::BindingValue> values;
   for (const auto& [k, v] : r.validation().reference_program().bindings()) values[k] = v;
-  LaunchPlanOptions plan_options;
-  plan_options.module_id = meta.key();
-  plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
-  absl::StatusOr<kiln::v1::LaunchSpec> launch = MakeLaunchPlan(meta.launch(), values, plan_options);
+  absl::StatusOr<kiln::v1::LaunchSpec> launch =
+      MakeLaunchPlan(meta.launch(), values, SweepPlanOptions(r, meta.key()));
   if (!launch.ok()) return launch.status();
   absl::StatusOr<kiln::v1::WorkerRequest> load = LoadRequestFor(*store_, meta);
   if (!load.ok()) return load.status();
@@ -628,17 +646,11 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   const int warmup = r.budget().warmup() > 0 ? r.budget().warmup() : 3;
   const int repeats = r.budget().repeats() > 0 ? r.budget().repeats() : 20;
   const bool cuda = !IsCpuTarget(target);
-  std::map<std::string, kiln::v1::BindingValue> shape;
-  for (const auto& [k, v] : r.program().bindings()) shape[k] = v;
 
   // The launch of a compiled item on the sweep's shape and inputs.
   auto launch_of = [&](const Sweep::Item& item) {
-    std::map<std::string, kiln::v1::BindingValue> values = shape;
-    for (const auto& [k, v] : item.candidate.config) values[k] = v;
-    LaunchPlanOptions plan_options;
-    plan_options.module_id = item.artifact->key();
-    plan_options.seed = r.validation().seed() != 0 ? r.validation().seed() : 1;
-    return MakeLaunchPlan(item.artifact->launch(), values, plan_options);
+    return MakeLaunchPlan(item.artifact->launch(), SweepValues(r, item.candidate.config),
+                          SweepPlanOptions(r, item.artifact->key()));
   };
   // Outputs travel back to kilnd only where another worker may need them.
   const bool return_reference = devices.size() > 1;
@@ -663,8 +675,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
           util::LogInfo("tune inputs not made ahead", {{"job_id", job->id()},
                                                        {"device", device.id()},
                                                        {"error", prepared.status().message()}});
-          const WorkerErrorKind kind = WorkerErrorKindOf(prepared.status());
-          if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) lease.reset();
+          if (EndsLease(prepared.status())) lease.reset();
         }
       }
     }
@@ -724,13 +735,12 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       // A failure that took the worker down ends this lease: the next
       // candidate acquires the restarted worker.
       auto worker_failed = [&](const absl::Status& s) {
-        const WorkerErrorKind kind = WorkerErrorKindOf(s);
         Status status = MeasurementStatusFor(s);
         if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
           status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
         }
         failed(status, absl::StrCat(s.message()));
-        if (LostWorker(kind) || kind == WorkerErrorKind::kUnavailable) {
+        if (EndsLease(s)) {
           lease.reset();
           reference_sent = false;
         }
