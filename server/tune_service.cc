@@ -242,6 +242,13 @@ struct TuneService::Sweep {
   std::vector<std::string> reference_outputs;
   bool have_reference = false;
   std::optional<size_t> reference_item;
+  // The reference candidate is not validated against its own run: another
+  // candidate that matches it confirms it (two configs agree). Until then its
+  // measurement waits here; a sweep in which none matched compares it with
+  // its own run at the end, on the device that made it.
+  bool reference_confirmed = false;
+  std::optional<std::vector<double>> reference_samples;
+  std::string reference_device;
 };
 
 TuneService::TuneService(CompileService* compile, ArtifactStore* store, DevicePool* devices,
@@ -503,6 +510,31 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
     record(item);
     publish(&item.measurement);
   };
+  // A final success of item i, measured on `device_id` (with the lock held).
+  auto complete = [&](size_t i, const std::vector<double>& samples, const std::string& device_id) {
+    Sweep::Item& item = sweep->items[i];
+    FillLatency(Summarize(samples), &item.measurement);
+    item.measurement.set_status(kiln::v1::Measurement::STATUS_OK);
+    item.measurement.set_device_id(device_id);
+    item.measurement.set_unix_ms(absl::ToUnixMillis(absl::Now()));
+    item.finished = true;
+    sweep->progress.set_candidates_measured(sweep->progress.candidates_measured() + 1);
+    counters_.measured.fetch_add(1, std::memory_order_relaxed);
+    if (!sweep->best || Better(item.measurement, *sweep->best)) sweep->best = item.measurement;
+    record(item);
+    publish(&item.measurement);
+    sweep->changed.notify_all();
+  };
+  // A candidate matched the reference: the reference candidate's measurement
+  // counts (with the lock held).
+  auto confirm_reference = [&] {
+    if (sweep->reference_confirmed) return;
+    sweep->reference_confirmed = true;
+    if (sweep->reference_item && sweep->reference_samples &&
+        !sweep->items[*sweep->reference_item].finished) {
+      complete(*sweep->reference_item, *sweep->reference_samples, sweep->reference_device);
+    }
+  };
 
   // 3. The compiles, a pool's worth at a time: the pool's threads build them
   // in parallel, and each one that finishes lets the next one in.
@@ -679,6 +711,79 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         }
       }
     }
+    // The reference travels once per worker; later candidates name it.
+    auto validate_call = [&](const kiln::v1::LaunchSpec& launch, bool with_reference) {
+      kiln::v1::WorkerRequest validate;
+      kiln::v1::ValidateRequest* v = validate.mutable_validate();
+      *v->mutable_launch() = launch;
+      v->set_reference_id(reference_id);
+      if (with_reference) {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        for (const std::string& out : sweep->reference_outputs) v->add_reference_outputs(out);
+      }
+      v->set_rtol(r.validation().rtol());
+      v->set_atol(r.validation().atol());
+      return lease->Call(validate, absl::ZeroDuration(), job->stop_token());
+    };
+    // A worker that does not keep the reference (a restarted one) runs the
+    // reference candidate again and keeps its outputs; `loaded_key` is the
+    // module loaded for the candidate being validated, which stays loaded.
+    auto remake_reference = [&](const std::string& loaded_key) -> absl::Status {
+      std::optional<size_t> ref;
+      {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        ref = sweep->reference_item;
+      }
+      if (!ref) return absl::InternalError("the sweep has no reference to make again");
+      const Sweep::Item& source = sweep->items[*ref];
+      absl::StatusOr<kiln::v1::LaunchSpec> ref_launch = launch_of(source);
+      if (!ref_launch.ok()) return ref_launch.status();
+      absl::StatusOr<kiln::v1::WorkerRequest> ref_load = LoadRequestFor(*store_, *source.artifact);
+      if (!ref_load.ok()) return ref_load.status();
+      absl::StatusOr<kiln::v1::WorkerResponse> ref_loaded =
+          lease->Call(*ref_load, absl::ZeroDuration(), job->stop_token());
+      if (!ref_loaded.ok()) return ref_loaded.status();
+      kiln::v1::WorkerRequest again;
+      *again.mutable_run()->mutable_launch() = *std::move(ref_launch);
+      again.mutable_run()->set_keep_outputs_as(reference_id);
+      absl::StatusOr<kiln::v1::WorkerResponse> ran_again =
+          lease->Call(again, absl::ZeroDuration(), job->stop_token());
+      if (source.artifact->key() != loaded_key) {
+        kiln::v1::WorkerRequest unload;
+        unload.mutable_unload()->set_module_id(source.artifact->key());
+        (void)lease->Call(unload);
+      }
+      util::LogInfo("tune reference made again",
+                    {{"job_id", job->id()}, {"device", device.id()}, {"ok", ran_again.ok()}});
+      return ran_again.status();
+    };
+    // Compares a loaded candidate's outputs with the reference: by its id,
+    // or where this worker lacks it, with kilnd's copy or the reference
+    // candidate run again.
+    auto validate = [&](const kiln::v1::LaunchSpec& launch,
+                        const std::string& loaded_key) -> absl::StatusOr<kiln::v1::WorkerResponse> {
+      absl::StatusOr<kiln::v1::WorkerResponse> checked = validate_call(launch, !reference_sent);
+      if (!checked.ok() &&
+          WorkerCodeOf(checked.status()) == kiln::v1::WorkerError::CODE_REFERENCE_MISSING) {
+        bool kilnd_has_copy = false;
+        {
+          std::lock_guard<std::mutex> lock(sweep->mu);
+          kilnd_has_copy = !sweep->reference_outputs.empty();
+        }
+        if (kilnd_has_copy) {
+          checked = validate_call(launch, true);
+        } else if (absl::Status remade = remake_reference(loaded_key); remade.ok()) {
+          checked = validate_call(launch, false);
+        } else {
+          checked = remade; // its worker error kind intact (a lost worker ends the lease)
+        }
+      }
+      if (checked.ok()) {
+        reference_sent = true;
+        counters_.validated.fetch_add(1, std::memory_order_relaxed);
+      }
+      return checked;
+    };
     for (;;) {
       size_t i = 0;
       {
@@ -699,8 +804,8 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
             lock.lock();
           }
         }
-        if (job->cancel_requested() || absl::Now() > deadline) return;
-        if (sweep->ready.empty()) return; // all compiled and taken
+        if (job->cancel_requested()) return;
+        if (absl::Now() > deadline || sweep->ready.empty()) break; // spent, or all taken
         i = sweep->ready.front();
         sweep->ready.pop_front();
       }
@@ -775,86 +880,27 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         sweep->reference_outputs.assign(ran->run().outputs().begin(), ran->run().outputs().end());
         sweep->have_reference = true;
         sweep->reference_item = i;
+        sweep->reference_device = device.id();
         sweep->changed.notify_all();
         util::LogInfo("tune reference",
                       {{"job_id", job->id()}, {"config", ConfigText(item.candidate.config)}});
-      }
-      // The reference travels once per worker; later candidates name it.
-      auto validate_call = [&](bool with_reference) {
-        kiln::v1::WorkerRequest validate;
-        kiln::v1::ValidateRequest* v = validate.mutable_validate();
-        *v->mutable_launch() = *launch;
-        v->set_reference_id(reference_id);
-        if (with_reference) {
-          std::lock_guard<std::mutex> lock(sweep->mu);
-          for (const std::string& out : sweep->reference_outputs) v->add_reference_outputs(out);
+      } else {
+        absl::StatusOr<kiln::v1::WorkerResponse> checked = validate(*launch, meta.key());
+        if (!checked.ok()) {
+          worker_failed(checked.status());
+          continue;
         }
-        v->set_rtol(r.validation().rtol());
-        v->set_atol(r.validation().atol());
-        return lease->Call(validate, absl::ZeroDuration(), job->stop_token());
-      };
-      // A worker that does not keep the reference (a restarted one) is sent
-      // kilnd's copy, or, where kilnd has none, runs the reference candidate
-      // again and keeps its outputs.
-      auto remake_reference = [&]() -> absl::Status {
-        std::optional<size_t> ref;
-        {
-          std::lock_guard<std::mutex> lock(sweep->mu);
-          ref = sweep->reference_item;
+        item.measurement.set_max_abs_error(checked->validate().max_abs_error());
+        if (!checked->validate().ok()) {
+          failed(kiln::v1::Measurement::STATUS_WRONG_RESULT,
+                 absl::StrCat(checked->validate().mismatches(),
+                              " mismatches against the reference; "
+                              "first ",
+                              checked->validate().first_mismatch()));
+          continue;
         }
-        if (!ref) return absl::InternalError("the sweep has no reference to make again");
-        const Sweep::Item& source = sweep->items[*ref];
-        absl::StatusOr<kiln::v1::LaunchSpec> ref_launch = launch_of(source);
-        if (!ref_launch.ok()) return ref_launch.status();
-        absl::StatusOr<kiln::v1::WorkerRequest> ref_load =
-            LoadRequestFor(*store_, *source.artifact);
-        if (!ref_load.ok()) return ref_load.status();
-        absl::StatusOr<kiln::v1::WorkerResponse> ref_loaded =
-            lease->Call(*ref_load, absl::ZeroDuration(), job->stop_token());
-        if (!ref_loaded.ok()) return ref_loaded.status();
-        kiln::v1::WorkerRequest again;
-        *again.mutable_run()->mutable_launch() = *std::move(ref_launch);
-        again.mutable_run()->set_keep_outputs_as(reference_id);
-        absl::StatusOr<kiln::v1::WorkerResponse> ran_again =
-            lease->Call(again, absl::ZeroDuration(), job->stop_token());
-        if (source.artifact->key() != meta.key()) {
-          kiln::v1::WorkerRequest unload;
-          unload.mutable_unload()->set_module_id(source.artifact->key());
-          (void)lease->Call(unload);
-        }
-        util::LogInfo("tune reference made again",
-                      {{"job_id", job->id()}, {"device", device.id()}, {"ok", ran_again.ok()}});
-        return ran_again.status();
-      };
-      absl::StatusOr<kiln::v1::WorkerResponse> checked = validate_call(!reference_sent);
-      if (!checked.ok() &&
-          WorkerCodeOf(checked.status()) == kiln::v1::WorkerError::CODE_REFERENCE_MISSING) {
-        bool kilnd_has_copy = false;
-        {
-          std::lock_guard<std::mutex> lock(sweep->mu);
-          kilnd_has_copy = !sweep->reference_outputs.empty();
-        }
-        if (kilnd_has_copy) {
-          checked = validate_call(true);
-        } else if (absl::Status remade = remake_reference(); remade.ok()) {
-          checked = validate_call(false);
-        } else {
-          checked = remade; // its worker error kind intact (a lost worker ends the lease)
-        }
-      }
-      if (checked.ok()) reference_sent = true;
-      if (!checked.ok()) {
-        worker_failed(checked.status());
-        continue;
-      }
-      item.measurement.set_max_abs_error(checked->validate().max_abs_error());
-      if (!checked->validate().ok()) {
-        failed(kiln::v1::Measurement::STATUS_WRONG_RESULT,
-               absl::StrCat(checked->validate().mismatches(),
-                            " mismatches against the reference; "
-                            "first ",
-                            checked->validate().first_mismatch()));
-        continue;
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        confirm_reference();
       }
       // A first sample sizes the run: CUDA graphs under 1 ms (one timing
       // mode for every short kernel: a switch at ~20 us put configs of one
@@ -890,21 +936,76 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       kiln::v1::WorkerRequest unload;
       unload.mutable_unload()->set_module_id(meta.key());
       (void)lease->Call(unload);
-      const std::vector<double> samples(measured->measure().samples_us().begin(),
-                                        measured->measure().samples_us().end());
+      std::vector<double> samples(measured->measure().samples_us().begin(),
+                                  measured->measure().samples_us().end());
       std::lock_guard<std::mutex> lock(sweep->mu);
-      FillLatency(Summarize(samples), &item.measurement);
-      item.measurement.set_status(kiln::v1::Measurement::STATUS_OK);
-      item.measurement.set_device_id(device.id());
-      item.measurement.set_unix_ms(absl::ToUnixMillis(absl::Now()));
-      item.finished = true;
-      sweep->progress.set_candidates_measured(sweep->progress.candidates_measured() + 1);
-      counters_.measured.fetch_add(1, std::memory_order_relaxed);
-      if (!sweep->best || Better(item.measurement, *sweep->best)) sweep->best = item.measurement;
-      record(item);
-      publish(&item.measurement);
-      sweep->changed.notify_all();
+      if (need_reference && !sweep->reference_confirmed) {
+        sweep->reference_samples = std::move(samples); // counts once confirmed
+        continue;
+      }
+      complete(i, samples, device.id());
     }
+    if (job->cancel_requested()) return;
+    // No other candidate matched the reference candidate (all failed, or
+    // there was no other): the device that made it compares it with a second
+    // run of itself, which catches a nondeterministic reference.
+    size_t ref = 0;
+    {
+      std::lock_guard<std::mutex> lock(sweep->mu);
+      if (!sweep->reference_item || !sweep->reference_samples || sweep->reference_confirmed ||
+          sweep->reference_device != device.id() || sweep->items[*sweep->reference_item].finished) {
+        return;
+      }
+      ref = *sweep->reference_item;
+    }
+    Sweep::Item& item = sweep->items[ref];
+    absl::StatusOr<kiln::v1::WorkerResponse> checked =
+        [&]() -> absl::StatusOr<kiln::v1::WorkerResponse> {
+      absl::StatusOr<kiln::v1::LaunchSpec> launch = launch_of(item);
+      if (!launch.ok()) return launch.status();
+      absl::StatusOr<kiln::v1::WorkerRequest> load = LoadRequestFor(*store_, *item.artifact);
+      if (!load.ok()) return load.status();
+      if (!lease) {
+        absl::StatusOr<DeviceLease> l =
+            devices_->Acquire(device.id(), absl::ZeroDuration(), job->stop_token());
+        if (!l.ok()) return l.status();
+        lease = *std::move(l);
+        reference_sent = false;
+      }
+      absl::StatusOr<kiln::v1::WorkerResponse> loaded =
+          lease->Call(*load, absl::ZeroDuration(), job->stop_token());
+      if (!loaded.ok()) return loaded.status();
+      absl::StatusOr<kiln::v1::WorkerResponse> v = validate(*launch, item.artifact->key());
+      kiln::v1::WorkerRequest unload;
+      unload.mutable_unload()->set_module_id(item.artifact->key());
+      (void)lease->Call(unload);
+      return v;
+    }();
+    counters_.reference_self_checks.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(sweep->mu);
+    util::LogInfo("tune reference checked against its own run",
+                  {{"job_id", job->id()},
+                   {"ok", checked.ok() && checked->validate().ok()},
+                   {"config", ConfigText(item.candidate.config)}});
+    if (item.finished) return;
+    item.measurement.set_device_id(device.id());
+    if (checked.ok()) item.measurement.set_max_abs_error(checked->validate().max_abs_error());
+    if (!checked.ok()) {
+      Status status = MeasurementStatusFor(checked.status());
+      if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
+        status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
+      }
+      fail(ref, status, absl::StrCat(checked.status().message()));
+    } else if (!checked->validate().ok()) {
+      fail(ref, kiln::v1::Measurement::STATUS_WRONG_RESULT,
+           absl::StrCat(checked->validate().mismatches(),
+                        " mismatches between two runs of the reference candidate; first ",
+                        checked->validate().first_mismatch()));
+    } else {
+      sweep->reference_confirmed = true;
+      complete(ref, *sweep->reference_samples, device.id());
+    }
+    sweep->changed.notify_all();
   };
   // A reference program, when the request names one, makes the reference
   // before any candidate runs.

@@ -85,6 +85,9 @@ struct TuneJobResult {
 
 struct TuneCounters {
   std::atomic<int64_t> jobs{0}, compiled{0}, measured{0}, failed{0}, reused{0};
+  // Candidate outputs compared with the reference, and of those the
+  // reference candidate's own (made only when no other candidate matched it).
+  std::atomic<int64_t> validated{0}, reference_self_checks{0};
 };
 
 class TuneService {

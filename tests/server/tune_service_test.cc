@@ -33,7 +33,7 @@ pb::BindingValue Int(int64_t v) {
   return b;
 }
 
-void AddAxis(pb::TuneRequest* r, const std::string& name, std::vector<int64_t> values) {
+void AddAxis(pb::TuneRequest* r, const std::string& name, const std::vector<int64_t>& values) {
   pb::ValueList& list = (*r->mutable_space()->mutable_candidates())[name];
   for (int64_t v : values) *list.add_values() = Int(v);
 }
@@ -72,7 +72,7 @@ class TuneServiceTest : public ::testing::Test {
   }
 
   static pb::ProgramSource Example(const std::string& path,
-                                   std::vector<std::pair<std::string, int64_t>> shape) {
+                                   const std::vector<std::pair<std::string, int64_t>>& shape) {
     testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, path);
     pb::ProgramSource p;
     p.set_tilelang_source(ex.source);
@@ -206,6 +206,55 @@ TEST_F(TuneServiceTest, CompileErrorsAndWrongResultsAreRecordedAndNeverBest) {
     EXPECT_THAT(m.error(), HasSubstr("mismatches against the reference"));
     EXPECT_GT(m.max_abs_error(), 0);
   }
+}
+
+// The first candidate to compile makes the reference. It is not validated
+// against its own run: the next candidate that matches it confirms it, so a
+// sweep of four runs three validations and no self-check.
+TEST_F(TuneServiceTest, TheReferenceCandidateIsConfirmedByTheNextMatchNotByItself) {
+  absl::StatusOr<pb::TuneResult> result = service_->TuneSync(AddGrid());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->measurements_size(), 4);
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_EQ(m.samples(), 3);
+  }
+  EXPECT_EQ(service_->counters().validated.load(), 3);
+  EXPECT_EQ(service_->counters().reference_self_checks.load(), 0);
+  EXPECT_EQ(service_->counters().measured.load(), 4);
+}
+
+// Every config computes something different (the tunables scale B), so no
+// candidate matches the reference candidate: the three others are wrong
+// results, and the reference candidate is compared with a second run of
+// itself before its measurement counts.
+TEST_F(TuneServiceTest, AReferenceNoCandidateMatchesIsComparedWithItsOwnSecondRun) {
+  TuneCall call = AddGrid();
+  pb::ProgramSource& program = *call.request.mutable_program();
+  program.set_tilelang_source(absl::StrReplaceAll(
+      program.tilelang_source(),
+      {{"A[row, col] + B[row, col]", "A[row, col] + B[row, col] * (block_M + block_N)"}}));
+  absl::StatusOr<pb::TuneResult> result = service_->TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->measurements_size(), 4);
+  int ok = 0, wrong = 0;
+  for (const pb::Measurement& m : result->measurements()) {
+    if (m.status() == pb::Measurement::STATUS_OK) {
+      ++ok;
+      EXPECT_EQ(m.max_abs_error(), 0);
+      EXPECT_EQ(m.samples(), 3);
+      ASSERT_TRUE(result->has_best());
+      EXPECT_EQ(result->best().key(), m.key());
+    }
+    if (m.status() == pb::Measurement::STATUS_WRONG_RESULT) {
+      ++wrong;
+      EXPECT_THAT(m.error(), HasSubstr("mismatches against the reference"));
+    }
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(wrong, 3);
+  EXPECT_EQ(service_->counters().reference_self_checks.load(), 1);
+  EXPECT_EQ(service_->counters().validated.load(), 4);
 }
 
 TEST_F(TuneServiceTest, RandomIsSeededAndBudgeted) {
