@@ -402,35 +402,18 @@ class Emitter {
     }
   }
 
-  // k where `e` is the integer literal 2^k (k < 62), else -1.
-  static int PowerOfTwoShift(const Expr& e) {
-    if (e.kind != ExprKind::kInt || e.ival <= 0 || (e.ival & (e.ival - 1)) != 0) return -1;
-    int k = 0;
-    while ((int64_t{1} << k) < e.ival) ++k;
-    return k < 62 ? k : -1;
-  }
-
   absl::StatusOr<std::string> Binary(const Expr& e) {
     ASSIGN_OR_RETURN(std::string a, AsCompute(e.args[0]));
     ASSIGN_OR_RETURN(std::string b, AsCompute(e.args[1]));
     const DType t = e.args[0].dtype;
     const bool plain_int = ir::IsInteger(t) && NonNegative(e.args[0]) && NonNegative(e.args[1]);
-    // A power-of-two divisor of a non-negative value is a shift or a mask:
-    // the same value, and lowered index arithmetic is full of them (a
-    // swizzle's `(i * 4 + tid / 32) % 8` in each of 32 unrolled copies), which
-    // NVVM otherwise spends a third of a GEMM's build reducing.
-    const int shift = plain_int ? PowerOfTwoShift(e.args[1]) : -1;
     switch (e.bop) {
     case BinOp::kFloorDiv:
-      if (shift >= 0) return Narrow(absl::StrCat("(", a, " >> ", shift, ")"), e.dtype);
       // Floor and truncation agree on non-negative operands; plain C lets
       // the compiler strength-reduce index arithmetic.
       if (plain_int) return Narrow(absl::StrCat("(", a, " / ", b, ")"), e.dtype);
       return Narrow(absl::StrCat("kiln::rt::floordiv(", a, ", ", b, ")"), e.dtype);
     case BinOp::kFloorMod:
-      if (shift >= 0) {
-        return Narrow(absl::StrCat("(", a, " & ", (int64_t{1} << shift) - 1, ")"), e.dtype);
-      }
       if (plain_int) return Narrow(absl::StrCat("(", a, " % ", b, ")"), e.dtype);
       return Narrow(absl::StrCat("kiln::rt::floormod(", a, ", ", b, ")"), e.dtype);
     case BinOp::kMin:
