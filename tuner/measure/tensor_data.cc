@@ -318,7 +318,7 @@ MakeHostParams(const google::protobuf::RepeatedPtrField<pb::TensorSpec>& specs,
           !s.ok()) {
         return s;
       }
-      if (!key.empty()) cache->Insert(key, p.before.data);
+      if (!key.empty() && !lazy.leave_cache_to_caller) cache->Insert(key, p.before.data);
     }
     params.push_back(std::move(p));
   }

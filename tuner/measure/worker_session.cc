@@ -167,14 +167,27 @@ pb::WorkerResponse WorkerSession::Handle(const pb::WorkerRequest& request, bool*
     // device copy; the host params are then dropped (a later request takes
     // the bytes from the cache, or none where the device holds them).
     const pb::LaunchSpec& launch = request.prepare_inputs().launch();
-    absl::StatusOr<std::vector<tools::HostParam>> params = params_of(launch);
+    LazyParams moved = lazy;
+    moved.leave_cache_to_caller = true;
+    absl::StatusOr<std::vector<tools::HostParam>> params =
+        MakeHostParams(launch.args(), options_.max_argument_bytes, &inputs_, moved);
     trace.Phase("params");
     if (!params.ok()) {
       status = params.status();
       break;
     }
-    status = backend_->Preload(*params, origins_of(launch)); // a device copy, where kept
+    const std::vector<ArgOrigin> origins = origins_of(launch);
+    status = backend_->Preload(*params, origins); // a device copy, where kept
     trace.Phase("upload");
+    // What the device did not keep goes to the host cache, moved, not copied.
+    for (size_t i = 0; i < params->size(); ++i) {
+      std::string& bytes = (*params)[i].before.data;
+      if (origins[i].key.empty() || origins[i].zeros || bytes.empty() ||
+          backend_->ResidentKey(origins[i].key) || inputs_.Find(origins[i].key) != nullptr) {
+        continue;
+      }
+      inputs_.Insert(origins[i].key, std::move(bytes));
+    }
     break;
   }
   case pb::WorkerRequest::kRun: {
