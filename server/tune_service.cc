@@ -165,6 +165,15 @@ InputsLaunch(const kiln::v1::TuneRequest& r, const std::string& target, const Co
                         SweepPlanOptions(r, "inputs"));
 }
 
+// The recorded status of a candidate whose worker call failed with `s`: the
+// kind the worker reported, a launch error when it reported none.
+Status FailedCallStatus(const absl::Status& s) {
+  const Status status = MeasurementStatusFor(s);
+  return status == kiln::v1::Measurement::STATUS_UNSPECIFIED
+             ? kiln::v1::Measurement::STATUS_LAUNCH_ERROR
+             : status;
+}
+
 // Whether a worker call's failure took the worker (or its device) away, so
 // that the next call needs a new lease.
 bool EndsLease(const absl::Status& s) {
@@ -840,11 +849,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       // A failure that took the worker down ends this lease: the next
       // candidate acquires the restarted worker.
       auto worker_failed = [&](const absl::Status& s) {
-        Status status = MeasurementStatusFor(s);
-        if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
-          status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
-        }
-        failed(status, absl::StrCat(s.message()));
+        failed(FailedCallStatus(s), absl::StrCat(s.message()));
         if (EndsLease(s)) {
           lease.reset();
           reference_sent = false;
@@ -989,21 +994,19 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                    {"config", ConfigText(item.candidate.config)}});
     if (item.finished) return;
     item.measurement.set_device_id(device.id());
-    if (checked.ok()) item.measurement.set_max_abs_error(checked->validate().max_abs_error());
     if (!checked.ok()) {
-      Status status = MeasurementStatusFor(checked.status());
-      if (status == kiln::v1::Measurement::STATUS_UNSPECIFIED) {
-        status = kiln::v1::Measurement::STATUS_LAUNCH_ERROR;
-      }
-      fail(ref, status, absl::StrCat(checked.status().message()));
-    } else if (!checked->validate().ok()) {
-      fail(ref, kiln::v1::Measurement::STATUS_WRONG_RESULT,
-           absl::StrCat(checked->validate().mismatches(),
-                        " mismatches between two runs of the reference candidate; first ",
-                        checked->validate().first_mismatch()));
+      fail(ref, FailedCallStatus(checked.status()), absl::StrCat(checked.status().message()));
     } else {
-      sweep->reference_confirmed = true;
-      complete(ref, *sweep->reference_samples, device.id());
+      item.measurement.set_max_abs_error(checked->validate().max_abs_error());
+      if (!checked->validate().ok()) {
+        fail(ref, kiln::v1::Measurement::STATUS_WRONG_RESULT,
+             absl::StrCat(checked->validate().mismatches(),
+                          " mismatches between two runs of the reference candidate; first ",
+                          checked->validate().first_mismatch()));
+      } else {
+        sweep->reference_confirmed = true;
+        complete(ref, *sweep->reference_samples, device.id());
+      }
     }
     sweep->changed.notify_all();
   };
