@@ -3,11 +3,14 @@
 // (ARCHITECTURE.md, decision 4; docs/design/worker.md).
 //
 //   kiln-worker --device cpu|cuda:N --fd N [--max-frame-bytes N]
+//   kiln-worker --compile --fd N [--warm-arch sm_XX] [--max-frame-bytes N]
 //   kiln-worker --list
 //
 // --fd is an inherited stream socket (kilnd's end of a socketpair is the
 // other) carrying framed WorkerRequest / WorkerResponse messages. The CUDA
 // driver is loaded with dlopen ($KILN_CUDA_LIBRARY, default libcuda.so.1).
+// --compile makes it a compile helper instead (tuner/measure/compile_helper.h):
+// framed ToolchainCompileRequest messages built with NVRTC, no device opened.
 // --list prints "cuda N", the number of CUDA devices the driver sees (0, with
 // the reason on stderr, where there is no driver), and exits 0.
 //
@@ -29,6 +32,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tuner/measure/compile_helper.h"
 #include "tuner/measure/cpu_backend.h"
 #include "tuner/measure/crash_report.h"
 #include "tuner/measure/cuda_backend.h"
@@ -41,11 +45,14 @@ constexpr int kExitUsage = 2;
 constexpr int kExitNoDevice = 6;
 
 constexpr char kUsage[] = R"(usage: kiln-worker --device cpu|cuda:N --fd N [--max-frame-bytes N]
+       kiln-worker --compile --fd N [--warm-arch sm_XX] [--max-frame-bytes N]
        kiln-worker --list
 
 Serves framed kiln.v1.WorkerRequest messages on the inherited socket --fd for
 one device (the CPU target, or CUDA device N). Started by kilnd; see
-docs/design/worker.md. --list prints "cuda N", the number of CUDA devices.
+docs/design/worker.md. --compile serves kiln.v1.ToolchainCompileRequest builds
+with NVRTC instead (docs/design/toolchain.md); --warm-arch builds one small
+kernel for that arch first. --list prints "cuda N", the number of CUDA devices.
 environment: KILN_CUDA_LIBRARY (default libcuda.so.1), KILN_WORKER_TRACE=1 (a stderr
 line per request with the wall time of its phases)
 )";
@@ -77,6 +84,8 @@ int List() {
 int main(int argc, char** argv) {
   std::string device;
   int fd = -1;
+  bool compile = false;
+  kiln::measure::CompileHelperOptions compile_options;
   kiln::measure::WorkerSessionOptions options;
   if (const char* trace = std::getenv("KILN_WORKER_TRACE")) {
     options.trace = std::string(trace) == "1";
@@ -94,7 +103,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (arg == "--list") return List();
-    if (const char* v = value("--device")) {
+    if (arg == "--compile") {
+      compile = true;
+    } else if (const char* v = value("--warm-arch")) {
+      compile_options.warm_arch = v;
+    } else if (const char* v = value("--device")) {
       device = v;
     } else if (const char* v = value("--fd")) {
       if (!absl::SimpleAtoi(v, &fd) || fd < 0) return Usage("--fd needs a descriptor number");
@@ -106,7 +119,9 @@ int main(int argc, char** argv) {
       return Usage("unknown argument '" + arg + "'");
     }
   }
-  if (device.empty()) return Usage("missing --device");
+  if (compile && !device.empty()) return Usage("--compile takes no --device");
+  if (!compile && !compile_options.warm_arch.empty()) return Usage("--warm-arch needs --compile");
+  if (!compile && device.empty()) return Usage("missing --device");
   if (fd < 0) return Usage("missing --fd");
   if (fcntl(fd, F_GETFD) < 0) {
     return Usage(absl::StrCat("--fd ", fd, " is not an open descriptor"));
@@ -117,7 +132,12 @@ int main(int argc, char** argv) {
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
   std::signal(SIGPIPE, SIG_IGN);
-  kiln::measure::InstallCrashReporter(absl::StrCat("kiln-worker[", device, "]"));
+  kiln::measure::InstallCrashReporter(
+      absl::StrCat("kiln-worker[", compile ? "compile" : device, "]"));
+  if (compile) {
+    compile_options.max_frame_bytes = options.max_frame_bytes;
+    return kiln::measure::ServeCompiles(fd, compile_options);
+  }
 
   std::unique_ptr<kiln::measure::DeviceBackend> backend;
   if (device == "cpu") {
