@@ -415,11 +415,19 @@ void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepa
   counters_.builds.fetch_add(1, std::memory_order_relaxed);
   if (on_build_) on_build_(options.target, seconds, built.ok());
   const std::string error = built.ok() ? "" : absl::StrCat(built.status().message());
-  util::LogInfo(built.ok() ? "compiled" : "compile failed", {{"job_id", job->id()},
-                                                             {"key", prepared.key},
-                                                             {"target", options.target},
-                                                             {"ms", seconds * 1000},
-                                                             {"error", error}});
+  auto phase_ms = [&built](const char* phase) {
+    if (!built.ok()) return 0.0;
+    auto it = built->timings.find(phase);
+    return it == built->timings.end() ? 0.0 : it->second * 1000;
+  };
+  util::LogInfo(built.ok() ? "compiled" : "compile failed",
+                {{"job_id", job->id()},
+                 {"key", prepared.key},
+                 {"target", options.target},
+                 {"ms", seconds * 1000},
+                 {"lower_emit_ms", phase_ms("lower_emit")},
+                 {"toolchain_ms", phase_ms("toolchain")},
+                 {"error", error}});
   if (!built.ok()) {
     counters_.build_failures.fetch_add(1, std::memory_order_relaxed);
     job->Fail(built.status());

@@ -193,6 +193,12 @@ std::vector<ConfigOption> BuildOptions() {
       "Programs compiled at once. 0: one per core available to the process "
       "(CPU affinity and cgroup quota).",
       [](auto& c) -> auto& { return c.compile_threads; }, 0, 4096, "0 (one per core)"));
+  o.push_back(IntOption(
+      "compile.helpers",
+      "Processes (kiln-worker --compile) that CUDA builds run in with NVRTC (builds "
+      "on threads of one process contend inside NVRTC). 0: one per compile thread; "
+      "-1: none, builds run on kilnd's compile threads.",
+      [](auto& c) -> auto& { return c.compile_helpers; }, -1, 4096, "0 (one per compile thread)"));
 
   o.push_back(IntOption(
       "queue.max_interactive",

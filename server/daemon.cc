@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "compiler/toolchain/nvrtc.h"
 #include "server/cache_job_store.h"
 #include "server/roller_planner.h"
 #include "server/rpc_observer.h"
@@ -254,6 +255,8 @@ absl::Status Daemon::Start() {
         absl::StrCat("no device workers, so no kernel can run here: ", devices.status().message()));
   }
 
+  StartNvrtcHelpers();
+
   ServiceDeps deps;
   if (devices_ != nullptr) {
     // Roller tunes measure their device model's bandwidth and tensor
@@ -317,6 +320,49 @@ absl::Status Daemon::Start() {
   return absl::OkStatus();
 }
 
+void Daemon::StartNvrtcHelpers() {
+  if (config_.compile_helpers < 0) return;
+  NvrtcHelperOptions o;
+  o.worker_path = ResolveWorkerPath(config_);
+  o.max_helpers = config_.compile_helpers > 0 ? config_.compile_helpers : pool_->threads();
+  // With a GPU attached, candidates for it are coming: the helpers start
+  // now and each builds one kernel for its arch, so that NVRTC's first-build
+  // cost is paid before the first sweep. Without one they start on demand.
+  std::string gpu_arch;
+  if (devices_ != nullptr) {
+    for (const kiln::v1::Device& d : devices_->Devices()) {
+      if (d.id().rfind("cuda:", 0) == 0 && !d.arch().empty()) {
+        gpu_arch = d.arch();
+        break;
+      }
+    }
+  }
+  o.warm_arch = gpu_arch;
+  absl::StatusOr<std::unique_ptr<NvrtcHelpers>> helpers = NvrtcHelpers::Create(o);
+  if (!helpers.ok()) {
+    warnings_.push_back(absl::StrCat("CUDA builds run in kilnd's process, without helpers: ",
+                                     helpers.status().message()));
+    return;
+  }
+  nvrtc_helpers_ = *std::move(helpers);
+  nvrtc_runner_ = toolchain::InstallNvrtcRunner(
+      [h = nvrtc_helpers_](const toolchain::CudaCompileInput& in) { return h->Compile(in); });
+  if (!gpu_arch.empty()) nvrtc_helpers_->Prewarm(o.max_helpers);
+  nvrtc_max_helpers_ = o.max_helpers;
+  nvrtc_warm_arch_ = gpu_arch;
+}
+
+void Daemon::LogToolchain() const {
+  if (nvrtc_helpers_ == nullptr) {
+    util::LogInfo("CUDA builds run in kilnd's process", {{"compile_threads", pool_->threads()}});
+    return;
+  }
+  util::LogInfo("CUDA builds run in NVRTC helper processes",
+                {{"max_helpers", nvrtc_max_helpers_},
+                 {"started_now", nvrtc_warm_arch_.empty() ? "no (on demand)" : "yes"},
+                 {"warm_arch", nvrtc_warm_arch_}});
+}
+
 void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   const absl::Duration g = grace.value_or(config_.grace_period);
   running_ = false;
@@ -345,6 +391,9 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   compile_.reset();
   store_.reset();
   pool_.reset();
+  // Later builds run in process; the helpers go once no build holds them.
+  if (nvrtc_runner_ != 0) toolchain::RemoveNvrtcRunner(std::exchange(nvrtc_runner_, 0));
+  nvrtc_helpers_.reset();
   jobs_.reset();
   job_store_.reset();
   cache_.reset(); // flushes access times and counters

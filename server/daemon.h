@@ -6,16 +6,19 @@
 // Start order: cache (open, migrate) -> jobs (recover records an earlier
 // process left unfinished) -> pool -> device workers (device_pool.h: one
 // kiln-worker per device; without a worker binary the daemon serves on,
-// with a warning) -> service -> gRPC listening. Shutdown is the reverse:
+// with a warning) -> NVRTC helpers (nvrtc_helpers.h; started ahead when a
+// GPU is attached) -> service -> gRPC listening. Shutdown is the reverse:
 // health NOT_SERVING and no new calls, in-flight calls get `grace` to
 // finish, then remaining jobs are cancelled, the pool joins, the workers are
-// killed, and the cache flushes and closes.
+// killed, builds go back to in-process NVRTC (the helpers exit once no
+// build holds them), and the cache flushes and closes.
 //
 // Not thread-safe: Start and Shutdown from one thread; the services inside
 // are thread-safe.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +39,7 @@
 #include "server/device_profiles.h"
 #include "server/job_manager.h"
 #include "server/kiln_service.h"
+#include "server/nvrtc_helpers.h"
 #include "server/server_config.h"
 
 namespace kiln::server {
@@ -65,10 +69,17 @@ class Daemon {
   DevicePool* devices() { return devices_.get(); } // null when no worker could start
   BenchmarkService* benchmark() { return benchmark_.get(); }
   TuneService* tune() { return tune_.get(); }
-  DeviceProfiles* profiles() { return profiles_.get(); } // null without devices
+  DeviceProfiles* profiles() { return profiles_.get(); }         // null without devices
+  NvrtcHelpers* nvrtc_helpers() { return nvrtc_helpers_.get(); } // null: builds in process
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Logs where CUDA builds run (kilnd prints it after its "listening on"
+  // line, which stays the first line of its output).
+  void LogToolchain() const;
 
  private:
+  // The NVRTC helpers, unless config says none or they cannot be set up.
+  void StartNvrtcHelpers();
+
   ServerConfig config_;
   DaemonMetrics* const metrics_;
   std::unique_ptr<Authenticator> auth_;
@@ -76,6 +87,12 @@ class Daemon {
   std::unique_ptr<JobStore> job_store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<CompilePool> pool_;
+  // Where NVRTC builds run (null: in this process); installed as the
+  // toolchain's runner under nvrtc_runner_. Shared with builds in flight.
+  std::shared_ptr<NvrtcHelpers> nvrtc_helpers_;
+  uint64_t nvrtc_runner_ = 0;
+  int nvrtc_max_helpers_ = 0;
+  std::string nvrtc_warm_arch_; // empty: the helpers start on demand
   std::unique_ptr<CacheArtifactStore> store_;
   std::unique_ptr<CompileService> compile_;
   std::unique_ptr<DevicePoolObserver> device_events_;

@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   kiln::util::LogInfo(absl::StrCat("kilnd ", kiln::server::kKilnVersion, " listening on ",
                                    daemon.address(), metrics_part, " (cache ",
                                    kiln::server::ResolveCacheDir(config), ")"));
+  daemon.LogToolchain();
   if (kiln::server::DevicePool* devices = daemon.devices()) {
     for (const kiln::v1::Device& d : devices->Devices()) {
       kiln::util::LogInfo(absl::StrCat("device ", d.id(), ": ", d.model(), " (", d.arch(), ")"),

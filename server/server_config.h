@@ -111,6 +111,10 @@ struct ServerConfig {
   // Threads compiling at once. LoadServerConfig resolves 0 to the cores
   // available to the process (affinity mask and cgroup CPU quota).
   int compile_threads = 0;
+  // NVRTC helper processes (server/nvrtc_helpers.h) the CUDA builds run in;
+  // 0: one per compile thread; -1: none, builds run on kilnd's compile
+  // threads (where they contend inside NVRTC).
+  int compile_helpers = 0;
   QueueLimits max_queued;
   FairShareConfig fair_share;
   WorkerTimeouts worker;
