@@ -22,7 +22,9 @@ namespace {
 
 constexpr auto kExitGrace = std::chrono::milliseconds(2000);
 
-std::string Who(pid_t pid) { return absl::StrCat("NVRTC helper (kiln-worker --compile, pid ", pid, ")"); }
+std::string Who(pid_t pid) {
+  return absl::StrCat("NVRTC helper (kiln-worker --compile, pid ", pid, ")");
+}
 
 std::string What(const toolchain::CudaCompileInput& in) {
   return absl::StrCat("'", in.program_name, "' for ", in.arch);
@@ -41,8 +43,8 @@ absl::StatusOr<std::unique_ptr<NvrtcHelpers>> NvrtcHelpers::Create(NvrtcHelperOp
         absl::StrCat("NvrtcHelpers: max_helpers must be >= 1, got ", options.max_helpers));
   }
   if (options.worker_path.find('/') == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "NvrtcHelpers: worker_path must be a path, got '", options.worker_path, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("NvrtcHelpers: worker_path must be a path, got '", options.worker_path, "'"));
   }
   return std::unique_ptr<NvrtcHelpers>(new NvrtcHelpers(std::move(options)));
 }
@@ -69,8 +71,12 @@ absl::StatusOr<std::unique_ptr<NvrtcHelpers::Helper>> NvrtcHelpers::Spawn() cons
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::InternalError(absl::StrCat("socketpair for an NVRTC helper: ", strerror(errno)));
   }
-  std::vector<std::string> argv = {options_.worker_path, "--compile", "--fd", "3",
-                                    "--max-frame-bytes", absl::StrCat(options_.max_frame_bytes)};
+  std::vector<std::string> argv = {options_.worker_path,
+                                   "--compile",
+                                   "--fd",
+                                   "3",
+                                   "--max-frame-bytes",
+                                   absl::StrCat(options_.max_frame_bytes)};
   if (!options_.warm_arch.empty()) {
     argv.emplace_back("--warm-arch");
     argv.push_back(options_.warm_arch);
@@ -201,10 +207,9 @@ NvrtcHelpers::Compile(const toolchain::CudaCompileInput& in) {
     if (absl::Status got = measure::ReadMessage(helper->fd, &response, io); !got.ok()) {
       if (absl::IsDeadlineExceeded(got)) {
         Lose(std::move(helper));
-        return absl::DeadlineExceededError(
-            absl::StrCat("the NVRTC build of ", What(in), " did not finish within ",
-                         absl::FormatDuration(options_.build_timeout), "; ", Who(pid),
-                         " was killed"));
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the NVRTC build of ", What(in), " did not finish within ",
+            absl::FormatDuration(options_.build_timeout), "; ", Who(pid), " was killed"));
       }
       // A crash inside NVRTC ends the stream; see how the helper ended.
       helper->child->Wait(kExitGrace);
@@ -216,9 +221,8 @@ NvrtcHelpers::Compile(const toolchain::CudaCompileInput& in) {
     }
     if (response.request_id() != request.request_id()) {
       Lose(std::move(helper));
-      return absl::InternalError(absl::StrCat(Who(pid), " answered request ",
-                                              response.request_id(), ", expected ",
-                                              request.request_id()));
+      return absl::InternalError(absl::StrCat(Who(pid), " answered request ", response.request_id(),
+                                              ", expected ", request.request_id()));
     }
     Release(std::move(helper));
     absl::StatusOr<toolchain::CompileOutput> out = measure::FromCompileResponse(response);

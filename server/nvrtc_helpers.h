@@ -50,9 +50,9 @@ struct NvrtcHelperOptions {
 };
 
 struct NvrtcHelperStats {
-  int64_t started = 0; // helpers spawned
-  int64_t lost = 0;    // died or were killed (idle or during a build)
-  int64_t builds = 0;  // builds a helper answered (successful or not)
+  int64_t started = 0;    // helpers spawned
+  int64_t lost = 0;       // died or were killed (idle or during a build)
+  int64_t builds = 0;     // builds a helper answered (successful or not)
   int64_t in_process = 0; // builds run in this process for want of a helper
   int idle = 0;
   int live = 0; // idle + building + starting

@@ -102,7 +102,8 @@ TEST_F(NvrtcHelpersTest, CompileErrorIsLocatedAndTheHelperServesOn) {
   absl::StatusOr<toolchain::CompileOutput> bad = helpers->Compile(in);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
-  EXPECT_THAT(std::string(bad.status().message()), ::testing::ContainsRegex("broken\\.cu\\([34]\\)"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::ContainsRegex("broken\\.cu\\([34]\\)"));
   const std::vector<pid_t> before = helpers->IdlePids();
   ASSERT_EQ(before.size(), 1u);
 

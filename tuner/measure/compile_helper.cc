@@ -66,8 +66,8 @@ FromCompileResponse(const kiln::v1::ToolchainCompileResponse& r) {
   if (r.status_code() != 0) {
     const int code = r.status_code();
     // A code this build does not know is still an error, never OK.
-    const absl::StatusCode status_code = code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code)
-                                                                : absl::StatusCode::kUnknown;
+    const absl::StatusCode status_code =
+        code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kUnknown;
     return absl::Status(status_code, r.status_message());
   }
   toolchain::CompileOutput out;

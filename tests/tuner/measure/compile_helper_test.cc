@@ -2,10 +2,9 @@
 // (tuner/measure/compile_helper.h): every request field survives the trip,
 // an error keeps its code and message (an unknown code is still an error),
 // and a cubin's resource usage is parsed again from the log.
-#include "tuner/measure/compile_helper.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tuner/measure/compile_helper.h"
 
 namespace kiln::measure {
 namespace {
@@ -54,7 +53,9 @@ TEST(CompileHelperWire, ErrorsKeepTheirCode) {
 
 TEST(CompileHelperWire, OutputAndResourceUsageComeBack) {
   toolchain::CompileOutput out;
-  out.cubin = std::string("\x7f" "ELF\0\1", 6);
+  out.cubin = std::string("\x7f"
+                          "ELF\0\1",
+                          6);
   out.ptx = ".version 8.0";
   out.log = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
             "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n";
