@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
@@ -41,13 +43,18 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// `kernel` with a declaration no other build has, so that no compile cache
-// (NVRTC 13 keeps one in ~/.nv/ComputeCache, keyed on the preprocessed
-// source: a comment would not do) can serve the build.
+// `kernel` with a declaration no other build has, in this run or an earlier
+// one, so that no compile cache (NVRTC 13 keeps one in ~/.nv/ComputeCache,
+// keyed on the preprocessed source: a comment would not do) can serve it.
 kiln::codegen::EmittedKernel Tagged(const kiln::codegen::EmittedKernel& kernel,
                                     const std::string& tag) {
+  static const std::string run =
+      absl::StrCat(getpid(), "_",
+                   std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count());
   kiln::codegen::EmittedKernel own = kernel;
-  own.source = absl::StrCat("__device__ int kiln_bench_tag_", tag, ";\n", kernel.source);
+  own.source = absl::StrCat("__device__ int kiln_bench_tag_", run, "_", tag, ";\n", kernel.source);
   return own;
 }
 
