@@ -1,5 +1,6 @@
 #include "server/daemon.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -348,6 +349,19 @@ void Daemon::StartNvrtcHelpers() {
   nvrtc_runner_ = toolchain::InstallNvrtcRunner(
       [h = nvrtc_helpers_](const toolchain::CudaCompileInput& in) { return h->Compile(in); });
   if (!gpu_arch.empty()) nvrtc_helpers_->Prewarm(o.max_helpers);
+  if (metrics_ != nullptr) {
+    metrics_->SetCompileHelperStatsSource([h = nvrtc_helpers_] {
+      const NvrtcHelperStats st = h->stats();
+      DaemonMetrics::CompileHelperStats out;
+      out.started = static_cast<uint64_t>(st.started);
+      out.lost = static_cast<uint64_t>(st.lost);
+      out.builds = static_cast<uint64_t>(st.builds);
+      out.in_process = static_cast<uint64_t>(st.in_process);
+      out.idle = static_cast<uint64_t>(st.idle);
+      out.busy = static_cast<uint64_t>(std::max(0, st.live - st.idle));
+      return out;
+    });
+  }
   nvrtc_max_helpers_ = o.max_helpers;
   nvrtc_warm_arch_ = gpu_arch;
 }
@@ -393,6 +407,9 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   pool_.reset();
   // Later builds run in process; the helpers go once no build holds them.
   if (nvrtc_runner_ != 0) toolchain::RemoveNvrtcRunner(std::exchange(nvrtc_runner_, 0));
+  if (metrics_ != nullptr && nvrtc_helpers_ != nullptr) {
+    metrics_->SetCompileHelperStatsSource(nullptr);
+  }
   nvrtc_helpers_.reset();
   jobs_.reset();
   job_store_.reset();

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<DaemonMetrics>> DaemonMetrics::Create(MetricRegis
 DaemonMetrics::~DaemonMetrics() {
   // The registry may outlive this object: detach the callbacks that read it.
   for (CallbackFamily* family : cache_families_) family->SetCallback(nullptr);
+  for (CallbackFamily* family : helper_families_) family->SetCallback(nullptr);
 }
 
 absl::Status DaemonMetrics::Register(std::string_view version) {
@@ -199,6 +200,54 @@ absl::Status DaemonMetrics::Register(std::string_view version) {
     }
     cache_families_.push_back(family);
   }
+
+  // NVRTC helper processes: one read of the pool's stats per family and scrape.
+  auto read_helpers = [this]() -> std::optional<CompileHelperStats> {
+    std::lock_guard<std::mutex> lock(helper_mu_);
+    if (!helper_source_) return std::nullopt;
+    return helper_source_();
+  };
+  CallbackFamily* helpers = nullptr;
+  ASSIGN_OR_RETURN(helpers,
+                   registry_.AddCallbackGauge(
+                       "kiln_compile_helpers",
+                       "NVRTC helper processes (kiln-worker --compile) by state: idle, or busy "
+                       "(building or starting).",
+                       {"state"}, [read_helpers]() -> std::vector<CallbackSample> {
+                         std::optional<CompileHelperStats> st = read_helpers();
+                         if (!st.has_value()) return {};
+                         return {CallbackSample{{"idle"}, static_cast<double>(st->idle)},
+                                 CallbackSample{{"busy"}, static_cast<double>(st->busy)}};
+                       }));
+  helper_families_.push_back(helpers);
+  struct HelperCounter {
+    std::string_view name;
+    std::string_view help;
+    uint64_t CompileHelperStats::*field;
+  };
+  static constexpr HelperCounter kHelperCounters[] = {
+      {"kiln_compile_helper_starts_total", "NVRTC helper processes started.",
+       &CompileHelperStats::started},
+      {"kiln_compile_helper_lost_total",
+       "NVRTC helper processes that died or were killed (a crash or a hang in a build).",
+       &CompileHelperStats::lost},
+      {"kiln_compile_helper_builds_total", "CUDA builds answered by an NVRTC helper process.",
+       &CompileHelperStats::builds},
+      {"kiln_compile_builds_in_process_total",
+       "CUDA builds run in kilnd's own process because no helper could be started.",
+       &CompileHelperStats::in_process},
+  };
+  for (const HelperCounter& c : kHelperCounters) {
+    CallbackFamily* family = nullptr;
+    ASSIGN_OR_RETURN(family, registry_.AddCallbackCounter(
+                                 c.name, c.help, {},
+                                 [read_helpers, field = c.field]() -> std::vector<CallbackSample> {
+                                   std::optional<CompileHelperStats> st = read_helpers();
+                                   if (!st.has_value()) return {};
+                                   return {CallbackSample{{}, static_cast<double>((*st).*field)}};
+                                 }));
+    helper_families_.push_back(family);
+  }
   return absl::OkStatus();
 }
 
@@ -272,6 +321,14 @@ void DaemonMetrics::SetCacheStatsSource(std::function<CacheStats()> source) {
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     old = std::exchange(cache_source_, std::move(source));
+  }
+}
+
+void DaemonMetrics::SetCompileHelperStatsSource(std::function<CompileHelperStats()> source) {
+  std::function<CompileHelperStats()> old;
+  {
+    std::lock_guard<std::mutex> lock(helper_mu_);
+    old = std::exchange(helper_source_, std::move(source));
   }
 }
 

@@ -52,6 +52,17 @@ class DaemonMetrics {
     uint64_t limit_bytes = 0; // configured bound; 0 = unbounded
   };
 
+  // What the NVRTC helper pool reports (server/nvrtc_helpers.h); read at
+  // each scrape.
+  struct CompileHelperStats {
+    uint64_t started = 0;    // helpers started, since start
+    uint64_t lost = 0;       // helpers that died or were killed, since start
+    uint64_t builds = 0;     // builds a helper answered, since start
+    uint64_t in_process = 0; // builds run in kilnd for want of a helper, since start
+    uint64_t idle = 0;       // helpers waiting for a build now
+    uint64_t busy = 0;       // helpers building or starting now
+  };
+
   // Latency buckets, in seconds. RPCs: from 100 us (a cache hit) to 5 min (a
   // long compile). Compiles: from 10 ms (NVRTC on a small kernel) to 10 min.
   static std::vector<double> RpcLatencyBuckets();
@@ -123,6 +134,9 @@ class DaemonMetrics {
   // default) exposes the families without samples. Waits for a scrape that
   // is calling the old source to finish.
   void SetCacheStatsSource(std::function<CacheStats()> source);
+  // The same for the compile-helper families (empty: no samples, as when
+  // CUDA builds run in kilnd's process by configuration).
+  void SetCompileHelperStatsSource(std::function<CompileHelperStats()> source);
 
   static std::string_view PriorityName(Priority priority);
   static std::string_view JobKindName(JobKind kind);
@@ -157,6 +171,9 @@ class DaemonMetrics {
   mutable std::mutex cache_mu_;              // held while the source runs
   std::function<CacheStats()> cache_source_; // guarded by cache_mu_
   std::vector<CallbackFamily*> cache_families_;
+  mutable std::mutex helper_mu_;                      // held while the source runs
+  std::function<CompileHelperStats()> helper_source_; // guarded by helper_mu_
+  std::vector<CallbackFamily*> helper_families_;
 };
 
 } // namespace kiln::server

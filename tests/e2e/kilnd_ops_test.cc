@@ -1,6 +1,8 @@
 // End-to-end: kilnd's operational surface as a real process: the metrics
 // endpoint on a port of its own, --help, --print-config, configuration
 // errors and structured logs.
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/config_options.h"
 #include "tests/e2e/daemon_process.h"
+#include "util/subprocess.h"
 
 namespace kiln {
 namespace {
@@ -85,6 +88,42 @@ TEST(KilndOpsTest, ServesMetricsAndHealthOnTheMetricsPort) {
   EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
   EXPECT_THAT(daemon.output(), HasSubstr("shutting down"));
   EXPECT_EQ(HttpGet(port, "/healthz"), ""); // the port is closed with the daemon
+}
+
+// A CUDA build goes to an NVRTC helper process (kiln-worker --compile), and
+// the helper families on /metrics count it. NVRTC is there without a GPU.
+TEST(KilndOpsTest, CudaBuildsRunInAHelperAndShowOnTheMetrics) {
+  const std::string dir = CacheDir() + "_helpers";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(
+      kKilnd, {"--listen=127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--cache-dir", dir}))
+      << daemon.output();
+  EXPECT_THAT(daemon.output(), HasSubstr("CUDA builds run in NVRTC helper processes"));
+  const int port = MetricsPort(daemon.output());
+  ASSERT_GT(port, 0) << daemon.output();
+  EXPECT_THAT(HttpGet(port, "/metrics"), HasSubstr("\nkiln_compile_helper_builds_total 0\n"));
+
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  absl::StatusOr<util::SubprocessResult> r = util::RunSubprocess(
+      {std::string(KILN_BINARY_DIR) + "/kiln", "compile",
+       std::string(KILN_SOURCE_DIR) + "/examples/elementwise/add.py", "--bind", "M=77", "--bind",
+       "N=130", "--bind", "block_M=16", "--bind", "block_N=64", "--target", "cuda:sm_80", "--emit",
+       "cubin", "-o", dir + "/add.cubin", "--server=" + daemon.address()},
+      o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->exit_code, 0) << r->stdout_data << r->stderr_data;
+  EXPECT_GT(std::filesystem::file_size(dir + "/add.cubin"), 0u);
+
+  const std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_compile_helper_builds_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_compile_helper_starts_total 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_compile_helpers{state=\"idle\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_compile_helper_lost_total 0\n"));
+  EXPECT_THAT(metrics, HasSubstr("\nkiln_compile_builds_in_process_total 0\n"));
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(KilndOpsTest, JsonLogs) {

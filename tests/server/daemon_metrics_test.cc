@@ -55,6 +55,11 @@ TEST_F(DaemonMetricsTest, RegistersTheDocumentedFamilies) {
       {"kiln_cache_size_bytes", "gauge"},
       {"kiln_cache_entries", "gauge"},
       {"kiln_cache_limit_bytes", "gauge"},
+      {"kiln_compile_helpers", "gauge"},
+      {"kiln_compile_helper_starts_total", "counter"},
+      {"kiln_compile_helper_lost_total", "counter"},
+      {"kiln_compile_helper_builds_total", "counter"},
+      {"kiln_compile_builds_in_process_total", "counter"},
   };
   for (const auto& [name, type] : families) {
     EXPECT_THAT(text, HasSubstr(absl::StrCat("\n# TYPE ", name, " ", type, "\n"))) << name;
@@ -228,6 +233,32 @@ TEST_F(DaemonMetricsTest, CacheFamiliesReadTheSourceAtScrapeTime) {
   EXPECT_THAT(text, HasSubstr("\nkiln_cache_limit_bytes 2.147483648e+10\n"));
   metrics_->SetCacheStatsSource(nullptr);
   EXPECT_THAT(Text(), Not(HasSubstr("\nkiln_cache_hits_total ")));
+}
+
+TEST_F(DaemonMetricsTest, CompileHelperFamiliesReadTheSourceAtScrapeTime) {
+  EXPECT_THAT(Text(), Not(HasSubstr("\nkiln_compile_helpers{")));
+  std::atomic<uint64_t> builds{7};
+  metrics_->SetCompileHelperStatsSource([&builds] {
+    DaemonMetrics::CompileHelperStats s;
+    s.started = 4;
+    s.lost = 1;
+    s.builds = builds.load();
+    s.in_process = 2;
+    s.idle = 2;
+    s.busy = 1;
+    return s;
+  });
+  EXPECT_THAT(Text(), HasSubstr("\nkiln_compile_helper_builds_total 7\n"));
+  builds = 8;
+  const std::string text = Text();
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_helper_builds_total 8\n"));
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_helpers{state=\"idle\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_helpers{state=\"busy\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_helper_starts_total 4\n"));
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_helper_lost_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("\nkiln_compile_builds_in_process_total 2\n"));
+  metrics_->SetCompileHelperStatsSource(nullptr);
+  EXPECT_THAT(Text(), Not(HasSubstr("\nkiln_compile_helper_builds_total ")));
 }
 
 // The registry may outlive the DaemonMetrics: its callbacks are detached.
