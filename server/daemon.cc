@@ -362,8 +362,6 @@ void Daemon::StartNvrtcHelpers() {
       return out;
     });
   }
-  nvrtc_max_helpers_ = o.max_helpers;
-  nvrtc_warm_arch_ = gpu_arch;
 }
 
 void Daemon::LogToolchain() const {
@@ -371,10 +369,13 @@ void Daemon::LogToolchain() const {
     util::LogInfo("CUDA builds run in kilnd's process", {{"compile_threads", pool_->threads()}});
     return;
   }
+  // A warm-up arch is set exactly when the helpers were started with the
+  // daemon (a GPU is attached); otherwise they start on demand.
+  const NvrtcHelperOptions& o = nvrtc_helpers_->options();
   util::LogInfo("CUDA builds run in NVRTC helper processes",
-                {{"max_helpers", nvrtc_max_helpers_},
-                 {"started_now", nvrtc_warm_arch_.empty() ? "no (on demand)" : "yes"},
-                 {"warm_arch", nvrtc_warm_arch_}});
+                {{"max_helpers", o.max_helpers},
+                 {"started_now", o.warm_arch.empty() ? "no (on demand)" : "yes"},
+                 {"warm_arch", o.warm_arch}});
 }
 
 void Daemon::Shutdown(std::optional<absl::Duration> grace) {

@@ -91,8 +91,6 @@ class Daemon {
   // toolchain's runner under nvrtc_runner_. Shared with builds in flight.
   std::shared_ptr<NvrtcHelpers> nvrtc_helpers_;
   uint64_t nvrtc_runner_ = 0;
-  int nvrtc_max_helpers_ = 0;
-  std::string nvrtc_warm_arch_; // empty: the helpers start on demand
   std::unique_ptr<CacheArtifactStore> store_;
   std::unique_ptr<CompileService> compile_;
   std::unique_ptr<DevicePoolObserver> device_events_;

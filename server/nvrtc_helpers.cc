@@ -160,6 +160,13 @@ void NvrtcHelpers::Lose(std::unique_ptr<Helper> helper) {
   freed_.notify_one();
 }
 
+std::string NvrtcHelpers::LoseAfterExit(std::unique_ptr<Helper> helper) {
+  helper->child->Wait(kExitGrace);
+  std::string how = helper->child->DescribeExit();
+  Lose(std::move(helper));
+  return how;
+}
+
 absl::StatusOr<toolchain::CompileOutput>
 NvrtcHelpers::InProcess(const toolchain::CudaCompileInput& in, const absl::Status& why) {
   bool warn = false;
@@ -195,9 +202,7 @@ NvrtcHelpers::Compile(const toolchain::CudaCompileInput& in) {
     if (absl::Status sent = measure::WriteMessage(helper->fd, request, io); !sent.ok()) {
       // It did not take the request: it died since it was last checked.
       // Another helper builds it, once.
-      helper->child->Wait(kExitGrace);
-      const std::string how = helper->child->DescribeExit();
-      Lose(std::move(helper));
+      const std::string how = LoseAfterExit(std::move(helper));
       if (attempt == 0) continue;
       return absl::InternalError(absl::StrCat("cannot send the build of ", What(in), " to ",
                                               Who(pid), ": ", sent.message(), " (", how, ")"));
@@ -212,9 +217,7 @@ NvrtcHelpers::Compile(const toolchain::CudaCompileInput& in) {
             absl::FormatDuration(options_.build_timeout), "; ", Who(pid), " was killed"));
       }
       // A crash inside NVRTC ends the stream; see how the helper ended.
-      helper->child->Wait(kExitGrace);
-      const std::string how = helper->child->DescribeExit();
-      Lose(std::move(helper));
+      const std::string how = LoseAfterExit(std::move(helper));
       return absl::InternalError(absl::StrCat("the ", Who(pid), " building ", What(in),
                                               " failed: ", how, " (", got.message(),
                                               "); kilnd's log has its report"));

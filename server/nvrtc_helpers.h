@@ -74,6 +74,7 @@ class NvrtcHelpers {
   // are live. Returns at once.
   void Prewarm(int n);
 
+  const NvrtcHelperOptions& options() const { return options_; }
   NvrtcHelperStats stats() const;
   // The pids of the idle helpers (tests).
   std::vector<pid_t> IdlePids() const;
@@ -94,6 +95,9 @@ class NvrtcHelpers {
   absl::StatusOr<std::unique_ptr<Helper>> SpawnCounted(std::unique_lock<std::mutex>& lock);
   void Release(std::unique_ptr<Helper> helper);
   void Lose(std::unique_ptr<Helper> helper); // kill, reap, count
+  // For a helper whose stream broke: waits briefly for it to exit, then
+  // Lose; returns how it ended (DescribeExit).
+  std::string LoseAfterExit(std::unique_ptr<Helper> helper);
   absl::StatusOr<toolchain::CompileOutput> InProcess(const toolchain::CudaCompileInput& in,
                                                      const absl::Status& why);
 

@@ -1,5 +1,6 @@
 // Compiles an emitted CUDA kernel (compiler/codegen/kernel_spec.h) to a
-// cubin and/or PTX with NVRTC in process (default) or nvcc as a subprocess,
+// cubin and/or PTX with NVRTC (default; through NvrtcCompile, so in kilnd's
+// helper processes where they are installed) or nvcc as a subprocess,
 // handing over Kiln's embedded runtime headers, so no file on disk is
 // needed. The CPU target goes through host_cc.h instead.
 // Thread-safe (NVRTC programs are per call).

@@ -8,7 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "compiler/runtime/runtime_headers.h"
+#include "compiler/codegen/kernel_spec.h"
+#include "compiler/toolchain/kernel_compile.h"
 #include "compiler/toolchain/nvrtc.h"
 #include "compiler/toolchain/resource_usage.h"
 #include "tuner/measure/crash_report.h"
@@ -82,17 +83,13 @@ FromCompileResponse(const kiln::v1::ToolchainCompileResponse& r) {
 namespace {
 
 void Warm(const std::string& arch) {
-  toolchain::CudaCompileInput in;
-  in.arch = arch;
-  in.program_name = "kiln_warm.cu";
-  in.source = "#include \"kiln/cuda/runtime.h\"\n";
-  if (arch == "sm_90a") in.source += "#include \"kiln/cuda/wgmma.h\"\n";
-  in.source += "extern \"C\" __global__ void kiln_warm(float* p) { p[threadIdx.x] = 1.0f; }\n";
-  for (const runtime::EmbeddedHeader& h : runtime::CudaRuntimeHeaders()) {
-    in.headers.emplace(std::string(h.name), std::string(h.content));
-  }
+  codegen::EmittedKernel kernel;
+  kernel.arch = arch;
+  kernel.source = "#include \"kiln/cuda/runtime.h\"\n";
+  if (arch == "sm_90a") kernel.source += "#include \"kiln/cuda/wgmma.h\"\n";
+  kernel.source += "extern \"C\" __global__ void kiln_warm(float* p) { p[threadIdx.x] = 1.0f; }\n";
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<toolchain::CompileOutput> out = toolchain::NvrtcCompile(in);
+  absl::StatusOr<toolchain::CompileOutput> out = toolchain::CompileCudaKernel(kernel);
   if (std::getenv("KILN_WORKER_TRACE") != nullptr) {
     std::fprintf(stderr, "kiln-worker[compile]: warm-up build for %s: %.1f ms\n", arch.c_str(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
