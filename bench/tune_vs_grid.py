@@ -9,7 +9,10 @@ so both start from a copy of a cache that already holds them). Prints one Markdo
 result (the whole TuneResult JSON) to OUT/PROBLEM_{roller,grid}.json.
 
   python3 bench/tune_vs_grid.py --bundle device_bundle --out OUT [--only NAME,...]
-      [--timeout SECONDS] [--top-k 10] [--target cuda:sm_90] [--list] [--before-each CMD]
+      [--timeout SECONDS] [--top-k 10] [--target cuda:sm_90] [--pass NAME=VALUE]...
+      [--list] [--before-each CMD]
+
+--pass gemm=wgmma with --target cuda:sm_90a tunes (both sides) Hopper's warpgroup MMA.
 
 --bundle is a folder from scripts/device_bundle.sh (bin/kilnd, bin/kiln, lib/). With
 KILN_WORKER_TRACE=1 in the environment the workers' per-request phase times land in
@@ -129,10 +132,21 @@ def make_template(bundle, out, target):
     return template
 
 
+PASS_OPTIONS = []  # --pass NAME=VALUE, on every kiln tune
+
+
+def pass_args():
+    out = []
+    for p in PASS_OPTIONS:
+        out += ["--pass", p]
+    return out
+
+
 def roller_space(bundle, problem, target):
     """The domains roller derives for a problem (kiln tune --dry-run, no GPU needed)."""
     cmd = [os.path.join(bundle, "bin", "kiln"), "tune", os.path.join(ROOT, problem["file"]),
-           "--strategy", "roller", "--dry-run", "--json", "--arch", "h200", "--target", target]
+           "--strategy", "roller", "--dry-run", "--json", "--arch", "h200", "--target", target,
+           *pass_args()]
     for k, v in problem["bind"].items():
         cmd += ["--bind", f"{k}={v}"]
     env = dict(os.environ)
@@ -149,7 +163,7 @@ def tune(bundle, problem, strategy, top_k, timeout, out_prefix, target, template
     try:
         cmd = [os.path.join(bundle, "bin", "kiln"), "tune", os.path.join(ROOT, problem["file"]),
                "--target", target, "--json", "--progress", "never",
-               "--server", daemon.address, "--timeout", str(timeout)]
+               "--server", daemon.address, "--timeout", str(timeout), *pass_args()]
         for k, v in problem["bind"].items():
             cmd += ["--bind", f"{k}={v}"]
         if strategy == "roller":
@@ -198,6 +212,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--target", default="cuda:sm_90")
+    ap.add_argument("--pass", dest="pass_options", action="append", default=[],
+                    metavar="NAME=VALUE", help="a Kiln pass option of every build (gemm=wgmma)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--grid-space", choices=("declared", "roller"), default="declared",
                     help="the grid's space: the one declared here per problem, or the space "
@@ -214,6 +230,7 @@ def main():
                 n *= len(vs)
             print(f"{name}: {p['file']} {p['bind']} grid of {n}")
         return 0
+    PASS_OPTIONS.extend(args.pass_options)
     bundle = os.path.abspath(args.bundle)
     out = args.out or tempfile.mkdtemp(prefix="kiln_tune_vs_grid_")
     os.makedirs(out, exist_ok=True)
