@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/request_convert.h"
 #include "util/sha256.h"
 
 namespace kiln::server {
@@ -188,7 +189,8 @@ std::string ConfigToJson(const ConfigMap& config) {
 absl::StatusOr<ConfigMap> ConfigFromJson(const std::string& json) { return FlatJson(json).Parse(); }
 
 cache::BestConfigKey BestKeyFor(const kiln::v1::ProgramSource& program, const std::string& target,
-                                const std::string& device_model) {
+                                const std::string& device_model,
+                                const kiln::v1::CompileOptions& options) {
   util::Sha256 h;
   h.UpdateField("kiln-best-config-v1");
   switch (program.source_case()) {
@@ -228,6 +230,7 @@ cache::BestConfigKey BestKeyFor(const kiln::v1::ProgramSource& program, const st
   }
   key.shape = absl::StrJoin(parts, ";");
   key.target = target.empty() ? "cpu" : target;
+  key.target += driver::KernelVariant(OptionsFromProto(key.target, options));
   key.device_model = device_model;
   return key;
 }

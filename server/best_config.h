@@ -31,8 +31,14 @@ namespace kiln::server {
 
 using ConfigMap = std::map<std::string, kiln::v1::BindingValue>;
 
-cache::BestConfigKey BestKeyFor(const kiln::v1::ProgramSource& program, const std::string& target,
-                                const std::string& device_model);
+// The best-config key of a program and shape on a target and device model.
+// Its target carries the kernel variant of `options` (driver::KernelVariant:
+// "cuda:sm_90a;gemm=wgmma"), so tunes of different kernels of one config
+// keep separate bests and histories; default options add nothing.
+cache::BestConfigKey
+BestKeyFor(const kiln::v1::ProgramSource& program, const std::string& target,
+           const std::string& device_model,
+           const kiln::v1::CompileOptions& options = kiln::v1::CompileOptions::default_instance());
 
 std::string ConfigToJson(const ConfigMap& config);
 absl::StatusOr<ConfigMap> ConfigFromJson(const std::string& json);

@@ -496,7 +496,7 @@ class FailedWriter final : public grpc::ServerWriteReactor<Message> {
 // the most recently updated best of any model. NotFound when none.
 absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>>
 FindBest(const ServiceDeps& deps, const kiln::v1::ProgramSource& program, const std::string& target,
-         const std::string& device_model) {
+         const std::string& device_model, const kiln::v1::CompileOptions& options) {
   if (deps.cache == nullptr) return absl::UnavailableError("this daemon has no cache");
   if (program.source_case() == kiln::v1::ProgramSource::SOURCE_NOT_SET) {
     return absl::InvalidArgumentError("program: no source (tilelang_source, ir or ir_text)");
@@ -510,7 +510,7 @@ FindBest(const ServiceDeps& deps, const kiln::v1::ProgramSource& program, const 
       }
     }
   }
-  cache::BestConfigKey key = BestKeyFor(program, target, model);
+  cache::BestConfigKey key = BestKeyFor(program, target, model, options);
   if (!model.empty()) {
     absl::StatusOr<cache::BestConfig> best = deps.cache->GetBest(key);
     if (best.ok()) return std::make_pair(key, *std::move(best));
@@ -598,7 +598,8 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   if (!request->use_best_for_device().empty()) {
     // The best config first; an explicit config entry wins over it.
     absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>> best =
-        FindBest(deps_, request->program(), request->target(), request->use_best_for_device());
+        FindBest(deps_, request->program(), request->target(), request->use_best_for_device(),
+                 request->options());
     if (best.ok()) {
       absl::StatusOr<ConfigMap> parsed = ConfigFromJson(best->second.config_json);
       if (!parsed.ok()) return FinishNow(ctx, parsed.status());
@@ -689,7 +690,7 @@ grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
   const std::string target = request->target().empty() ? "cpu" : request->target();
   response->set_program_key(BestKeyFor(request->program(), target, "").program_key);
   absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>> best =
-      FindBest(deps_, request->program(), target, request->device_model());
+      FindBest(deps_, request->program(), target, request->device_model(), request->options());
   if (!best.ok()) {
     if (best.status().code() == absl::StatusCode::kNotFound) {
       response->set_found(false);

@@ -54,6 +54,8 @@ RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Devi
   }
   options.seed = request.validation().seed() != 0 ? request.validation().seed() : 1;
   options.target = request.target().empty() ? "cpu" : request.target();
+  options.pass_options.assign(request.options().pass_options().begin(),
+                              request.options().pass_options().end());
   for (const auto& [name, list] : request.space().candidates()) {
     std::vector<int64_t>& domain = options.space[name];
     for (const kiln::v1::BindingValue& v : list.values()) {

@@ -295,7 +295,7 @@ absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
     return absl::InvalidArgumentError("budget: negative or huge values");
   }
   const std::string target = r.target().empty() ? "cpu" : r.target();
-  cache::BestConfigKey key = BestKeyFor(r.program(), target, r.devices().model());
+  cache::BestConfigKey key = BestKeyFor(r.program(), target, r.devices().model(), r.options());
   // Identical requests (every field: program, shape, space, budget, ...) join.
   std::string bytes;
   {
@@ -413,7 +413,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                     : why.status();
   }
   const std::string model = devices[0].model();
-  const cache::BestConfigKey best_key = BestKeyFor(r.program(), target, model);
+  const cache::BestConfigKey best_key = BestKeyFor(r.program(), target, model, r.options());
   const std::string label = TuneSeriesKey(best_key);
 
   // 2. Candidates, and what the history already knows.

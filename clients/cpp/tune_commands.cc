@@ -1,5 +1,6 @@
 #include "clients/cpp/tune_commands.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler/frontend/frontend.h"
 #include "tuner/arch/arch_model.h"
+#include "tuner/arch/microbench.h"
 #include "tuner/roller/policy.h"
 
 namespace kiln::cli {
@@ -39,7 +41,14 @@ options:
   --space NAME=v1,v2,..  declare a tunable's domain; repeatable
   --arch NAME            hardware model: a100, h100, h200 (default), mi250x,
                          mi300x, cpu
+  --measured NAME=VALUE  --dry-run: a micro-benchmark result applied to the
+                         model as kilnd applies a device's (dram_gbs, l2_gbs,
+                         mma_f16_tflops; `kiln devices --json` shows them);
+                         repeatable
   --target TARGET        verification target (default: the arch's, e.g. cuda:sm_90)
+  --pass NAME=VALUE      a Kiln pass option of every build; repeatable.
+                         gemm=wgmma with --target cuda:sm_90a tunes Hopper's
+                         warpgroup MMA (docs/tuning.md)
   --entry NAME           the kernel function when the file has several
   --no-verify            skip compiler verification (model only)
   --dry-run              plan only, locally
@@ -103,8 +112,21 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
       if (!take(v) || !absl::SimpleAtoi(v, &t.seed)) return "--seed needs a number";
     } else if (a == "--arch") {
       if (!take(t.arch)) return "--arch needs a name";
+    } else if (a == "--measured") {
+      const std::vector<std::string> known = {arch::kDramGbs, arch::kL2Gbs, arch::kMmaF16Tflops};
+      double x = 0;
+      const size_t eq = take(v) ? v.find('=') : std::string::npos;
+      if (eq == std::string::npos || !absl::SimpleAtod(v.substr(eq + 1), &x) || x <= 0 ||
+          std::find(known.begin(), known.end(), v.substr(0, eq)) == known.end()) {
+        return "--measured needs NAME=VALUE with a positive VALUE and NAME one of dram_gbs, "
+               "l2_gbs, mma_f16_tflops";
+      }
+      t.measured[v.substr(0, eq)] = x;
     } else if (a == "--target") {
       if (!take(t.target)) return "--target needs a target";
+    } else if (a == "--pass") {
+      if (!take(v) || v.find('=') == std::string::npos) return "--pass needs NAME=VALUE";
+      t.pass_options.push_back(v);
     } else if (a == "--entry") {
       if (!take(t.entry)) return "--entry needs a function name";
     } else if (a == "--server") {
@@ -152,8 +174,12 @@ json ArchJson(const arch::ArchModel& m) {
           {"shared_bytes_optin", m.shared_bytes_optin},
           {"l2_bytes", m.l2_bytes},
           {"dram_gbs", m.dram_gbs},
+          {"l2_gbs", m.l2_gbs},
+          {"bandwidth_source", m.bandwidth_source},
+          {"throughput_source", m.throughput_source},
           {"fp16_tflops", m.fp16_tflops},
-          {"mma_efficiency", m.mma_efficiency}};
+          {"mma_efficiency", m.mma_efficiency},
+          {"wgmma_tflops", m.wgmma_tflops}};
 }
 
 json CandidateJson(int rank, const roller::Candidate& c) {
@@ -171,6 +197,7 @@ json CandidateJson(int rank, const roller::Candidate& c) {
               {"waves", p.waves},
               {"smem_bytes", p.smem_bytes},
               {"registers_estimate", p.registers},
+              {"wgmma", p.wgmma},
               {"dram_bytes", p.dram_bytes},
               {"l2_bytes", p.l2_bytes},
               {"terms_us",
@@ -191,6 +218,8 @@ int Run(const TuneArgs& t, CommandIo io) {
     io.err << "kiln tune: " << model.status().message() << "\n";
     return kExitUsage;
   }
+  if (!t.measured.empty())
+    *model = arch::WithMeasured(*model, arch::MeasuredFromValues(t.measured));
   absl::StatusOr<roller::Strategy> strategy = roller::ParseStrategy(t.strategy);
   if (!strategy.ok()) {
     io.err << "kiln tune: " << strategy.status().message() << "\n";
@@ -217,6 +246,7 @@ int Run(const TuneArgs& t, CommandIo io) {
   options.budget = t.budget;
   options.seed = t.seed;
   options.target = t.target;
+  options.pass_options = t.pass_options;
   options.verify = t.verify;
   for (const auto& [name, values] : t.space) options.space[name] = values;
 
@@ -265,6 +295,7 @@ int Run(const TuneArgs& t, CommandIo io) {
                 {"strategy", t.strategy},
                 {"arch", ArchJson(*model)},
                 {"verify_target", t.target.empty() ? model->target : t.target},
+                {"pass_options", t.pass_options},
                 {"tunables", tunables},
                 {"iteration_space", space},
                 {"candidates", cands},

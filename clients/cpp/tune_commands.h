@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,12 @@ struct TuneArgs {
   int budget = 0; // grid / random: the most configs (0: grid all, random top-k)
   uint64_t seed = 1;
   std::string arch = "h200";
+  // --measured NAME=VALUE: micro-benchmark results applied to the preset as
+  // kilnd applies a device's (dram_gbs, l2_gbs, mma_f16_tflops).
+  std::map<std::string, double> measured;
   std::string target; // verification target; "" = the arch's
+  // Kiln pass options of the builds (--pass NAME=VALUE): "gemm=wgmma".
+  std::vector<std::string> pass_options;
   bool dry_run = false;
   bool json = false;
   bool verify = true;

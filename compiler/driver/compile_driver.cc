@@ -12,6 +12,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/layout_inference.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/fingerprint.h"
 #include "compiler/toolchain/host_cc.h"
@@ -81,7 +82,6 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
   return absl::OkStatus();
 }
 
-namespace {
 // The last gemm= pass option wins; the default is mma.sync.
 bool GemmWgmma(const BuildOptions& o) {
   bool wgmma = false;
@@ -89,7 +89,17 @@ bool GemmWgmma(const BuildOptions& o) {
     wgmma = p == "gemm=wgmma" ? true : (p == "gemm=mma" ? false : wgmma);
   return wgmma;
 }
-} // namespace
+
+std::string KernelVariant(const BuildOptions& o) {
+  BuildOptions defaults;
+  defaults.target = o.target;
+  std::string out;
+  if (Toolchain(o) != Toolchain(defaults)) absl::StrAppend(&out, ";toolchain=", Toolchain(o));
+  if (OptLevel(o) != OptLevel(defaults)) absl::StrAppend(&out, ";opt=", OptLevel(o));
+  if (o.fast_math) absl::StrAppend(&out, ";fast_math=1");
+  if (GemmWgmma(o) && passes::TargetUsesWgmma(o.target)) absl::StrAppend(&out, ";gemm=wgmma");
+  return out;
+}
 
 std::string CanonicalOptions(const BuildOptions& o) {
   // Only what changes the generated code; emit_source / emit_ptx change

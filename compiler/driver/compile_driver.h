@@ -70,6 +70,15 @@ absl::Status ValidateBuildOptions(const BuildOptions& options);
 std::string CanonicalOptions(const BuildOptions& options);
 // The toolchain fingerprint the options' target and toolchain compile with.
 std::string FingerprintFor(const BuildOptions& options);
+// True when the options ask for wgmma (the last gemm= pass option is
+// gemm=wgmma); it takes effect on cuda:sm_90a only.
+bool GemmWgmma(const BuildOptions& options);
+// What of the options changes the kernel a config compiles to, beyond the
+// target: "" for the defaults, else ";"-separated name=value items
+// (";toolchain=nvcc;opt=2;fast_math=1;gemm=wgmma"). Tuning results are
+// kept per target and variant, so measurements of different kernels of
+// one config never mix.
+std::string KernelVariant(const BuildOptions& options);
 
 struct Prepared {
   ir::Program program; // specialized and verified tile IR (not canonicalized)

@@ -225,3 +225,20 @@ def test_tune_on_cpu_then_best(client):
     assert art.key == res.best.key
     with pytest.raises(ValueError):
         client.tune(ADD, bindings=b, strategy="annealing")
+
+
+def test_best_configs_are_kept_per_kernel_variant(client):
+    # Options that change the kernel (here the host compiler's -O level) tune into a best
+    # of their own: best() finds it with the same options only.
+    b = {"M": 79, "N": 130}
+    space = {"block_M": [16, 32], "block_N": [64], "threads": [256]}
+    res = client.tune(ADD, bindings=b, target="cpu", strategy="grid", space=space, repeats=2,
+                      options={"opt_level": 2})
+    assert res.best is not None and res.best.status == "ok"
+    assert client.best(ADD, bindings=b, target="cpu") is None
+    best = client.best(ADD, bindings=b, target="cpu", options={"opt_level": 2})
+    assert best is not None and best.config == res.config
+    # An unknown pass option is the daemon's to refuse, naming it.
+    with pytest.raises(kiln.errors.InvalidArgument, match="gemm=magic"):
+        client.tune(ADD, bindings=b, target="cpu", strategy="grid", space=space,
+                    pass_options=["gemm=magic"])

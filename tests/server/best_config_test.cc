@@ -51,6 +51,35 @@ TEST(BestKeyFor, ShapeIsTheBindingsInOrderAndTheFileNameDoesNotCount) {
   EXPECT_EQ(BestKeyFor(e, "", "x").target, "cpu");
 }
 
+TEST(BestKeyFor, OptionsThatChangeTheKernelAreInTheTarget) {
+  pb::ProgramSource a;
+  a.set_tilelang_source("def k(M, N): ...");
+  (*a.mutable_bindings())["M"] = Int(128);
+  const cache::BestConfigKey plain = BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200");
+  pb::CompileOptions o;
+  // Defaults and what does not change the kernel add nothing.
+  o.set_toolchain("nvrtc");
+  o.set_opt_level(3);
+  o.set_emit_source(true);
+  o.set_emit_ptx(true);
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o).target, "cuda:sm_90a");
+  o.add_pass_options("gemm=wgmma");
+  const cache::BestConfigKey wgmma = BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o);
+  EXPECT_EQ(wgmma.target, "cuda:sm_90a;gemm=wgmma");
+  EXPECT_EQ(wgmma.program_key, plain.program_key);
+  EXPECT_EQ(wgmma.shape, plain.shape);
+  // gemm=wgmma does nothing below sm_90a; a later gemm=mma undoes it.
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90", "NVIDIA H200", o).target, "cuda:sm_90");
+  o.add_pass_options("gemm=mma");
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o).target, "cuda:sm_90a");
+  pb::CompileOptions other;
+  other.set_toolchain("nvcc");
+  other.set_opt_level(2);
+  other.set_fast_math(true);
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_80", "x", other).target,
+            "cuda:sm_80;toolchain=nvcc;opt=2;fast_math=1");
+}
+
 TEST(ConfigJson, RoundTripsEveryKind) {
   ConfigMap config;
   config["block_M"] = Int(128);

@@ -158,6 +158,46 @@ TEST_F(TuneServiceTest, GridMeasuresEveryCandidateAndStoresTheFastest) {
   EXPECT_EQ(again->best().key(), result.best().key());
 }
 
+TEST_F(TuneServiceTest, OptionsThatChangeTheKernelKeepTheirOwnHistoryAndBest) {
+  // The same grid built at another optimization level is another kernel per
+  // config: nothing of the default tune's history is reused for it, and each
+  // keeps its own best (the key's target carries the variant).
+  TuneCall plain = AddGrid();
+  absl::StatusOr<pb::TuneResult> first = service_->TuneSync(plain);
+  ASSERT_TRUE(first.ok()) << first.status();
+  TuneCall o2 = AddGrid();
+  o2.request.mutable_options()->set_opt_level(2);
+  const int64_t builds = compile_->counters().builds.load();
+  absl::StatusOr<pb::TuneResult> second = service_->TuneSync(o2);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(service_->counters().reused.load(), 0);
+  EXPECT_EQ(compile_->counters().builds.load(), builds + 4);
+  for (const pb::Measurement& m : second->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_THAT(m.error(), ::testing::Not(HasSubstr("measured earlier")));
+  }
+
+  const std::string model = devices_->Devices()[0].model();
+  const cache::BestConfigKey plain_key = BestKeyFor(plain.request.program(), "cpu", model);
+  const cache::BestConfigKey o2_key =
+      BestKeyFor(o2.request.program(), "cpu", model, o2.request.options());
+  EXPECT_EQ(plain_key.target, "cpu");
+  EXPECT_EQ(o2_key.target, "cpu;opt=2");
+  absl::StatusOr<cache::BestConfig> plain_best = cache_->GetBest(plain_key);
+  absl::StatusOr<cache::BestConfig> o2_best = cache_->GetBest(o2_key);
+  ASSERT_TRUE(plain_best.ok()) << plain_best.status();
+  ASSERT_TRUE(o2_best.ok()) << o2_best.status();
+  EXPECT_EQ(plain_best->artifact_key, first->best().key());
+  EXPECT_EQ(o2_best->artifact_key, second->best().key());
+  EXPECT_NE(plain_best->artifact_key, o2_best->artifact_key);
+
+  // A third run at -O2 reuses the -O2 history only.
+  absl::StatusOr<pb::TuneResult> third = service_->TuneSync(o2);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(service_->counters().reused.load(), 4);
+  EXPECT_EQ(third->best().key(), second->best().key());
+}
+
 TEST_F(TuneServiceTest, CompileErrorsAndWrongResultsAreRecordedAndNeverBest) {
   TuneCall call;
   pb::TuneRequest& r = call.request;

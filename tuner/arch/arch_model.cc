@@ -83,6 +83,9 @@ ArchModel Gh100() {
   // Measured: Kiln's mma.sync GEMM reaches ~400 of the 989 dense TFLOP/s
   // on an H200 (docs/benchmarks.md); Hopper's full rate needs wgmma.
   m.mma_efficiency = 0.42;
+  // Kiln's wgmma GEMM (sm_90a, gemm=wgmma) on an H200: 520-553 TFLOP/s at
+  // 128x256x64 tiles with two warpgroups (docs/benchmarks.md).
+  m.wgmma_tflops = 540;
   m.dram_latency_ns = 650;
   return m;
 }
@@ -326,6 +329,7 @@ absl::StatusOr<ArchModel> FromDeviceAndDescribe(const kiln::v1::Device& d,
     m.int8_tops = Scale(m.int8_tops, f);
     m.fp32_tflops = Scale(m.fp32_tflops, f);
     m.fp64_tflops = Scale(m.fp64_tflops, f);
+    m.wgmma_tflops = Scale(m.wgmma_tflops, f);
   }
   if (!preset && m.memory_clock_mhz > 0 && m.memory_bus_bits > 0) {
     // Double data rate: two transfers per memory clock.

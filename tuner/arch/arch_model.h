@@ -70,6 +70,11 @@ struct ArchModel {
   // The fraction of the dense tensor peak that Kiln's generated MMA code
   // reaches today (mma.sync on every CUDA arch: no wgmma yet).
   double mma_efficiency = 0.8;
+  // The fp16 / bf16 rate of Kiln's wgmma GEMMs (cuda:sm_90a with the pass
+  // option gemm=wgmma), TFLOP/s over the device, calibrated on its best
+  // tiles; 0: the device has no wgmma. Not scaled by the mma.sync
+  // measurement (a different instruction).
+  double wgmma_tflops = 0;
   // Latency of a global load that misses L2 (used through Little's law: how
   // many bytes must be in flight per SM to keep DRAM busy).
   double dram_latency_ns = 600;

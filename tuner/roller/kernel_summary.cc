@@ -262,6 +262,9 @@ class Walker {
       g.policy = s.policy;
       auto it = buffers_.find(s.regions[0].buffer);
       g.a_in_registers = it != buffers_.end() && it->second.scope == ir::Scope::kFragment;
+      g.transpose_a = s.transpose_a;
+      g.transpose_b = s.transpose_b;
+      g.acc_dtype = DTypeOf(s.regions[2].buffer);
       out_.gemms.push_back(g);
       break;
     }

@@ -67,6 +67,9 @@ struct SummaryGemm {
   ir::GemmPolicy policy = ir::GemmPolicy::kSquare;
   int a_elem_bytes = 2;
   bool a_in_registers = false;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  ir::DType acc_dtype = ir::DType::kFloat32;
 };
 
 // Arithmetic on the CUDA cores: parallel-loop bodies and reductions.

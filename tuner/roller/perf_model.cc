@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,21 @@ int64_t MmaK(ir::DType t) {
   }
 }
 
+// The warpgroup grid of a gemm the compiler lowers to wgmma (the checks of
+// layout inference's WgmmaGemmGroups on the summary's numbers), or nullopt.
+std::optional<std::pair<int64_t, int64_t>> WgmmaTiling(const SummaryGemm& g, int64_t m, int64_t n,
+                                                       int64_t k, int64_t threads) {
+  const bool b16 = g.in_dtype == ir::DType::kFloat16 || g.in_dtype == ir::DType::kBFloat16;
+  if (!b16 || g.acc_dtype != ir::DType::kFloat32 || g.a_in_registers || k % 16 != 0) {
+    return std::nullopt;
+  }
+  const int64_t a_cols = g.transpose_a ? m : k;
+  const int64_t b_cols = g.transpose_b ? k : n;
+  const int64_t wa = passes::WgmmaBlockElems(a_cols), wb = passes::WgmmaBlockElems(b_cols);
+  if (wa == 0 || wb == 0 || (g.transpose_a && m % wa != 0)) return std::nullopt;
+  return passes::WgmmaGroups(m, n, threads, g.transpose_b ? 0 : wb);
+}
+
 Prediction Misfit(Prediction p, std::string why) {
   p.fits = false;
   p.why_not = std::move(why);
@@ -41,7 +58,7 @@ Prediction Misfit(Prediction p, std::string why) {
 } // namespace
 
 Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
-                   const Config& config) {
+                   const Config& config, const ModelOptions& options) {
   // Past a structure switch (one tile covers the row) the kernel is another
   // one, with its own quantities.
   const ProgramAnalysis& a = AnalysisFor(analysis, config);
@@ -90,11 +107,18 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
     return Misfit(p, absl::StrCat("at least ", reg_floor, " registers per thread > ",
                                   arch.registers_per_thread));
   }
+  // wgmma for all gemms or for none (the compiler's rule).
+  p.wgmma = options.wgmma && arch.wgmma_tflops > 0 && !s.gemms.empty();
+  for (const SummaryGemm& g : s.gemms) {
+    p.wgmma = p.wgmma && WgmmaTiling(g, q[g.m_q], q[g.n_q], q[g.k_q], p.threads).has_value();
+  }
   // What ptxas adds to the fragments: operand fragments, addresses, loop
   // state (Kiln's 256x128 GEMM tile with 256 threads: 128 accumulator
-  // registers, 252 in all).
-  p.registers = static_cast<int>(
-      std::min<int64_t>(arch.registers_per_thread, reg_floor + reg_floor / 2 + 32));
+  // registers, 252 in all). wgmma reads its operands from shared memory:
+  // 128 accumulators and 164 in all at 128x256 over 256 threads, 64 and 100
+  // at 128x128 (docs/benchmarks.md).
+  p.registers = static_cast<int>(std::min<int64_t>(
+      arch.registers_per_thread, p.wgmma ? reg_floor + 36 : reg_floor + reg_floor / 2 + 32));
 
   // MMA shapes: the warp grid must tile the accumulator with 16x8 atoms and
   // K must be a multiple of the instruction's k-step.
@@ -103,6 +127,22 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   double warp_weighted_flops = 0; // MMA flops divided by their warp-tile efficiency
   for (const SummaryGemm& g : s.gemms) {
     const int64_t m = q[g.m_q], n = q[g.n_q], k = q[g.k_q];
+    if (p.wgmma) {
+      // One m64nNk16 instruction per warpgroup atom reads A and B from shared
+      // memory. Narrow warpgroup tiles pay more per flop (issue, descriptor
+      // arithmetic, waits): 128x128 over two warpgroups (64x128 each)
+      // measured 416-450 TFLOP/s against 520-553 at 64x256 each.
+      const auto [gm, gn] = *WgmmaTiling(g, m, n, k, p.threads);
+      const double group_n = static_cast<double>(n) / static_cast<double>(gn);
+      const double eff = std::min(1.0, 0.6 + 0.4 * group_n / 256.0);
+      double trips = 1;
+      for (int l = g.loop; l >= 0; l = s.loops[l].parent) trips *= q[s.loops[l].extent_q];
+      warp_weighted_flops += 2.0 * m * n * k * trips / eff;
+      const double a_reads = static_cast<double>(m) * k * gn;
+      const double b_reads = static_cast<double>(n) * k * gm;
+      smem_read_per_block += (a_reads + b_reads) * g.a_elem_bytes * trips;
+      continue;
+    }
     {
       auto w = passes::GemmWarps(m, n, warps, g.policy);
       if (!w.ok()) return Misfit(p, absl::StrCat("gemm ", m, "x", n, ": ", w.status().message()));
@@ -196,6 +236,9 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
     }
   }
   double dram_wave = 0;
+  // The part of dram_wave that blocks share (read once for several blocks
+  // while it sits in L2), with what it would cost unshared.
+  double shared_wave = 0, shared_wave_unshared = 0;
   for (const SummaryAccess& ac : s.accesses) {
     double bytes = ac.elem_bytes;
     for (int eq : ac.elem_qs) bytes *= static_cast<double>(q[eq]);
@@ -214,7 +257,14 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
       if (!(ac.grid_dims & (1u << d))) sharers *= static_cast<double>(wave[d]);
     }
     const double wave_blocks = static_cast<double>(std::min<int64_t>(concurrent, p.blocks));
-    dram_wave += ac.is_write ? bytes * trips * wave_blocks : bytes * trips * wave_blocks / sharers;
+    const double all = bytes * trips * wave_blocks;
+    if (ac.is_write || sharers <= 1) {
+      dram_wave += all;
+    } else {
+      dram_wave += all / sharers;
+      shared_wave += all / sharers;
+      shared_wave_unshared += all;
+    }
   }
   if (!has_trip_loop) loop_bytes_block = global_block;
   p.stages = stages;
@@ -224,11 +274,17 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   p.mma_flops = mma_flops_block * static_cast<double>(p.blocks);
   p.l2_bytes = static_cast<int64_t>(global_block * static_cast<double>(p.blocks));
   const double l2_wave_cap = static_cast<double>(arch.l2_bytes);
-  double dram = dram_wave * std::max(1.0, waves_exact);
-  // A wave whose footprint overflows L2 loses the sharing between its blocks.
+  // A wave whose footprint overflows L2 loses the sharing between its blocks
+  // (in proportion, up to reading every shared byte once per block); what
+  // no two blocks share streams from DRAM once either way (M = 128 GEMMs
+  // read all of B once, 117 MB at N x K = 14336 x 4096, whatever L2 holds).
+  double wave_bytes = dram_wave;
   if (l2_wave_cap > 0 && dram_wave > l2_wave_cap) {
-    dram = std::min(static_cast<double>(p.l2_bytes), dram * dram_wave / l2_wave_cap);
+    wave_bytes +=
+        std::min(shared_wave_unshared, shared_wave * dram_wave / l2_wave_cap) - shared_wave;
   }
+  const double dram =
+      std::min(static_cast<double>(p.l2_bytes), wave_bytes * std::max(1.0, waves_exact));
   p.dram_bytes = static_cast<int64_t>(std::min(dram, static_cast<double>(p.l2_bytes)));
 
   // Blocks an SM actually holds at once: the occupancy limit, or fewer when
@@ -238,9 +294,14 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   const double resident_warps = resident_blocks * static_cast<double>(warps);
   // Fewer than two warps per scheduler (8 per SM) leave the pipes idle
   // between dependent instructions.
-  const double issue = std::min(1.0, 0.6 + 0.05 * resident_warps);
+  // wgmma is issued asynchronously by a whole warpgroup: one warpgroup per
+  // SM keeps the tensor cores as busy as two (128 x 14336 x 4096 at
+  // 128x128x64, 5 stages: 47.6 us with 128 threads, 48.0 with 256).
+  const double issue = p.wgmma ? 1.0 : std::min(1.0, 0.6 + 0.05 * resident_warps);
   if (mma_flops_block > 0) {
-    const double peak = tensor_peak > 0 ? tensor_peak * arch.mma_efficiency : arch.fp32_tflops;
+    const double peak = p.wgmma           ? arch.wgmma_tflops
+                        : tensor_peak > 0 ? tensor_peak * arch.mma_efficiency
+                                          : arch.fp32_tflops;
     const double per_sm = std::max(1e-9, peak) * 1e12 / static_cast<double>(sms) * issue;
     p.compute_us = blocks_per_sm_total * warp_weighted_flops / per_sm * 1e6;
   }
@@ -263,10 +324,13 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   if (arch.l2_gbs > 0) p.l2_us = static_cast<double>(p.l2_bytes) / (arch.l2_gbs * 1e9) * 1e6;
   if (arch.dram_gbs > 0)
     p.dram_us = static_cast<double>(p.dram_bytes) / (arch.dram_gbs * 1e9) * 1e6;
-  // Little's law: with s stages a block keeps s-1 loads in flight.
+  // Little's law: with s stages a block keeps s-1 loads in flight; a wgmma
+  // loop keeps one group of MMAs in flight from 3 stages on and its copies
+  // one stage fewer ahead (the compiler's LowerWgmmaLoop).
   const double latency_s = arch.dram_latency_ns * 1e-9;
+  const int64_t ahead = stages - 1 - (p.wgmma && stages >= 3 ? 1 : 0);
   const double inflight =
-      resident_blocks * loop_bytes_block * static_cast<double>(std::max<int64_t>(1, stages - 1));
+      resident_blocks * loop_bytes_block * static_cast<double>(std::max<int64_t>(1, ahead));
   if (inflight > 0) {
     const double sm_bytes = blocks_per_sm_total * global_block;
     p.latency_us = sm_bytes / (inflight / latency_s) * 1e6;

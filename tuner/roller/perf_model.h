@@ -55,9 +55,19 @@ struct Prediction {
   int64_t dram_bytes = 0; // whole kernel
   int64_t l2_bytes = 0;   // whole kernel (global loads and stores)
   double mma_flops = 0;   // whole kernel, padding of ragged tiles included
+  bool wgmma = false;     // the gemms are predicted as wgmma (ModelOptions)
+};
+
+// How the candidates are compiled, where it changes the kernel.
+struct ModelOptions {
+  // The build asks for wgmma (cuda:sm_90a, pass option gemm=wgmma): a
+  // config whose every gemm wgmma can tile (the compiler's rule, mirrored
+  // here) is predicted at arch.wgmma_tflops with warpgroup tiles; one it
+  // cannot tile falls back to mma.sync, as the compiler does.
+  bool wgmma = false;
 };
 
 Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
-                   const Config& config);
+                   const Config& config, const ModelOptions& options = {});
 
 } // namespace kiln::roller

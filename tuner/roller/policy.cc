@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
 #include "util/status_macros.h"
 
@@ -228,10 +229,12 @@ TuneSpace DeriveSpace(const ProgramAnalysis& analysis, const arch::ArchModel& ar
 }
 
 absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const Config& config,
-                                         std::string_view target) {
+                                         std::string_view target,
+                                         const std::vector<std::string>& pass_options) {
   const driver::ProgramInput in = BindConfig(analysis, config);
   ir::Program program;
   std::string key;
+  bool wgmma = false;
   if (target.substr(0, 4) == "hip:") {
     // Prepare refuses HIP until its code generation exists; the checks
     // below are target-aware without it.
@@ -244,12 +247,15 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
   } else {
     driver::BuildOptions options;
     options.target = std::string(target);
+    options.pass_options = pass_options;
     ASSIGN_OR_RETURN(driver::Prepared prepared, driver::Prepare(in, options));
     program = std::move(prepared.program);
     key = std::move(prepared.key);
+    wgmma = driver::GemmWgmma(options);
   }
   passes::PassContext ctx;
   ctx.target = std::string(target);
+  ctx.gemm_wgmma = wgmma;
   RETURN_IF_ERROR(passes::RunPasses(
       program, {"verify", "simplify", "verify-resources", "layout-inference"}, ctx));
   return key;
@@ -294,6 +300,7 @@ std::string Rationale(const ProgramAnalysis& a, const Config& config, const Pred
   parts.push_back(
       absl::StrFormat("%g %s (%d/SM)", p.waves, p.waves == 1 ? "wave" : "waves", p.blocks_per_sm));
   parts.push_back(absl::StrFormat("%.0f KB smem", static_cast<double>(p.smem_bytes) / 1024));
+  if (p.wgmma) parts.emplace_back("wgmma");
   parts.push_back(absl::StrCat(p.bound, "-bound"));
   return absl::StrJoin(parts, ", ");
 }
@@ -306,6 +313,12 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
   const ProgramAnalysis& a = out.analysis;
   out.space = DeriveSpace(a, arch, options.space);
   const std::string target = Target(arch, options);
+  driver::BuildOptions build;
+  build.target = target;
+  build.pass_options = options.pass_options;
+  if (target.rfind("hip:", 0) != 0) RETURN_IF_ERROR(driver::ValidateBuildOptions(build));
+  ModelOptions model;
+  model.wgmma = driver::GemmWgmma(build) && passes::TargetUsesWgmma(target);
   const int64_t size = SpaceSize(out.space);
   if (size > options.max_space) {
     return absl::InvalidArgumentError(absl::StrCat("the search space has ", size,
@@ -319,7 +332,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
   // Verifies and appends; false when the compiler rejects it.
   auto admit = [&](Candidate c) {
     if (options.verify) {
-      absl::StatusOr<std::string> key = VerifyConfig(a, c.config, target);
+      absl::StatusOr<std::string> key = VerifyConfig(a, c.config, target, options.pass_options);
       if (!key.ok()) {
         note_rejection(key.status());
         return false;
@@ -335,7 +348,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     std::vector<Candidate> ranked;
     ForEachConfig(out.space, [&](const Config& c) {
       ++out.considered;
-      Prediction p = Predict(a, arch, c);
+      Prediction p = Predict(a, arch, c, model);
       if (!p.fits) {
         ++out.model_rejected;
         return true;
@@ -379,7 +392,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     std::vector<Candidate> all;
     ForEachConfig(out.space, [&](const Config& c) {
       ++out.considered;
-      Prediction p = Predict(a, arch, c);
+      Prediction p = Predict(a, arch, c, model);
       if (!p.fits) ++out.model_rejected;
       all.push_back(MakeCandidate(a, c, p));
       return true;
@@ -406,7 +419,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       }
       if (!seen.insert(c).second) continue;
       ++out.considered;
-      Prediction p = Predict(a, arch, c);
+      Prediction p = Predict(a, arch, c, model);
       if (!p.fits) ++out.model_rejected;
       admit(MakeCandidate(a, c, p));
     }

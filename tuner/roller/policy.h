@@ -49,6 +49,10 @@ struct PolicyOptions {
   TuneSpace space; // declared domains; names not declared use the derived ones
   // Compiler target for verification; empty: the arch's (arch.target).
   std::string target;
+  // Kiln pass options of the builds ("gemm=wgmma"): verification and the
+  // candidates' keys use them, and the model predicts the kernel they make
+  // (wgmma on cuda:sm_90a). InvalidArgument for an unknown one.
+  std::vector<std::string> pass_options;
   bool verify = true;         // false: model only (tests of the model)
   int64_t max_space = 200000; // grid / roller: refuse spaces larger than this
 };
@@ -79,10 +83,12 @@ TuneSpace DeriveSpace(const ProgramAnalysis& analysis, const arch::ArchModel& ar
                       const TuneSpace& declared = {});
 
 // Compiles `config` through Prepare (CUDA / CPU targets) or the frontend
-// (HIP) and the verification passes for `target`; returns the cache key
-// ("" without Prepare) or the compiler's located error.
+// (HIP) and the verification passes for `target` with `pass_options`;
+// returns the cache key ("" without Prepare) or the compiler's located
+// error.
 absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const Config& config,
-                                         std::string_view target);
+                                         std::string_view target,
+                                         const std::vector<std::string>& pass_options = {});
 
 // One line for a config and its prediction.
 std::string Rationale(const ProgramAnalysis& analysis, const Config& config,

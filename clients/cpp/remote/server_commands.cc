@@ -52,8 +52,8 @@ bool TakeBinding(const std::string& text,
 constexpr char kCompileUsage[] =
     "usage: kiln compile FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--entry NAME]\n"
     "                    [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]\n"
-    "                    [--toolchain nvrtc|nvcc|cc] [--use-best DEVICE_MODEL] [--async]\n"
-    "                    [--json]\n";
+    "                    [--toolchain nvrtc|nvcc|cc] [--pass NAME=VALUE]...\n"
+    "                    [--use-best DEVICE_MODEL] [--async] [--json]\n";
 
 int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   std::optional<Connection> c = ParseConnection(args, io, "compile");
@@ -83,6 +83,8 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
       req.set_target(v);
     } else if (TakeValue(a, i, "--toolchain", &v)) {
       req.mutable_options()->set_toolchain(v);
+    } else if (TakeValue(a, i, "--pass", &v)) {
+      req.mutable_options()->add_pass_options(v);
     } else if (TakeValue(a, i, "--use-best", &v)) {
       req.set_use_best_for_device(v);
     } else if (TakeValue(a, i, "--emit", &v)) {
@@ -177,7 +179,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
 
 constexpr char kBestUsage[] =
     "usage: kiln best FILE [--bind NAME=VALUE]... [--entry NAME] [--target T]\n"
-    "                 [--device-model MODEL] [--json]\n";
+    "                 [--pass NAME=VALUE]... [--device-model MODEL] [--json]\n";
 
 int RunBest(const std::vector<std::string>& args, CommandIo io) {
   std::optional<Connection> c = ParseConnection(args, io, "best");
@@ -202,6 +204,8 @@ int RunBest(const std::vector<std::string>& args, CommandIo io) {
       req.set_target(v);
     } else if (TakeValue(a, i, "--device-model", &v)) {
       req.set_device_model(v);
+    } else if (TakeValue(a, i, "--pass", &v)) {
+      req.mutable_options()->add_pass_options(v);
     } else if (!a[i].empty() && a[i][0] != '-' && file.empty()) {
       file = a[i];
     } else {
@@ -238,7 +242,7 @@ int RunBest(const std::vector<std::string>& args, CommandIo io) {
 
 constexpr char kBenchUsage[] =
     "usage: kiln bench FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--target T]\n"
-    "                  [--toolchain nvrtc|nvcc|cc] [--entry NAME]\n"
+    "                  [--toolchain nvrtc|nvcc|cc] [--pass NAME=VALUE]... [--entry NAME]\n"
     "       kiln bench --key ARTIFACT_KEY [--config NAME=VALUE]...\n"
     "   options: [--device ID]... [--trials N] [--warmup N] [--flush-l2] [--cuda-graph]\n"
     "            [--history NAME] [--compare] [--baseline-runs N] [--max-slowdown F]\n"
@@ -300,6 +304,8 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
       target = v;
     } else if (TakeValue(a, i, "--toolchain", &v)) {
       req.mutable_options()->set_toolchain(v);
+    } else if (TakeValue(a, i, "--pass", &v)) {
+      req.mutable_options()->add_pass_options(v);
     } else if (TakeValue(a, i, "--label", &v)) {
       req.set_label(v);
     } else if (TakeValue(a, i, "--key", &v)) {
@@ -433,6 +439,7 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
     (*req.mutable_program()->mutable_bindings())[name] = client::ParseBinding(value);
   }
   req.set_target(t.target.empty() ? "cpu" : t.target);
+  for (const std::string& p : t.pass_options) req.mutable_options()->add_pass_options(p);
   if (t.strategy == "grid") {
     req.set_strategy(kiln::v1::TUNE_STRATEGY_EXHAUSTIVE);
     req.mutable_budget()->set_max_candidates(t.budget);

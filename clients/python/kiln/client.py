@@ -440,11 +440,14 @@ class Client:
              entry=None, file_name=None, strategy="roller", top_k=None, max_candidates=None,
              max_seconds=None, space=None, warmup=None, repeats=None, devices=None,
              device_model=None, max_devices=None, reference=None, rtol=None, atol=None, seed=None,
-             options=None, on_progress=None, attach_job_id=None, timeout=None):
+             options=None, pass_options=None, on_progress=None, attach_job_id=None,
+             timeout=None):
         """Tunes the program's tile parameters on the daemon's devices and returns a
         TuneResult (``best``, ``config``, every ``measurements``). ``space`` declares
         candidates ({name: [values]}); ``on_progress(progress, job_id)`` is called with
-        each TuneProgress message as the sweep advances."""
+        each TuneProgress message as the sweep advances. ``pass_options`` (e.g.
+        ``["gemm=wgmma"]`` with ``target="cuda:sm_90a"``) apply to every build; the
+        best config is kept per target and such options."""
         req = pb.TuneRequest(target=target)
         if attach_job_id:
             req.attach_job_id = attach_job_id
@@ -484,7 +487,7 @@ class Client:
             req.validation.atol = atol
         if seed is not None:
             req.validation.seed = seed
-        req.options.CopyFrom(self._options(options))
+        req.options.CopyFrom(self._options(options, pass_options=pass_options))
         result, job_id = None, attach_job_id or ""
         for event in self._stream("Tune", req, timeout):
             job_id = event.job_id or job_id
@@ -500,9 +503,12 @@ class Client:
                           result)
 
     def best(self, program=None, *, source=None, path=None, bindings=None, target="cpu",
-             entry=None, file_name=None, device_model="", timeout=None):
-        """The stored best config for (program, shape, target, device model), or None."""
+             entry=None, file_name=None, device_model="", options=None, pass_options=None,
+             timeout=None):
+        """The stored best config for (program, shape, target, device model), or None;
+        ``options`` / ``pass_options`` as given to the tune that stored it."""
         req = pb.LookupBestRequest(target=target, device_model=device_model or "")
+        req.options.CopyFrom(self._options(options, pass_options=pass_options))
         req.program.CopyFrom(program_source(program, source=source, path=path,
                                             file_name=file_name, entry=entry, bindings=bindings))
         resp = self._unary("LookupBest", req, timeout)

@@ -109,6 +109,36 @@ TEST(TuneCommand, WithoutDryRunTheDaemonPathIsNotThereYet) {
   EXPECT_EQ(seen.space[0].second, (std::vector<int64_t>{16, 32}));
 }
 
+TEST(TuneCommand, PassOptionsReachThePlanAndTheDaemonRequest) {
+  Result r = RunTune({Example("examples/gemm/gemm.py"), "--bind", "M=4096", "--bind", "N=4096",
+                      "--bind", "K=4096", "--top-k", "3", "--target", "cuda:sm_90a", "--pass",
+                      "gemm=wgmma", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("verify_target"), "cuda:sm_90a");
+  EXPECT_EQ(j.at("pass_options"), nlohmann::json::array({"gemm=wgmma"}));
+  EXPECT_GT(j.at("arch").at("wgmma_tflops").get<double>(), 0);
+  ASSERT_EQ(j.at("candidates").size(), 3u);
+  EXPECT_TRUE(j.at("candidates")[0].at("wgmma").get<bool>()) << r.out;
+  EXPECT_NE(j.at("candidates")[0].at("rationale").get<std::string>().find("wgmma"),
+            std::string::npos);
+
+  TuneArgs seen;
+  r = RunTune({Example("examples/gemm/gemm.py"), "--bind", "M=64", "--pass=gemm=wgmma"},
+              [&](const TuneArgs& a, CommandIo) {
+                seen = a;
+                return 0;
+              });
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(seen.pass_options, (std::vector<std::string>{"gemm=wgmma"}));
+  // Unknown options are the compiler's to refuse: a failure naming it.
+  r = RunTune({Example("examples/gemm/gemm.py"), "--bind", "M=64", "--bind", "N=64", "--bind",
+               "K=64", "--pass", "gemm=magic", "--dry-run"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_NE(r.err.find("gemm=magic"), std::string::npos) << r.err;
+  EXPECT_EQ(RunTune({"f.py", "--pass", "wgmma", "--dry-run"}).code, kExitUsage);
+}
+
 TEST(TuneCommand, UsageErrors) {
   EXPECT_EQ(RunTune({}).code, kExitUsage);
   EXPECT_EQ(RunTune({"f.py", "--bind", "nonsense", "--dry-run"}).code, kExitUsage);

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -183,6 +184,36 @@ TEST(Policy, FewerBlocksThanSmsGetNoOccupancyCredit) {
   EXPECT_GE(s3.blocks_per_sm, 2);    // the occupancy limit...
   EXPECT_LE(s4.time_us, s3.time_us); // ...does not make 3 stages faster than 4
   EXPECT_LT(s3.time_us, s2.time_us);
+}
+
+// A wave larger than L2 loses the sharing between its blocks, not more: B of
+// an M = 128 GEMM (117 MB at 14336 x 4096) is read once by one row of blocks
+// however little of it L2 holds. The model once scaled the whole wave by its
+// footprint / L2 and predicted every 128-row tile of this shape DRAM-bound at
+// one time.
+TEST(Policy, AStreamNoBlocksShareIsReadOnceWhenTheWaveOverflowsL2) {
+  absl::StatusOr<ProgramAnalysis> a =
+      AnalyzeProgram(Input("examples/gemm/gemm.py", {{"M", "128"}, {"N", "14336"}, {"K", "4096"}}));
+  ASSERT_TRUE(a.ok()) << a.status();
+  const Prediction p = Predict(
+      *a, H200(),
+      {{"block_M", 128}, {"block_N", 128}, {"block_K", 64}, {"num_stages", 4}, {"threads", 128}});
+  ASSERT_TRUE(p.fits);
+  const double b = 14336.0 * 4096 * 2, a_bytes = 128.0 * 4096 * 2, c = 128.0 * 14336 * 2;
+  EXPECT_GE(p.dram_bytes, b);
+  // A (1 MB, shared by the wave's 112 blocks) loses part of its sharing:
+  // in proportion to the footprint over L2, about 2.5x here.
+  EXPECT_LE(p.dram_bytes, b + 3 * a_bytes + c);
+  EXPECT_LT(p.dram_bytes, p.l2_bytes / 1.5); // A is read by every block from L2 only
+  // Shared operands still lose their sharing: 4096^3 at 64x64 tiles, a wave
+  // of 528 blocks touching more than L2, reads more than each byte once.
+  absl::StatusOr<ProgramAnalysis> big = AnalyzeProgram(Input("examples/gemm/gemm.py", Cube(8192)));
+  ASSERT_TRUE(big.ok()) << big.status();
+  const Prediction q = Predict(
+      *big, H200(),
+      {{"block_M", 64}, {"block_N", 64}, {"block_K", 64}, {"num_stages", 4}, {"threads", 128}});
+  ASSERT_TRUE(q.fits);
+  EXPECT_GT(q.dram_bytes, 3.0 * 8192 * 8192 * 2);
 }
 
 TEST(Policy, ModelAndCompilerAgreeOnSharedMemory) {
@@ -368,6 +399,77 @@ TEST(Policy, HipAndCpuTargetsVerifyWithoutPrepare) {
   p = Propose(Input("examples/gemm/gemm.py", Cube(256)), *arch::FindPreset("cpu"), o);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FALSE(p->candidates[0].key.empty());
+}
+
+// With gemm=wgmma on cuda:sm_90a the model predicts warpgroup tiles at the
+// wgmma rate where the compiler's rule lets wgmma tile the gemm, and mma.sync
+// elsewhere; candidates are verified and keyed as the wgmma builds.
+TEST(Policy, WgmmaTuningPredictsWarpgroupTilesAndKeysTheirBuilds) {
+  const driver::ProgramInput in = Input("examples/gemm/gemm.py", Cube(4096));
+  absl::StatusOr<ProgramAnalysis> a = AnalyzeProgram(in);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ModelOptions wg;
+  wg.wgmma = true;
+  const Config tile = {
+      {"block_M", 128}, {"block_N", 256}, {"block_K", 64}, {"num_stages", 4}, {"threads", 256}};
+  const Prediction mma = Predict(*a, H200(), tile);
+  const Prediction w = Predict(*a, H200(), tile, wg);
+  ASSERT_TRUE(mma.fits && w.fits);
+  EXPECT_FALSE(mma.wgmma);
+  EXPECT_TRUE(w.wgmma);
+  EXPECT_EQ(w.bound, "compute");
+  // Two 64x256 warpgroup tiles run at the calibrated wgmma rate (540 of
+  // mma.sync's 415 TFLOP/s): the compute term shrinks by about that ratio.
+  EXPECT_NEAR(mma.compute_us / w.compute_us, 540.0 / 415.0, 0.15);
+  EXPECT_LT(w.registers, mma.registers); // operands stay in shared memory
+  // 64 threads are half a warpgroup, and a 32-row tile is half an m64 atom:
+  // the compiler keeps mma.sync for both, and so does the model.
+  Config half = tile;
+  half["threads"] = 64;
+  EXPECT_FALSE(Predict(*a, H200(), half, wg).wgmma);
+  Config short_m = tile;
+  short_m["block_M"] = 32;
+  short_m["threads"] = 128;
+  EXPECT_FALSE(Predict(*a, H200(), short_m, wg).wgmma);
+  // A device without wgmma (the A100) predicts mma.sync whatever is asked.
+  EXPECT_FALSE(Predict(*a, *arch::FindPreset("a100"), tile, wg).wgmma);
+
+  PolicyOptions o;
+  o.top_k = 10;
+  o.target = "cuda:sm_90a";
+  absl::StatusOr<Proposal> plain = Propose(in, H200(), o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  o.pass_options = {"gemm=wgmma"};
+  absl::StatusOr<Proposal> p = Propose(in, H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->candidates.size(), 10u);
+  EXPECT_TRUE(p->candidates[0].prediction.wgmma) << p->candidates[0].rationale;
+  EXPECT_LT(p->candidates[0].predicted_us, plain->candidates[0].predicted_us);
+  std::map<Config, std::string> plain_keys;
+  for (const Candidate& c : plain->candidates) plain_keys[c.config] = c.key;
+  for (const Candidate& c : p->candidates) {
+    SCOPED_TRACE(c.rationale);
+    EXPECT_EQ(c.prediction.wgmma, c.rationale.find("wgmma") != std::string::npos);
+    if (c.prediction.wgmma) {
+      EXPECT_EQ(c.config.at("threads") % 128, 0);
+      EXPECT_EQ(c.config.at("block_M") % 64, 0);
+    }
+    EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90a", {"gemm=wgmma"}).ok());
+    auto same = plain_keys.find(c.config);
+    if (same != plain_keys.end()) {
+      EXPECT_NE(same->second, c.key);
+    }
+  }
+  // gemm=wgmma means nothing below sm_90a; an unknown option is refused.
+  o.target = "cuda:sm_90";
+  p = Propose(in, H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const Candidate& c : p->candidates) EXPECT_FALSE(c.prediction.wgmma) << c.rationale;
+  o.pass_options = {"gemm=tensor-cores"};
+  p = Propose(in, H200(), o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("gemm=tensor-cores"), std::string::npos) << p.status();
 }
 
 TEST(Policy, StrategyNames) {
