@@ -2,48 +2,73 @@
 # Runs clang-tidy (config: .clang-tidy) on the project's C++ sources, using the
 # compile commands of a build folder.
 #
-#   scripts/check_tidy.sh [--all] [BUILD_DIR]      (BUILD_DIR default: build)
+#   scripts/check_tidy.sh [--all [--record]] [--list] [BUILD_DIR]   (default: build)
 #
 # clang-tidy 14 matches its checks over every header a file pulls in (gRPC and
 # protobuf included): a full run over the ~160 library files takes about 30
 # minutes on two cores. So by default it checks only what can have changed since
-# the commit named in .ci/tidy_baseline, at which a full run passed: every file
-# whose own source, or any project header it includes (from the build's
-# dependency records, `ninja -t deps`; a generated message header stands for its
-# .proto), differs from that commit, committed or not. It falls back to
-# checking everything when the baseline commit is not in this clone's history,
-# when the build has no dependency records, or when .clang-tidy changed.
+# the last full run that passed. .ci/tidy_baseline lists the git blob id of every
+# C++ source, header and .proto (and .clang-tidy) as they were at that run; a
+# library file is checked when its own source, or any file it includes (from the
+# build's dependency records, `ninja -t deps`; a generated message header stands
+# for its .proto), differs from that list, committed or not. Blob ids, not a
+# commit, so that a shallow clone needs no history. Everything is checked when
+# the list is missing, when .clang-tidy changed, or when the build has no
+# dependency records.
 #
-# --all checks every file; after a clean --all run, write `git rev-parse HEAD`
-# into .ci/tidy_baseline (and commit it) to make the next runs short.
+#   --list     print the files it would check, and stop
+#   --all      check every file
+#   --record   with --all, after a clean run, rewrite .ci/tidy_baseline from
+#              the checked tree (commit it to make the next runs short)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 all=0
-if [ "${1:-}" = "--all" ]; then
-  all=1
+list=0
+record=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --all) all=1 ;;
+    --list) list=1 ;;
+    --record) record=1 ;;
+    -*) echo "check_tidy: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 build=${1:-build}
+baseline=.ci/tidy_baseline
+patterns=('*.h' '*.cc' '*.proto' '*.cuh' '*.inc' '.clang-tidy')
 files=$(git ls-files 'compiler/*.cc' 'server/*.cc' 'util/*.cc' 'cache/*.cc' 'tuner/*.cc' 'clients/*.cc')
+nfiles=$(printf '%s\n' $files | wc -l)
 
-reason=""
-base=""
-if [ $all -eq 1 ]; then
-  reason="--all"
-elif [ ! -s .ci/tidy_baseline ]; then
-  reason="no .ci/tidy_baseline"
-else
-  base=$(tr -d '[:space:]' < .ci/tidy_baseline)
-  if ! git cat-file -e "${base}^{commit}" 2>/dev/null; then
-    reason="baseline ${base} is not in this clone's history"
+if [ $record -eq 1 ]; then
+  if [ $all -eq 0 ] || [ $list -eq 1 ]; then
+    echo "check_tidy: --record needs --all (and no --list)" >&2
+    exit 2
+  fi
+  if ! git diff --quiet -- "${patterns[@]}" ||
+     [ -n "$(git ls-files --others --exclude-standard -- "${patterns[@]}")" ]; then
+    echo "check_tidy: --record needs the C++ files committed or staged (the list is of blob ids)" >&2
+    exit 2
   fi
 fi
 
-if [ -z "$reason" ]; then
-  # Files that differ from the baseline: committed since, staged, or edited.
-  changed=$( (git diff --name-only "$base" --; git ls-files --others --exclude-standard) | sort -u)
-  if printf '%s\n' "$changed" | grep -qxE '\.clang-tidy'; then
-    reason=".clang-tidy changed since ${base}"
+# "<blob id> <path>" for each tracked file of the patterns, as staged.
+blobs() { git ls-files -s -- "${patterns[@]}" | awk -F '\t' '{ split($1, a, " "); print a[2] " " $2 }'; }
+
+reason=""
+if [ $all -eq 1 ]; then
+  reason="--all"
+elif [ ! -s "$baseline" ]; then
+  reason="no ${baseline}"
+else
+  # Files that differ from the list: changed or new in the index, edited in the
+  # work tree, or untracked.
+  changed=$( (blobs | grep -vxFf <(grep -v '^#' "$baseline") | cut -d' ' -f2-
+              git diff --name-only
+              git ls-files --others --exclude-standard) | sort -u)
+  if printf '%s\n' "$changed" | grep -qxF '.clang-tidy'; then
+    reason=".clang-tidy changed since the last full run"
   elif ! deps=$(ninja -C "$build" -t deps 2>/dev/null) || [ -z "$deps" ]; then
     reason="no dependency records in ${build} (build it first)"
   fi
@@ -51,7 +76,7 @@ fi
 
 if [ -n "$reason" ]; then
   selected=$files
-  echo "check_tidy: all $(printf '%s\n' $files | wc -l) files (${reason})"
+  echo "check_tidy: all ${nfiles} files (${reason})" >&2
 else
   root=$(pwd)
   # For each object in the deps listing, its dependencies follow it, indented;
@@ -74,15 +99,26 @@ else
       }
       if (src != "" && hit && !(src in done)) { print src; done[src] = 1 }
     }')
-  # A source the build has no record of (new since the last build) is checked too.
+  # A changed source the build has no record of (new since the last build) too.
   for f in $files; do
     if printf '%s\n' "$changed" | grep -qxF "$f"; then selected=$(printf '%s\n%s' "$selected" "$f"); fi
   done
   selected=$(printf '%s\n' "$selected" | grep -v '^$' | sort -u || true)
-  echo "check_tidy: $(printf '%s\n' "$selected" | grep -c . || true) of $(printf '%s\n' $files | wc -l)" \
-       "files (changed since ${base:0:12}, or including a header that did)"
+  echo "check_tidy: $(printf '%s\n' "$selected" | grep -c . || true) of ${nfiles} files" \
+       "(changed since the last full run, or including a file that did)" >&2
 fi
 
-if [ -z "$selected" ]; then exit 0; fi
-# shellcheck disable=SC2086
-printf '%s\n' $selected | xargs -P "${KILN_JOBS:-2}" -n 4 clang-tidy -p "$build" --quiet
+if [ $list -eq 1 ]; then
+  [ -z "$selected" ] || printf '%s\n' $selected
+  exit 0
+fi
+if [ -n "$selected" ]; then
+  # shellcheck disable=SC2086
+  printf '%s\n' $selected | xargs -P "${KILN_JOBS:-2}" -n 4 clang-tidy -p "$build" --quiet
+fi
+if [ $record -eq 1 ]; then
+  { echo "# clang-tidy passed on every library file with these files (blob id, path):"
+    echo "# scripts/check_tidy.sh --all --record, $(date -u +%Y-%m-%d), at $(git rev-parse --short HEAD)"
+    blobs; } > "$baseline"
+  echo "check_tidy: wrote ${baseline}" >&2
+fi
