@@ -14,6 +14,14 @@ result (the whole TuneResult JSON) to OUT/PROBLEM_{roller,grid}.json.
 
 --pass gemm=wgmma with --target cuda:sm_90a tunes (both sides) Hopper's warpgroup MMA.
 
+--devices LIST is passed to every kilnd (CUDA ordinals, `0` or `0,1`; default: all GPUs). The
+grid's row then also gives its measurement rate: measured configs per second between the first
+and the last measurement's completion, and how many each device measured. Issue 6's two-GPU
+figure is that rate with --devices 0,1 over the rate with --devices 0, on one machine:
+
+  python3 bench/tune_vs_grid.py --bundle device_bundle --only gemm_4096 --devices 0
+  python3 bench/tune_vs_grid.py --bundle device_bundle --only gemm_4096 --devices 0,1
+
 --bundle is a folder from scripts/device_bundle.sh (bin/kilnd, bin/kiln, lib/). With
 KILN_WORKER_TRACE=1 in the environment the workers' per-request phase times land in
 OUT/PROBLEM_*.kilnd.log.
@@ -86,7 +94,7 @@ class Kilnd:
         self.env = env
         self.proc = subprocess.Popen(
             [os.path.join(bundle, "bin", "kilnd"), "--listen", "127.0.0.1:0", "--cache-dir",
-             self.cache], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+             self.cache, *KILND_ARGS], stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.address = None
         for _ in range(600):
             with open(log_path) as f:
@@ -133,6 +141,7 @@ def make_template(bundle, out, target):
 
 
 PASS_OPTIONS = []  # --pass NAME=VALUE, on every kiln tune
+KILND_ARGS = []  # --devices LIST, on every kilnd
 
 
 def pass_args():
@@ -203,6 +212,21 @@ def summary(result):
     return float(best.get("medianUs", best.get("median_us", 0))), text, len(ms), statuses
 
 
+def measure_rate(result):
+    """(measured configs per second between the first and last completion, {device: count});
+    (None, counts) with fewer than two timestamps."""
+    ms = result.get("result", {}).get("measurements", [])
+    stamps = sorted(int(m.get("unix_ms", m.get("unixMs", 0))) for m in ms)
+    stamps = [t for t in stamps if t > 0]
+    counts = {}
+    for m in ms:
+        d = m.get("device_id", m.get("deviceId", "?"))
+        counts[d] = counts.get(d, 0) + 1
+    if len(stamps) < 2 or stamps[-1] == stamps[0]:
+        return None, counts
+    return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1000.0), counts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bundle", default="device_bundle")
@@ -214,6 +238,8 @@ def main():
     ap.add_argument("--target", default="cuda:sm_90")
     ap.add_argument("--pass", dest="pass_options", action="append", default=[],
                     metavar="NAME=VALUE", help="a Kiln pass option of every build (gemm=wgmma)")
+    ap.add_argument("--devices", default="",
+                    help="kilnd --devices for every daemon (CUDA ordinals: 0 or 0,1)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--grid-space", choices=("declared", "roller"), default="declared",
                     help="the grid's space: the one declared here per problem, or the space "
@@ -231,6 +257,8 @@ def main():
             print(f"{name}: {p['file']} {p['bind']} grid of {n}")
         return 0
     PASS_OPTIONS.extend(args.pass_options)
+    if args.devices:
+        KILND_ARGS.extend(["--devices", args.devices])
     bundle = os.path.abspath(args.bundle)
     out = args.out or tempfile.mkdtemp(prefix="kiln_tune_vs_grid_")
     os.makedirs(out, exist_ok=True)
@@ -266,6 +294,11 @@ def main():
         print(f"| {name} | {r_text} | {r_wall:.1f} | {declared}/{g_n}/{g_status.get('ok', 0)} "
               f"{json.dumps(g_status)} | {g_text} | {g_wall:.1f} | {ratio} | {wall} |",
               flush=True)
+        if g:
+            rate, per_device = measure_rate(g)
+            rate_text = f"{rate:.2f} configs/s" if rate else "-"
+            print(f"  grid measurement rate: {rate_text}, per device {json.dumps(per_device)}",
+                  flush=True)
         if not r_us:
             rc = 1
     shutil.rmtree(template, ignore_errors=True)
