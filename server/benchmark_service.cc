@@ -1,5 +1,6 @@
 #include "server/benchmark_service.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <stop_token>
@@ -16,6 +17,7 @@
 #include "server/launch_plan.h"
 #include "server/request_convert.h"
 #include "server/worker_error.h"
+#include "tuner/arch/arch_model.h"
 #include "tuner/measure/kernel_launch.h"
 #include "util/log.h"
 
@@ -47,7 +49,7 @@ std::string TargetArch(const std::string& target) {
 }
 
 bool Runs(const kiln::v1::Device& device, const std::string& target) {
-  if (IsCpuTarget(target)) return device.id() == "cpu";
+  if (IsCpuTarget(target)) return arch::IsCpuDeviceId(device.id());
   if (target.rfind("cuda", 0) != 0 || device.id().rfind("cuda:", 0) != 0) return false;
   std::optional<std::pair<int, int>> cc = ComputeCapabilityOf(device.arch());
   return cc && measure::CubinRunsOn(TargetArch(target), cc->first, cc->second);
@@ -64,6 +66,45 @@ absl::Status Annotate(const absl::Status& s, absl::string_view what) {
 }
 
 } // namespace
+
+absl::StatusOr<std::vector<kiln::v1::Device>>
+SweepDevices(const std::vector<kiln::v1::Device>& devices, const std::string& target,
+             const kiln::v1::DeviceSelector& selector) {
+  std::vector<kiln::v1::Device> out;
+  for (const kiln::v1::Device& d : devices) {
+    if (!selector.device_ids().empty() &&
+        std::find(selector.device_ids().begin(), selector.device_ids().end(), d.id()) ==
+            selector.device_ids().end()) {
+      continue;
+    }
+    if (!selector.model().empty() && d.model() != selector.model()) continue;
+    if (Runs(d, target)) out.push_back(d);
+  }
+  if (out.empty()) {
+    absl::StatusOr<std::string> why = ChooseDevice(devices, target, selector);
+    return why.ok() ? absl::FailedPreconditionError("no device matches the selector")
+                    : why.status();
+  }
+  const std::string& model = out[0].model();
+  if (!selector.device_ids().empty()) {
+    for (const kiln::v1::Device& d : out) {
+      if (d.model() != model) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "devices: ", out[0].id(), " (", model, ") and ", d.id(), " (", d.model(),
+            ") are different models; a sweep measures on one model: name devices of one, "
+            "or set devices.model"));
+      }
+    }
+  }
+  std::vector<kiln::v1::Device> same;
+  for (kiln::v1::Device& d : out) {
+    if (d.model() == model) same.push_back(std::move(d));
+  }
+  if (selector.max_devices() > 0 && same.size() > static_cast<size_t>(selector.max_devices())) {
+    same.resize(static_cast<size_t>(selector.max_devices()));
+  }
+  return same;
+}
 
 absl::StatusOr<std::string> ChooseDevice(const std::vector<kiln::v1::Device>& devices,
                                          const std::string& target,

@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -126,5 +127,14 @@ struct BenchmarkJobResult {
 absl::StatusOr<std::string> ChooseDevice(const std::vector<kiln::v1::Device>& devices,
                                          const std::string& target,
                                          const kiln::v1::DeviceSelector& selector);
+
+// The devices a tune sweep of `target` measures on: those the selector
+// allows that run the target, all of one model (times are compared and kept
+// per model), the first such device's model unless the selector names one,
+// at most selector.max_devices. Errors: what ChooseDevice says when none
+// can; InvalidArgument when the selector names devices of two models.
+absl::StatusOr<std::vector<kiln::v1::Device>>
+SweepDevices(const std::vector<kiln::v1::Device>& devices, const std::string& target,
+             const kiln::v1::DeviceSelector& selector);
 
 } // namespace kiln::server

@@ -252,6 +252,12 @@ std::vector<ConfigOption> BuildOptions() {
       "micro-benchmarks on its first roller tune (kept in the cache per model, driver and Kiln "
       "version). false: only results already in the cache, else the presets' figures.",
       [](auto& c) -> auto& { return c.microbench; }));
+  o.push_back(IntOption(
+      "worker.cpu_workers",
+      "Workers that run CPU-target kernels: devices cpu, cpu:1, ... Above 1, each is pinned to "
+      "its own core of kilnd's CPU affinity set, and a CPU-target sweep measures on all of them "
+      "at once (keep them off the cores the compile threads need for steady timings).",
+      [](auto& c) -> auto& { return c.cpu_workers; }, 1, 1024));
 
   o.push_back(StringOption(
       "tls.cert_file", "FILE",

@@ -237,6 +237,7 @@ absl::Status Daemon::Start() {
   DevicePoolOptions dp;
   dp.worker_path = ResolveWorkerPath(config_);
   dp.discover_gpus = config_.devices.mode == DeviceSelection::Mode::kAuto;
+  dp.cpu_workers = config_.cpu_workers;
   if (config_.devices.mode == DeviceSelection::Mode::kList) {
     for (int ordinal : config_.devices.cuda_ordinals) {
       dp.extra_devices.push_back(absl::StrCat("cuda:", ordinal));

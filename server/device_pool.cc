@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "absl/strings/numbers.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tuner/arch/arch_model.h"
 #include "util/subprocess.h"
 
 namespace kiln::server {
@@ -19,6 +21,7 @@ namespace pb = kiln::v1;
 // One device and its worker. Every field is guarded by DevicePool::mu_.
 struct DevicePool::Slot {
   std::string id;
+  int cpu_core = -1;                     // kiln-worker --cpu-core; -1: not pinned
   std::shared_ptr<WorkerProcess> worker; // null while down
   uint64_t generation = 0;               // workers started so far
   bool leased = false;
@@ -131,24 +134,50 @@ absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Start(DevicePoolOptions 
       options.health_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("DevicePool: backoff and health interval must be positive");
   }
+  if (options.cpu_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DevicePool: cpu_workers must be at least 1, got ", options.cpu_workers));
+  }
   std::vector<std::string> ids;
-  if (options.offer_cpu) ids.emplace_back("cpu");
+  std::vector<int> cores; // per id; -1: not pinned
+  if (options.offer_cpu) {
+    std::vector<int> allowed;
+    if (options.cpu_workers > 1) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+          if (CPU_ISSET(c, &set)) allowed.push_back(c);
+        }
+      }
+    }
+    for (int k = 0; k < options.cpu_workers; ++k) {
+      ids.push_back(k == 0 ? std::string("cpu") : absl::StrCat("cpu:", k));
+      cores.push_back(allowed.empty() ? -1 : allowed[static_cast<size_t>(k) % allowed.size()]);
+    }
+  }
   std::string note = "GPU discovery off";
   if (options.discover_gpus) {
     const int gpus = CountGpus(options.worker_path, &note);
     for (int i = 0; i < gpus; ++i) ids.push_back(absl::StrCat("cuda:", i));
   }
   for (const std::string& id : options.extra_devices) {
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+      ids.push_back(id);
+      cores.push_back(-1);
+    }
   }
   if (ids.empty()) return absl::InvalidArgumentError("DevicePool: no devices to offer");
 
   std::unique_ptr<DevicePool> pool(new DevicePool(std::move(options)));
   pool->discovery_note_ = note;
-  for (const std::string& id : ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string& id = ids[i];
     auto slot = std::make_unique<Slot>();
     slot->id = id;
+    slot->cpu_core = cores[i];
     slot->stats.device_id = id;
+    slot->stats.cpu_core = cores[i];
     slot->device.set_id(id);
     pool->slots_.push_back(std::move(slot));
   }
@@ -385,15 +414,21 @@ absl::StatusOr<pb::WorkerResponse> DevicePool::Call(std::string_view device_id,
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> DevicePool::SpawnWorker(size_t index) {
   std::string id;
+  int cpu_core = -1;
   {
     absl::MutexLock lock(&mu_);
     id = slots_[index]->id;
+    cpu_core = slots_[index]->cpu_core;
   }
   WorkerProcessOptions wopts;
   wopts.worker_path = options_.worker_path;
   wopts.device_id = id;
   wopts.extra_args = options_.extra_worker_args;
-  wopts.memory_limit_bytes = id == "cpu" ? options_.cpu_worker_memory_limit_bytes : 0;
+  if (cpu_core >= 0) {
+    wopts.extra_args.emplace_back("--cpu-core");
+    wopts.extra_args.push_back(absl::StrCat(cpu_core));
+  }
+  wopts.memory_limit_bytes = arch::IsCpuDeviceId(id) ? options_.cpu_worker_memory_limit_bytes : 0;
   wopts.max_frame_bytes = options_.max_frame_bytes;
   wopts.stderr_tail_bytes = options_.stderr_tail_bytes;
   wopts.stderr_sink = options_.stderr_sink;

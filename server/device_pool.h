@@ -3,8 +3,11 @@
 //
 // Start discovers CUDA GPUs by running `kiln-worker --list` (the worker
 // dlopens the driver, so kilnd never links it and starts where there is
-// none), always offers the host CPU as device "cpu", and starts one worker
-// per device. Without GPUs the pool has just "cpu".
+// none), offers the host CPU as device "cpu" (and as "cpu:1" ... "cpu:N-1"
+// with cpu_workers = N > 1, each worker then pinned to its own core of
+// kilnd's affinity set, so that a sweep measures CPU kernels on several
+// cores at once), and starts one worker per device. Without GPUs the pool
+// has just the CPU devices.
 //
 // Exclusive use: a device serves one request at a time. Callers queue per
 // device in arrival order, for at most their queue timeout, and a cancelled
@@ -71,6 +74,10 @@ struct DevicePoolOptions {
   std::string worker_path;   // the kiln-worker binary (a path with '/')
   bool discover_gpus = true; // run `kiln-worker --list`
   bool offer_cpu = true;
+  // CPU-target workers when offer_cpu: "cpu", "cpu:1", ... Above 1, worker
+  // k is pinned to the k-th CPU (round robin) of the affinity set the pool
+  // starts with; 1 leaves the single worker unpinned.
+  int cpu_workers = 1;
   // Extra devices ("cuda:1") to start whatever discovery says; for tests
   // and for pinning.
   std::vector<std::string> extra_devices;
@@ -106,6 +113,7 @@ struct DeviceStats {
   int queue_depth = 0;
   uint64_t generation = 0; // workers started so far (1 after the first start)
   int64_t worker_pid = 0;  // the current worker's pid; 0 while none runs
+  int cpu_core = -1;       // the logical CPU its workers are pinned to; -1: none
   int64_t restarts = 0;    // replacement workers started
   int64_t crashes = 0;
   int64_t timeouts = 0;
@@ -162,7 +170,7 @@ class DevicePool {
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
 
-  // The devices, "cpu" first then "cuda:N" in order, as their workers
+  // The devices, "cpu" ("cpu:N") first then "cuda:N" in order, as their workers
   // described them, with busy and worker_state filled in.
   std::vector<kiln::v1::Device> Devices() const;
 

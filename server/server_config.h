@@ -121,6 +121,9 @@ struct ServerConfig {
   // Run the micro-benchmarks (server/device_profiles.h) on a device model's
   // first roller tune; false: cached results or the presets only.
   bool microbench = true;
+  // CPU-target workers: "cpu", "cpu:1", ... Above 1 each is pinned to its
+  // own core, and a sweep for the CPU target measures on all of them.
+  int cpu_workers = 1;
   // The kiln-worker binary kernels run in (one process per device); empty:
   // kiln-worker beside the running executable (see ResolveWorkerPath).
   std::string worker_path;

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -78,10 +79,6 @@ Status CompileFailureStatus(const absl::Status& s) {
       return kiln::v1::Measurement::STATUS_RESOURCE_LIMIT;
   }
   return kiln::v1::Measurement::STATUS_COMPILE_ERROR;
-}
-
-bool Runs(const kiln::v1::Device& device, const std::string& target) {
-  return ChooseDevice({device}, target, {}).ok();
 }
 
 void FillLatency(const kiln::v1::LatencyDistribution& d, kiln::v1::Measurement* m) {
@@ -392,26 +389,11 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
                                   ? start + absl::Seconds(r.budget().max_seconds())
                                   : absl::InfiniteFuture();
 
-  // 1. Devices.
-  std::vector<kiln::v1::Device> devices;
-  for (const kiln::v1::Device& d : devices_->Devices()) {
-    if (!r.devices().device_ids().empty() &&
-        std::find(r.devices().device_ids().begin(), r.devices().device_ids().end(), d.id()) ==
-            r.devices().device_ids().end()) {
-      continue;
-    }
-    if (!r.devices().model().empty() && d.model() != r.devices().model()) continue;
-    if (Runs(d, target)) devices.push_back(d);
-  }
-  if (r.devices().max_devices() > 0 &&
-      devices.size() > static_cast<size_t>(r.devices().max_devices())) {
-    devices.resize(static_cast<size_t>(r.devices().max_devices()));
-  }
-  if (devices.empty()) {
-    absl::StatusOr<std::string> why = ChooseDevice(devices_->Devices(), target, r.devices());
-    return why.ok() ? absl::FailedPreconditionError("no device matches the selector")
-                    : why.status();
-  }
+  // 1. Devices: those of one model that run the target.
+  absl::StatusOr<std::vector<kiln::v1::Device>> chosen =
+      SweepDevices(devices_->Devices(), target, r.devices());
+  if (!chosen.ok()) return chosen.status();
+  const std::vector<kiln::v1::Device> devices = *std::move(chosen);
   const std::string model = devices[0].model();
   const cache::BestConfigKey best_key = BestKeyFor(r.program(), target, model, r.options());
   const std::string label = TuneSeriesKey(best_key);
@@ -426,7 +408,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   }
   if (candidates.empty()) return absl::FailedPreconditionError("the planner proposed nothing");
   std::map<std::string, cache::Measurement> known;
-  if (history_ != nullptr) {
+  if (history_ != nullptr && !r.remeasure()) {
     cache::MeasurementQuery q;
     q.label = label;
     q.device_model = model;

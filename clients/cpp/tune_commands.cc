@@ -55,6 +55,8 @@ options:
   --json                 machine-readable output
   --server HOST:PORT     the kilnd (default $KILN_SERVER, else 127.0.0.1:7070)
   --device ID            measure only on this device; repeatable
+  --remeasure            measure every config again, also those kilnd's history
+                         holds for this device model
   --timeout SECONDS      give up after this long (default 3600)
   --progress WHEN        a progress bar on stderr: auto (on a terminal, the
                          default; plain lines otherwise), always, never
@@ -156,6 +158,8 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
       t.json = true;
     } else if (a == "--no-verify") {
       t.verify = false;
+    } else if (a == "--remeasure") {
+      t.remeasure = true;
     } else if (!a.empty() && a[0] != '-' && t.file.empty()) {
       t.file = a;
     } else {

@@ -41,6 +41,7 @@ struct TuneArgs {
   bool dry_run = false;
   bool json = false;
   bool verify = true;
+  bool remeasure = false; // measure configs the history already holds
   // The daemon (without --dry-run): --server (else $KILN_SERVER), --timeout,
   // --device ID... (default: every device that runs the target).
   std::string server;

@@ -105,6 +105,26 @@ TEST_F(KilndTest, StopsCleanlyOnSigterm) {
   EXPECT_NE(daemon_.output().find("shutting down"), std::string::npos);
 }
 
+TEST(KilndStartup, CpuWorkersAreDevicesOfTheHostModel) {
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--worker-cpu-workers=2",
+                                    "--cache_dir=" + ::testing::TempDir() + "kilnd_cpu_workers"}))
+      << daemon.output();
+  kiln::v1::ListDevicesResponse response;
+  {
+    auto stub = kiln::v1::Kiln::NewStub(
+        grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->ListDevices(&ctx, {}, &response).ok());
+  }
+  ASSERT_GE(response.devices_size(), 2);
+  EXPECT_EQ(response.devices(0).id(), "cpu");
+  EXPECT_EQ(response.devices(1).id(), "cpu:1");
+  EXPECT_EQ(response.devices(1).model(), response.devices(0).model());
+  EXPECT_EQ(response.devices(1).worker_state(), "running");
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
+}
+
 TEST(KilndStartup, BadListenAddressIsAClearError) {
   testing::DaemonProcess daemon;
   EXPECT_FALSE(daemon.Start(kKilnd, {"--listen=256.1.1.1:notaport"}));

@@ -223,6 +223,13 @@ def test_tune_on_cpu_then_best(client):
     art = client.compile(ADD, bindings=b, target="cpu",
                          use_best_for_device=res.best.device_model)
     assert art.key == res.best.key
+    # Again with 5 repeats: the history answers (3 samples each) unless remeasure.
+    again = client.tune(ADD, bindings=b, target="cpu", strategy="grid", space=space, repeats=5)
+    assert sorted(m.samples for m in again.measurements) == [3] * 4
+    fresh = client.tune(ADD, bindings=b, target="cpu", strategy="grid", space=space, repeats=5,
+                        remeasure=True)
+    assert sorted(m.samples for m in fresh.measurements) == [5] * 4
+    assert all(m.status == "ok" for m in fresh.measurements)
     with pytest.raises(ValueError):
         client.tune(ADD, bindings=b, strategy="annealing")
 

@@ -283,5 +283,50 @@ TEST(ChooseDevice, MatchesTargetsToDevices) {
   EXPECT_FALSE(ChooseDevice(devices, "cuda:sm_80", model).ok());
 }
 
+TEST(SweepDevices, OneModelThatRunsTheTarget) {
+  auto device = [](const std::string& id, const std::string& model) {
+    pb::Device d;
+    d.set_id(id);
+    d.set_arch(id.rfind("cuda:", 0) == 0 ? "sm_90" : "x86_64");
+    d.set_model(model);
+    d.set_worker_state("running");
+    return d;
+  };
+  const std::vector<pb::Device> devices = {
+      device("cpu", "Xeon"), device("cpu:1", "Xeon"), device("cuda:0", "NVIDIA H100"),
+      device("cuda:1", "NVIDIA H200"), device("cuda:2", "NVIDIA H100")};
+  auto ids = [](const absl::StatusOr<std::vector<pb::Device>>& got) {
+    std::vector<std::string> out;
+    if (got.ok()) {
+      for (const pb::Device& d : *got) out.push_back(d.id());
+    }
+    return out;
+  };
+  pb::DeviceSelector any;
+  // Every CPU worker runs the CPU target.
+  EXPECT_EQ(ids(SweepDevices(devices, "cpu", any)), (std::vector<std::string>{"cpu", "cpu:1"}));
+  // Found GPUs keep the first one's model: no H100 time beside an H200's.
+  EXPECT_EQ(ids(SweepDevices(devices, "cuda:sm_90", any)),
+            (std::vector<std::string>{"cuda:0", "cuda:2"}));
+  pb::DeviceSelector h200;
+  h200.set_model("NVIDIA H200");
+  EXPECT_EQ(ids(SweepDevices(devices, "cuda:sm_90", h200)), (std::vector<std::string>{"cuda:1"}));
+  pb::DeviceSelector one;
+  one.set_max_devices(1);
+  EXPECT_EQ(ids(SweepDevices(devices, "cuda:sm_90", one)), (std::vector<std::string>{"cuda:0"}));
+  // Named devices of two models are refused, naming both.
+  pb::DeviceSelector mixed;
+  mixed.add_device_ids("cuda:1");
+  mixed.add_device_ids("cuda:2");
+  absl::StatusOr<std::vector<pb::Device>> refused = SweepDevices(devices, "cuda:sm_90", mixed);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("cuda:1 (NVIDIA H200) and cuda:2 (NVIDIA H100) are different models"));
+  // Nothing runs the target: ChooseDevice's reason.
+  absl::StatusOr<std::vector<pb::Device>> none = SweepDevices(devices, "cuda:sm_80", any);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("no device here runs target cuda:sm_80"));
+}
+
 } // namespace
 } // namespace kiln::server

@@ -6,20 +6,27 @@
 // restarted and the next request succeeds; a device serves one request at a
 // time (timestamps taken inside the worker never overlap); waiting callers
 // time out or are cancelled; a device whose worker cannot start is "failed"
-// while the CPU goes on working.
+// while the CPU goes on working; several CPU workers are numbered cpu, cpu:1,
+// ... and each is pinned to its own core.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <unistd.h>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/device_pool.h"
@@ -107,6 +114,81 @@ TEST_F(DevicePoolTest, OffersTheCpuWithoutGpus) {
   if (options.discover_gpus) {
     EXPECT_THAT(pool->discovery_note(), HasSubstr("cuda 0"));
   }
+}
+
+// The logical CPUs a process may run on, as /proc/PID/status lists them
+// ("0-3,6"), expanded; empty when it cannot be read.
+std::vector<int> AllowedCpus(int64_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::vector<int> cpus;
+  for (std::string line; std::getline(in, line);) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "Cpus_allowed_list:")) continue;
+    for (absl::string_view range : absl::StrSplit(absl::StripAsciiWhitespace(rest), ',')) {
+      std::pair<std::string, std::string> ends = absl::StrSplit(range, '-');
+      int lo = 0;
+      int hi = 0;
+      if (!absl::SimpleAtoi(ends.first, &lo)) return {};
+      if (ends.second.empty()) {
+        hi = lo;
+      } else if (!absl::SimpleAtoi(ends.second, &hi)) {
+        return {};
+      }
+      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+TEST_F(DevicePoolTest, CpuWorkersAreNumberedAndEachPinnedToItsOwnCore) {
+  std::vector<int> mine = AllowedCpus(getpid());
+  ASSERT_FALSE(mine.empty());
+  DevicePoolOptions options = TestOptions();
+  options.cpu_workers = 3;
+  std::unique_ptr<DevicePool> pool = StartPool(options);
+  ASSERT_NE(pool, nullptr);
+  std::vector<pb::Device> devices = pool->Devices();
+  ASSERT_EQ(devices.size(), 3u);
+  for (size_t k = 0; k < devices.size(); ++k) {
+    const std::string id = k == 0 ? "cpu" : absl::StrCat("cpu:", k);
+    SCOPED_TRACE(id);
+    // The id the worker described itself with, and the same host model.
+    EXPECT_EQ(devices[k].id(), id);
+    EXPECT_EQ(devices[k].worker_state(), "running");
+    EXPECT_EQ(devices[k].model(), devices[0].model());
+    absl::StatusOr<DeviceStats> stats = pool->Stats(id);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    // Round robin over this process's cores: with 2 cores, cpu:2 shares
+    // the first one.
+    const int core = mine[k % mine.size()];
+    EXPECT_EQ(stats->cpu_core, core);
+    EXPECT_EQ(AllowedCpus(stats->worker_pid), std::vector<int>{core});
+    // Each one runs kernels.
+    ASSERT_TRUE(
+        pool->Call(id, testing::LoadRequest("kiln_add_one", kernels_, "kiln_add_one")).ok());
+    absl::StatusOr<pb::WorkerResponse> r = pool->Call(id, testing::RunAddOne("kiln_add_one", 4));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->run().outputs_size(), 1);
+    tools::NpyArray y{ir::DType::kFloat32, {4}, r->run().outputs(0)};
+    EXPECT_EQ(measure::GetElement(y, 2), 3.0);
+  }
+  // A restarted worker is pinned again.
+  const int64_t pid = pool->Stats("cpu:1")->worker_pid;
+  ASSERT_EQ(kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<DeviceStats> s = pool->Stats("cpu:1");
+    return s.ok() && s->worker_pid != 0 && s->worker_pid != pid && s->state == "running";
+  }));
+  EXPECT_EQ(AllowedCpus(pool->Stats("cpu:1")->worker_pid), std::vector<int>{mine[1 % mine.size()]});
+}
+
+TEST_F(DevicePoolTest, OneCpuWorkerIsNotPinned) {
+  std::unique_ptr<DevicePool> pool = StartPool();
+  ASSERT_NE(pool, nullptr);
+  absl::StatusOr<DeviceStats> stats = pool->Stats("cpu");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->cpu_core, -1);
+  EXPECT_EQ(AllowedCpus(stats->worker_pid), AllowedCpus(getpid()));
 }
 
 TEST_F(DevicePoolTest, RunsRequestsAndCountsThem) {
@@ -406,6 +488,11 @@ TEST(DevicePoolStart, Errors) {
   DevicePoolOptions none = TestOptions();
   none.offer_cpu = false;
   EXPECT_EQ(DevicePool::Start(none).status().code(), absl::StatusCode::kInvalidArgument);
+  DevicePoolOptions no_cpu_workers = TestOptions();
+  no_cpu_workers.cpu_workers = 0;
+  absl::Status s = DevicePool::Start(no_cpu_workers).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("cpu_workers must be at least 1"));
 }
 
 TEST(DevicePoolStart, CountGpusWithoutADriverIsZero) {

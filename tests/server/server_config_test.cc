@@ -95,6 +95,9 @@ TEST(ServerConfigDefaultsTest, FlagSyntax) {
   EXPECT_FALSE(Load({"--fair-share-enabled=false"})->config.fair_share.enabled);
   EXPECT_FALSE(
       Load({"--fair-share-enabled=no", "--listen", "127.0.0.1:1"})->config.fair_share.enabled);
+  // CPU-target workers: one unless asked.
+  EXPECT_EQ(Load({})->config.cpu_workers, 1);
+  EXPECT_EQ(Load({"--worker-cpu-workers=4"})->config.cpu_workers, 4);
   // Actions.
   EXPECT_EQ(Load({"--help"})->action, ServerAction::kHelp);
   EXPECT_EQ(Load({"--bogus", "-h"})->action, ServerAction::kHelp);
@@ -131,6 +134,7 @@ TEST(ServerConfigDefaultsTest, CommandLineErrorsSayWhatIsWrong) {
       {{"--compile-threads=-1"}, "--compile-threads: -1 is out of range (0..4096)"},
       {{"--compile-threads=two"}, "--compile-threads: 'two' is not an integer"},
       {{"--queue-max-ci=0"}, "--queue-max-ci: 0 is out of range (1..1000000)"},
+      {{"--worker-cpu-workers=0"}, "--worker-cpu-workers: 0 is out of range (1..1024)"},
       {{"--worker-hang-timeout=0s"}, "--worker-hang-timeout: 0s is below the minimum of 1ms"},
       {{"--worker-start-timeout=10"}, "'10' is not a duration"},
       {{"--grace-period=-5s"}, "'-5s' is not a duration"},

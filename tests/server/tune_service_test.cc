@@ -5,7 +5,9 @@
 // repeated tune reuses the history instead of compiling again; compile
 // errors and wrong results are recorded per config and never become best;
 // identical requests join one job and attach_job_id re-attaches; a request
-// the planner cannot serve fails clearly.
+// the planner cannot serve fails clearly; with two CPU workers a sweep
+// measures on both.
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -156,6 +158,73 @@ TEST_F(TuneServiceTest, GridMeasuresEveryCandidateAndStoresTheFastest) {
   EXPECT_EQ(compile_->counters().builds.load(), builds);
   EXPECT_EQ(service_->counters().measured.load(), measured);
   EXPECT_EQ(again->best().key(), result.best().key());
+
+  // remeasure: every config is measured again (the builds are cache hits),
+  // and the new runs join the history.
+  call.request.set_remeasure(true);
+  absl::StatusOr<pb::TuneResult> remeasured = service_->TuneSync(call);
+  ASSERT_TRUE(remeasured.ok()) << remeasured.status();
+  EXPECT_EQ(remeasured->measurements_size(), 4);
+  EXPECT_EQ(service_->counters().measured.load(), measured + 4);
+  EXPECT_EQ(service_->counters().reused.load(), 4);
+  EXPECT_EQ(compile_->counters().builds.load(), builds);
+  for (const pb::Measurement& m : remeasured->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_GT(m.unix_ms(), 0);
+  }
+  cache::MeasurementQuery q;
+  q.label = TuneSeriesKey(BestKeyFor(call.request.program(), "cpu", model));
+  q.limit = 0;
+  absl::StatusOr<std::vector<cache::Measurement>> history = cache_->QueryMeasurements(q);
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_EQ(history->size(), 8u);
+}
+
+TEST_F(TuneServiceTest, EveryCpuWorkerMeasuresPartOfASweep) {
+  // The candidates are built first (by a sweep on the fixture's one worker),
+  // so that in the sweep under test they are ready at once and measuring is
+  // the work the two workers share.
+  TuneCall call = AddGrid();
+  pb::TuneRequest& req = call.request;
+  *req.mutable_program() = Example("examples/elementwise/add.py", {{"M", 512}, {"N", 1024}});
+  req.mutable_space()->clear_candidates();
+  AddAxis(&req, "block_M", {8, 16, 32});
+  AddAxis(&req, "block_N", {32, 64, 128});
+  absl::StatusOr<pb::TuneResult> built = service_->TuneSync(call);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ASSERT_EQ(built->measurements_size(), 9);
+
+  DevicePoolOptions dp;
+  dp.worker_path = kWorker;
+  dp.discover_gpus = false;
+  dp.cpu_workers = 2;
+  absl::StatusOr<std::unique_ptr<DevicePool>> two = DevicePool::Start(std::move(dp));
+  ASSERT_TRUE(two.ok()) << two.status();
+  TuneService service(compile_.get(), store_.get(), two->get(), &jobs_, measure_pool_.get(),
+                      cache_.get(), DeclaredSpacePlanner);
+  const int64_t builds = compile_->counters().builds.load();
+  req.set_remeasure(true); // the history holds all nine
+  absl::StatusOr<pb::TuneResult> result = service.TuneSync(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(compile_->counters().builds.load(), builds); // all cache hits
+  ASSERT_EQ(result->measurements_size(), 9);
+  std::map<std::string, int> per_device;
+  double fastest = 1e300;
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    EXPECT_EQ(m.samples(), 3);
+    ++per_device[m.device_id()];
+    fastest = std::min(fastest, m.median_us());
+  }
+  EXPECT_EQ(per_device.size(), 2u) << "measured on: " << per_device.begin()->first;
+  EXPECT_GT(per_device["cpu"], 0);
+  EXPECT_GT(per_device["cpu:1"], 0);
+  // Both workers validated what they measured against the one reference.
+  EXPECT_EQ(service.counters().validated.load(), 8);
+  ASSERT_TRUE(result->has_best());
+  EXPECT_DOUBLE_EQ(result->best().median_us(), fastest);
+  EXPECT_GT((*two)->Stats("cpu:1")->requests, 0);
+  (*two)->Shutdown();
 }
 
 TEST_F(TuneServiceTest, OptionsThatChangeTheKernelKeepTheirOwnHistoryAndBest) {

@@ -280,7 +280,7 @@ absl::StatusOr<ArchModel> FromDeviceAndDescribe(const kiln::v1::Device& d,
     return absl::InvalidArgumentError(
         absl::StrCat("device '", d.id(), "' reports sm_count ", d.sm_count()));
   }
-  const bool is_cpu = d.id() == "cpu" || d.arch() == "x86_64" || d.arch() == "aarch64";
+  const bool is_cpu = IsCpuDeviceId(d.id()) || d.arch() == "x86_64" || d.arch() == "aarch64";
   std::optional<ArchModel> preset =
       is_cpu ? PresetForDeviceModel("cpu") : PresetForDeviceModel(d.model());
   ArchModel m = preset ? *preset : ArchModel{};
@@ -347,6 +347,13 @@ absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& d
     return absl::InvalidArgumentError("describe response has no device");
   }
   return FromDeviceAndDescribe(describe.device(), &describe);
+}
+
+bool IsCpuDeviceId(std::string_view id) {
+  if (id == "cpu") return true;
+  if (id.substr(0, 4) != "cpu:" || id.size() == 4) return false;
+  return std::all_of(id.begin() + 4, id.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         id[4] != '0';
 }
 
 absl::StatusOr<ArchModel> FromDevice(const kiln::v1::Device& device) {

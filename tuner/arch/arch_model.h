@@ -112,6 +112,10 @@ absl::StatusOr<ArchModel> FromDescribe(const kiln::v1::DescribeDeviceResponse& d
 // size from the device, the rest from the matching preset.
 absl::StatusOr<ArchModel> FromDevice(const kiln::v1::Device& device);
 
+// Whether a device id names a worker that runs the CPU target: "cpu", or
+// "cpu:N" (N >= 1) for the extra CPU workers of `worker.cpu_workers`.
+bool IsCpuDeviceId(std::string_view id);
+
 // What micro-benchmarks measure once per device model (cached later in the
 // cache DB). Unset fields keep the model's value.
 struct Measured {

@@ -415,7 +415,7 @@ MicrobenchResult RunMicrobenchmarks(const pb::Device& device, const WorkerCall& 
   o.warmup = std::max(0, o.warmup);
   o.repeats = std::clamp(o.repeats, 1, 1000);
   if (!(o.target_ms > 0)) o.target_ms = 20;
-  if (device.id() == "cpu") {
+  if (IsCpuDeviceId(device.id())) {
     RunCpu(device, call, o, out);
   } else if (device.id().rfind("cuda:", 0) == 0) {
     RunCuda(device, call, o, out);

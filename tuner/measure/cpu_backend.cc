@@ -62,7 +62,7 @@ double MicrosSince(Clock::time_point start) {
 absl::StatusOr<pb::DescribeDeviceResponse> CpuBackend::Describe() {
   pb::DescribeDeviceResponse out;
   pb::Device* d = out.mutable_device();
-  d->set_id("cpu");
+  d->set_id(device_id_);
   const std::string model = CpuInfoField("model name");
   d->set_model(model.empty() ? "host CPU" : model);
   utsname names{};

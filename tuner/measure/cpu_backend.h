@@ -1,4 +1,5 @@
-// The CPU target as a kiln-worker device ("cpu"): a module is the shared
+// The CPU target as a kiln-worker device ("cpu", or "cpu:N" for the extra
+// CPU workers of `worker.cpu_workers`): a module is the shared
 // object the host compiler made for a kernel (toolchain::HostCompile), written
 // to a private temporary file and dlopened (toolchain::LoadedCpuKernel); a
 // launch calls the CPU entry point of compiler/codegen/kernel_spec.h with
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/toolchain/host_cc.h"
@@ -26,7 +28,8 @@ namespace kiln::measure {
 
 class CpuBackend final : public DeviceBackend {
  public:
-  CpuBackend() = default;
+  // `device_id` is what Describe reports: "cpu" or "cpu:N".
+  explicit CpuBackend(std::string device_id = "cpu") : device_id_(std::move(device_id)) {}
 
   absl::StatusOr<kiln::v1::DescribeDeviceResponse> Describe() override;
   absl::StatusOr<kiln::v1::LoadModuleResponse>
@@ -47,6 +50,7 @@ class CpuBackend final : public DeviceBackend {
   };
   absl::StatusOr<const Module*> Find(const std::string& module_id) const;
 
+  std::string device_id_;
   std::map<std::string, std::unique_ptr<Module>> modules_;
 };
 

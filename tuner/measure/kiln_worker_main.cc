@@ -2,7 +2,7 @@
 // that a kernel's fault or hang kills a worker and not the daemon
 // (ARCHITECTURE.md, decision 4; docs/design/worker.md).
 //
-//   kiln-worker --device cpu|cuda:N --fd N [--max-frame-bytes N]
+//   kiln-worker --device cpu|cpu:N|cuda:N --fd N [--cpu-core K] [--max-frame-bytes N]
 //   kiln-worker --compile --fd N [--warm-arch sm_XX] [--max-frame-bytes N]
 //   kiln-worker --list
 //
@@ -11,8 +11,10 @@
 // driver is loaded with dlopen ($KILN_CUDA_LIBRARY, default libcuda.so.1).
 // --compile makes it a compile helper instead (tuner/measure/compile_helper.h):
 // framed ToolchainCompileRequest messages built with NVRTC, no device opened.
-// --list prints "cuda N", the number of CUDA devices the driver sees (0, with
-// the reason on stderr, where there is no driver), and exits 0.
+// --cpu-core pins the process to logical CPU K (kilnd pins each of several CPU
+// workers to its own core). --list prints "cuda N", the number of CUDA
+// devices the driver sees (0, with the reason on stderr, where there is no
+// driver), and exits 0.
 //
 // Exit status: 0 the stream ended; 2 usage; 3 after answering a launch
 // failure; 4 a frame it cannot answer; 5 an I/O error on the socket; 6 the
@@ -27,11 +29,13 @@
 #include <string>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tuner/arch/arch_model.h"
 #include "tuner/measure/compile_helper.h"
 #include "tuner/measure/cpu_backend.h"
 #include "tuner/measure/crash_report.h"
@@ -44,13 +48,15 @@ namespace {
 constexpr int kExitUsage = 2;
 constexpr int kExitNoDevice = 6;
 
-constexpr char kUsage[] = R"(usage: kiln-worker --device cpu|cuda:N --fd N [--max-frame-bytes N]
+constexpr char kUsage[] = R"(usage: kiln-worker --device cpu|cpu:N|cuda:N --fd N [--cpu-core K]
+                   [--max-frame-bytes N]
        kiln-worker --compile --fd N [--warm-arch sm_XX] [--max-frame-bytes N]
        kiln-worker --list
 
 Serves framed kiln.v1.WorkerRequest messages on the inherited socket --fd for
 one device (the CPU target, or CUDA device N). Started by kilnd; see
-docs/design/worker.md. --compile serves kiln.v1.ToolchainCompileRequest builds
+docs/design/worker.md. cpu:N is one more CPU-target worker (N >= 1); --cpu-core
+pins the process to logical CPU K before it serves. --compile serves kiln.v1.ToolchainCompileRequest builds
 with NVRTC instead (docs/design/toolchain.md); --warm-arch builds one small
 kernel for that arch first. --list prints "cuda N", the number of CUDA devices.
 environment: KILN_CUDA_LIBRARY (default libcuda.so.1), KILN_WORKER_TRACE=1 (a stderr
@@ -84,6 +90,7 @@ int List() {
 int main(int argc, char** argv) {
   std::string device;
   int fd = -1;
+  int cpu_core = -1;
   bool compile = false;
   kiln::measure::CompileHelperOptions compile_options;
   kiln::measure::WorkerSessionOptions options;
@@ -109,6 +116,10 @@ int main(int argc, char** argv) {
       compile_options.warm_arch = v;
     } else if (const char* v = value("--device")) {
       device = v;
+    } else if (const char* v = value("--cpu-core")) {
+      if (!absl::SimpleAtoi(v, &cpu_core) || cpu_core < 0 || cpu_core >= CPU_SETSIZE) {
+        return Usage(absl::StrCat("--cpu-core needs a CPU number from 0 to ", CPU_SETSIZE - 1));
+      }
     } else if (const char* v = value("--fd")) {
       if (!absl::SimpleAtoi(v, &fd) || fd < 0) return Usage("--fd needs a descriptor number");
     } else if (const char* v = value("--max-frame-bytes")) {
@@ -122,6 +133,7 @@ int main(int argc, char** argv) {
   if (compile && !device.empty()) return Usage("--compile takes no --device");
   if (!compile && !compile_options.warm_arch.empty()) return Usage("--warm-arch needs --compile");
   if (!compile && device.empty()) return Usage("missing --device");
+  if (compile && cpu_core >= 0) return Usage("--compile takes no --cpu-core");
   if (fd < 0) return Usage("missing --fd");
   if (fcntl(fd, F_GETFD) < 0) {
     return Usage(absl::StrCat("--fd ", fd, " is not an open descriptor"));
@@ -139,9 +151,19 @@ int main(int argc, char** argv) {
     return kiln::measure::ServeCompiles(fd, compile_options);
   }
 
+  if (cpu_core >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu_core, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      std::fprintf(stderr, "kiln-worker: cannot pin %s to CPU %d: %s\n", device.c_str(), cpu_core,
+                   std::strerror(errno));
+      return kExitNoDevice;
+    }
+  }
   std::unique_ptr<kiln::measure::DeviceBackend> backend;
-  if (device == "cpu") {
-    backend = std::make_unique<kiln::measure::CpuBackend>();
+  if (kiln::arch::IsCpuDeviceId(device)) {
+    backend = std::make_unique<kiln::measure::CpuBackend>(device);
   } else if (device.rfind("cuda:", 0) == 0) {
     int ordinal = -1;
     if (!absl::SimpleAtoi(device.substr(5), &ordinal) || ordinal < 0) {
@@ -156,7 +178,7 @@ int main(int argc, char** argv) {
     }
     backend = *std::move(cuda);
   } else {
-    return Usage("--device must be cpu or cuda:N, got '" + device + "'");
+    return Usage("--device must be cpu, cpu:N (N >= 1) or cuda:N, got '" + device + "'");
   }
   kiln::measure::SetCrashContext("waiting for a request");
   kiln::measure::WorkerSession session(std::move(backend), options);

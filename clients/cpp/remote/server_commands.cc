@@ -459,6 +459,7 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
     for (int64_t v : values) list.add_values()->set_int_value(v);
   }
   for (const std::string& d : t.devices) req.mutable_devices()->add_device_ids(d);
+  req.set_remeasure(t.remeasure);
 
   std::unique_ptr<client::Client> client = Connect(c, io, "tune");
   if (!client) return kExitUsage;

@@ -441,13 +441,14 @@ class Client:
              max_seconds=None, space=None, warmup=None, repeats=None, devices=None,
              device_model=None, max_devices=None, reference=None, rtol=None, atol=None, seed=None,
              options=None, pass_options=None, on_progress=None, attach_job_id=None,
-             timeout=None):
+             remeasure=False, timeout=None):
         """Tunes the program's tile parameters on the daemon's devices and returns a
         TuneResult (``best``, ``config``, every ``measurements``). ``space`` declares
         candidates ({name: [values]}); ``on_progress(progress, job_id)`` is called with
         each TuneProgress message as the sweep advances. ``pass_options`` (e.g.
         ``["gemm=wgmma"]`` with ``target="cuda:sm_90a"``) apply to every build; the
-        best config is kept per target and such options."""
+        best config is kept per target and such options. ``remeasure=True`` measures
+        every candidate again, also those the daemon's history already holds."""
         req = pb.TuneRequest(target=target)
         if attach_job_id:
             req.attach_job_id = attach_job_id
@@ -477,6 +478,8 @@ class Client:
             req.devices.model = device_model
         if max_devices:
             req.devices.max_devices = max_devices
+        if remeasure:
+            req.remeasure = True
         if reference is not None:
             req.validation.reference_program.CopyFrom(
                 reference if isinstance(reference, pb.ProgramSource) else

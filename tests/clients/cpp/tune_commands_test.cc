@@ -107,6 +107,14 @@ TEST(TuneCommand, WithoutDryRunTheDaemonPathIsNotThereYet) {
   EXPECT_EQ(seen.bindings[0].first, "M");
   ASSERT_EQ(seen.space.size(), 1u);
   EXPECT_EQ(seen.space[0].second, (std::vector<int64_t>{16, 32}));
+  EXPECT_FALSE(seen.remeasure);
+  r = RunTune({Example("examples/gemm/gemm.py"), "--bind", "M=64", "--remeasure"},
+              [&](const TuneArgs& a, CommandIo) {
+                seen = a;
+                return 0;
+              });
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(seen.remeasure);
 }
 
 TEST(TuneCommand, PassOptionsReachThePlanAndTheDaemonRequest) {

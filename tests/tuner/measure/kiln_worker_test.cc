@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
 #include "gmock/gmock.h"
@@ -39,13 +41,15 @@ constexpr char kWorker[] = KILN_BINARY_DIR "/kiln-worker";
 // A kiln-worker for `device` on one end of a socketpair.
 class Worker {
  public:
-  explicit Worker(const std::string& device = "cpu") {
+  explicit Worker(const std::string& device = "cpu", const std::vector<std::string>& extra = {}) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     util::ChildProcessOptions options;
     options.inherit = {{sv[1], 3}};
+    std::vector<std::string> argv = {kWorker, "--device", device, "--fd", "3"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     absl::StatusOr<std::unique_ptr<util::ChildProcess>> child =
-        util::ChildProcess::Spawn({kWorker, "--device", device, "--fd", "3"}, options);
+        util::ChildProcess::Spawn(argv, options);
     close(sv[1]);
     EXPECT_TRUE(child.ok()) << child.status();
     if (child.ok()) child_ = *std::move(child);
@@ -102,6 +106,32 @@ TEST(KilnWorker, DescribesTheHostCpu) {
   EXPECT_FALSE(d.arch().empty());
   EXPECT_GE(d.sm_count(), 1);
   EXPECT_GT(d.memory_bytes(), 0);
+}
+
+TEST(KilnWorker, AnExtraCpuWorkerDescribesItsIdAndRunsPinned) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int core = 0;
+  while (!CPU_ISSET(core, &mine)) ++core;
+  Worker w("cpu:3", {"--cpu-core", absl::StrCat(core)});
+  absl::StatusOr<pb::WorkerResponse> r = w.Call(testing::DescribeRequest());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->describe().device().id(), "cpu:3");
+  cpu_set_t pinned;
+  ASSERT_EQ(sched_getaffinity(w.child().pid(), sizeof(pinned), &pinned), 0);
+  EXPECT_EQ(CPU_COUNT(&pinned), 1);
+  EXPECT_TRUE(CPU_ISSET(core, &pinned));
+}
+
+TEST(KilnWorker, ACoreOutsideTheAffinitySetCannotBePinned) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int outside = CPU_SETSIZE - 1;
+  while (outside > 0 && CPU_ISSET(outside, &mine)) --outside;
+  Worker w("cpu:1", {"--cpu-core", absl::StrCat(outside)});
+  const std::string output = w.Output();
+  EXPECT_EQ(w.child().exit_code(), 6) << output;
+  EXPECT_THAT(output, HasSubstr(absl::StrCat("cannot pin cpu:1 to CPU ", outside)));
 }
 
 TEST(KilnWorker, RunsTheAddExampleAndValidates) {
@@ -333,11 +363,16 @@ TEST(KilnWorker, ListPrintsTheCudaDeviceCount) {
 }
 
 TEST(KilnWorker, UsageErrors) {
-  for (const std::vector<std::string>& argv : {std::vector<std::string>{kWorker},
-                                               {kWorker, "--device", "cpu"},
-                                               {kWorker, "--device", "tpu", "--fd", "0"},
-                                               {kWorker, "--fd", "77", "--device", "cpu"},
-                                               {kWorker, "--bogus"}}) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{kWorker},
+        {kWorker, "--device", "cpu"},
+        {kWorker, "--device", "tpu", "--fd", "0"},
+        {kWorker, "--fd", "77", "--device", "cpu"},
+        {kWorker, "--bogus"},
+        {kWorker, "--device", "cpu:0", "--fd", "0"},
+        {kWorker, "--device", "cpu:x", "--fd", "0"},
+        {kWorker, "--device", "cpu", "--fd", "0", "--cpu-core", "-1"},
+        {kWorker, "--compile", "--fd", "0", "--cpu-core", "0"}}) {
     SCOPED_TRACE(argv.back());
     absl::StatusOr<util::SubprocessResult> r = util::RunSubprocess(argv);
     ASSERT_TRUE(r.ok()) << r.status();
