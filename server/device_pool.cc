@@ -138,8 +138,14 @@ absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Start(DevicePoolOptions 
     return absl::InvalidArgumentError(
         absl::StrCat("DevicePool: cpu_workers must be at least 1, got ", options.cpu_workers));
   }
-  std::vector<std::string> ids;
-  std::vector<int> cores; // per id; -1: not pinned
+  // Each device once, with the core its workers are pinned to (-1: none).
+  std::vector<std::pair<std::string, int>> devices;
+  auto add = [&devices](std::string id, int core) {
+    for (const auto& [have, unused] : devices) {
+      if (have == id) return;
+    }
+    devices.emplace_back(std::move(id), core);
+  };
   if (options.offer_cpu) {
     std::vector<int> allowed;
     if (options.cpu_workers > 1) {
@@ -152,32 +158,26 @@ absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Start(DevicePoolOptions 
       }
     }
     for (int k = 0; k < options.cpu_workers; ++k) {
-      ids.push_back(k == 0 ? std::string("cpu") : absl::StrCat("cpu:", k));
-      cores.push_back(allowed.empty() ? -1 : allowed[static_cast<size_t>(k) % allowed.size()]);
+      add(k == 0 ? std::string("cpu") : absl::StrCat("cpu:", k),
+          allowed.empty() ? -1 : allowed[static_cast<size_t>(k) % allowed.size()]);
     }
   }
   std::string note = "GPU discovery off";
   if (options.discover_gpus) {
     const int gpus = CountGpus(options.worker_path, &note);
-    for (int i = 0; i < gpus; ++i) ids.push_back(absl::StrCat("cuda:", i));
+    for (int i = 0; i < gpus; ++i) add(absl::StrCat("cuda:", i), -1);
   }
-  for (const std::string& id : options.extra_devices) {
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
-      ids.push_back(id);
-      cores.push_back(-1);
-    }
-  }
-  if (ids.empty()) return absl::InvalidArgumentError("DevicePool: no devices to offer");
+  for (const std::string& id : options.extra_devices) add(id, -1);
+  if (devices.empty()) return absl::InvalidArgumentError("DevicePool: no devices to offer");
 
   std::unique_ptr<DevicePool> pool(new DevicePool(std::move(options)));
   pool->discovery_note_ = note;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string& id = ids[i];
+  for (const auto& [id, core] : devices) {
     auto slot = std::make_unique<Slot>();
     slot->id = id;
-    slot->cpu_core = cores[i];
+    slot->cpu_core = core;
     slot->stats.device_id = id;
-    slot->stats.cpu_core = cores[i];
+    slot->stats.cpu_core = core;
     slot->device.set_id(id);
     pool->slots_.push_back(std::move(slot));
   }

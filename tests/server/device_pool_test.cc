@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <stop_token>
@@ -180,6 +181,50 @@ TEST_F(DevicePoolTest, CpuWorkersAreNumberedAndEachPinnedToItsOwnCore) {
     return s.ok() && s->worker_pid != 0 && s->worker_pid != pid && s->state == "running";
   }));
   EXPECT_EQ(AllowedCpus(pool->Stats("cpu:1")->worker_pid), std::vector<int>{mine[1 % mine.size()]});
+}
+
+TEST_F(DevicePoolTest, DiscoveredGpusAreNeverPinned) {
+  // A kiln-worker stand-in that reports two GPUs and logs each start's
+  // arguments before running the real worker (whose CUDA devices fail to
+  // open here, and may open on a GPU machine: either way, never pinned).
+  const std::string dir = ::testing::TempDir() + "kiln_pool_fake_gpus";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string log = dir + "/starts";
+  const std::string fake = dir + "/kiln-worker";
+  {
+    std::ofstream out(fake);
+    out << "#!/bin/sh\n"
+        << "if [ \"$1\" = --list ]; then echo 'cuda 2'; exit 0; fi\n"
+        << "echo \"$*\" >> '" << log << "'\n"
+        << "exec '" << kWorker << "' \"$@\"\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  DevicePoolOptions options = TestOptions();
+  options.worker_path = fake;
+  options.discover_gpus = true;
+  options.cpu_workers = 2;
+  options.max_restart_backoff = absl::Seconds(60); // one start each here
+  options.restart_backoff = absl::Seconds(60);
+  std::unique_ptr<DevicePool> pool = StartPool(options);
+  ASSERT_NE(pool, nullptr);
+  std::vector<std::string> ids;
+  for (const pb::Device& d : pool->Devices()) ids.push_back(d.id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"cpu", "cpu:1", "cuda:0", "cuda:1"}));
+  EXPECT_EQ(pool->Stats("cuda:0")->cpu_core, -1);
+  EXPECT_EQ(pool->Stats("cuda:1")->cpu_core, -1);
+  EXPECT_GE(pool->Stats("cpu:1")->cpu_core, 0);
+  std::ifstream in(log);
+  int starts = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++starts;
+    SCOPED_TRACE(line);
+    const bool cuda = line.find("--device cuda:") != std::string::npos;
+    const bool pinned = line.find("--cpu-core") != std::string::npos;
+    EXPECT_EQ(pinned, !cuda); // with two CPU workers both are pinned
+  }
+  EXPECT_GE(starts, 4);
+  pool->Shutdown();
 }
 
 TEST_F(DevicePoolTest, OneCpuWorkerIsNotPinned) {
