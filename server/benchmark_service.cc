@@ -85,7 +85,7 @@ SweepDevices(const std::vector<kiln::v1::Device>& devices, const std::string& ta
     return why.ok() ? absl::FailedPreconditionError("no device matches the selector")
                     : why.status();
   }
-  const std::string& model = out[0].model();
+  const std::string model = out[0].model();
   if (!selector.device_ids().empty()) {
     for (const kiln::v1::Device& d : out) {
       if (d.model() != model) {
@@ -96,14 +96,11 @@ SweepDevices(const std::vector<kiln::v1::Device>& devices, const std::string& ta
       }
     }
   }
-  std::vector<kiln::v1::Device> same;
-  for (kiln::v1::Device& d : out) {
-    if (d.model() == model) same.push_back(std::move(d));
+  std::erase_if(out, [&model](const kiln::v1::Device& d) { return d.model() != model; });
+  if (selector.max_devices() > 0 && out.size() > static_cast<size_t>(selector.max_devices())) {
+    out.resize(static_cast<size_t>(selector.max_devices()));
   }
-  if (selector.max_devices() > 0 && same.size() > static_cast<size_t>(selector.max_devices())) {
-    same.resize(static_cast<size_t>(selector.max_devices()));
-  }
-  return same;
+  return out;
 }
 
 absl::StatusOr<std::string> ChooseDevice(const std::vector<kiln::v1::Device>& devices,

@@ -21,7 +21,6 @@ namespace pb = kiln::v1;
 // One device and its worker. Every field is guarded by DevicePool::mu_.
 struct DevicePool::Slot {
   std::string id;
-  int cpu_core = -1;                     // kiln-worker --cpu-core; -1: not pinned
   std::shared_ptr<WorkerProcess> worker; // null while down
   uint64_t generation = 0;               // workers started so far
   bool leased = false;
@@ -175,7 +174,6 @@ absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Start(DevicePoolOptions 
   for (const auto& [id, core] : devices) {
     auto slot = std::make_unique<Slot>();
     slot->id = id;
-    slot->cpu_core = core;
     slot->stats.device_id = id;
     slot->stats.cpu_core = core;
     slot->device.set_id(id);
@@ -418,7 +416,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> DevicePool::SpawnWorker(size_t in
   {
     absl::MutexLock lock(&mu_);
     id = slots_[index]->id;
-    cpu_core = slots_[index]->cpu_core;
+    cpu_core = slots_[index]->stats.cpu_core; // kiln-worker --cpu-core; -1: not pinned
   }
   WorkerProcessOptions wopts;
   wopts.worker_path = options_.worker_path;

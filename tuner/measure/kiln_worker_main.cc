@@ -55,10 +55,11 @@ constexpr char kUsage[] = R"(usage: kiln-worker --device cpu|cpu:N|cuda:N --fd N
 
 Serves framed kiln.v1.WorkerRequest messages on the inherited socket --fd for
 one device (the CPU target, or CUDA device N). Started by kilnd; see
-docs/design/worker.md. cpu:N is one more CPU-target worker (N >= 1); --cpu-core
-pins the process to logical CPU K before it serves. --compile serves kiln.v1.ToolchainCompileRequest builds
-with NVRTC instead (docs/design/toolchain.md); --warm-arch builds one small
-kernel for that arch first. --list prints "cuda N", the number of CUDA devices.
+docs/design/worker.md. cpu:N is one more CPU-target worker (N >= 1);
+--cpu-core pins the process to logical CPU K before it serves. --compile
+serves kiln.v1.ToolchainCompileRequest builds with NVRTC instead
+(docs/design/toolchain.md); --warm-arch builds one small kernel for that arch
+first. --list prints "cuda N", the number of CUDA devices.
 environment: KILN_CUDA_LIBRARY (default libcuda.so.1), KILN_WORKER_TRACE=1 (a stderr
 line per request with the wall time of its phases)
 )";
