@@ -143,8 +143,9 @@ bool NeedsQuotes(std::string_view value) {
 // Keys are written as given, except that characters outside
 // [A-Za-z0-9_.-] become '_' so that a key is always one token.
 std::string SanitizeKey(std::string_view key) {
-  std::string out(key);
-  if (out.empty()) out = "_";
+  // An empty key prints as "_". Built in one constructor call: assigning a
+  // literal to the copy trips GCC 12's -Wrestrict false positive at -O3.
+  std::string out = key.empty() ? std::string(1, '_') : std::string(key);
   for (char& c : out) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') {
       c = '_';
