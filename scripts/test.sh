@@ -5,9 +5,12 @@
 #      unit, golden, cpu, e2e, python (the Python client's pytest suite), fuzz
 #      (seed corpus replay) and gpu (skipped here
 #      without a GPU, reported as skipped);
-#   3. an ASan+UBSan build with clang running the libFuzzer targets for
+#   3. the README's first command end to end (scripts/check_serve.sh: serve.sh's
+#      Release build in build-release/ with warnings as errors, kilnd started,
+#      kiln health, compiles, SIGTERM, and the Dockerfile's bundle step);
+#   4. an ASan+UBSan build with clang running the libFuzzer targets for
 #      KILN_FUZZ_SECONDS each (default 60) and the unit tests under sanitizers.
-# Set KILN_TEST_QUICK=1 to skip step 3.
+# Set KILN_TEST_QUICK=1 to skip step 4.
 #
 # build/ and build-fuzz/ exist only for testing, so they trade debug info for
 # build time: -g1 (function names and line tables in backtraces, no variable
@@ -37,7 +40,7 @@ stage "format check"
 scripts/check_format.sh
 
 stage "build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" > /dev/null
 cmake --build build -j "$jobs"
@@ -48,9 +51,12 @@ scripts/check_tidy.sh build
 stage "tests"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
 
+stage "README's first command (scripts/check_serve.sh)"
+scripts/check_serve.sh
+
 if [ "${KILN_TEST_QUICK:-0}" != "1" ]; then
   stage "sanitizer build (clang, ASan+UBSan)"
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
     -DKILN_TEST_CXX_FLAGS= -DKILN_FUZZ=ON -DKILN_BUILD_SERVER=OFF -DKILN_BUILD_BENCH=OFF \
