@@ -4,16 +4,25 @@ A Client owns one gRPC channel and is safe to share between threads (grpcio's
 channels and stubs are). Every failed call raises a typed kiln error
 (kiln/errors.py); nothing is retried unless ``retries`` asks for it, and then
 only UNAVAILABLE answers of calls that change nothing on a second try.
+
+With a client cache directory (``cache_dir=``, default ``$KILN_CLIENT_CACHE``) compiled
+artifacts are kept on disk in the C++ client's layout (kiln/_local_cache.py) and a
+repeated compile is answered from the disk, without the daemon.
 """
 import dataclasses
+import hashlib
+import inspect
 import os
+import threading
 import pathlib
 import time
 
 import grpc
 
 from . import errors
+from ._local_cache import KIND_FILES, LocalCache, is_key, memo_id
 from ._proto.v1 import service_pb2 as pb
+from .events import ProgressTracker
 from ._stub import KilnStub
 from ._values import DTYPE_NAMES, fill_map, to_binding, to_dict
 
@@ -117,15 +126,16 @@ class LaunchInfo:
 
 class Artifact:
     """A compiled kernel: its cache key, how the request was served (``outcome`` is
-    "hit", "miss" or "joined"), times, launch metadata, and its files, fetched from
-    the daemon on first use (``binary``, ``file(kind)``)."""
+    "hit", "miss" or "joined", or "local" when the client cache directory answered
+    without the daemon), times, launch metadata, and its files, fetched on first use
+    (``binary``, ``file(kind)``; from the client cache directory when it has them)."""
 
-    def __init__(self, client, response, target):
+    def __init__(self, client, response, target, outcome=None):
         self._client = client
         self.response = response
         self.metadata = response.artifact
         self.key = response.artifact.key
-        self.outcome = _OUTCOMES.get(response.outcome, "unknown")
+        self.outcome = outcome or _OUTCOMES.get(response.outcome, "unknown")
         self.job_id = response.job_id
         self.target = response.artifact.target or target
         self.compile_ms = response.artifact.compile_seconds * 1000
@@ -285,6 +295,19 @@ class Job:
                    j)
 
 
+def _takes_two_arguments(fn):
+    """Whether ``fn`` is an old-style on_progress(progress, job_id) callback: two or
+    more required positional parameters. Anything else gets typed events."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+    return len(positional) >= 2
+
+
 # --- the client ------------------------------------------------------------------------
 
 
@@ -300,12 +323,23 @@ class Client:
         a client certificate for mutual TLS.
     retries: extra attempts, with exponential backoff from 0.1 s, for calls answered
         UNAVAILABLE (Tune and async compiles are never repeated).
+    cache_dir: the client cache directory (default $KILN_CLIENT_CACHE; "" turns it
+        off): artifacts by key, verified by SHA-256, shared with the C++ client.
+    compile_memo_ttl: seconds a compile's answer (request -> key) is reused from the
+        cache directory without asking the daemon (default 600; 0: always ask).
     """
 
     def __init__(self, address=None, *, timeout=600.0, token=None, root_certificates=None,
                  tls=None, private_key=None, certificate_chain=None, retries=0,
-                 channel_options=None):
+                 channel_options=None, cache_dir=None, compile_memo_ttl=600):
         self.address = address or os.environ.get("KILN_SERVER") or DEFAULT_ADDRESS
+        if cache_dir is None:
+            cache_dir = os.environ.get("KILN_CLIENT_CACHE", "")
+        self.cache = LocalCache(cache_dir) if cache_dir else None
+        self.compile_memo_ttl = compile_memo_ttl
+        # Counters of the client cache directory's work (for tests and tuning the TTL).
+        self._stats_lock = threading.Lock()
+        self.local_stats = {"compile_hits": 0, "artifact_hits": 0, "artifact_fetches": 0}
         self.timeout = timeout
         self.retries = retries
         token = token if token is not None else os.environ.get("KILN_TOKEN")
@@ -337,6 +371,10 @@ class Client:
 
     def __repr__(self):
         return f"<kiln.Client {self.address}>"
+
+    def _count(self, name):
+        with self._stats_lock:
+            self.local_stats[name] += 1
 
     def _timeout(self, timeout):
         return self.timeout if timeout is None else timeout
@@ -411,19 +449,81 @@ class Client:
         if use_best_for_device:
             req.use_best_for_device = use_best_for_device
         setattr(req, "async", not wait)  # a Python keyword: no attribute syntax
+        # The memo (as the C++ client keeps it): a request answered within the TTL is
+        # answered from the disk while its artifact's files are all there. Never for a
+        # best config the daemon may change, nor for async compiles.
+        memo = None
+        if self.cache is not None and self.compile_memo_ttl > 0 and wait \
+                and not use_best_for_device:
+            memo = memo_id(self.address, req)
+            key = self.cache.compile_key(memo, self.compile_memo_ttl)
+            meta = self.cache.metadata(key) if key else None
+            if meta is not None and self.cache.has_all_files(meta):
+                self._count("compile_hits")
+                return Artifact(self, pb.CompileResponse(artifact=meta), target, outcome="local")
         resp = self._unary("Compile", req, timeout, retry=wait)
+        if self.cache is not None and is_key(resp.artifact.key):
+            try:  # best effort: a full disk costs the next run a round trip, nothing else
+                self.cache.put_metadata(resp.artifact)
+                if memo is not None:
+                    self.cache.put_compile_key(memo, resp.artifact.key)
+            except OSError:
+                pass
         return Artifact(self, resp, target)
 
     def get_artifact(self, key, kinds=None, chunk_bytes=0, timeout=None):
         """The files of a cached artifact as {kind: bytes} ("cubin", "so", "ptx",
-        "source", "ir"); every file when ``kinds`` is None."""
-        req = pb.GetArtifactRequest(key=key, chunk_bytes=chunk_bytes)
+        "source", "ir"); every file when ``kinds`` is None. With a client cache
+        directory, files already there (and intact) are read from it; otherwise every
+        file of the artifact is fetched once and stored there."""
         for k in kinds or ():
             if k not in _KINDS:
                 raise ValueError(f"unknown artifact kind {k!r}; one of {sorted(_KIND_NAMES.values())}")
+        if self.cache is None:
+            return self._fetch_artifact(key, kinds, chunk_bytes, timeout)[1]
+        if not is_key(key):
+            raise errors.InvalidArgument(
+                f"an artifact key is 64 lowercase hex digits, not {key!r}")
+        meta = self.cache.metadata(key)
+        if meta is not None:
+            wanted = [_KINDS[k] for k in kinds] if kinds else \
+                [f.kind for f in meta.files if f.kind in KIND_FILES and f.kind in _KIND_NAMES]
+            local = {}
+            for kind in wanted:
+                data = self.cache.file(meta, kind)
+                if data is None:
+                    break
+                local[_KIND_NAMES[kind]] = data
+            else:
+                self._count("artifact_hits")
+                return local
+        # Every file the node lacks in one stream, so the next run is served from disk.
+        meta, files = self._fetch_artifact(key, None, chunk_bytes, timeout)
+        if meta is not None:
+            try:
+                self.cache.put_metadata(meta)
+                for name, data in files.items():
+                    self.cache.put_file(meta, _KINDS[name], data)
+            except OSError:
+                pass
+        if not kinds:
+            return files
+        missing = [k for k in kinds if k not in files]
+        if missing:  # the daemon's own error for a kind it lacks
+            return self._fetch_artifact(key, kinds, chunk_bytes, timeout)[1]
+        return {k: files[k] for k in kinds}
+
+    def _fetch_artifact(self, key, kinds, chunk_bytes, timeout):
+        """(metadata, {kind: bytes}) over GetArtifact, each file checked against the
+        digest the metadata records."""
+        self._count("artifact_fetches")
+        req = pb.GetArtifactRequest(key=key, chunk_bytes=chunk_bytes)
+        for k in kinds or ():
             req.kinds.append(_KINDS[k])
-        parts = {}
+        parts, meta = {}, None
         for chunk in self._stream("GetArtifact", req, timeout):
+            if meta is None and chunk.HasField("metadata"):
+                meta = chunk.metadata
             name = _KIND_NAMES.get(chunk.kind)
             if name is None:
                 continue
@@ -432,7 +532,18 @@ class Client:
                 raise errors.DataLoss(f"GetArtifact({key}): a {name} chunk at offset "
                                       f"{chunk.offset} after {len(buf)} bytes")
             buf += chunk.data
-        return {k: bytes(v) for k, v in parts.items()}
+        files = {k: bytes(v) for k, v in parts.items()}
+        if meta is not None:
+            if meta.key and meta.key != key:
+                raise errors.DataLoss(f"GetArtifact({key}): the daemon sent the metadata of "
+                                      f"{meta.key!r}")
+            for f in meta.files:
+                name = _KIND_NAMES.get(f.kind)
+                if name in files and f.blob_digest and \
+                        hashlib.sha256(files[name]).hexdigest() != f.blob_digest:
+                    raise errors.DataLoss(f"GetArtifact({key}): the {name} does not match its "
+                                          "SHA-256")
+        return meta, files
 
     # -- Tune / LookupBest / Benchmark --
 
@@ -444,8 +555,11 @@ class Client:
              remeasure=False, timeout=None):
         """Tunes the program's tile parameters on the daemon's devices and returns a
         TuneResult (``best``, ``config``, every ``measurements``). ``space`` declares
-        candidates ({name: [values]}); ``on_progress(progress, job_id)`` is called with
-        each TuneProgress message as the sweep advances. ``pass_options`` (e.g.
+        candidates ({name: [values]}). ``on_progress(event)`` receives typed events
+        (kiln.events: TuneStarted, CandidateCompiled, CandidateMeasured, CandidateFailed,
+        NewBest, TuneFinished), each exactly once, on the calling thread; a callable of
+        two positional parameters, ``on_progress(progress, job_id)``, gets the raw
+        TuneProgress messages as before. ``pass_options`` (e.g.
         ``["gemm=wgmma"]`` with ``target="cuda:sm_90a"``) apply to every build; the
         best config is kept per target and such options. ``remeasure=True`` measures
         every candidate again, also those the daemon's history already holds."""
@@ -491,19 +605,29 @@ class Client:
         if seed is not None:
             req.validation.seed = seed
         req.options.CopyFrom(self._options(options, pass_options=pass_options))
+        legacy = on_progress is not None and _takes_two_arguments(on_progress)
+        tracker = None
+        if on_progress is not None and not legacy:
+            tracker = ProgressTracker(on_progress, Measurement.from_proto)
         result, job_id = None, attach_job_id or ""
         for event in self._stream("Tune", req, timeout):
             job_id = event.job_id or job_id
             if event.HasField("result"):
                 result = event.result
-            elif event.HasField("progress") and on_progress is not None:
-                on_progress(event.progress, job_id)
+            elif event.HasField("progress"):
+                if legacy:
+                    on_progress(event.progress, job_id)
+                elif tracker is not None:
+                    tracker.progress(job_id, event.progress)
         if result is None:
             raise errors.Internal("the Tune stream ended without a result")
         best = Measurement.from_proto(result.best) if result.HasField("best") else None
-        return TuneResult(job_id, best, [Measurement.from_proto(m) for m in result.measurements],
-                          result.best_artifact if result.HasField("best_artifact") else None,
-                          result)
+        out = TuneResult(job_id, best, [Measurement.from_proto(m) for m in result.measurements],
+                         result.best_artifact if result.HasField("best_artifact") else None,
+                         result)
+        if tracker is not None:
+            tracker.finish(job_id, out)
+        return out
 
     def best(self, program=None, *, source=None, path=None, bindings=None, target="cpu",
              entry=None, file_name=None, device_model="", options=None, pass_options=None,

@@ -13,7 +13,7 @@ __all__ = [
     "Diagnostic", "KilnError", "CompileError", "InvalidArgument", "NotFound",
     "AlreadyExists", "FailedPrecondition", "ResourceExhausted", "Aborted", "DeadlineExceeded",
     "Unavailable", "Unauthenticated", "PermissionDenied", "Cancelled", "DataLoss", "Internal",
-    "Unimplemented", "OutOfRange", "LaunchError", "BindingError", "error_from_rpc",
+    "Unimplemented", "OutOfRange", "LaunchError", "BindingError", "TuneError", "error_from_rpc",
 ]
 
 
@@ -144,6 +144,15 @@ class LaunchError(KilnError):
 
 class BindingError(KilnError, TypeError):
     """@kiln.jit could not bind the call's arguments to the kernel's parameters."""
+
+
+class TuneError(KilnError):
+    """A sweep (kiln.autotune, use_best's tune on a miss) ended without a valid
+    config; ``results`` holds the sweeps' TuneResults with every failure."""
+
+    def __init__(self, details, results=()):
+        super().__init__(details)
+        self.results = list(results)
 
 
 _BY_CODE = {

@@ -17,6 +17,7 @@ shape expressions; ``bind={...}`` on the decorator and keyword arguments bind th
 rest. Compiled kernels are cached per process by (source, bindings, target); loaded
 modules per process (and CUDA context). Launches go to the current CUDA stream.
 """
+import copy
 import functools
 import hashlib
 import inspect
@@ -123,10 +124,13 @@ class JitKernel:
     """A TileLang kernel function compiled through kilnd on call (see the module doc)."""
 
     def __init__(self, fn, *, target=None, bind=None, dynamic=(), client=None, server=None,
-                 options=None, entry=None, **tilelang_options):
+                 options=None, entry=None, use_best=False, tune_on_miss=False, tune=None,
+                 device_model=None, **tilelang_options):
         unknown = set(tilelang_options) - _TILELANG_OPTIONS
         if unknown:
             raise TypeError(f"kiln.jit got unknown options {sorted(unknown)}")
+        if (tune_on_miss or tune) and not use_best:
+            raise TypeError("kiln.jit: tune_on_miss and tune= go with use_best=True")
         self.fn = _unwrap(fn)
         functools.update_wrapper(self, self.fn)
         self.name = entry or self.fn.__name__
@@ -139,6 +143,13 @@ class JitKernel:
         self._digest = hashlib.sha256(self.source.encode()).hexdigest()
         self._info = None
         self._signature = inspect.signature(self.fn)
+        # What fills unbound tile parameters: None (the caller binds them all), the
+        # daemon's best configs (use_best) or a sweep (kiln.autotune); kiln/autotune.py.
+        self._tuning = None
+        if use_best:
+            from .autotune import UseBest
+            self._tuning = UseBest(tune_on_miss=tune_on_miss, tune=tune,
+                                   device_model=device_model)
 
     # -- what the source says --
 
@@ -163,11 +174,26 @@ class JitKernel:
 
     def compile(self, target="cpu", bindings=None, **more):
         """Compiles (or takes from the process cache) for ``target`` with these bindings;
-        returns the Artifact."""
+        returns the Artifact. Under use_best / kiln.autotune, unbound tile parameters
+        are filled (looked up or tuned) first."""
         b = dict(self.bind)
         b.update(bindings or {})
         b.update(more)
+        if self._tuning is not None:
+            b = self._tuning.resolve(self, target, b, ((), dict(bindings or {}, **more)))
         return self._compiled(target, b).artifact
+
+    def _with_tuning(self, tuning):
+        """A copy of this kernel whose unbound tile parameters ``tuning`` fills."""
+        other = copy.copy(self)
+        other._tuning = tuning
+        return other
+
+    @property
+    def autotune_results(self):
+        """The AutotuneResult of every sweep kiln.autotune ran for this kernel, oldest
+        first ([] for a kernel without autotune)."""
+        return list(getattr(self._tuning, "results", ()))
 
     def _compiled(self, target, bindings):
         key = (self._digest, self.name, target, _freeze(bindings), _freeze(self.options))
@@ -193,12 +219,14 @@ class JitKernel:
             if not any(_tensors.is_tensor(a) for a in list(args) + list(kwargs.values())):
                 # TileLang's way: the factory's arguments now, the tensors later.
                 try:
-                    bound = self._signature.bind(*args, **kwargs)
+                    bind = (self._signature.bind if self._tuning is None
+                            else self._signature.bind_partial)  # tile parameters come later
+                    bound = bind(*args, **kwargs)
                 except TypeError as e:
                     raise BindingError(f"{self.name}(): {e}") from None
                 b = dict(self.bind)
                 b.update(bound.arguments)
-                return Kernel(self, b)
+                return Kernel(self, b, (args, kwargs))
             return self._call_factory(args, kwargs)
         return self._call_jit(args, kwargs)
 
@@ -221,7 +249,7 @@ class JitKernel:
                                    f"{', '.join(info.params)}; kernel: {', '.join(names)})")
         b = dict(self.bind)
         b.update(user)
-        return self._run(b, provided)
+        return self._run(b, provided, (args, kwargs))
 
     def _call_jit(self, args, kwargs):
         info = self.info
@@ -240,7 +268,7 @@ class JitKernel:
                 raise BindingError(f"{self.name}() has no parameter or T.const '{name}'")
         b = dict(self.bind)
         b.update(user)
-        return self._run(b, provided)
+        return self._run(b, provided, (args, kwargs))
 
     def _specs(self):
         info = self.info
@@ -249,9 +277,10 @@ class JitKernel:
             specs.setdefault(o.name, o)
         return specs
 
-    def _infer(self, bindings, views):
+    def _infer(self, bindings, views, check=True):
         """Binds shape symbols and dtype parameters from the tensors, checking them
-        against what the caller bound; returns the bindings to send."""
+        against what the caller bound; returns the bindings to send (``check``: raise
+        for parameters nothing binds)."""
         b = dict(bindings)
         origin = {k: "given" for k in b}
         specs = self._specs()
@@ -292,16 +321,27 @@ class JitKernel:
                                                f"({origin[what]})")
                     else:
                         b[what], origin[what] = v.dtype, f"from {name}.dtype"
+        if check:
+            self._check_bound(b)
+        return {k: (dtype_name(v) if _is_dtype_object(v) else v) for k, v in b.items()}
+
+    def unbound_parameters(self, bindings, with_defaults=False):
+        """The factory/jit parameters (not tensors) that ``bindings`` leaves unbound;
+        only those without a default unless ``with_defaults``."""
+        specs = self._specs()
+        return [p.name for p in self._signature.parameters.values()
+                if (with_defaults or p.default is inspect.Parameter.empty)
+                and p.name not in bindings and p.name not in specs
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def _check_bound(self, b, parameters=True):
         # Parameters nothing bound: the server would refuse them; say which here.
-        missing = [p.name for p in self._signature.parameters.values()
-                   if p.default is inspect.Parameter.empty and p.name not in b
-                   and p.name not in specs and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        missing = self.unbound_parameters(b) if parameters else []
         missing += [c for c in self.info.consts if c not in b and c not in self.dynamic]
         if missing:
             raise BindingError(f"{self.name}(): nothing binds {', '.join(missing)}; no tensor "
                                "argument has it in its shape: pass it as a keyword argument or "
                                "in kiln.jit(bind={...})")
-        return {k: (dtype_name(v) if _is_dtype_object(v) else v) for k, v in b.items()}
 
     def _target_for(self, views):
         devices = {v.device for v in views.values()}
@@ -322,7 +362,7 @@ class JitKernel:
         major, minor = _launch_cuda.capability(dev[1] or 0)
         return f"cuda:sm_{major}{minor}", dev
 
-    def _run(self, bindings, provided):
+    def _run(self, bindings, provided, call=((), {})):
         views = {}
         for name, value in provided.items():
             if not (isinstance(value, (int, float, bool)) and not _tensors.is_tensor(value)):
@@ -332,7 +372,11 @@ class JitKernel:
                                        "tensor (NumPy, torch or cupy)")
                 views[name] = v
         target, device = self._target_for(views)
-        b = self._infer(bindings, views)
+        b = self._infer(bindings, views, check=self._tuning is None)
+        if self._tuning is not None:
+            self._check_bound(b, parameters=False)  # shapes are never tuned
+            b = self._tuning.resolve(self, target, b, call)
+            self._check_bound(b)
         compiled = self._compiled(target, b)
         return self._launch(compiled, target, device, provided, views)
 
@@ -435,9 +479,10 @@ class Kernel:
     """A factory-form kernel with its factory arguments bound (TileLang's
     ``kernel = matmul(M, N, K, ...)``); call it with the prim_func's tensors."""
 
-    def __init__(self, jit_kernel, bindings):
+    def __init__(self, jit_kernel, bindings, call=((), {})):
         self.jit = jit_kernel
         self.bindings = bindings
+        self._call = call  # the factory call's own arguments (autotune's configs callable)
 
     def __call__(self, *args, **kwargs):
         info = self.jit.info
@@ -451,10 +496,13 @@ class Kernel:
             if k not in names:
                 raise BindingError(f"{self.jit.name}: the kernel has no parameter '{k}'")
             provided[k] = v
-        return self.jit._run(self.bindings, provided)
+        return self.jit._run(self.bindings, provided, self._call)
 
     def compile(self, target="cpu"):
-        return self.jit._compiled(target, self.bindings).artifact
+        b = self.bindings
+        if self.jit._tuning is not None:
+            b = self.jit._tuning.resolve(self.jit, target, b, self._call)
+        return self.jit._compiled(target, b).artifact
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.bindings.items())
@@ -462,16 +510,26 @@ class Kernel:
 
 
 def jit(fn=None, *, target=None, bind=None, dynamic=(), client=None, server=None, options=None,
-        entry=None, **tilelang_options):
+        entry=None, use_best=False, tune_on_miss=False, tune=None, device_model=None,
+        **tilelang_options):
     """Decorates a TileLang kernel function (factory or jit form) so calling it compiles
     through kilnd and launches. ``target``: None/"auto" (from the tensors' device: "cpu"
     for host memory, "cuda:sm_XY" of the GPU), or a target string; ``bind``: bindings
     applied under the call's; ``dynamic``: T.const symbols left unbound (one binary
     for every value; passed at launch); ``client``/``server``: where to compile;
-    ``options``: CompileOptions fields (toolchain, opt_level, fast_math, ...)."""
+    ``options``: CompileOptions fields (toolchain, opt_level, fast_math, ...).
+
+    ``use_best=True`` fills the tile parameters a call leaves unbound from kilnd's best
+    config for the call's shapes, target and device (``device_model``, default: the
+    daemon's device for the target), looked up once per process and shape; on a miss
+    ``tune_on_miss=True`` tunes first (``tune``: Client.tune arguments such as
+    strategy, max_candidates, space, warmup, repeats), else the parameters' defaults
+    are used, or a BindingError names the parameters that have none."""
     def wrap(f):
         return JitKernel(f, target=target, bind=bind, dynamic=dynamic, client=client,
-                         server=server, options=options, entry=entry, **tilelang_options)
+                         server=server, options=options, entry=entry, use_best=use_best,
+                         tune_on_miss=tune_on_miss, tune=tune, device_model=device_model,
+                         **tilelang_options)
     return wrap if fn is None else wrap(fn)
 
 

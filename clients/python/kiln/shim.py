@@ -4,7 +4,8 @@ Kiln compiles a kernel from its source text on the server; the Python process on
 needs the file to import: ``import tilelang``, ``import tilelang.language as T``,
 dtype defaults such as ``dtype=T.float16`` and the ``@tilelang.jit`` decorator.
 install_tilelang_shim() registers modules under those names (unless the real TileLang
-is importable) in which ``tilelang.jit`` is kiln.jit, dtypes are their names, and
+is importable) in which ``tilelang.jit`` is kiln.jit, ``tilelang.autotune`` and
+``tilelang.autotuner.autotune`` are kiln.autotune, dtypes are their names, and
 everything else is a placeholder that explains itself when called: TileLang's ops run
 only inside the kernel, which Kiln's server evaluates.
 """
@@ -71,11 +72,22 @@ def _make_language():
 language = _make_language()
 
 
-def _make_tilelang(jit):
+def _make_autotuner(autotune):
+    at = types.ModuleType("tilelang.autotuner")
+    at.__doc__ = "Kiln's stand-in for tilelang.autotuner: autotune is kiln.autotune."
+    at.autotune = autotune
+    at.__getattr__ = lambda name: _KernelOnly(f"tilelang.autotuner.{name}")
+    return at
+
+
+def _make_tilelang(jit, autotuner):
     tl = types.ModuleType("tilelang")
-    tl.__doc__ = "Kiln's stand-in for tilelang (kiln/shim.py): tilelang.jit is kiln.jit."
+    tl.__doc__ = ("Kiln's stand-in for tilelang (kiln/shim.py): tilelang.jit is kiln.jit, "
+                  "tilelang.autotune is kiln.autotune.")
     tl.__path__ = []  # a package, so `import tilelang.language` works
     tl.jit = jit
+    tl.autotune = autotuner.autotune
+    tl.autotuner = autotuner
     tl.language = language
     tl.__kiln_shim__ = True
     tl.__getattr__ = lambda name: _KernelOnly(f"tilelang.{name}")
@@ -91,7 +103,10 @@ def install_tilelang_shim(force=False):
         return True
     if not force and (current is not None or importlib.util.find_spec("tilelang") is not None):
         return False
-    from .jit import jit  # late: jit imports this module's helpers
-    sys.modules["tilelang"] = _make_tilelang(jit)
+    from .autotune import autotune  # late: these import this module's helpers
+    from .jit import jit
+    autotuner = _make_autotuner(autotune)
+    sys.modules["tilelang"] = _make_tilelang(jit, autotuner)
     sys.modules["tilelang.language"] = language
+    sys.modules["tilelang.autotuner"] = autotuner
     return True
