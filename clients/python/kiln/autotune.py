@@ -246,28 +246,32 @@ class Autotune:
         return out
 
     def resolve(self, jk, target, b, call):
+        key_b = {k: v for k, v in b.items() if k not in self.do_not_specialize}
+        key = (target, _freeze(key_b), _freeze(jk.options))
+        config = self._once.get(key, lambda: self._config_for(jk, target, b, call))
+        out = dict(b)
+        out.update({k: v for k, v in config.items() if k not in b})
+        return out
+
+    def _config_for(self, jk, target, b, call):
+        """The config to bind for these bindings ({} when the call binds them all); the
+        first call of a key runs this, so a configs callable is called once per key."""
         cfgs = self._configs_for(jk, call)
         if cfgs is None:
             if not jk.unbound_parameters(b, with_defaults=True):
-                return b
+                return {}
         else:
             names = set().union(*cfgs)
             given = names & set(b)
             if given == names:
-                return b  # the call binds every tuned parameter: nothing to tune (TileLang)
+                return {}  # the call binds every tuned parameter: nothing to tune (TileLang)
             # Configs that agree with what the call binds; tune the rest of them.
             cfgs = [c for c in cfgs if all(repr(c[k]) == repr(b[k]) for k in given & set(c))]
             if not cfgs:
                 raise ValueError(f"kiln.autotune({jk.name}): no config has "
                                  f"{_shape_text({k: b[k] for k in given})}, which the call binds")
             cfgs = [{k: v for k, v in c.items() if k not in b} for c in cfgs]
-        key_b = {k: v for k, v in b.items() if k not in self.do_not_specialize}
-        key = (target, _freeze(key_b), _freeze(jk.options),
-               None if cfgs is None else tuple(sorted({config_id(c) for c in cfgs})))
-        result = self._once.get(key, lambda: self._sweep(jk, target, b, cfgs))
-        out = dict(b)
-        out.update(result.config)
-        return out
+        return self._sweep(jk, target, b, cfgs).config
 
     def _sweep(self, jk, target, b, cfgs):
         client = jk.client
