@@ -12,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "compiler/passes/target.h"
 #include "compiler/toolchain/fingerprint.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -230,7 +232,7 @@ class ArtifactWriter final : public grpc::ServerWriteReactor<kiln::v1::ArtifactC
     if (!request.kinds().empty() && files_.size() < static_cast<size_t>(request.kinds().size())) {
       return absl::NotFoundError(
           absl::StrCat("artifact ", request.key(), " lacks some of the requested kinds (it has ",
-                       a->files.size() - 1, " files; compile with emit_source / emit_ptx)"));
+                       a->files.size() - 1, " files; compile with emit_ptx for PTX)"));
     }
     return absl::OkStatus();
   }
@@ -889,9 +891,7 @@ grpc::ServerUnaryReactor* KilnService::GetVersion(CallbackServerContext* ctx,
   if (!who.ok()) return FinishNow(ctx, who.status());
   response->set_version(kKilnVersion);
   response->set_ir_version(kIrVersions);
-  for (const char* t : {"cpu", "cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"}) {
-    response->add_targets(t);
-  }
+  for (const std::string& t : passes::SupportedTargets()) response->add_targets(t);
   response->set_toolchain_fingerprint(
       toolchain::ToolchainFingerprint(toolchain::ToolchainKind::kNvrtc));
   return FinishNow(ctx, absl::OkStatus());

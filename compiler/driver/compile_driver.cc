@@ -56,8 +56,9 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
   absl::StatusOr<passes::Target> target = passes::ParseTarget(o.target);
   if (!target.ok()) return target.status();
   if (target->kind == passes::Target::Kind::kHip) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("target '", o.target, "': HIP code generation is not available yet"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target '", o.target,
+        "': HIP code generation is not available yet; supported: ", passes::SupportedTargetList()));
   }
   const std::string tc = Toolchain(o);
   if (IsCuda(o) ? (tc != "nvrtc" && tc != "nvcc") : tc != "cc") {
@@ -102,12 +103,13 @@ std::string KernelVariant(const BuildOptions& o) {
 }
 
 std::string CanonicalOptions(const BuildOptions& o) {
-  // Only what changes the generated code; emit_source / emit_ptx change
-  // which files an artifact holds, so they are part of the key too.
+  // Only what changes the generated code or which files an artifact holds.
+  // emit_ptx asks the toolchain for more work, so it is part of the key; the
+  // generated source is kept in every artifact (Build), so emit_source is
+  // not, and `--emit cpp` after a build of the same program is a hit.
   return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
-                      ";source=", o.emit_source ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0,
-                      GemmWgmma(o) ? ";gemm=wgmma" : "");
+                      ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -213,9 +215,9 @@ absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& option
     out.log = std::move(compiled->log);
   }
   out.timings["toolchain"] = SecondsSince(start);
-  if (options.emit_source) {
-    out.files.push_back({IsCuda(options) ? kCudaSource : kCppSource, out.kernel.source});
-  }
+  // Always kept (a few tens of KB, compressed in the cache): a later request
+  // for the source of the same build is answered from this artifact.
+  out.files.push_back({IsCuda(options) ? kCudaSource : kCppSource, out.kernel.source});
   out.files.push_back({kIrText, ir::PrintProgram(ir::Canonicalize(prepared.program))});
   return out;
 }

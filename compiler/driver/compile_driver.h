@@ -55,7 +55,7 @@ struct BuildOptions {
   // 0..3; -1: the toolchain's default (ptxas -O3 for CUDA, -O1 for the CPU).
   int opt_level = -1;
   bool fast_math = false;
-  bool emit_source = false; // keep the generated CUDA / C++ source
+  bool emit_source = false; // no effect: every artifact keeps its generated source
   bool emit_ptx = false;    // CUDA only
   bool line_info = false;   // CUDA only
   // Kiln pass options "name=value"; none are defined yet, so any is an

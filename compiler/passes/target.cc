@@ -3,6 +3,7 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace kiln::passes {
 namespace {
@@ -14,10 +15,11 @@ struct CudaArch {
 };
 
 // sm_80 (A100): 163 KB; sm_86/sm_89 (consumer Ampere/Ada): 99 KB; sm_90 (H100/H200): 227 KB.
-constexpr std::array<CudaArch, 6> kCudaArchs = {{
+// Exactly the architectures the toolchain builds (toolchain::SupportedCudaArchs;
+// tests/compiler/driver/compile_driver_test.cc holds the two lists equal).
+constexpr std::array<CudaArch, 5> kCudaArchs = {{
     {"sm_80", 80, 166912},
     {"sm_86", 86, 101376},
-    {"sm_87", 87, 166912},
     {"sm_89", 89, 101376},
     {"sm_90", 90, 232448},
     {"sm_90a", 90, 232448},
@@ -31,14 +33,19 @@ struct HipArch {
 constexpr std::array<HipArch, 2> kHipArchs = {{{"gfx90a", 65536}, {"gfx942", 65536}}};
 
 absl::Status Unsupported(std::string_view target) {
-  std::string known = "cpu";
-  for (const CudaArch& a : kCudaArchs) absl::StrAppend(&known, ", cuda:", std::string(a.name));
-  for (const HipArch& a : kHipArchs) absl::StrAppend(&known, ", hip:", std::string(a.name));
-  return absl::InvalidArgumentError(
-      absl::StrCat("unsupported target '", std::string(target), "'; supported: ", known));
+  return absl::InvalidArgumentError(absl::StrCat("unsupported target '", std::string(target),
+                                                 "'; supported: ", SupportedTargetList()));
 }
 
 } // namespace
+
+std::vector<std::string> SupportedTargets() {
+  std::vector<std::string> out = {"cpu"};
+  for (const CudaArch& a : kCudaArchs) out.push_back(absl::StrCat("cuda:", std::string(a.name)));
+  return out;
+}
+
+std::string SupportedTargetList() { return absl::StrJoin(SupportedTargets(), ", "); }
 
 absl::StatusOr<Target> ParseTarget(std::string_view target) {
   Target t;

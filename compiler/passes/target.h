@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -27,7 +28,17 @@ struct Target {
 };
 
 // Parses a target string. Unknown kinds or architectures are InvalidArgument
-// listing the supported ones.
+// listing the supported ones. HIP architectures parse (the tuner's hardware
+// models and resource checks know them) but are not yet supported targets.
 absl::StatusOr<Target> ParseTarget(std::string_view target);
+
+// The targets Kiln compiles for, in order: "cpu", then the CUDA architectures.
+// The one list that the version RPC, error messages, `kiln-opt
+// --list-targets` and the docs use; a target is listed only when it builds
+// (tests/compiler/passes/target_test.cc builds a program for each).
+std::vector<std::string> SupportedTargets();
+
+// SupportedTargets() joined with ", " for messages.
+std::string SupportedTargetList();
 
 } // namespace kiln::passes

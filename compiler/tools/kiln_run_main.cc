@@ -47,6 +47,7 @@
 #include "compiler/tools/reference_check.h"
 #include "tuner/measure/cuda_driver.h"
 #include "tuner/measure/kernel_launch.h"
+#include "util/file_path.h"
 
 namespace {
 
@@ -236,10 +237,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (missing || !SplitAssignment(value, &name, &rest) || rest.empty()) {
         return UsageError(absl::StrCat(flag, " expects NAME=FILE.npy, got '", value, "'"));
       }
-      (is_input ? args->inputs : args->saves).emplace_back(name, rest);
+      // `--save C=~/c.npy`: no shell expands a ~ after '='.
+      (is_input ? args->inputs : args->saves).emplace_back(name, kiln::util::ExpandHome(rest));
     } else if (take("--emit-dir")) {
       if (missing || value.empty()) return UsageError("--emit-dir needs a directory");
-      args->emit_dir = value;
+      args->emit_dir = kiln::util::ExpandHome(value);
     } else if (arg == "--test-bind") {
       args->test_bind = true;
     } else if (arg == "--check") {
@@ -277,22 +279,26 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::Status WriteEmitted(const std::string& dir, const ir::Program& program,
                           const kiln::codegen::EmittedKernel& kernel) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create '", dir, "': ", ec.message()));
   const std::string stem = program.name.empty() ? "kernel" : program.name;
-  const fs::path path =
-      fs::path(dir) / (stem + (kernel.target == kiln::codegen::EmitTarget::kCuda ? ".cu" : ".cc"));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << kernel.source;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path.string(), "'"));
-  return absl::OkStatus();
+  return kiln::util::WriteFileAtomically(
+      absl::StrCat(dir, "/", stem, kernel.target == kiln::codegen::EmitTarget::kCuda ? ".cu" : ".cc"),
+      kernel.source);
 }
 
 // --- main flow -------------------------------------------------------------------
 
 int Run(const Args& args) {
+  // Outputs that cannot be written fail before the compile and the run.
+  if (!args.emit_dir.empty()) {
+    if (absl::Status s = kiln::util::EnsureDirectory(args.emit_dir); !s.ok()) {
+      return Fail(absl::StrCat("--emit-dir: ", s.message()));
+    }
+  }
+  for (const auto& [name, path] : args.saves) {
+    if (absl::Status s = kiln::util::PrepareOutputFile(path); !s.ok()) {
+      return Fail(absl::StrCat("--save ", name, ": ", s.message()));
+    }
+  }
   absl::StatusOr<std::string> source = ReadFile(args.file);
   if (!source.ok()) return Fail(source.status().message());
 
@@ -472,11 +478,15 @@ int Run(const Args& args) {
                    : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid);
   if (!ran.ok()) return Fail(ran.status().message());
 
+  // Every --save is attempted: one that fails does not lose the others.
+  bool saved = true;
   for (const auto& [name, path] : args.saves) {
     if (absl::Status s = kiln::tools::WriteNpyFile(path, params[index_of[name]].after); !s.ok()) {
-      return Fail(absl::StrCat("--save ", name, ": ", s.message()));
+      Fail(absl::StrCat("--save ", name, ": ", s.message()));
+      saved = false;
     }
   }
+  if (!saved) return kExitError;
 
   std::ostringstream report;
   report << "kiln-run: " << program->name << " (" << args.file << ") on " << where << "\n";

@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include "compiler/passes/target.h"
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
@@ -38,6 +39,9 @@ TEST_F(KilndTest, ReportsVersion) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(response.version().empty());
   EXPECT_EQ(response.ir_version(), "1");
+  // The one list of targets (compiler/passes/target.h), not a copy of it.
+  const std::vector<std::string> targets(response.targets().begin(), response.targets().end());
+  EXPECT_EQ(targets, passes::SupportedTargets());
 }
 
 TEST_F(KilndTest, ListsTheHostCpu) {

@@ -440,7 +440,7 @@ absl::StatusOr<Artifact> Client::FetchArtifact(const std::string& key,
     auto it = fetched->files.find(k);
     if (it == fetched->files.end()) {
       return absl::NotFoundError(absl::StrCat("artifact ", key, " has no ", KindFileName(k),
-                                              " (compile with emit_source / emit_ptx)"));
+                                              " (compile with emit_ptx for PTX)"));
     }
     out.files[k] = it->second;
   }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "compiler/driver/compile_driver.h"
+#include "compiler/passes/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/compiler/toolchain/cuda_test_util.h"
@@ -52,7 +53,8 @@ TEST(CompileDriver, KeyIsStableAndCoversTargetAndOptions) {
   const std::string kc = KeyOf(GemmInput(), cuda);
   EXPECT_NE(kc, k1);
   EXPECT_NE(KeyOf(GemmInput(), cuda80), kc);
-  EXPECT_NE(KeyOf(GemmInput(), with_source), k1);
+  // Every artifact keeps its source: asking for it is the same build.
+  EXPECT_EQ(KeyOf(GemmInput(), with_source), k1);
   EXPECT_NE(KeyOf(GemmInput(), o2), k1);
   EXPECT_EQ(KeyOf(GemmInput(), o1), k1);
 
@@ -114,8 +116,7 @@ TEST(CompileDriver, BadInputIsALocatedOrNamedError) {
 }
 
 TEST(CompileDriver, BuildsTheCpuTarget) {
-  BuildOptions o;
-  o.emit_source = true;
+  BuildOptions o; // no emit_source: the source is kept all the same
   absl::StatusOr<Built> b = CompileProgram(GemmInput(), o);
   ASSERT_TRUE(b.ok()) << b.status();
   ASSERT_EQ(b->files.size(), 3u);
@@ -186,6 +187,36 @@ TEST(CompileDriver, WgmmaIsOptInForSm90a) {
   EXPECT_THAT(plain->kernel.source, Not(HasSubstr("wgmma_m64n")));
   EXPECT_THAT(plain->kernel.source, HasSubstr("mma_m16n8k16"));
   EXPECT_THAT(wgmma->kernel.source, HasSubstr("wgmma_m64n"));
+}
+
+TEST(CompileDriver, EveryListedTargetBuilds) {
+  // passes::SupportedTargets() is what the version RPC and error messages
+  // list: each entry must build (HIP is parsed but not listed until it does).
+  const std::vector<std::string> targets = passes::SupportedTargets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), "cpu");
+  std::vector<std::string> cuda_archs;
+  for (const std::string& t : targets) {
+    if (absl::StartsWith(t, "cuda:")) cuda_archs.push_back(t.substr(5));
+  }
+  EXPECT_EQ(cuda_archs, toolchain::SupportedCudaArchs());
+  for (const std::string& t : targets) {
+    SCOPED_TRACE(t);
+    EXPECT_FALSE(absl::StartsWith(t, "hip:"));
+    const bool cuda = absl::StartsWith(t, "cuda:");
+    if (cuda && !toolchain::testing::CudaToolkitPresent()) continue;
+    BuildOptions o;
+    o.target = t;
+    absl::StatusOr<Built> b = CompileProgram(GemmInput(), o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->files[0].kind, cuda ? kCubin : kSharedObject);
+  }
+  BuildOptions hip;
+  hip.target = "hip:gfx942";
+  absl::StatusOr<Prepared> p = Prepare(GemmInput(), hip);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr(absl::StrCat("supported: ", passes::SupportedTargetList())));
 }
 
 } // namespace
