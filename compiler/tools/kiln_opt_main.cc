@@ -40,6 +40,7 @@
 #include "compiler/toolchain/resource_usage.h"
 #include "compiler/tools/bind_lines.h"
 #include "google/protobuf/util/json_util.h"
+#include "util/file_path.h"
 
 namespace {
 
@@ -123,13 +124,13 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (value != "wgmma" && value != "mma") return UsageError("--gemm must be wgmma or mma");
       args->gemm_wgmma = value == "wgmma";
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
-      args->out = value;
+      args->out = kiln::util::ExpandHome(value); // `-o=~/x`: no shell expands that ~
     } else if (arg == "--hash") {
       args->hash = true;
     } else if (arg == "--print-locs") {
       args->print_locs = true;
     } else if (TakeValue(argc, argv, i, "--launch-json", &value)) {
-      args->launch_json = value;
+      args->launch_json = kiln::util::ExpandHome(value);
     } else if (arg == "--test-bind") {
       args->test_bind = true;
     } else if (arg == "--nvcc") {
@@ -191,6 +192,14 @@ int main(int argc, char** argv) {
       std::cout << p->name << "\t" << p->summary << "\n";
     }
     return 0;
+  }
+  // An output that cannot be written fails before the work, not after it.
+  for (const std::string* path : {&args.out, &args.launch_json}) {
+    if (path->empty()) continue;
+    if (absl::Status s = kiln::util::PrepareOutputFile(*path); !s.ok()) {
+      std::cerr << "kiln-opt: " << s.message() << "\n";
+      return 2;
+    }
   }
   std::string text;
   if (!ReadInput(args.file, &text)) {
@@ -275,10 +284,9 @@ int main(int argc, char** argv) {
       }
     }
     if (!args.launch_json.empty()) {
-      std::ofstream json(args.launch_json);
-      json << launch_json;
-      if (!json) {
-        std::cerr << "kiln-opt: cannot write '" << args.launch_json << "'\n";
+      if (absl::Status s = kiln::util::WriteFileAtomically(args.launch_json, launch_json);
+          !s.ok()) {
+        std::cerr << "kiln-opt: " << s.message() << "\n";
         return 2;
       }
     }
@@ -312,10 +320,8 @@ int main(int argc, char** argv) {
   if (args.out.empty()) {
     std::cout << output;
   } else {
-    std::ofstream out(args.out, std::ios::binary);
-    out << output;
-    if (!out) {
-      std::cerr << "kiln-opt: cannot write '" << args.out << "'\n";
+    if (absl::Status s = kiln::util::WriteFileAtomically(args.out, output); !s.ok()) {
+      std::cerr << "kiln-opt: " << s.message() << "\n";
       return 2;
     }
   }

@@ -280,9 +280,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 absl::Status WriteEmitted(const std::string& dir, const ir::Program& program,
                           const kiln::codegen::EmittedKernel& kernel) {
   const std::string stem = program.name.empty() ? "kernel" : program.name;
-  return kiln::util::WriteFileAtomically(
-      absl::StrCat(dir, "/", stem, kernel.target == kiln::codegen::EmitTarget::kCuda ? ".cu" : ".cc"),
-      kernel.source);
+  const char* suffix = kernel.target == kiln::codegen::EmitTarget::kCuda ? ".cu" : ".cc";
+  return kiln::util::WriteFileAtomically(absl::StrCat(dir, "/", stem, suffix), kernel.source);
 }
 
 // --- main flow -------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "compiler/ir/dtype.h"
+#include "util/file_path.h"
 
 namespace kiln::tools {
 namespace {
@@ -352,14 +353,7 @@ absl::Status WriteNpyFile(const std::string& path, const NpyArray& array) {
   absl::StatusOr<std::string> bytes = SerializeNpy(array);
   if (!bytes.ok())
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", bytes.status().message()));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return absl::InternalError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
-  }
-  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
+  return util::WriteFileAtomically(path, *bytes);
 }
 
 absl::Status CheckMatches(const NpyArray& array, std::string_view name_in, ir::DType dtype,

@@ -64,6 +64,8 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view bytes, std::string_view what 
 absl::StatusOr<std::string> SerializeNpy(const NpyArray& array);
 
 absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path);
+// Atomically (util::WriteFileAtomically): missing folders are created, and
+// errors name the path and the reason.
 absl::Status WriteNpyFile(const std::string& path, const NpyArray& array);
 
 // OK if `array` can stand for a parameter named `name` of `dtype` and

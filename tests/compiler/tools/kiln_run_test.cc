@@ -214,6 +214,55 @@ TEST_F(KilnRunTest, SavesAndReadsBackNpy) {
   EXPECT_NE(a3->data, a->data);
 }
 
+// Output paths as users type them: a bare name in the working folder,
+// missing folders created, `C=~/x.npy` (no shell expands a ~ after '='),
+// and a path that cannot be written fails before the kernel runs.
+TEST_F(KilnRunTest, SavePathsBareMissingFoldersAndHome) {
+  fs::create_directory(Path("cwd"));
+  fs::create_directory(Path("home"));
+  auto run_in_cwd = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), std::string(KILN_BINARY_DIR) + "/kiln-run");
+    util::SubprocessOptions options;
+    options.timeout = std::chrono::seconds(300);
+    options.working_dir = Path("cwd");
+    options.extra_env = {{"HOME", Path("home")}};
+    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(args, options);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : util::SubprocessResult{};
+  };
+  util::SubprocessResult run =
+      run_in_cwd({kAdd, "--test-bind", "--target", "cpu", "--quiet", "--save", "C=c.npy", "--save",
+                  "A=out/sub/a.npy", "--save=B=~/saved/b.npy", "--emit-dir=~/src"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_data;
+  for (const std::string& path :
+       {Path("cwd/c.npy"), Path("cwd/out/sub/a.npy"), Path("home/saved/b.npy")}) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<NpyArray> array = ReadNpyFile(path);
+    ASSERT_TRUE(array.ok()) << array.status();
+    EXPECT_EQ(array->shape, (std::vector<int64_t>{77, 130}));
+  }
+  EXPECT_TRUE(fs::exists(Path("home/src/add.cc")));
+  EXPECT_FALSE(fs::exists(Path("cwd/~")));
+  // --input takes ~ too.
+  run = run_in_cwd({kAdd, "--test-bind", "--target", "cpu", "--quiet", "--input", "B=~/saved/b.npy",
+                    "--save", "B=./b2.npy"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_data;
+  EXPECT_EQ(ReadNpyFile(Path("cwd/b2.npy"))->data, ReadNpyFile(Path("home/saved/b.npy"))->data);
+
+  // A regular file where a folder should be (tests run as root, where
+  // permission bits do not stop a write): exit 2 before the run.
+  std::ofstream(Path("cwd/somefile")) << "a file";
+  run = run_in_cwd({kAdd, "--test-bind", "--target", "cpu", "--save", "C=somefile/c.npy"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.stderr_data, HasSubstr("--save C: cannot write 'somefile/c.npy': 'somefile' "
+                                         "exists and is not a folder"));
+  EXPECT_THAT(run.stdout_data, Not(HasSubstr("kernel:")));
+  run = run_in_cwd({kAdd, "--test-bind", "--target", "cpu", "--emit-dir", "somefile/src"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.stderr_data, HasSubstr("--emit-dir: cannot create folder 'somefile/src': "
+                                         "'somefile' exists and is not a folder"));
+}
+
 TEST_F(KilnRunTest, CheckPassesAndReportsMismatches) {
   if (!PythonWithNumpyExists()) GTEST_SKIP() << "no python3 with NumPy";
   util::SubprocessResult pass = Run({kAdd, "--test-bind", "--target", "cpu", "--check"});
