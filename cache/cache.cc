@@ -16,6 +16,7 @@
 #include "cache/filesystem_check.h"
 #include "cache/manifest.h"
 #include "cache/schema.h"
+#include "util/file_path.h"
 #include "util/status_macros.h"
 
 namespace kiln::cache {
@@ -70,11 +71,14 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& tex
   return absl::OkStatus();
 }
 
+// The message names the component in the way ("'x' exists and is not a
+// folder", "folder 'x' is not writable (Permission denied)").
 absl::Status EnsureDirectory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return ErrnoError(ec.value(), absl::StrCat("create directory ", dir));
-  return absl::OkStatus();
+  absl::Status s = util::EnsureDirectory(dir);
+  if (s.ok()) return s;
+  return MakeError(s.code() == absl::StatusCode::kResourceExhausted ? CacheError::kExhausted
+                                                                    : CacheError::kIo,
+                   std::string(s.message()));
 }
 
 bool IsMissOrDamage(const absl::Status& s) {

@@ -18,6 +18,7 @@
 #include "server/metrics.h"
 #include "server/server_config.h"
 #include "server/version.h"
+#include "util/file_path.h"
 #include "util/log.h"
 
 int main(int argc, char** argv) {
@@ -44,6 +45,15 @@ int main(int argc, char** argv) {
     break;
   }
   const kiln::server::ServerConfig& config = loaded->config;
+  // log.file's folder is created like every output's (logs/kilnd.log).
+  if (!config.log.file.empty()) {
+    if (absl::Status s = kiln::util::EnsureDirectory(kiln::util::ParentFolder(config.log.file));
+        !s.ok()) {
+      std::fprintf(stderr, "kilnd: log.file %s: %s\n", config.log.file.c_str(),
+                   absl::StrCat(s.message()).c_str());
+      return 1;
+    }
+  }
   if (absl::Status s =
           kiln::util::ConfigureLogging(config.log.format, config.log.level, config.log.file);
       !s.ok()) {

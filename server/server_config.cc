@@ -28,6 +28,7 @@
 #include "server/config_options.h"
 #include "server/config_values.h"
 #include "server/token_file.h"
+#include "util/file_path.h"
 #include "util/host_port.h"
 
 extern char** environ;
@@ -231,11 +232,10 @@ absl::Status ApplyYamlFile(const std::string& file, ServerConfig& config, Source
   }
 }
 
+// `env`'s HOME (not the process's: the environment is an input here).
 std::string ExpandHome(const std::string& path, const std::map<std::string, std::string>& env) {
-  if (path != "~" && !absl::StartsWith(path, "~/")) return path;
   auto home = env.find("HOME");
-  if (home == env.end() || home->second.empty()) return path;
-  return home->second + path.substr(1);
+  return util::ExpandHome(path, home == env.end() ? std::string() : home->second);
 }
 
 std::string Where(const Sources& sources, std::string_view key) {
@@ -501,7 +501,7 @@ absl::StatusOr<LoadedServerConfig> LoadServerConfig(int argc, const char* const*
   // 3. Resolve what depends on the machine, then check the whole.
   for (std::string* path :
        {&config.cache_dir, &config.tls.cert_file, &config.tls.key_file, &config.tls.client_ca_file,
-        &config.auth.tokens_file, &config.log.file}) {
+        &config.auth.tokens_file, &config.log.file, &config.worker_path}) {
     *path = ExpandHome(*path, env);
   }
   if (config.cache_dir.empty()) {

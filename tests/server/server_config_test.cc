@@ -343,6 +343,30 @@ grace_period: 1m
   EXPECT_EQ(Load({"--config", no_devices})->config.devices.mode, DeviceSelection::Mode::kNone);
 }
 
+// Every path-taking option expands a leading ~ (a flag given as
+// `--worker-path=~/x` or a YAML value is never expanded by a shell).
+TEST_F(ServerConfigTest, PathOptionsExpandTilde) {
+  const std::string yaml = Write("paths.yaml", R"(worker:
+  path: ~/bin/kiln-worker
+log:
+  file: ~/logs/kilnd.log
+)");
+  absl::StatusOr<LoadedServerConfig> loaded = Load({"--config", yaml});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.worker_path, "/home/kiln/bin/kiln-worker");
+  EXPECT_EQ(loaded->config.log.file, "/home/kiln/logs/kilnd.log");
+  loaded = Load({"--worker-path=~/w", "--log-file=~/l.log", "--cache-dir=~"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.worker_path, "/home/kiln/w");
+  EXPECT_EQ(loaded->config.log.file, "/home/kiln/l.log");
+  EXPECT_EQ(loaded->config.cache_dir, "/home/kiln");
+  // Another user's home is not looked up; a bare relative name stays relative.
+  loaded = Load({"--worker-path=~other/w", "--log-file=kilnd.log"});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.worker_path, "~other/w");
+  EXPECT_EQ(loaded->config.log.file, "kilnd.log");
+}
+
 // The example deploy file loads, and says what it means.
 TEST_F(ServerConfigTest, ExampleFileLoads) {
   const std::string example = std::string(KILN_SOURCE_DIR) + "/docs/kilnd.example.yaml";
