@@ -1,18 +1,13 @@
 #include "clients/cpp/client/local_cache.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "util/file_path.h"
 #include "util/sha256.h"
 
 namespace kiln::client {
@@ -67,44 +62,6 @@ bool IsCacheKey(const std::string& key) {
   return true;
 }
 
-absl::Status LocalCache::WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot create ", p.parent_path().string(), ": ", ec.message()));
-  }
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid(), ".", rng() % 1000000007);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      RemoveQuietly(tmp);
-      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    RemoveQuietly(tmp);
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    RemoveQuietly(tmp);
-    return absl::InternalError(absl::StrCat("cannot rename to ", path, ": ", std::strerror(err)));
-  }
-  return absl::OkStatus();
-}
-
 std::string LocalCache::ArtifactDir(const std::string& key) const {
   return absl::StrCat(dir_, "/artifacts/", key);
 }
@@ -140,8 +97,8 @@ absl::Status LocalCache::PutMetadata(const kiln::v1::ArtifactMetadata& metadata)
   if (!IsCacheKey(metadata.key())) {
     return absl::InvalidArgumentError(absl::StrCat("not a cache key: '", metadata.key(), "'"));
   }
-  return WriteFileAtomically(ArtifactDir(metadata.key()) + "/metadata.pb",
-                             metadata.SerializeAsString());
+  return util::WriteFileAtomically(ArtifactDir(metadata.key()) + "/metadata.pb",
+                                   metadata.SerializeAsString());
 }
 
 absl::Status LocalCache::PutFile(const kiln::v1::ArtifactMetadata& metadata,
@@ -154,8 +111,8 @@ absl::Status LocalCache::PutFile(const kiln::v1::ArtifactMetadata& metadata,
     return absl::DataLossError(absl::StrCat("the ", KindFileName(kind), " of ", metadata.key(),
                                             " does not match its SHA-256"));
   }
-  return WriteFileAtomically(absl::StrCat(ArtifactDir(metadata.key()), "/", KindFileName(kind)),
-                             bytes);
+  return util::WriteFileAtomically(
+      absl::StrCat(ArtifactDir(metadata.key()), "/", KindFileName(kind)), bytes);
 }
 
 std::optional<std::string> LocalCache::GetCompileKey(const std::string& memo_id,
@@ -178,8 +135,8 @@ std::optional<std::string> LocalCache::GetCompileKey(const std::string& memo_id,
 
 absl::Status LocalCache::PutCompileKey(const std::string& memo_id, const std::string& key,
                                        int64_t now_unix_ms) const {
-  return WriteFileAtomically(absl::StrCat(dir_, "/compile/", memo_id),
-                             absl::StrCat(key, "\n", now_unix_ms, "\n"));
+  return util::WriteFileAtomically(absl::StrCat(dir_, "/compile/", memo_id),
+                                   absl::StrCat(key, "\n", now_unix_ms, "\n"));
 }
 
 } // namespace kiln::client

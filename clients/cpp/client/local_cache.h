@@ -48,9 +48,6 @@ class LocalCache {
 
   const std::string& dir() const { return dir_; }
 
-  // Atomic write of `path` (temp + fsync + rename); creates parent folders.
-  static absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
-
  private:
   std::string ArtifactDir(const std::string& key) const;
   std::string dir_;

@@ -6,6 +6,7 @@
 
 #include "clients/cpp/client/local_cache.h"
 #include "gtest/gtest.h"
+#include "util/file_path.h"
 #include "util/sha256.h"
 
 namespace kiln::client {
@@ -78,12 +79,12 @@ TEST_F(LocalCacheTest, ACorruptFileIsReportedAndRemoved) {
 
   // Metadata that does not parse, or names another key, is corrupt too.
   const std::string meta = dir_ + "/artifacts/" + metadata_.key() + "/metadata.pb";
-  ASSERT_TRUE(LocalCache::WriteFileAtomically(meta, "\xff\xff\xff not a proto").ok());
+  ASSERT_TRUE(util::WriteFileAtomically(meta, "\xff\xff\xff not a proto").ok());
   kiln::v1::ArtifactMetadata m;
   EXPECT_EQ(cache.GetMetadata(metadata_.key(), &m), LocalCache::Read::kCorrupt);
   kiln::v1::ArtifactMetadata other = metadata_;
   other.set_key(std::string(64, 'b'));
-  ASSERT_TRUE(LocalCache::WriteFileAtomically(meta, other.SerializeAsString()).ok());
+  ASSERT_TRUE(util::WriteFileAtomically(meta, other.SerializeAsString()).ok());
   EXPECT_EQ(cache.GetMetadata(metadata_.key(), &m), LocalCache::Read::kCorrupt);
 }
 
@@ -98,7 +99,7 @@ TEST_F(LocalCacheTest, TheCompileMemoExpires) {
   EXPECT_EQ(cache.GetCompileKey(id, std::chrono::seconds(0), t0), std::nullopt); // memo off
   EXPECT_EQ(cache.GetCompileKey(std::string(64, 'e'), std::chrono::seconds(60), t0), std::nullopt);
   // A damaged memo entry is ignored and removed.
-  ASSERT_TRUE(LocalCache::WriteFileAtomically(dir_ + "/compile/" + id, "garbage").ok());
+  ASSERT_TRUE(util::WriteFileAtomically(dir_ + "/compile/" + id, "garbage").ok());
   EXPECT_EQ(cache.GetCompileKey(id, std::chrono::seconds(60), t0), std::nullopt);
   EXPECT_FALSE(fs::exists(dir_ + "/compile/" + id));
 }
