@@ -20,6 +20,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "kiln/v1/service.grpc.pb.h"
+#include "util/file_path.h"
 #include "util/sha256.h"
 
 namespace kiln::client {
@@ -275,11 +276,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   impl->channel = grpc::CreateCustomChannel(options.address, creds, args);
   impl->stub = kiln::v1::Kiln::NewStub(impl->channel);
   if (!options.cache_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.cache_dir, ec);
-    if (ec) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot create the cache directory ",
-                                                     options.cache_dir, ": ", ec.message()));
+    if (absl::Status s = util::EnsureDirectory(options.cache_dir); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the local cache: ", s.message()));
     }
     impl->cache.emplace(options.cache_dir);
   }

@@ -11,13 +11,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "clients/cpp/client/local_cache.h"
 #include "clients/cpp/regress/junit_writer.h"
 #include "clients/cpp/regress/markdown_writer.h"
 #include "clients/cpp/regress/runner.h"
 #include "clients/cpp/regress/suite.h"
 #include "clients/cpp/regress/svg_plot.h"
 #include "clients/cpp/remote/connection_flags.h"
+#include "util/file_path.h"
 #include "util/statistics.h"
 
 namespace kiln::regress {
@@ -34,7 +34,7 @@ constexpr char kUsage[] =
     "exit: 0 no regression, 1 a regression, 2 an infrastructure error\n";
 
 bool Write(const std::string& path, const std::string& text, CommandIo io) {
-  if (absl::Status s = client::LocalCache::WriteFileAtomically(path, text); !s.ok()) {
+  if (absl::Status s = util::WriteFileAtomically(path, text); !s.ok()) {
     io.err << "kiln regress: " << s.message() << "\n";
     return false;
   }
@@ -80,11 +80,11 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       }
       options.tolerance.significance = p;
     } else if (cli::TakeValue(a, i, "--junit", &v)) {
-      junit = v;
+      junit = util::ExpandHome(v); // `--junit=~/x`: no shell expands that ~
     } else if (cli::TakeValue(a, i, "--markdown", &v)) {
-      markdown = v;
+      markdown = util::ExpandHome(v);
     } else if (cli::TakeValue(a, i, "--plot-dir", &v)) {
-      plot_dir = v;
+      plot_dir = util::ExpandHome(v);
     } else if (!a[i].empty() && a[i][0] != '-' && suite_path.empty()) {
       suite_path = a[i];
     } else {
@@ -110,6 +110,22 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
     if (!std::filesystem::is_regular_file(k.file)) {
       io.err << "kiln regress: " << suite_path << ": kernel " << k.name << ": cannot read '"
              << k.file << "'\n";
+      return kExitRegressInfra;
+    }
+  }
+  // Every output before any measurement too: folders are created, and one
+  // that cannot be written fails now rather than after minutes of timing.
+  std::vector<std::string> outputs;
+  if (!junit.empty()) outputs.push_back(junit);
+  if (!markdown.empty()) outputs.push_back(markdown);
+  if (!plot_dir.empty()) {
+    for (const SuiteKernel& k : suite->kernels) {
+      outputs.push_back(absl::StrCat(plot_dir, "/", k.name, ".svg"));
+    }
+  }
+  for (const std::string& path : outputs) {
+    if (absl::Status s = util::PrepareOutputFile(path); !s.ok()) {
+      io.err << "kiln regress: " << s.message() << "\n";
       return kExitRegressInfra;
     }
   }

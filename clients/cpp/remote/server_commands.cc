@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "clients/cpp/client/client.h"
-#include "clients/cpp/client/local_cache.h"
 #include "clients/cpp/remote/connection_flags.h"
 #include "clients/cpp/remote/tune_progress.h"
+#include "util/file_path.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,6 +52,7 @@ bool TakeBinding(const std::string& text,
 constexpr char kCompileUsage[] =
     "usage: kiln compile FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--entry NAME]\n"
     "                    [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]\n"
+    "                    [--launch-json FILE]\n"
     "                    [--toolchain nvrtc|nvcc|cc] [--pass NAME=VALUE]...\n"
     "                    [--use-best DEVICE_MODEL] [--async] [--json]\n";
 
@@ -61,6 +62,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   kiln::v1::CompileRequest req;
   req.set_target("cpu");
   std::string file, out_path, emit;
+  std::string launch_json_path; // --launch-json: the artifact's launch metadata
   const std::vector<std::string>& a = c->rest;
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
@@ -90,7 +92,9 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     } else if (TakeValue(a, i, "--emit", &v)) {
       emit = v;
     } else if (TakeValue(a, i, "-o", &v)) {
-      out_path = v;
+      out_path = util::ExpandHome(v); // `-o=~/x`: no shell expands that ~
+    } else if (TakeValue(a, i, "--launch-json", &v)) {
+      launch_json_path = util::ExpandHome(v);
     } else if (a[i] == "--async") {
       req.set_async(true);
     } else if (!a[i].empty() && a[i][0] == '-') {
@@ -132,9 +136,18 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     io.err << "kiln compile: --emit must be cubin, ptx, cuda, cpp, so or ir\n";
     return kExitUsage;
   }
-  if (req.async() && !out_path.empty()) {
-    io.err << "kiln compile: -o needs the artifact, which --async does not wait for\n";
+  if (req.async() && (!out_path.empty() || !launch_json_path.empty())) {
+    io.err << "kiln compile: " << (out_path.empty() ? "--launch-json" : "-o")
+           << " needs the artifact, which --async does not wait for\n";
     return kExitUsage;
+  }
+  // An output that cannot be written fails before the compile, not after it.
+  for (const std::string* path : {&out_path, &launch_json_path}) {
+    if (path->empty()) continue;
+    if (absl::Status s = util::PrepareOutputFile(*path); !s.ok()) {
+      io.err << "kiln compile: " << s.message() << "\n";
+      return kExitFailure;
+    }
   }
   if (!ReadProgram(file, req.mutable_program(), "compile", io)) return kExitFailure;
 
@@ -151,8 +164,16 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   if (!out_path.empty()) {
     absl::StatusOr<std::string> bytes = client->FetchFile(r->key, want);
     if (!bytes.ok()) return ReportFailure(bytes.status(), *c, io);
-    if (absl::Status w = client::LocalCache::WriteFileAtomically(out_path, *bytes); !w.ok()) {
-      io.err << "kiln compile: cannot write '" << out_path << "': " << w.message() << "\n";
+    if (absl::Status w = util::WriteFileAtomically(out_path, *bytes); !w.ok()) {
+      io.err << "kiln compile: " << w.message() << "\n";
+      return kExitFailure;
+    }
+  }
+  if (!launch_json_path.empty()) {
+    if (absl::Status w =
+            util::WriteFileAtomically(launch_json_path, Json(r->metadata.launch()) + "\n");
+        !w.ok()) {
+      io.err << "kiln compile: " << w.message() << "\n";
       return kExitFailure;
     }
   }
