@@ -130,6 +130,32 @@ TEST_F(CompileE2ETest, RepeatedRequestsAreHitsWithTheSameArtifact) {
   EXPECT_NE(other.artifact().key(), first.artifact().key());
 }
 
+TEST_F(CompileE2ETest, AskingForTheSourceAfterABuildIsAHit) {
+  // `kiln compile --emit cpp` after a build of the same program: the source
+  // was kept by the first build, so nothing is compiled again.
+  kiln::v1::CompileResponse build, source;
+  ASSERT_TRUE(Compile(GemmRequest(), &build).ok());
+  ASSERT_EQ(build.outcome(), kiln::v1::CACHE_OUTCOME_MISS);
+  kiln::v1::CompileRequest with_source = GemmRequest();
+  with_source.mutable_options()->set_emit_source(true);
+  grpc::Status s = Compile(with_source, &source);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(source.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(source.artifact().key(), build.artifact().key());
+
+  grpc::ClientContext ctx;
+  kiln::v1::GetArtifactRequest get;
+  get.set_key(source.artifact().key());
+  get.add_kinds(kiln::v1::ARTIFACT_KIND_SOURCE);
+  auto reader = stub_->GetArtifact(&ctx, get);
+  kiln::v1::ArtifactChunk chunk;
+  std::string text;
+  while (reader->Read(&chunk)) text += chunk.data();
+  grpc::Status fetched = reader->Finish();
+  ASSERT_TRUE(fetched.ok()) << fetched.error_message();
+  EXPECT_THAT(text, HasSubstr("kiln/cpu/runtime.h"));
+}
+
 TEST_F(CompileE2ETest, MalformedRequestBytesAreInvalidArgument) {
   grpc::GenericStub generic(
       grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
