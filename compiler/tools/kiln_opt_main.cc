@@ -50,7 +50,7 @@ constexpr char kUsage[] =
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma]\n"
     "                [--test-bind]\n"
-    "                [--list-passes]\n";
+    "                [--list-passes] [--list-targets]\n";
 
 struct Args {
   std::string file;
@@ -66,6 +66,7 @@ struct Args {
   bool print_locs = false;
   bool verify = true;
   bool list_passes = false;
+  bool list_targets = false; // the supported targets, one a line
   bool nvcc = false;
   bool test_bind = false;  // start from the file's `# kiln: test-bind` line
   std::string launch_json; // with --emit=cuda|cpp|ptx|cubin: write launch metadata here
@@ -139,6 +140,8 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->verify = false;
     } else if (arg == "--list-passes") {
       args->list_passes = true;
+    } else if (arg == "--list-targets") {
+      args->list_targets = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       return UsageError("unknown option '" + arg + "'");
     } else if (args->file.empty()) {
@@ -147,7 +150,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       return UsageError("more than one input file");
     }
   }
-  if (args->file.empty() && !args->list_passes) return UsageError("no input file");
+  if (args->file.empty() && !args->list_passes && !args->list_targets) {
+    return UsageError("no input file");
+  }
   return 0;
 }
 
@@ -187,6 +192,10 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
 int main(int argc, char** argv) {
   Args args;
   if (int rc = ParseArgs(argc, argv, &args); rc != 0) return rc;
+  if (args.list_targets) {
+    for (const std::string& t : kiln::passes::SupportedTargets()) std::cout << t << "\n";
+    return 0;
+  }
   if (args.list_passes) {
     for (const kiln::passes::PassInfo* p : kiln::passes::AllPasses()) {
       std::cout << p->name << "\t" << p->summary << "\n";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "util/subprocess.h"
@@ -105,4 +106,17 @@ TEST_F(KilnOptPathsTest, AnUnwritableOutputIsExit2NamingThePath) {
 }
 
 } // namespace
+TEST(KilnOptTest, ListsTheSupportedTargets) {
+  // The one list (passes::SupportedTargets), one target a line.
+  util::SubprocessOptions options;
+  options.timeout = std::chrono::seconds(60);
+  absl::StatusOr<util::SubprocessResult> run =
+      util::RunSubprocess({std::string(KILN_BINARY_DIR) + "/kiln-opt", "--list-targets"}, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 0) << run->stderr_data;
+  std::string expected;
+  for (const std::string& t : passes::SupportedTargets()) expected += t + "\n";
+  EXPECT_EQ(run->stdout_data, expected);
+}
+
 } // namespace kiln::tools
