@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "cache/cache.h"
 #include "cache/cache_error.h"
+#include "util/file_path.h"
 
 namespace kiln::cli {
 namespace {
@@ -298,7 +299,9 @@ int RunCache(const std::vector<std::string>& args, CommandIo io) {
     io.err << "kiln cache: unknown subcommand '" << flags.subcommand << "'\n" << kUsage;
     return kExitUsage;
   }
-  const std::string dir = flags.cache_dir.empty() ? DefaultCacheDir() : flags.cache_dir;
+  // `--cache-dir=~/c` (and a quoted "~/c" in KILN_CACHE_DIR): no shell expanded the ~.
+  const std::string dir =
+      util::ExpandHome(flags.cache_dir.empty() ? DefaultCacheDir() : flags.cache_dir);
   if (flags.subcommand == "rebuild") return Rebuild(dir, flags, io);
 
   cache::CacheOptions options;

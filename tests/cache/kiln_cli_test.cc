@@ -147,6 +147,22 @@ TEST_F(KilnCliTest, LostIndexIsExitCode4AndRebuildRestoresIt) {
   EXPECT_EQ(stats["pinned_artifacts"], 1);
 }
 
+TEST_F(KilnCliTest, CacheDirTakesTildeForHome) {
+  // `--cache-dir=~/cache`: the shell leaves a ~ after '=' alone; kiln expands
+  // it (so does KILN_CACHE_DIR="~/cache", quoted).
+  for (const auto& [args, env] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"cache", "stats", "--cache-dir=~/cache", "--json"}, ""},
+           {{"cache", "stats", "--json"}, "~/cache"}}) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    std::vector<std::pair<std::string, std::string>> vars = {{"HOME", dir_->path()}};
+    if (!env.empty()) vars.emplace_back("KILN_CACHE_DIR", env);
+    util::SubprocessResult r = Kiln(args, vars);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
+    EXPECT_EQ(Json(r)["cache_dir"], root_);
+    EXPECT_EQ(Json(r)["artifacts"], 3);
+  }
+}
+
 TEST_F(KilnCliTest, UsageErrorsAreExitCode2AndAMissingCacheIs1) {
   struct Case {
     std::vector<std::string> args;

@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "util/file_path.h"
 
 namespace kiln::cli {
 
@@ -82,6 +83,11 @@ std::optional<Connection> ParseConnection(const std::vector<std::string>& args, 
     } else {
       c.rest.push_back(a);
     }
+  }
+  // `--tls-ca=~/ca.pem` (and a quoted "~/x" in KILN_*): no shell expanded the ~.
+  for (std::string* path : {&c.options.tls_root_certs_file, &c.options.tls_cert_file,
+                            &c.options.tls_key_file, &c.options.cache_dir}) {
+    *path = util::ExpandHome(*path);
   }
   return c;
 }

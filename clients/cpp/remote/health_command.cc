@@ -19,6 +19,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "util/file_path.h"
 
 namespace kiln::cli {
 namespace {
@@ -126,11 +127,11 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
     } else if (TakeValue(args, i, "--tls-ca", &v) || TakeValue(args, i, "--tls-ca-file", &v)) {
       // --tls-ca/--tls-cert/--tls-key as for every other command; the -file
       // spellings (kilnd's own flag names) are accepted too.
-      o.ca_file = v;
+      o.ca_file = util::ExpandHome(v);
     } else if (TakeValue(args, i, "--tls-cert", &v) || TakeValue(args, i, "--tls-cert-file", &v)) {
-      o.cert_file = v;
+      o.cert_file = util::ExpandHome(v);
     } else if (TakeValue(args, i, "--tls-key", &v) || TakeValue(args, i, "--tls-key-file", &v)) {
-      o.key_file = v;
+      o.key_file = util::ExpandHome(v);
     } else if (TakeValue(args, i, "--tls-server-name", &v)) {
       o.server_name = v;
     } else if (args[i] == "--json") {
