@@ -4,7 +4,7 @@
 #   1. scripts/serve.sh itself: its dependency install, the Release build in
 #      build-release/ (with KILN_WERROR=ON here, so a warning that only the
 #      Release flags show fails CI instead of a user's build) and kilnd started
-#      with the embedded defaults, on a free loopback port and a fresh cache
+#      with the embedded defaults, on a free loopback port (0) and a fresh cache
 #      folder (HOME points at a temporary folder, so ~/.cache/kiln is new);
 #   2. the CLI that serve.sh built beside the daemon: `kiln health` answers
 #      SERVING, one compile for the CPU target and one for CUDA (NVRTC) succeed
@@ -34,15 +34,13 @@ fail() {
   exit 1
 }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-server="127.0.0.1:$port"
 mkdir -p "$work/home"
 
 # 1. The README's command. Its build is the slow part; it prints nothing but
 # ninja's progress, which goes to the log.
-echo "check_serve: scripts/serve.sh --listen $server (build-release/, KILN_WERROR=ON)"
+echo "check_serve: scripts/serve.sh --listen 127.0.0.1:0 (build-release/, KILN_WERROR=ON)"
 start=$SECONDS
-HOME="$work/home" KILN_WERROR=ON scripts/serve.sh --listen "$server" \
+HOME="$work/home" KILN_WERROR=ON scripts/serve.sh --listen 127.0.0.1:0 \
   > "$work/kilnd.log" 2>&1 &
 kilnd_pid=$!
 
@@ -54,7 +52,10 @@ until grep -q "listening on" "$work/kilnd.log" 2>/dev/null; do
   [ $SECONDS -lt $deadline ] || fail "kilnd did not start within an hour"
   sleep 2
 done
-echo "check_serve: built and listening after $((SECONDS - start)) s"
+# Port 0: kilnd picked a free port and printed it.
+server=$(sed -n 's/.* listening on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/kilnd.log" | head -n 1)
+[ -n "$server" ] || fail "no address in kilnd's 'listening on' line"
+echo "check_serve: built and listening on $server after $((SECONDS - start)) s"
 for tool in kilnd kiln-worker kiln kiln-opt kiln-run; do
   [ -x "build-release/$tool" ] || fail "serve.sh did not build build-release/$tool"
 done

@@ -30,7 +30,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -84,12 +83,6 @@ def parse(path):
     return blocks, errors
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def make_sandbox(root, repo, bin_dir):
     os.makedirs(os.path.join(root, "home"))
     for entry in os.listdir(repo):
@@ -102,13 +95,13 @@ def make_sandbox(root, repo, bin_dir):
 
 class Daemon:
     def __init__(self, bin_dir, work):
-        self.address = f"127.0.0.1:{free_port()}"
+        self.address = None  # kilnd picks a free port (0) and prints it
         self.log_path = os.path.join(work, "kilnd.log")
         self.log = open(self.log_path, "w")
         env = dict(os.environ, HOME=os.path.join(work, "daemon-home"))
         os.makedirs(env["HOME"])
         self.proc = subprocess.Popen(
-            [os.path.join(bin_dir, "kilnd"), "--listen", self.address,
+            [os.path.join(bin_dir, "kilnd"), "--listen", "127.0.0.1:0",
              "--cache-dir", os.path.join(work, "daemon-cache")],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
@@ -116,8 +109,10 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kilnd exited {self.proc.returncode}: {self.tail()}")
             with open(self.log_path) as f:
-                if "listening on" in f.read():
-                    return
+                m = re.search(r" listening on (127\.0\.0\.1:\d+)", f.read())
+            if m:
+                self.address = m.group(1)
+                return
             time.sleep(0.1)
         raise RuntimeError(f"kilnd did not start within 60 s: {self.tail()}")
 
