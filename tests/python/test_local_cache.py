@@ -12,7 +12,7 @@ import pytest
 
 import kiln
 from kiln._proto.v1 import service_pb2 as pb
-from conftest import REPO, Daemon, example_path
+from conftest import REPO, Daemon, example_path, kiln_binary
 
 ADD = str(example_path("elementwise/add.py"))
 BIND = dict(M=51, N=97, block_M=16, block_N=64)
@@ -123,3 +123,24 @@ def test_a_second_process_runs_a_jit_kernel_without_the_daemon(tmp_path):
                          text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["local", "0"]
+
+
+def test_artifacts_the_cpp_cli_stored_are_read_without_the_daemon(tmp_path):
+    # One folder for both clients: what `kiln compile --local-cache` fetched, the Python
+    # client reads (and verifies) with the daemon gone.
+    cache = tmp_path / "shared"
+    so_path = tmp_path / "add.so"
+    d = Daemon()
+    try:
+        out = subprocess.run(
+            [kiln_binary("kiln"), "compile", ADD, *[f"--bind={k}={v}" for k, v in BIND.items()],
+             "--target", "cpu", "-o", str(so_path), "--server", d.address,
+             "--local-cache", str(cache)], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        key = kiln.Client(d.address).compile(ADD, bindings=BIND, target="cpu").key
+    finally:
+        d.stop()
+    offline = kiln.Client(d.address, cache_dir=cache, timeout=5)
+    files = offline.get_artifact(key, kinds=["so"])
+    assert files["so"] == so_path.read_bytes()
+    assert offline.local_stats["artifact_fetches"] == 0
