@@ -42,7 +42,8 @@ std::string ExpandHome(const std::string& path);
 std::string ParentFolder(const std::string& path);
 
 // Makes `dir` a folder, creating it and its missing parents. OK when it is
-// one already.
+// one already; whether it can be written is left to the writes (a read-only
+// folder is fine for a command that only reads it).
 absl::Status EnsureDirectory(const std::string& dir);
 
 // The checks of WriteFileAtomically without the write: creates the missing
@@ -53,9 +54,10 @@ absl::Status EnsureDirectory(const std::string& dir);
 absl::Status PrepareOutputFile(const std::string& path);
 
 // Writes `bytes` to `path`: parent folders created, the bytes written to a
-// temporary file in the same folder, fsynced and renamed over `path`, so
-// that `path` holds either its old content or all of `bytes`, never a part.
-// The temporary file is removed on failure.
+// temporary file in the same folder (".NAME.tmp-PID-RANDOM"), fsynced and
+// renamed over `path`, so that `path` holds either its old content or all of
+// `bytes`, never a part. The temporary file is removed on failure; only a
+// crash between its creation and the rename leaves it behind.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 
 } // namespace kiln::util
