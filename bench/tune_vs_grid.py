@@ -208,7 +208,9 @@ def summary(result):
     if not best:
         return None, "-", len(ms), statuses
     cfg = best.get("config", {})
-    text = ",".join(f"{k}={list(v.values())[0]}" for k, v in sorted(cfg.items()))
+    # Plain values ({"block_M": 128}); older kiln builds printed {"int_value": "128"}.
+    text = ",".join(f"{k}={list(v.values())[0] if isinstance(v, dict) else v}"
+                    for k, v in sorted(cfg.items()))
     return float(best.get("medianUs", best.get("median_us", 0))), text, len(ms), statuses
 
 

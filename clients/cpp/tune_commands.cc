@@ -7,10 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/cpp/json_output.h"
+#include "clients/cpp/suggest.h"
 #include "compiler/frontend/frontend.h"
 #include "tuner/arch/arch_model.h"
 #include "tuner/arch/microbench.h"
@@ -39,8 +44,9 @@ options:
                          random default: --top-k)
   --seed N               random: generator seed (default 1)
   --space NAME=v1,v2,..  declare a tunable's domain; repeatable
-  --arch NAME            hardware model: a100, h100, h200 (default), mi250x,
-                         mi300x, cpu
+  --arch NAME            --dry-run: hardware model: a100, h100, h200, mi250x,
+                         mi300x, cpu (default: the --target's: cpu for cpu,
+                         h200 for cuda:sm_90, ...; h200 without --target)
   --measured NAME=VALUE  --dry-run: a micro-benchmark result applied to the
                          model as kilnd applies a device's (dram_gbs, l2_gbs,
                          mma_f16_tflops; `kiln devices --json` shows them);
@@ -83,6 +89,7 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
       out = args[++i];
       return true;
     };
+    if (a.rfind("--", 0) == 0) t.given.insert(a);
     std::string v;
     if (a == "--bind") {
       if (!take(v)) return "--bind needs NAME=VALUE";
@@ -162,6 +169,34 @@ std::string ParseArgs(const std::vector<std::string>& args, TuneArgs& t) {
       t.remeasure = true;
     } else if (!a.empty() && a[0] != '-' && t.file.empty()) {
       t.file = a;
+    } else if (!a.empty() && a[0] == '-') {
+      return UnknownFlag(args[i], {"--bind",
+                                   "--space",
+                                   "--strategy",
+                                   "--top-k",
+                                   "--budget",
+                                   "--seed",
+                                   "--arch",
+                                   "--measured",
+                                   "--target",
+                                   "--pass",
+                                   "--entry",
+                                   "--server",
+                                   "--timeout",
+                                   "--device",
+                                   "--token",
+                                   "--tls-ca",
+                                   "--tls-cert",
+                                   "--tls-key",
+                                   "--tls-server-name",
+                                   "--retries",
+                                   "--tls",
+                                   "--progress",
+                                   "--dry-run",
+                                   "--json",
+                                   "--no-verify",
+                                   "--remeasure",
+                                   "--help"});
     } else {
       return "unknown argument '" + args[i] + "'";
     }
@@ -216,23 +251,52 @@ json CandidateJson(int rank, const roller::Candidate& c) {
   return out;
 }
 
+// The human message on stderr and, with --json, the error object on stdout.
+int Fail(const TuneArgs& t, CommandIo io, const absl::Status& status, int code) {
+  io.err << "kiln tune: " << status.message() << "\n";
+  if (t.json) io.out << ErrorJsonLine(status);
+  return code;
+}
+
+// The first "model name" of /proc/cpuinfo ("" when there is none).
+std::string HostCpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || !absl::StartsWith(line, "model name")) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    if (!value.empty()) return value;
+  }
+  return "";
+}
+
 int Run(const TuneArgs& t, CommandIo io) {
-  absl::StatusOr<arch::ArchModel> model = arch::FindPreset(t.arch);
-  if (!model.ok()) {
-    io.err << "kiln tune: " << model.status().message() << "\n";
-    return kExitUsage;
+  std::string preset = t.arch, why = "--arch";
+  if (preset.empty()) {
+    absl::StatusOr<std::string> chosen = ArchForTarget(t.target);
+    if (!chosen.ok()) return Fail(t, io, chosen.status(), kExitUsage);
+    preset = *chosen;
+    why = t.target.empty() ? "the default without --target" : "from --target " + t.target;
+  }
+  absl::StatusOr<arch::ArchModel> model = arch::FindPreset(preset);
+  if (!model.ok()) return Fail(t, io, model.status(), kExitUsage);
+  if (model->vendor == arch::Vendor::kCpu) {
+    // The CPU target runs where the planner does: name that CPU.
+    if (std::string cpu = HostCpuModel(); !cpu.empty()) model->model = cpu;
+  }
+  if (t.arch.empty()) {
+    io.err << "kiln tune: note: --dry-run models " << model->model << " (preset " << model->name
+           << ", " << why << "); --arch NAME models another\n";
   }
   if (!t.measured.empty())
     *model = arch::WithMeasured(*model, arch::MeasuredFromValues(t.measured));
   absl::StatusOr<roller::Strategy> strategy = roller::ParseStrategy(t.strategy);
-  if (!strategy.ok()) {
-    io.err << "kiln tune: " << strategy.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!strategy.ok()) return Fail(t, io, strategy.status(), kExitUsage);
   std::ifstream f(t.file, std::ios::binary);
   if (!f) {
-    io.err << "kiln tune: cannot read '" << t.file << "'\n";
-    return kExitFailure;
+    return Fail(t, io, absl::NotFoundError("cannot read '" + t.file + "'"), kExitFailure);
   }
   std::stringstream text;
   text << f.rdbuf();
@@ -255,10 +319,7 @@ int Run(const TuneArgs& t, CommandIo io) {
   for (const auto& [name, values] : t.space) options.space[name] = values;
 
   absl::StatusOr<roller::Proposal> proposal = roller::Propose(in, *model, options);
-  if (!proposal.ok()) {
-    io.err << "kiln tune: " << proposal.status().message() << "\n";
-    return kExitFailure;
-  }
+  if (!proposal.ok()) return Fail(t, io, proposal.status(), kExitFailure);
   const roller::ProgramAnalysis& a = proposal->analysis;
   if (t.json) {
     json tunables = json::array();
@@ -298,6 +359,7 @@ int Run(const TuneArgs& t, CommandIo io) {
                 {"entry", a.entry},
                 {"strategy", t.strategy},
                 {"arch", ArchJson(*model)},
+                {"arch_from", t.arch.empty() ? (t.target.empty() ? "default" : "target") : "flag"},
                 {"verify_target", t.target.empty() ? model->target : t.target},
                 {"pass_options", t.pass_options},
                 {"tunables", tunables},
@@ -312,7 +374,7 @@ int Run(const TuneArgs& t, CommandIo io) {
     return kExitOk;
   }
   io.out << "kiln tune --dry-run: " << t.file << " (" << a.entry << ") on " << model->model
-         << ", strategy " << t.strategy << "\n";
+         << " (preset " << model->name << ", " << why << "), strategy " << t.strategy << "\n";
   for (const roller::Tunable& tu : a.tunables) {
     io.out << "  " << tu.name << ": " << roller::RoleName(tu.role) << ", default "
            << tu.default_value;
@@ -336,6 +398,88 @@ int Run(const TuneArgs& t, CommandIo io) {
 
 } // namespace
 
+absl::StatusOr<std::string> ArchForTarget(const std::string& target) {
+  if (target.empty()) return std::string("h200");
+  // "cuda:sm_90a" is an sm_90 device; the presets name the base target.
+  std::string base = target;
+  if (absl::StartsWith(base, "cuda:sm_") && absl::EndsWith(base, "a")) base.pop_back();
+  int cc = 0;
+  const bool cuda = absl::StartsWith(base, "cuda:sm_") && absl::SimpleAtoi(base.substr(8), &cc);
+  std::string exact, newest;
+  int newest_cc = 0;
+  for (const std::string& name : arch::PresetNames()) {
+    absl::StatusOr<arch::ArchModel> m = arch::FindPreset(name);
+    if (!m.ok()) continue;
+    if (m->target == base) {
+      // Several presets of one target (h100, h200 for sm_90): the default's.
+      if (exact.empty() || name == "h200") exact = name;
+      continue;
+    }
+    // A CUDA device without a preset of its own (sm_86, sm_89): the newest
+    // preset it can run, as its compiler target is a superset of that one's.
+    const int m_cc = m->compute_capability_major * 10 + m->compute_capability_minor;
+    if (cuda && m->vendor == arch::Vendor::kNvidia && m_cc <= cc &&
+        (m_cc > newest_cc || (m_cc == newest_cc && name == "h200"))) {
+      newest = name;
+      newest_cc = m_cc;
+    }
+  }
+  const std::string best = exact.empty() ? newest : exact;
+  if (best.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no hardware model for --target ", target,
+                                                   "; name one with --arch (",
+                                                   absl::StrJoin(arch::PresetNames(), ", "), ")"));
+  }
+  return best;
+}
+
+std::vector<std::string> IgnoredFlagNotes(const TuneArgs& t) {
+  std::vector<std::string> notes;
+  auto given = [&](const char* flag) { return t.given.count(flag) > 0; };
+  if (given("--top-k") && t.strategy == "grid") {
+    notes.push_back("--top-k is ignored with --strategy grid (--budget caps a grid)");
+  } else if (given("--top-k") && t.strategy == "random" && t.budget > 0) {
+    notes.push_back("--top-k is ignored with --strategy random and --budget (--budget is the "
+                    "number of configs drawn)");
+  }
+  if (given("--budget") && t.strategy == "roller") {
+    notes.push_back("--budget is ignored with --strategy roller (--top-k is the number of "
+                    "candidates)");
+  }
+  if (t.dry_run) {
+    if (given("--seed") && t.strategy != "random") {
+      notes.push_back("--seed is ignored by a --dry-run with --strategy " + t.strategy +
+                      " (it draws the random strategy's configs; kilnd also seeds its "
+                      "validation inputs with it)");
+    }
+    std::vector<std::string> daemon_only;
+    for (const char* flag :
+         {"--server", "--device", "--remeasure", "--timeout", "--progress", "--token", "--tls",
+          "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--retries"}) {
+      if (given(flag)) daemon_only.push_back(flag);
+    }
+    if (!daemon_only.empty()) {
+      notes.push_back(absl::StrCat(absl::StrJoin(daemon_only, ", "),
+                                   daemon_only.size() == 1 ? " is" : " are",
+                                   " ignored with --dry-run (it plans locally, without a kilnd)"));
+    }
+  } else {
+    if (given("--arch")) {
+      notes.push_back("--arch is ignored without --dry-run: kilnd measures on its own devices and "
+                      "models each from what it reports (--device picks one)");
+    }
+    if (given("--measured")) {
+      notes.push_back("--measured is ignored without --dry-run: kilnd applies its devices' own "
+                      "micro-benchmark results");
+    }
+    if (given("--no-verify")) {
+      notes.push_back("--no-verify is ignored without --dry-run: kilnd compiles every candidate "
+                      "it measures");
+    }
+  }
+  return notes;
+}
+
 Command TuneCommand(const TuneRemoteFn& remote) {
   Command c;
   c.name = "tune";
@@ -350,13 +494,17 @@ Command TuneCommand(const TuneRemoteFn& remote) {
     TuneArgs t;
     if (std::string error = ParseArgs(args, t); !error.empty()) {
       io.err << "kiln tune: " << error << "\n" << kUsage;
+      if (WantsJson(args)) io.out << ErrorJsonLine(absl::InvalidArgumentError(error));
       return kExitUsage;
     }
+    for (const std::string& note : IgnoredFlagNotes(t))
+      io.err << "kiln tune: note: " << note << "\n";
     if (!t.dry_run) {
       if (remote) return remote(t, io);
-      io.err << "kiln tune: sending the sweep to a kilnd is not wired into this command yet; use "
-                "--dry-run to plan it locally\n";
-      return kExitFailure;
+      return Fail(t, io,
+                  absl::UnimplementedError("sending the sweep to a kilnd is not wired into this "
+                                           "command yet; use --dry-run to plan it locally"),
+                  kExitFailure);
     }
     return Run(t, io);
   };

@@ -7,6 +7,14 @@
 // Without --dry-run the sweep belongs to a kilnd: the parsed arguments go to
 // the `remote` handler when one is given (the daemon client registers it),
 // else the command fails with a message pointing at --dry-run.
+//
+// The hardware model of a dry run is --arch, else the preset of --target's
+// device class (cpu: the cpu preset, named after this host's CPU; cuda:sm_90:
+// h200; cuda:sm_80..89: a100; hip:gfx90a / gfx942: mi250x / mi300x), else
+// h200; a note on stderr names the model it assumed. A flag the chosen mode
+// does not use (--arch without --dry-run, --server with it, --top-k with
+// --strategy grid, ...) gets a one-line note on stderr instead of silence.
+// With --json a failure prints the error object of json_output.h on stdout.
 // Exit codes: 0 success, 1 failure (analysis or no verified candidate),
 // 2 usage error.
 #pragma once
@@ -14,10 +22,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "clients/cpp/command_table.h"
 
 namespace kiln::cli {
@@ -31,7 +41,7 @@ struct TuneArgs {
   int top_k = 10;
   int budget = 0; // grid / random: the most configs (0: grid all, random top-k)
   uint64_t seed = 1;
-  std::string arch = "h200";
+  std::string arch; // --arch; "" = from the target (ArchForTarget)
   // --measured NAME=VALUE: micro-benchmark results applied to the preset as
   // kilnd applies a device's (dram_gbs, l2_gbs, mma_f16_tflops).
   std::map<std::string, double> measured;
@@ -52,7 +62,18 @@ struct TuneArgs {
   std::vector<std::string> connection;
   // A progress bar on stderr: "auto" (when stderr is a terminal), "always", "never".
   std::string progress = "auto";
+  // The flags given (as spelled, without "=VALUE"): what IgnoredFlagNotes reads.
+  std::set<std::string> given;
 };
+
+// The preset name a dry run models for `target` when --arch is not given
+// (see above); InvalidArgument naming the target and --arch when no preset
+// runs it.
+absl::StatusOr<std::string> ArchForTarget(const std::string& target);
+
+// One line per flag of `t` that its mode (dry run or not, strategy) ignores,
+// each saying why ("--arch is ignored without --dry-run: ...").
+std::vector<std::string> IgnoredFlagNotes(const TuneArgs& t);
 
 using TuneRemoteFn = std::function<int(const TuneArgs& args, CommandIo io)>;
 

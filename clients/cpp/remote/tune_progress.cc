@@ -1,8 +1,15 @@
 #include "clients/cpp/remote/tune_progress.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 #include <map>
+#include <utility>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -30,35 +37,76 @@ std::string ConfigLine(const google::protobuf::Map<std::string, kiln::v1::Bindin
   return out;
 }
 
+int TerminalColumns(int fd) {
+  winsize w{};
+  if (ioctl(fd, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  int columns = 0;
+  if (const char* env = std::getenv("COLUMNS");
+      env != nullptr && absl::SimpleAtoi(env, &columns) && columns > 0) {
+    return columns;
+  }
+  return 80;
+}
+
+std::string ProgressBarLine(const kiln::v1::TuneProgress& p, int columns) {
+  const int room = columns - 1; // the last column would wrap the cursor on some terminals
+  if (room <= 0) return "";
+  const int done = p.candidates_measured() + p.candidates_failed();
+  const int total = p.candidates_total();
+  const bool best = p.has_best_so_far() && p.best_so_far().median_us() > 0;
+  const std::string best_text =
+      best ? absl::StrFormat(", best %.2f us", p.best_so_far().median_us()) : "";
+  const std::string elapsed = absl::StrFormat("  %.1fs", p.elapsed_seconds());
+  // The text after the bar, most detail first.
+  const std::string texts[] = {
+      absl::StrFormat("%3d/%d measured, %d compiled, %d failed%s%s", done, total,
+                      p.candidates_compiled(), p.candidates_failed(), best_text, elapsed),
+      absl::StrFormat("%d/%d measured, %d failed%s%s", done, total, p.candidates_failed(),
+                      best_text, elapsed),
+      absl::StrFormat("%d/%d measured%s", done, total, best_text),
+      absl::StrFormat("%d/%d%s", done, total, best_text),
+      absl::StrFormat("%d/%d", done, total),
+  };
+  constexpr int kMaxBar = 30, kMinBar = 10;
+  auto bar = [&](int width) {
+    const int filled = std::min(width, done * width / std::max(1, total));
+    return absl::StrCat("[", std::string(static_cast<size_t>(filled), '#'),
+                        std::string(static_cast<size_t>(width - filled), '.'), "] ");
+  };
+  for (const std::string& text : texts) {
+    const int width = std::min(kMaxBar, room - 3 - static_cast<int>(text.size()));
+    if (width >= kMinBar) return bar(width) + text;
+  }
+  for (const std::string& text : texts) {
+    if (static_cast<int>(text.size()) <= room) return text;
+  }
+  return texts[std::size(texts) - 1].substr(0, static_cast<size_t>(room));
+}
+
+TuneProgressPrinter::TuneProgressPrinter(std::ostream& out, bool bar, bool quiet,
+                                         std::function<int()> columns)
+    : out_(out), bar_(bar), quiet_(quiet),
+      columns_(columns ? std::move(columns) : [] { return TerminalColumns(STDERR_FILENO); }) {}
+
 void TuneProgressPrinter::Show(const kiln::v1::TuneProgress& p) {
   if (quiet_ || p.candidates_total() == 0) return;
   const int done = p.candidates_measured() + p.candidates_failed();
   if (done == last_done_ && (!bar_ || p.candidates_compiled() == last_compiled_)) return;
   last_done_ = done;
   last_compiled_ = p.candidates_compiled();
-  const bool best = p.has_best_so_far() && p.best_so_far().median_us() > 0;
   if (!bar_) {
     out_ << absl::StrFormat("[%6.1fs] %d/%d compiled, %d measured, %d failed", p.elapsed_seconds(),
                             p.candidates_compiled(), p.candidates_total(), p.candidates_measured(),
                             p.candidates_failed());
-    if (best) {
+    if (p.has_best_so_far() && p.best_so_far().median_us() > 0) {
       out_ << absl::StrFormat(", best %.2f us (%s)", p.best_so_far().median_us(),
                               ConfigLine(p.best_so_far().config()));
     }
     out_ << "\n";
     return;
   }
-  constexpr int kWidth = 30;
-  const int total = std::max(1, p.candidates_total());
-  const int filled = std::min(kWidth, done * kWidth / total);
-  std::string line =
-      absl::StrCat("\r[", std::string(filled, '#'), std::string(kWidth - filled, '.'), "] ");
-  absl::StrAppend(&line, absl::StrFormat("%3d/%d measured, %d compiled, %d failed", done,
-                                         p.candidates_total(), p.candidates_compiled(),
-                                         p.candidates_failed()));
-  if (best) absl::StrAppend(&line, absl::StrFormat(", best %.2f us", p.best_so_far().median_us()));
-  absl::StrAppend(&line, absl::StrFormat("  %.1fs\x1b[K", p.elapsed_seconds()));
-  out_ << line << std::flush;
+  // "\x1b[K" clears what a longer earlier line left to the right.
+  out_ << "\r" << ProgressBarLine(p, columns_()) << "\x1b[K" << std::flush;
   drawn_ = true;
 }
 

@@ -1,3 +1,4 @@
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -145,6 +146,120 @@ TEST(TuneCommand, PassOptionsReachThePlanAndTheDaemonRequest) {
   EXPECT_EQ(r.code, kExitFailure);
   EXPECT_NE(r.err.find("gemm=magic"), std::string::npos) << r.err;
   EXPECT_EQ(RunTune({"f.py", "--pass", "wgmma", "--dry-run"}).code, kExitUsage);
+}
+
+TEST(TuneCommand, DryRunForTheCpuTargetModelsTheCpu) {
+  Result r = RunTune({Example("examples/elementwise/add.py"), "--bind", "M=1024", "--bind",
+                      "N=1024", "--target", "cpu", "--top-k", "2", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("arch").at("name"), "cpu");
+  EXPECT_EQ(j.at("arch").at("target"), "cpu");
+  EXPECT_EQ(j.at("arch_from"), "target");
+  EXPECT_EQ(j.at("verify_target"), "cpu");
+  const std::string model = j.at("arch").at("model");
+  EXPECT_EQ(model.find("H200"), std::string::npos) << model;
+  // It says which model it assumed.
+  EXPECT_NE(r.err.find("models " + model + " (preset cpu, from --target cpu)"), std::string::npos)
+      << r.err;
+
+  r = RunTune({Example("examples/elementwise/add.py"), "--bind", "M=1024", "--bind", "N=1024",
+               "--target", "cpu", "--top-k", "2", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(preset cpu, from --target cpu)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("H200"), std::string::npos) << r.out;
+}
+
+TEST(TuneCommand, ArchFollowsTheTarget) {
+  const std::pair<std::string, std::string> cases[] = {{"", "h200"},
+                                                       {"cpu", "cpu"},
+                                                       {"cuda:sm_90", "h200"},
+                                                       {"cuda:sm_90a", "h200"},
+                                                       {"cuda:sm_80", "a100"},
+                                                       {"cuda:sm_89", "a100"},
+                                                       {"hip:gfx942", "mi300x"},
+                                                       {"hip:gfx90a", "mi250x"}};
+  for (const auto& [target, preset] : cases) {
+    SCOPED_TRACE(target);
+    absl::StatusOr<std::string> got = ArchForTarget(target);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, preset);
+  }
+  absl::StatusOr<std::string> none = ArchForTarget("cuda:sm_70");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--arch"), std::string::npos) << none.status();
+  // An explicit --arch wins over the target.
+  Result r =
+      RunTune({Example("examples/elementwise/add.py"), "--bind", "M=1024", "--bind", "N=1024",
+               "--target", "cpu", "--arch", "h100", "--top-k", "1", "--dry-run", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("arch").at("name"), "h100");
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("arch_from"), "flag");
+}
+
+TEST(TuneCommand, IgnoredFlagsSaySo) {
+  auto remote = [](const TuneArgs&, CommandIo) { return 0; };
+  // --arch on a real tune: the daemon measures its own device.
+  Result r =
+      RunTune({Example("examples/gemm/gemm.py"), "--bind", "M=64", "--arch", "h100"}, remote);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("kiln tune: note: --arch is ignored without --dry-run"), std::string::npos)
+      << r.err;
+  r = RunTune({Example("examples/gemm/gemm.py"), "--strategy", "grid", "--top-k", "3", "--measured",
+               "dram_gbs=100", "--no-verify"},
+              remote);
+  EXPECT_NE(r.err.find("--top-k is ignored with --strategy grid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--measured is ignored without --dry-run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--no-verify is ignored without --dry-run"), std::string::npos) << r.err;
+  // Daemon flags on a dry run, --budget with the roller, --seed without random.
+  r = RunTune({Example("examples/elementwise/add.py"), "--bind", "M=256", "--bind", "N=256",
+               "--target", "cpu", "--top-k", "1", "--budget", "4", "--seed", "7", "--server",
+               "127.0.0.1:1", "--device=cpu", "--dry-run"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--server, --device are ignored with --dry-run"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--budget is ignored with --strategy roller"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--seed is ignored by a --dry-run with --strategy roller"),
+            std::string::npos)
+      << r.err;
+  // A flag in use gets no note.
+  r = RunTune({Example("examples/gemm/gemm.py"), "--strategy", "random", "--top-k", "3"}, remote);
+  EXPECT_EQ(r.err.find("note"), std::string::npos) << r.err;
+}
+
+TEST(TuneCommand, JsonFailuresPrintTheErrorObject) {
+  Result r = RunTune({Example("examples/gemm/gemm.py"), "--dry-run", "--json"}); // M, N, K unbound
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_NE(r.err.find("bind the shape symbols"), std::string::npos) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("error").at("code"), "INVALID_ARGUMENT") << r.out;
+  EXPECT_NE(j.at("error").at("message").get<std::string>().find("bind the shape symbols"),
+            std::string::npos);
+  EXPECT_TRUE(j.at("error").at("diagnostics").is_array());
+
+  r = RunTune({"/nonexistent.py", "--dry-run", "--json"});
+  EXPECT_EQ(r.code, kExitFailure);
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("error").at("code"), "NOT_FOUND") << r.out;
+
+  r = RunTune({"f.py", "--top-k", "0", "--dry-run", "--json"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("error").at("code"), "INVALID_ARGUMENT") << r.out;
+
+  // A bad program: its location is a diagnostic.
+  const std::string bad = ::testing::TempDir() + "tune_bad.py";
+  {
+    std::ofstream f(bad);
+    f << "import tilelang.language as T\n\ndef k(M):\n    @T.prim_func\n"
+         "    def main(A: T.Tensor((M,), T.float32)):\n"
+         "        with T.Kernel(1, threads=32) as bx:\n            A[0] = undefined_name\n"
+         "    return main\n";
+  }
+  r = RunTune({bad, "--bind", "M=4", "--target", "cpu", "--dry-run", "--json"});
+  EXPECT_EQ(r.code, kExitFailure);
+  const nlohmann::json e = nlohmann::json::parse(r.out).at("error");
+  ASSERT_FALSE(e.at("diagnostics").empty()) << r.out;
+  EXPECT_EQ(e.at("diagnostics")[0].at("file"), bad);
+  EXPECT_EQ(e.at("diagnostics")[0].at("line"), 7);
 }
 
 TEST(TuneCommand, UsageErrors) {
