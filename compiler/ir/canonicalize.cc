@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
 
 namespace kiln::ir {
@@ -19,13 +20,17 @@ class Canonicalizer {
     Program out = in;
     out.name.clear();
     out.source_name.clear();
+    // The user names of the interface stay: the launch metadata stored with
+    // an artifact carries them (ir.h).
     for (Symbol& s : out.symbols) {
+      s.user_name = UserName(s);
       s.name = Define(s.name, "s", &symbols_);
       s.loc = {};
     }
     for (Param& p : out.params) {
       // The shape may use earlier names (symbols, scalar parameters) only.
       RewriteBuffer(&p.buffer);
+      p.user_name = UserName(p);
       p.buffer.name = Define(p.buffer.name, "p", &params_);
     }
     Kernel& k = out.kernel;

@@ -17,7 +17,8 @@
 namespace kiln::ir {
 namespace {
 
-constexpr std::string_view kKeyFormat = "kiln-key-v1";
+// v2: symbols and parameters hash their user names (ir.h).
+constexpr std::string_view kKeyFormat = "kiln-key-v2";
 
 class KeyWriter {
  public:
@@ -138,6 +139,7 @@ class KeyWriter {
     Str(s.name);
     Enum(s.dtype);
     Write(s.loc);
+    Str(s.user_name);
   }
 
   void Write(const Param& p) {
@@ -145,6 +147,7 @@ class KeyWriter {
     Write(p.buffer);
     Bool(p.is_scalar);
     Bool(p.is_output);
+    Str(p.user_name);
   }
 
   void Write(const Program& p) {

@@ -252,11 +252,21 @@ struct Kernel {
   bool operator==(const Kernel&) const = default;
 };
 
+// Symbols and parameters are the kernel's interface: a launcher binds them
+// by name. Their IR name is internal (unique, clear of the text IR's
+// keywords: a Python parameter `out` is `out_` in the IR); `user_name` is the
+// name the user wrote, where it differs, and the one everything outside the
+// compiler shows (launch metadata, kiln-run's flags, clients). Empty means
+// the IR name is the user's name. ir::UserName (ir_util.h) reads either.
+// Unlike other names, user names are part of the cache key (the launch
+// metadata stored with an artifact carries them).
+
 // A dynamic shape symbol (an unbound T.const / T.symbolic name).
 struct Symbol {
   std::string name;
   DType dtype = DType::kInt32;
   Loc loc;
+  std::string user_name = {};
   bool operator==(const Symbol&) const = default;
 };
 
@@ -266,6 +276,7 @@ struct Param {
   Buffer buffer;
   bool is_scalar = false;
   bool is_output = false; // T.empty(...) in the @tilelang.jit form, or out_idx
+  std::string user_name = {};
   bool operator==(const Param&) const = default;
 };
 

@@ -117,4 +117,33 @@ void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn) {
   *expr = fn(std::move(*expr));
 }
 
+const std::string& UserName(const Symbol& symbol) {
+  return symbol.user_name.empty() ? symbol.name : symbol.user_name;
+}
+
+const std::string& UserName(const Param& param) {
+  return param.user_name.empty() ? param.buffer.name : param.user_name;
+}
+
+Expr WithUserNames(const Expr& expr, const Program& program) {
+  Expr out = expr;
+  RewriteExpr(&out, [&program](Expr e) {
+    if (e.kind != ExprKind::kVar) return e;
+    for (const Symbol& s : program.symbols) {
+      if (s.name == e.name) {
+        e.name = UserName(s);
+        return e;
+      }
+    }
+    for (const Param& p : program.params) {
+      if (p.is_scalar && p.buffer.name == e.name) {
+        e.name = UserName(p);
+        return e;
+      }
+    }
+    return e;
+  });
+  return out;
+}
+
 } // namespace kiln::ir

@@ -1,9 +1,10 @@
 // Generic helpers over the IR tree: walking and rewriting expressions and
-// statements, clearing locations.
+// statements, clearing locations, and the user's names of the interface.
 // Thread-safe (pure functions over the arguments).
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "compiler/ir/ir.h"
 
@@ -25,5 +26,15 @@ void ForEachExpr(const Program& program, const std::function<void(const Expr&)>&
 // whose children are already rewritten and returns its replacement.
 void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn);
 void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn);
+
+// The name the user knows a symbol or parameter by (see ir.h): its
+// user_name, or its IR name when that is empty.
+const std::string& UserName(const Symbol& symbol);
+const std::string& UserName(const Param& param);
+
+// `expr` with each variable that is a symbol or scalar parameter of
+// `program` renamed to its user name: the form of an extent shown outside
+// the compiler (launch metadata). Other names are left as they are.
+Expr WithUserNames(const Expr& expr, const Program& program);
 
 } // namespace kiln::ir

@@ -44,6 +44,12 @@ std::string LocText(Loc loc) { return absl::StrCat(loc.line, ":", loc.col); }
 
 std::string Quoted(const std::string& s) { return text::QuoteString(s); }
 
+// ` as "out"` after a symbol's or parameter's name when the user knows it by
+// another name (a string: user names may be the text IR's keywords).
+std::string UserNameText(const std::string& user_name) {
+  return user_name.empty() ? "" : absl::StrCat(" as ", Quoted(user_name));
+}
+
 // A name the lexer reads as one token, or a quoted string.
 std::string WordOrString(const std::string& s) {
   return text::IsDottedIdentifier(s) ? s : Quoted(s);
@@ -96,11 +102,12 @@ class Printer {
       absl::StrAppend(out, "  attr ", WordOrString(key), " = ", Quoted(value), "\n");
     }
     for (const Symbol& s : p.symbols) {
-      absl::StrAppend(out, "  sym ", s.name, ": ", DTypeText(s.dtype), StmtLoc(s.loc), "\n");
+      absl::StrAppend(out, "  sym ", s.name, UserNameText(s.user_name), ": ", DTypeText(s.dtype),
+                      StmtLoc(s.loc), "\n");
     }
     for (const Param& param : p.params) {
       const Buffer& b = param.buffer;
-      absl::StrAppend(out, "  param ", b.name, ": ");
+      absl::StrAppend(out, "  param ", b.name, UserNameText(param.user_name), ": ");
       if (param.is_scalar) {
         absl::StrAppend(out, "scalar ", DTypeText(b.dtype));
       } else {

@@ -376,12 +376,14 @@ void EncodeProgram(const Program& program, pb::Program* out) {
     ps->set_name(s.name);
     ps->set_dtype(Encode(kDTypes, s.dtype));
     if (IsKnownLoc(s.loc)) EncodeLoc(s.loc, ps->mutable_loc());
+    ps->set_user_name(s.user_name);
   }
   for (const Param& p : program.params) {
     pb::Param* pp = out->add_params();
     EncodeBuffer(p.buffer, pp->mutable_buffer());
     pp->set_is_scalar(p.is_scalar);
     pp->set_is_output(p.is_output);
+    pp->set_user_name(p.user_name);
   }
   const Kernel& k = program.kernel;
   pb::Kernel* pk = out->mutable_kernel();
@@ -922,6 +924,8 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
     RETURN_IF_ERROR(CheckName(sym.name(), true, "name", "symbol name"));
     s.name = sym.name();
     RETURN_IF_ERROR(DecodeEnum(kDTypes, sym.dtype(), true, "dtype", &s.dtype));
+    RETURN_IF_ERROR(CheckName(sym.user_name(), false, "user_name", "symbol user name"));
+    if (sym.user_name() != s.name) s.user_name = sym.user_name();
   }
 
   out->params.resize(in.params_size());
@@ -935,6 +939,10 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
     }
     out->params[i].is_scalar = param.is_scalar();
     out->params[i].is_output = param.is_output();
+    RETURN_IF_ERROR(CheckName(param.user_name(), false, "user_name", "parameter user name"));
+    if (param.user_name() != out->params[i].buffer.name) {
+      out->params[i].user_name = param.user_name();
+    }
   }
 
   if (!in.has_kernel()) return Error("program without kernel", "kernel");

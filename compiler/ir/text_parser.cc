@@ -615,10 +615,26 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // The optional ` as "NAME"` after a symbol's or parameter's IR name: the
+  // name the user knows it by. The same name as the IR's is no alias ("").
+  absl::StatusOr<std::string> ParseUserName(const std::string& ir_name) {
+    if (!IsWord("as")) return std::string();
+    Next();
+    const Token& t = Peek();
+    if (t.kind != TokKind::kString) return Expected("the user's name as a string (as \"out\")");
+    if (!text::IsIdentifier(t.value)) {
+      return Error(t, "a user name must be an identifier (letters, digits and '_', not "
+                      "starting with a digit)");
+    }
+    Next();
+    return t.value == ir_name ? std::string() : t.value;
+  }
+
   absl::Status ParseSymbol(Program* p) {
     Symbol s;
     s.loc = Next().loc;
     ASSIGN_OR_RETURN(s.name, ExpectName("a symbol name"));
+    ASSIGN_OR_RETURN(s.user_name, ParseUserName(s.name));
     RETURN_IF_ERROR(ExpectPunct(":"));
     ASSIGN_OR_RETURN(s.dtype, ExpectDType());
     RETURN_IF_ERROR(ParseStmtLoc(&s.loc));
@@ -632,6 +648,7 @@ class Parser {
     Buffer& b = param.buffer;
     b.loc = Next().loc;
     ASSIGN_OR_RETURN(b.name, ExpectName("a parameter name"));
+    ASSIGN_OR_RETURN(param.user_name, ParseUserName(b.name));
     RETURN_IF_ERROR(ExpectPunct(":"));
     if (IsWord("scalar")) {
       Next();

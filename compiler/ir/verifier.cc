@@ -285,7 +285,35 @@ class Verifier {
     for (const std::string& v : p_.kernel.block_vars) {
       RETURN_IF_ERROR(Declare(v, p_.kernel.loc, "block variable"));
     }
+    RETURN_IF_ERROR(CheckUserNames());
     return DeclareStmts(p_.kernel.body, 0);
+  }
+
+  // The names a launcher binds (ir.h): identifiers, distinct among the
+  // symbols' and parameters' user names. The text IR's keywords are fine
+  // here; only IR names must avoid them.
+  absl::Status CheckUserNames() {
+    std::map<std::string, std::string> seen; // user name -> what has it
+    auto check = [&](const std::string& user_name, const std::string& name, Loc loc,
+                     const char* what) -> absl::Status {
+      const std::string user = user_name.empty() ? name : user_name;
+      const std::string who = absl::StrCat(what, " '", name, "'");
+      if (!IsIdentifier(user)) {
+        return Err(loc, absl::StrCat(who, ": its user name is not a valid identifier (letters, "
+                                          "digits and '_', not starting with a digit)"));
+      }
+      auto [it, inserted] = seen.emplace(user, who);
+      if (!inserted) {
+        return Err(loc, absl::StrCat(who, " and ", it->second, " have the same user name '", user,
+                                     "'; a kernel's symbols and parameters need distinct names"));
+      }
+      return absl::OkStatus();
+    };
+    for (const Symbol& s : p_.symbols) RETURN_IF_ERROR(check(s.user_name, s.name, s.loc, "symbol"));
+    for (const Param& prm : p_.params) {
+      RETURN_IF_ERROR(check(prm.user_name, prm.buffer.name, prm.buffer.loc, "parameter"));
+    }
+    return absl::OkStatus();
   }
 
   // ---- Pass 2: uses ----------------------------------------------------------

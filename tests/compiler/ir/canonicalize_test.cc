@@ -48,6 +48,11 @@ TEST(CanonicalizeTest, RenamesByOrderOfDefinition) {
   std::vector<std::string> params;
   for (const Param& p : c.params) params.push_back(p.buffer.name);
   EXPECT_EQ(params, (std::vector<std::string>{"p0", "p1", "p2", "p3"}));
+  // The interface keeps the user's names, spelled out.
+  EXPECT_EQ(c.symbols[0].user_name, "M");
+  std::vector<std::string> user_names;
+  for (const Param& p : c.params) user_names.push_back(p.user_name);
+  EXPECT_EQ(user_names, (std::vector<std::string>{"A", "B", "C", "alpha"}));
   EXPECT_EQ(c.kernel.block_vars, (std::vector<std::string>{"b0", "b1"}));
   const std::vector<Stmt>& body = c.kernel.body;
   EXPECT_EQ(body[kAllocA].buffer.name, "t0");
@@ -102,6 +107,41 @@ TEST(CanonicalizeTest, EveryKindOfNameCanBeRenamed) {
     Program renamed = edit(base);
     ASSERT_NE(renamed, base);
     EXPECT_EQ(Canonicalize(renamed), canonical);
+  }
+}
+
+// The user's names of symbols and parameters are the kernel's interface
+// (launch metadata shows them): renaming one changes the canonical form, and
+// only in that user name.
+TEST(CanonicalizeTest, RenamingTheInterfaceChangesOnlyItsUserName) {
+  const Program canonical = Canonicalize(Valid());
+  struct Case {
+    const char* kind;
+    std::string from, to;
+  };
+  const std::vector<Case> cases = {
+      {"symbol", "M", "N_rows"},
+      {"tensor parameter", "A", "lhs"},
+      {"scalar parameter", "alpha", "max"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.kind);
+    Cosmetic edit;
+    edit.rename = {{c.from, c.to}};
+    edit.user_names = true;
+    Program renamed = Canonicalize(edit(Valid()));
+    ASSERT_NE(renamed, canonical);
+    int changed = 0;
+    for (size_t i = 0; i < renamed.symbols.size(); ++i) {
+      if (renamed.symbols[i].user_name == c.to) ++changed;
+      renamed.symbols[i].user_name = canonical.symbols[i].user_name;
+    }
+    for (size_t i = 0; i < renamed.params.size(); ++i) {
+      if (renamed.params[i].user_name == c.to) ++changed;
+      renamed.params[i].user_name = canonical.params[i].user_name;
+    }
+    EXPECT_EQ(changed, 1);
+    EXPECT_EQ(renamed, canonical);
   }
 }
 

@@ -226,10 +226,26 @@ inline Program ThreadProgram() {
 inline Stmt& CallAt(Program& p, int i) { return p.kernel.body[i]; }
 
 // Applies `rename` to every definition and use of a name, and `reloc` to
-// every location: a cosmetic edit of the program.
+// every location: a cosmetic edit of the program. A renamed symbol or
+// parameter keeps the name its user knows it by (its user_name, ir.h), as
+// when the frontend renames a reserved word; with `user_names` the user's
+// names change too, which is not cosmetic (launch metadata shows them).
 struct Cosmetic {
   std::map<std::string, std::string> rename;
   int line_shift = 0;
+  bool user_names = false;
+
+  // Renames an interface name, keeping or renaming the user's name.
+  void Interface(std::string* n, std::string* user_name) const {
+    auto it = rename.find(*n);
+    if (it == rename.end()) return;
+    if (user_names) {
+      user_name->clear();
+    } else if (user_name->empty()) {
+      *user_name = *n;
+    }
+    *n = it->second;
+  }
 
   void Name(std::string* n) const {
     auto it = rename.find(*n);
@@ -275,10 +291,14 @@ struct Cosmetic {
   }
   Program operator()(Program p) const {
     for (Symbol& s : p.symbols) {
-      Name(&s.name);
+      Interface(&s.name, &s.user_name);
       At(&s.loc);
     }
-    for (Param& prm : p.params) Apply(&prm.buffer);
+    for (Param& prm : p.params) {
+      std::string name = prm.buffer.name;
+      Interface(&name, &prm.user_name);
+      Apply(&prm.buffer);
+    }
     for (Expr& e : p.kernel.grid) Apply(&e);
     for (std::string& v : p.kernel.block_vars) Name(&v);
     At(&p.kernel.loc);

@@ -23,14 +23,14 @@ TEST(HashTest, KeyIsHexSha256AndDeterministic) {
 }
 
 // Cache keys must not drift between builds: a change to the serialization
-// is a change of key format (bump "kiln-key-v1").
+// is a change of key format (bump kKeyFormat, now "kiln-key-v2").
 TEST(HashTest, KeyFormatIsPinned) {
   Program p;
   p.symbols.push_back(Symbol{"n", DType::kInt32, {}});
   p.kernel.grid = {IntImm(1)};
   p.kernel.block_vars = {"bx"};
   p.kernel.threads = {32};
-  EXPECT_EQ(ProgramKey(p), "d3e3c56165cee038391682c11cdde8437b254a94d040f101b7e198f9f9cc50e4");
+  EXPECT_EQ(ProgramKey(p), "00989d9eddf6033b0d783e075aabc8cddc47606868a60c5a1203bd69726182c3");
 }
 
 TEST(HashTest, CosmeticEditsKeepTheKey) {
@@ -84,6 +84,10 @@ TEST(HashTest, SemanticEditsChangeTheKey) {
       {"threads", [](Program& p) { p.kernel.threads = {256}; }},
       {"grid", [](Program& p) { p.kernel.grid[0] = I(4); }},
       {"output flag", [](Program& p) { p.params[2].is_output = true; }},
+      // The launch metadata stored with an artifact shows these names.
+      {"parameter user name", [](Program& p) { p.params[0].user_name = "lhs"; }},
+      {"scalar user name", [](Program& p) { p.params[3].user_name = "max"; }},
+      {"symbol user name", [](Program& p) { p.symbols[0].user_name = "rows"; }},
       {"attrs", [](Program& p) { p.attrs["fast_math"] = "true"; }},
       {"layout", [](Program& p) { p.kernel.body[kLayout].layout = "padded"; }},
       {"swizzle", [](Program& p) { p.kernel.body[kSwizzle].enable = false; }},

@@ -88,7 +88,7 @@ Program Everything() {
   p.name = "everything";
   p.source_name = "all.py";
   p.symbols.push_back(Symbol{"M", DType::kInt32, Loc{1, 1}});
-  p.symbols.push_back(Symbol{"N", DType::kInt64, Loc{0, 7}}); // column only
+  p.symbols.push_back(Symbol{"N", DType::kInt64, Loc{0, 7}, "in"}); // column only
   int col = 1;
   for (DType d : AllDTypes()) {
     Param param;
@@ -100,6 +100,7 @@ Program Everything() {
   Param alpha;
   alpha.buffer = MakeBuffer("alpha", DType::kFloat32, Scope::kGlobal, {});
   alpha.is_scalar = true;
+  alpha.user_name = "max"; // the user's name, a keyword of the IR text
   p.params.push_back(alpha);
 
   Kernel& k = p.kernel;
@@ -525,6 +526,10 @@ std::vector<RejectCase> RejectCases() {
        "required"},
       {"symbol bad name", [](pb::Program* p) { p->mutable_symbols(1)->set_name("N-1"); },
        "all.py: symbols[1].name: invalid symbol name \"N-1\""},
+      {"symbol bad user name", [](pb::Program* p) { p->mutable_symbols(1)->set_user_name("i n"); },
+       "all.py: symbols[1].user_name: invalid symbol user name \"i n\""},
+      {"param bad user name", [](pb::Program* p) { p->mutable_params(0)->set_user_name("2x"); },
+       "params[0].user_name: invalid parameter user name \"2x\""},
       {"param dtype unknown",
        [](pb::Program* p) {
          p->mutable_params(2)->mutable_buffer()->set_dtype(static_cast<pb::DType>(99));

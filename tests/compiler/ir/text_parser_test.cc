@@ -10,6 +10,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/text_parser.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kiln::ir {
@@ -165,13 +166,16 @@ Program FullProgram() {
   p.attrs = {{"fast_math", "true"},
              {"tl.disable_tma", "false"},
              {"note", std::string("tab\there \"q\" \\ \x01 \xc3\xa9")}};
-  p.symbols = {Symbol{"M", kI32, {}}, Symbol{"K", kI64, {}}};
+  p.symbols = {Symbol{"M", kI32, {}}, Symbol{"K", kI64, {}, "in"}};
   p.params = {TensorParam("A", kF16, {V("M"), I(64)}),
               TensorParam("B", kF16, {I(64), I(64)}),
               TensorParam("C", kF32, {V("M"), I(64)}, /*out=*/true),
               TensorParam("Cnt", kI32, {I(8)}),
               ScalarParam("alpha", kF32),
               ScalarParam("flag", kBool)};
+  // User names (`as "..."`), keywords of the text among them.
+  p.params[2].user_name = "out";
+  p.params[4].user_name = "max";
   Kernel& k = p.kernel;
   k.grid = {Bin(BinOp::kFloorDiv, Bin(BinOp::kAdd, V("M"), I(63)), I(64)), I(1),
             Cast(kI32, V("K", kI64))};
@@ -392,6 +396,29 @@ constexpr char kCanonical[] = R"(program @softmax {
   }
 }
 )";
+
+TEST(TextParserTest, UserNamesParseAndPrintBack) {
+  const std::string text = "program @t {\n"
+                           "  sym in_ as \"in\": int32\n"
+                           "  param A as \"A\": global float32[in_]\n"
+                           "  param out_ as \"out\": global float32[in_] out\n"
+                           "  kernel grid(in_) threads(128) as (bx) {\n"
+                           "    out_[bx] = A[bx]\n"
+                           "  }\n"
+                           "}\n";
+  absl::StatusOr<Program> p = Parse(text);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->symbols[0].name, "in_");
+  EXPECT_EQ(p->symbols[0].user_name, "in");
+  EXPECT_EQ(p->params[0].user_name, "") << "the IR's own name is no user name";
+  EXPECT_EQ(p->params[1].user_name, "out");
+  std::string printed = PrintProgram(*p);
+  EXPECT_THAT(printed, ::testing::HasSubstr("  param A: global float32[in_]\n"));
+  EXPECT_THAT(printed, ::testing::HasSubstr("  param out_ as \"out\": global float32[in_] out\n"));
+  absl::StatusOr<Program> again = Parse(printed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Stripped(*again), Stripped(*p));
+}
 
 TEST(TextParserTest, CanonicalTextPrintsBackUnchanged) {
   absl::StatusOr<Program> p = Parse(kCanonical);
@@ -838,6 +865,11 @@ TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
        "t.kir:5:12: integer literal out of range"},
       {"float out of range", WithBody({"A[0] = 1e999"}), "t.kir:5:12: float literal out of range"},
       {"missing operand", WithBody({"A[0] = 1.0 +"}), "t.kir:6:3: expected an expression, got '}'"},
+      {"user name not a string", "program @t {\n  param A as B: global float32[4]\n",
+       "t.kir:2:14: expected the user's name as a string (as \"out\"), got 'B'"},
+      {"user name not an identifier", "program @t {\n  sym n as \"2n\": int32\n",
+       "t.kir:2:12: a user name must be an identifier (letters, digits and '_', not starting "
+       "with a digit)"},
       {"unbalanced parenthesis", WithBody({"A[0] = (1.0 + 2.0"}),
        "t.kir:6:3: expected ')', got '}'"},
       {"unknown statement", WithBody({"frobnicate A"}),
