@@ -96,7 +96,8 @@ kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& l,
     p->set_name(a.name);
     p->set_dtype(ir::DTypeToProto(a.dtype));
     p->set_is_scalar(a.is_scalar);
-    p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.name) > 0));
+    // `written` holds IR names; the metadata shows the user's (a.name).
+    p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.ir_name) > 0));
     for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
   }
   return info;

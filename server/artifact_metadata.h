@@ -20,7 +20,8 @@ std::string FileKindOf(kiln::v1::ArtifactKind kind, const std::string& target);
 
 // The launch metadata of a kernel emitted from `prepared`: symbol, grid and
 // block, and its params (outputs are the marked ones, or the buffers the
-// program writes when none is marked).
+// program writes when none is marked). Params, symbols and the extents over
+// them carry the user's names (codegen/kernel_spec.h), never the IR's.
 kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& launch,
                                     const driver::Prepared& prepared);
 

@@ -184,9 +184,18 @@ class ExtentParser {
       ++pos_;
     }
     const std::string name(text_.substr(start, pos_ - start));
+    // Names are the user's (a symbol may be called `max`, `cast` or even
+    // `true`): a symbol with a value wins over a literal, and a name is a
+    // function only when a call follows (the printer writes `cast<int64>(`
+    // with no space; `cast < 4` compares).
+    auto symbol = symbols_.find(name);
+    const bool cast_call = name == "cast" && pos_ < text_.size() && text_[pos_] == '<';
+    Skip();
+    const bool call = cast_call || (pos_ < text_.size() && text_[pos_] == '(');
+    if (symbol != symbols_.end() && !call) return symbol->second;
     if (name == "true") return 1;
     if (name == "false") return 0;
-    if (name == "cast") { // cast<int64>(x): integer casts keep the value
+    if (cast_call) { // cast<int64>(x): integer casts keep the value
       if (!Eat("<")) return Error("expected '<' after cast");
       while (pos_ < text_.size() && text_[pos_] != '>') ++pos_;
       if (!Eat(">")) return Error("expected '>'");
@@ -211,11 +220,7 @@ class ExtentParser {
       if (integer_type && a.size() == 1) return a[0];
       return Error(absl::StrCat("cannot evaluate ", name, "() with ", a.size(), " arguments"));
     }
-    auto it = symbols_.find(name);
-    if (it == symbols_.end()) {
-      return Error(absl::StrCat("symbol ", name, " has no value; bind it (config ", name, "=...)"));
-    }
-    return it->second;
+    return Error(absl::StrCat("symbol ", name, " has no value; bind it (config ", name, "=...)"));
   }
 
   absl::string_view text_;

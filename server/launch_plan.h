@@ -6,7 +6,9 @@
 // program's symbols in the tile IR's text syntax ("(M + 63) // 64",
 // "min(N, 256)", "int64(4)"); EvalExtent evaluates them with integer
 // semantics (`//` and `%` floor, `/` truncating; comparisons and && || give
-// 0 or 1; select(c, a, b)).
+// 0 or 1; select(c, a, b)). Symbols go by the user's names, which may be
+// words the syntax uses (`max`, `cast`): a name followed by `(` is a
+// function, any other name a symbol (a bound one even where it reads `true`).
 //
 // Inputs follow kiln-run: every tensor that is not an output is filled with
 // the seeded uniform generator (so a benchmark and `kiln-run --seed S` see

@@ -7,6 +7,7 @@
 #include "compiler/codegen/cxx_emitter.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/passes/pass_registry.h"
 #include "util/status_macros.h"
 
@@ -82,23 +83,29 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
 
   EmittedKernel out;
   LaunchSpec& launch = out.launch;
+  // Launchers see the user's names (kernel_spec.h): the arguments' and,
+  // inside extents, the symbols' and scalar parameters'.
   for (size_t d = 0; d < 3; ++d) {
-    launch.grid.push_back(d < lowered.kernel.grid.size() ? lowered.kernel.grid[d] : ir::IntImm(1));
+    launch.grid.push_back(d < lowered.kernel.grid.size()
+                              ? ir::WithUserNames(lowered.kernel.grid[d], lowered)
+                              : ir::IntImm(1));
     launch.block[d] = d < lowered.kernel.threads.size() ? lowered.kernel.threads[d] : 1;
   }
   launch.dynamic_smem_bytes = body.smem_bytes;
   for (const ir::Param& p : lowered.params) {
     KernelArg a;
-    a.name = p.buffer.name;
+    a.name = ir::UserName(p);
+    a.ir_name = p.buffer.name;
     a.dtype = p.buffer.dtype;
     a.is_scalar = p.is_scalar;
     a.is_output = p.is_output;
-    a.shape = p.buffer.shape;
+    for (const ir::Expr& e : p.buffer.shape) a.shape.push_back(ir::WithUserNames(e, lowered));
     launch.args.push_back(std::move(a));
   }
   for (const ir::Symbol& s : lowered.symbols) {
     KernelArg a;
-    a.name = s.name;
+    a.name = ir::UserName(s);
+    a.ir_name = s.name;
     a.dtype = s.dtype;
     a.is_scalar = true;
     a.is_symbol = true;

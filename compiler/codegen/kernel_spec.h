@@ -25,8 +25,13 @@
 
 namespace kiln::codegen {
 
+// Names are the user's (ir::UserName): what a launcher binds. The IR's own
+// names (`out_` for a parameter the user called `out`) stay inside the
+// compiler; extents in `shape` and LaunchSpec::grid are over the symbols'
+// and scalar parameters' user names too.
 struct KernelArg {
   std::string name;
+  std::string ir_name; // the name in the program, to relate the argument to it
   ir::DType dtype = ir::DType::kFloat32;
   bool is_scalar = false; // a by-value scalar (params with is_scalar, symbols)
   bool is_symbol = false; // a dynamic shape symbol (int32)

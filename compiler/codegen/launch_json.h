@@ -5,7 +5,9 @@
 //    "args": [{"name": "A", "dtype": "float16", "shape": [100, 40],
 //              "scalar": false, "symbol": false, "output": false}, ...]}
 // Extents that depend on unbound symbols are strings in the IR's text
-// syntax ("(M + 63) // 64"); constant ones are numbers.
+// syntax ("(M + 63) // 64"); constant ones are numbers. Names are the
+// user's (kernel_spec.h), so a symbol may be called `max` or `in`: a name
+// followed by `(` is a function, any other name a symbol.
 // Thread-safe (pure function).
 #pragma once
 

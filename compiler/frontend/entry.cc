@@ -438,6 +438,7 @@ absl::Status Evaluator::LowerPrimFunc(const PyStmt& def) {
       ASSIGN_OR_RETURN(int id, AddParamBuffer(p.name, type, p.loc, false));
       ir::Param param;
       param.buffer = buffers_[id].buffer;
+      param.user_name = buffers_[id].user_name;
       program_.params.push_back(std::move(param));
       bound = Value::Buffer(id);
     } else if (type.kind == ValueKind::kDType ||

@@ -58,6 +58,13 @@ std::string Evaluator::UniqueName(std::string_view hint) {
   return name;
 }
 
+std::string Evaluator::UserNameFor(std::string_view hint, const std::string& ir_name) {
+  std::string user(hint);
+  if (!IsIdentifier(user) || user_names_.contains(user)) user = ir_name;
+  user_names_.insert(user);
+  return user == ir_name ? std::string() : user;
+}
+
 // ---------------------------------------------------------------------------
 // Scopes.
 
@@ -462,6 +469,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecAnnAssign(const PyStmt& s) {
       ASSIGN_OR_RETURN(int id, AddParamBuffer(name, type, target.loc, false));
       ir::Param p;
       p.buffer = buffers_[id].buffer;
+      p.user_name = buffers_[id].user_name;
       jit_inputs_.emplace_back(pos, std::move(p));
       Bind(name, Value::Buffer(id));
       return Flow::kNormal;

@@ -74,6 +74,7 @@ class Evaluator {
   struct BufferInfo {
     ir::Buffer buffer;
     bool is_param = false;
+    std::string user_name = {}; // params: ir::Param::user_name
   };
   // A lazily evaluated module-level binding.
   struct ModuleName {
@@ -182,6 +183,10 @@ class Evaluator {
   absl::Status RequireKernel(Loc loc, std::string_view what) const;
   // A fresh IR name based on `hint` (a validated Python identifier).
   std::string UniqueName(std::string_view hint);
+  // The user_name (ir.h) of a symbol or parameter named `hint` in the source
+  // and `ir_name` in the IR: "" when the two agree. The user's spelling is
+  // kept unless another symbol or parameter already shows it.
+  std::string UserNameFor(std::string_view hint, const std::string& ir_name);
   void Emit(ir::Stmt s) { sink_->push_back(std::move(s)); }
   absl::Status EnterNesting(Loc loc);
   void LeaveNesting() { --depth_; }
@@ -209,6 +214,7 @@ class Evaluator {
   std::vector<BufferInfo> buffers_;
   ir::Program program_;
   absl::flat_hash_set<std::string> used_names_;
+  absl::flat_hash_set<std::string> user_names_; // of symbols and parameters so far
   bool kernel_seen_ = false;
   bool in_kernel_ = false;
   std::vector<ir::Stmt>* sink_ = nullptr;

@@ -134,6 +134,7 @@ absl::StatusOr<int> Evaluator::AddParamBuffer(const std::string& name, const Val
   BufferInfo info;
   info.is_param = true;
   info.buffer.name = UniqueName(name);
+  info.user_name = UserNameFor(name, info.buffer.name);
   info.buffer.dtype = type.dtype;
   info.buffer.scope = ir::Scope::kGlobal;
   info.buffer.loc = loc;
@@ -146,6 +147,7 @@ absl::StatusOr<Value> Evaluator::AddScalarParam(const std::string& name, ir::DTy
                                                 ir::Param* out) {
   out->is_scalar = true;
   out->buffer.name = UniqueName(name);
+  out->user_name = UserNameFor(name, out->buffer.name);
   out->buffer.dtype = dtype;
   out->buffer.scope = ir::Scope::kGlobal;
   out->buffer.loc = loc;
@@ -185,6 +187,7 @@ absl::StatusOr<Value> Evaluator::DeclareSymbols(const std::string& fn, std::vect
     }
     ir::Symbol sym;
     sym.name = UniqueName(n);
+    sym.user_name = UserNameFor(n, sym.name);
     sym.dtype = dtype;
     sym.loc = loc;
     out.push_back(Value::Expr(ir::VarRef(sym.name, dtype, loc)));
@@ -225,6 +228,7 @@ absl::StatusOr<Value> Evaluator::DeclareOutput(std::vector<Arg>& args, Loc loc) 
   ASSIGN_OR_RETURN(int id, AddParamBuffer(hint, type, loc, true));
   ir::Param p;
   p.buffer = buffers_[id].buffer;
+  p.user_name = buffers_[id].user_name;
   p.is_output = true;
   jit_outputs_.push_back(std::move(p));
   return Value::Buffer(id);

@@ -39,6 +39,7 @@
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/tools/bind_lines.h"
@@ -353,21 +354,23 @@ int Run(const Args& args) {
     }
   }
 
-  // Symbols left dynamic take their values from --bind.
-  std::map<std::string, int64_t> symbols;
+  // Symbols left dynamic take their values from --bind, by the user's names
+  // (`symbols`, as the launch spec has them); `ir_symbols` has the IR's.
+  std::map<std::string, int64_t> symbols, ir_symbols;
   std::vector<int32_t> symbol_values;
   for (const ir::Symbol& sym : program->symbols) {
+    const std::string& name = ir::UserName(sym);
     auto it = std::find_if(bindings.begin(), bindings.end(),
-                           [&](const auto& b) { return b.first == sym.name; });
+                           [&](const auto& b) { return b.first == name; });
     if (it == bindings.end() || it->second.kind != BindingValue::Kind::kInt) {
-      return Fail(absl::StrCat("shape symbol '", sym.name, "' has no value; bind it with --bind ",
-                               sym.name, "=N"));
+      return Fail(
+          absl::StrCat("shape symbol '", name, "' has no value; bind it with --bind ", name, "=N"));
     }
     if (it->second.ival < 0 || it->second.ival > INT32_MAX) {
-      return Fail(absl::StrCat("shape symbol '", sym.name, "' = ", it->second.ival,
+      return Fail(absl::StrCat("shape symbol '", name, "' = ", it->second.ival,
                                " is not a non-negative int32"));
     }
-    symbols[sym.name] = it->second.ival;
+    symbols[name] = ir_symbols[sym.name] = it->second.ival;
     symbol_values.push_back(static_cast<int32_t>(it->second.ival));
   }
 
@@ -377,14 +380,14 @@ int Run(const Args& args) {
   for (size_t i = 0; i < program->params.size(); ++i) {
     const ir::Param& p = program->params[i];
     HostParam hp;
-    hp.name = p.buffer.name;
+    hp.name = ir::UserName(p); // --input/--save and reports use the user's names
     hp.dtype = p.buffer.dtype;
     hp.is_scalar = p.is_scalar;
     hp.is_output = is_output[i];
     hp.before.dtype = hp.dtype;
     if (!p.is_scalar) {
       absl::StatusOr<std::vector<int64_t>> shape = kiln::tools::EvalShape(
-          p.buffer.shape, symbols, absl::StrCat("the shape of '", hp.name, "'"));
+          p.buffer.shape, ir_symbols, absl::StrCat("the shape of '", hp.name, "'"));
       if (!shape.ok()) return Fail(shape.status().message());
       hp.before.shape = *shape;
     }

@@ -168,3 +168,62 @@ def test_aligned_and_misaligned_arrays_give_the_same_result(client):
     Ct = np.zeros((130, 77), np.float16).T   # a non-contiguous output
     add(A, B, Ct)
     np.testing.assert_array_equal(Ct, C)
+
+
+def _exec_kernel_module(tmp_path, name, text):
+    src = tmp_path / name
+    src.write_text(text)
+    kiln.install_tilelang_shim()
+    ns = {}
+    exec(compile(text, str(src), "exec"), ns)
+    return ns
+
+
+def test_parameters_named_like_ir_words_bind_by_keyword(client, tmp_path):
+    # `max`, `exp` and `out` are words of the tile IR's text and `in` (a T.const:
+    # Python does not allow it as a parameter) is one of Python's: the compiler
+    # renames them inside, the launch metadata and the keywords keep the user's names.
+    ns = _exec_kernel_module(tmp_path, "names.py", """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def scale(max, exp, block=32):
+    n = T.const("in")
+    max: T.Tensor((n,), "float32")
+    exp: T.Tensor((n,), "float32")
+    out = T.empty((n,), "float32")
+    with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            if bx * block + i < n:
+                out[bx * block + i] = max[bx * block + i] * 2.0 + exp[bx * block + i]
+    return out
+
+
+def copy(N, block=32):
+    @T.prim_func
+    def main(min: T.Tensor((N,), "float32"), out: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < N:
+                    out[bx * block + i] = min[bx * block + i] + 1.0
+    return main
+""")
+    a = np.arange(70, dtype=np.float32) - 20
+    b = np.linspace(0, 1, 70, dtype=np.float32)
+    scale = kiln.jit(ns["scale"], dynamic=("in",))
+    got = scale(max=a, exp=b)
+    np.testing.assert_array_equal(got, a * 2 + b)
+    np.testing.assert_array_equal(scale(exp=b[:33], max=a[:33]), a[:33] * 2 + b[:33])
+    art = scale.compile("cpu", {})
+    assert [p.name for p in art.launch.params] == ["max", "exp", "out"]
+    assert art.launch.symbols == ("in",)
+    assert art.launch.grid[0] == "(in + 31) // 32"
+
+    copy = kiln.jit(ns["copy"])
+    out = np.zeros(70, np.float32)
+    assert copy(min=a, out=out) is None            # the output by keyword, written in place
+    np.testing.assert_array_equal(out, a + 1)
+    art = copy.compile("cpu", {"N": 70})
+    assert [(p.name, p.is_output) for p in art.launch.params] == [("min", False), ("out", True)]

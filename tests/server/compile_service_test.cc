@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
@@ -372,6 +374,74 @@ TEST(CompileService, RequestBytesFastPathGivesTheStoredMetadataBytes) {
   EXPECT_EQ(again, encoded);
   f.service.LearnRequest(digest, std::string(64, 'f'));
   EXPECT_FALSE(f.service.TryRequestHitEncoded(digest, &encoded));
+}
+
+// C = A + B over a dynamic size, with the tensors and the size symbol named
+// `a`, `b`, `c` and `n`; C is an output because the kernel writes it.
+CompileCall AddCall(const std::string& a, const std::string& b, const std::string& c,
+                    const std::string& n) {
+  CompileCall call;
+  call.program.text =
+      absl::StrCat(R"(import tilelang.language as T
+
+def k(block=32):
+    n = T.dynamic(")",
+                   n, R"(")
+
+    @T.prim_func
+    def main()",
+                   a, R"(: T.Tensor((n,), "float32"), )", b, R"(: T.Tensor((n,), "float32"),
+             )",
+                   c, R"(: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    )",
+                   c, "[bx * block + i] = ", a, "[bx * block + i] + ", b, R"([bx * block + i]
+
+    return main
+)");
+  call.program.file_name = "add.py";
+  return call;
+}
+
+std::vector<std::string> ParamNames(const kiln::v1::LaunchInfo& l) {
+  std::vector<std::string> out;
+  for (const kiln::v1::ParamInfo& p : l.params()) {
+    out.push_back(absl::StrCat(p.name(), p.is_output() ? " out" : "", " [",
+                               absl::StrJoin(p.shape(), ", "), "]"));
+  }
+  return out;
+}
+
+// Two programs that differ only in their parameters' names: each client
+// gets its own program's names back, names the IR reserves included (the
+// launch metadata stored with an artifact carries them, so the names are
+// part of the key).
+TEST(CompileService, EachProgramGetsItsOwnParameterNames) {
+  Fixture f;
+  absl::StatusOr<CompileReply> first = f.service.CompileSync(AddCall("A", "B", "C", "N"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+  EXPECT_THAT(ParamNames(first->metadata.launch()),
+              ::testing::ElementsAre("A [N]", "B [N]", "C out [N]"));
+  EXPECT_THAT(first->metadata.launch().symbols(), ::testing::ElementsAre("N"));
+
+  absl::StatusOr<CompileReply> renamed = f.service.CompileSync(AddCall("x", "max", "out", "in"));
+  ASSERT_TRUE(renamed.ok()) << renamed.status();
+  EXPECT_EQ(renamed->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+  EXPECT_NE(renamed->metadata.key(), first->metadata.key());
+  const kiln::v1::LaunchInfo& l = renamed->metadata.launch();
+  EXPECT_THAT(ParamNames(l), ::testing::ElementsAre("x [in]", "max [in]", "out out [in]"));
+  EXPECT_THAT(l.symbols(), ::testing::ElementsAre("in"));
+  EXPECT_EQ(l.grid(0), "(in + 31) // 32");
+
+  absl::StatusOr<CompileReply> again = f.service.CompileSync(AddCall("A", "B", "C", "N"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->outcome, kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_THAT(ParamNames(again->metadata.launch()),
+              ::testing::ElementsAre("A [N]", "B [N]", "C out [N]"));
+  EXPECT_EQ(f.service.counters().builds.load(), 2);
 }
 
 } // namespace

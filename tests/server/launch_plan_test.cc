@@ -34,6 +34,18 @@ TEST(EvalExtent, NumbersSymbolsAndOperatorsWithIrPrecedence) {
   EXPECT_EQ(*Eval("ceildiv(N, 64)", {{"N", 65}}), 2);
 }
 
+// Launch metadata shows the user's names, which may be words the syntax
+// uses: a name is a function only when `(` follows (or `<` right after
+// `cast`), and a bound symbol wins over a literal.
+TEST(EvalExtent, SymbolsMayBeCalledLikeTheSyntaxWords) {
+  EXPECT_EQ(*Eval("(in + 63) // 64", {{"in", 130}}), 3);
+  EXPECT_EQ(*Eval("max(max, 4) * min", {{"max", 3}, {"min", 5}}), 20);
+  EXPECT_EQ(*Eval("cast * 2 + cast<int64>(select)", {{"cast", 3}, {"select", 1}}), 7);
+  EXPECT_EQ(*Eval("cast < 4", {{"cast", 3}}), 1);
+  EXPECT_EQ(*Eval("true + int64", {{"true", 5}, {"int64", 2}}), 7);
+  EXPECT_EQ(*Eval("true + 1"), 2); // no symbol of that name: the literal
+}
+
 TEST(EvalExtent, ErrorsNameTheExtent) {
   absl::StatusOr<int64_t> r = Eval("(M + 63) // 64");
   ASSERT_FALSE(r.ok());

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/runtime/runtime_headers.h"
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/toolchain/host_cc.h"
@@ -119,9 +120,10 @@ absl::Status CheckLaunchSpec(const kiln::codegen::LaunchSpec& spec, const ir::Pr
   }
   for (size_t s = 0; s < program.symbols.size(); ++s) {
     const kiln::codegen::KernelArg& arg = spec.args[params.size() + s];
-    if (!arg.is_symbol || arg.name != program.symbols[s].name) {
+    const std::string& name = ir::UserName(program.symbols[s]);
+    if (!arg.is_symbol || arg.name != name) {
       return mismatch(absl::StrCat("argument ", params.size() + s, " is '", arg.name, "', symbol '",
-                                   program.symbols[s].name, "'"));
+                                   name, "'"));
     }
   }
   return absl::OkStatus();

@@ -52,7 +52,8 @@ struct RunResult {
 };
 
 // Checks the code generator's launch metadata against the program: one
-// argument per parameter (same name, dtype and kind) then one per symbol.
+// argument per parameter (same name, dtype and kind) then one per symbol,
+// by the user's names (ir::UserName); `params` and `symbols` use them too.
 absl::Status CheckLaunchSpec(const codegen::LaunchSpec& spec, const ir::Program& program,
                              const std::vector<tools::HostParam>& params,
                              const std::map<std::string, int64_t>& symbols);

@@ -54,7 +54,7 @@ class Walker {
   absl::StatusOr<KernelSummary> Run() {
     if (!p_.symbols.empty()) {
       std::vector<std::string> names;
-      for (const ir::Symbol& s : p_.symbols) names.push_back(s.name);
+      for (const ir::Symbol& s : p_.symbols) names.push_back(ir::UserName(s));
       return absl::InvalidArgumentError(
           absl::StrCat("bind the shape symbols (", absl::StrJoin(names, ", "),
                        ") before tuning: the tuner plans for one problem size"));

@@ -1,7 +1,9 @@
 """Evaluates the integer expressions of launch metadata (grid extents, shapes) such
 as "(N + 31) // 32" or "min(M, 4)" under the dynamic symbols' values. The text is
 the IR printer's (compiler/ir/printer.cc); only arithmetic, comparisons, min, max,
-select and integer casts are accepted."""
+select and integer casts are accepted. Symbols go by the user's names, which may be
+Python keywords ("in") or words the text itself uses ("max", "true"): a name followed
+by "(" is a function, any other name a symbol."""
 import ast
 import functools
 import operator
@@ -22,12 +24,22 @@ def _c_div(a, b):
     return q if (a >= 0) == (b >= 0) else -q
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SYM = "_kiln_sym_"  # prefix that makes every symbol a valid, non-keyword Python name
+
+
+def _rename(m):
+    rest = m.string[m.end():].lstrip()
+    return m.group(0) if rest.startswith("(") else _SYM + m.group(0)
+
+
 @functools.lru_cache(maxsize=1024)
 def _parse(text):
-    py = text.replace("&&", " and ").replace("||", " or ")
+    py = re.sub(r"\bcast<(\w+)>\(", r"\1(", text)  # cast<int64>(x) -> int64(x)
+    py = _NAME.sub(_rename, py)  # before the operators below add Python words
+    py = py.replace("&&", " and ").replace("||", " or ")
     py = re.sub(r"!(?!=)", " not ", py)
-    py = py.replace("true", "True").replace("false", "False")
-    return ast.parse(py, mode="eval").body
+    return ast.parse(py.strip(), mode="eval").body
 
 
 def evaluate(text, symbols=None):
@@ -38,10 +50,13 @@ def evaluate(text, symbols=None):
     def ev(n):
         if isinstance(n, ast.Constant) and isinstance(n.value, (int, bool)):
             return int(n.value)
-        if isinstance(n, ast.Name):
-            if n.id not in symbols:
-                raise ValueError(f"'{text}' uses '{n.id}', which has no value")
-            return int(symbols[n.id])
+        if isinstance(n, ast.Name) and n.id.startswith(_SYM):
+            name = n.id[len(_SYM):]
+            if name in symbols:
+                return int(symbols[name])
+            if name in ("true", "false"):
+                return int(name == "true")
+            raise ValueError(f"'{text}' uses '{name}', which has no value")
         if isinstance(n, ast.BinOp):
             a, b = ev(n.left), ev(n.right)
             if isinstance(n.op, ast.Div):

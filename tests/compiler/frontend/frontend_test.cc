@@ -868,5 +868,55 @@ def g(A: T.Tensor((4,), "float32")):
   EXPECT_THAT(p.status().message(), HasSubstr("nesting too deep"));
 }
 
+// A user's names that the IR text reserves (`out`, `max`, `exp`, `in`) get
+// safe IR names, and each symbol and parameter keeps the user's spelling as
+// its user name: what launch metadata and tools show.
+TEST(FrontendTest, ReservedWordsKeepTheUsersNameBesideTheIrName) {
+  ir::Program p = MustCompile(R"(import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def scale(x, max, exp, block=64):
+    n = T.const("in")
+    x: T.Tensor((n,), "float32")
+    max: T.Tensor((n,), "float32")
+    exp: T.float32
+    out = T.empty((n,), "float32")
+    with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            out[bx * block + i] = x[bx * block + i] * exp + max[bx * block + i]
+    return out
+)");
+  ASSERT_EQ(p.symbols.size(), 1u);
+  EXPECT_EQ(p.symbols[0].name, "in_");
+  EXPECT_EQ(ir::UserName(p.symbols[0]), "in");
+  std::vector<std::string> ir_names, user_names;
+  for (const ir::Param& param : p.params) {
+    ir_names.push_back(param.buffer.name);
+    user_names.push_back(ir::UserName(param));
+  }
+  EXPECT_THAT(ir_names, ElementsAre("x", "max_", "exp_", "out_"));
+  EXPECT_THAT(user_names, ElementsAre("x", "max", "exp", "out"));
+  // A name that needed no change has no separate user name.
+  EXPECT_EQ(p.params[0].user_name, "");
+  EXPECT_THAT(ir::PrintProgram(p), HasSubstr("param out_ as \"out\": global float32[in_] out"));
+
+  // The factory form's parameters.
+  ir::Program prim = MustCompile(R"(import tilelang.language as T
+
+def k(N):
+    @T.prim_func
+    def main(min: T.Tensor((N,), "float32"), out: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32):
+            T.copy(min, out)
+    return main
+)",
+                                 {{"N", "32"}});
+  ASSERT_EQ(prim.params.size(), 2u);
+  EXPECT_EQ(prim.params[0].buffer.name, "min_");
+  EXPECT_EQ(ir::UserName(prim.params[0]), "min");
+  EXPECT_EQ(ir::UserName(prim.params[1]), "out");
+}
+
 } // namespace
 } // namespace kiln::frontend

@@ -287,6 +287,75 @@ TEST_F(KilnRunTest, CheckPassesAndReportsMismatches) {
   EXPECT_THAT(error.stderr_data, HasSubstr("NameError: name 'undefined_helper' is not defined"));
 }
 
+// Parameters named with words the tile IR reserves (`max`, `exp`, `out`, and
+// the shape symbol `in`) are renamed inside the compiler only: --bind,
+// --input, --save, the reports and the reference check use the user's names.
+TEST_F(KilnRunTest, FlagsTakeTheUsersParameterNames) {
+  const std::string program = Path("names.py");
+  std::ofstream(program) << R"(import numpy as np
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def names(max, exp, block=32):
+    n = T.const("in")
+    max: T.Tensor((n,), "float32")
+    exp: T.Tensor((n,), "float32")
+    out = T.empty((n,), "float32")
+    with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            if bx * block + i < n:
+                out[bx * block + i] = max[bx * block + i] * 2.0 + exp[bx * block + i]
+    return out
+
+
+def ref_program(max, exp):
+    return max * 2 + exp
+)";
+  constexpr int kN = 100;
+  NpyArray a, b;
+  a.dtype = b.dtype = ir::DType::kFloat32;
+  a.shape = b.shape = {kN};
+  std::vector<float> av(kN), bv(kN);
+  for (int i = 0; i < kN; ++i) {
+    av[i] = static_cast<float>(i) - 40.0f;
+    bv[i] = 0.25f * static_cast<float>(i % 7);
+  }
+  a.data.assign(reinterpret_cast<const char*>(av.data()), kN * sizeof(float));
+  b.data.assign(reinterpret_cast<const char*>(bv.data()), kN * sizeof(float));
+  ASSERT_TRUE(WriteNpyFile(Path("a.npy"), a).ok());
+  ASSERT_TRUE(WriteNpyFile(Path("b.npy"), b).ok());
+
+  util::SubprocessResult run = Run({program, "--bind", "in=100", "--target", "cpu", "--quiet",
+                                    "--input", "max=" + Path("a.npy"), "--input",
+                                    "exp=" + Path("b.npy"), "--save", "out=" + Path("c.npy")});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_data;
+  absl::StatusOr<NpyArray> c = ReadNpyFile(Path("c.npy"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->shape, (std::vector<int64_t>{kN}));
+  ASSERT_EQ(c->data.size(), kN * sizeof(float));
+  std::vector<float> cv(kN);
+  std::memcpy(cv.data(), c->data.data(), c->data.size());
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(cv[i], av[i] * 2.0f + bv[i]) << "at " << i;
+
+  // A name the user never wrote is not one; the list shows the user's names.
+  util::SubprocessResult internal =
+      Run({program, "--bind", "in=100", "--target", "cpu", "--save", "out_=" + Path("x.npy")});
+  EXPECT_EQ(internal.exit_code, 2);
+  EXPECT_THAT(internal.stderr_data,
+              HasSubstr("'out_' is not a parameter of 'names'; parameters: max, exp, out"));
+
+  // The reference check hands NumPy the same arrays under the same names.
+  if (!PythonWithNumpyExists()) GTEST_SKIP() << "no python3 with NumPy";
+  util::SubprocessResult check =
+      Run({program, "--bind", "in=100", "--target", "cpu", "--input", "max=" + Path("a.npy"),
+           "--input", "exp=" + Path("b.npy"), "--check"});
+  ASSERT_EQ(check.exit_code, 0) << check.stdout_data << check.stderr_data;
+  EXPECT_THAT(check.stdout_data, HasSubstr("check:   PASS"));
+  EXPECT_THAT(check.stdout_data, HasSubstr("out (float32, shape (100,)): max abs err 0"));
+}
+
 // --- the reference check on its own -------------------------------------------------
 
 class ReferenceCheckTest : public KilnRunTest {
