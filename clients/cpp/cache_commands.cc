@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "cache/cache.h"
 #include "cache/cache_error.h"
+#include "clients/cpp/json_output.h"
 #include "util/file_path.h"
 
 namespace kiln::cli {
@@ -123,8 +124,10 @@ int ExitCodeFor(const absl::Status& s) {
   return kExitFailure;
 }
 
-int Fail(const absl::Status& s, CommandIo io) {
+// The human message on stderr and, with --json, the error object on stdout.
+int Fail(const absl::Status& s, const Flags& flags, CommandIo io) {
   io.err << "kiln cache: " << s.message() << "\n";
+  if (flags.json) io.out << ErrorJsonLine(s);
   return ExitCodeFor(s);
 }
 
@@ -146,7 +149,7 @@ std::string Time(int64_t unix_ms) {
 
 int Stats(cache::Cache& c, const Flags& flags, CommandIo io) {
   absl::StatusOr<cache::CacheStats> s = c.Stats();
-  if (!s.ok()) return Fail(s.status(), io);
+  if (!s.ok()) return Fail(s.status(), flags, io);
   if (flags.json) {
     io.out << json{{"cache_dir", s->dir},
                    {"schema_version", s->schema_version},
@@ -187,7 +190,7 @@ int Stats(cache::Cache& c, const Flags& flags, CommandIo io) {
 
 int List(cache::Cache& c, const Flags& flags, CommandIo io) {
   absl::StatusOr<std::vector<cache::ArtifactSummary>> list = c.ListArtifacts(flags.limit);
-  if (!list.ok()) return Fail(list.status(), io);
+  if (!list.ok()) return Fail(list.status(), flags, io);
   if (flags.json) {
     json arr = json::array();
     for (const cache::ArtifactSummary& a : *list) {
@@ -216,7 +219,7 @@ int Gc(cache::Cache& c, const Flags& flags, CommandIo io) {
   options.max_size_bytes = flags.max_size;
   options.ignore_grace = flags.all;
   absl::StatusOr<cache::GcReport> r = c.Gc(options);
-  if (!r.ok()) return Fail(r.status(), io);
+  if (!r.ok()) return Fail(r.status(), flags, io);
   if (flags.json) {
     io.out << json{{"bytes_before", r->bytes_before},           {"bytes_after", r->bytes_after},
                    {"evicted_artifacts", r->evicted_artifacts}, {"removed_blobs", r->removed_blobs},
@@ -234,7 +237,7 @@ int Gc(cache::Cache& c, const Flags& flags, CommandIo io) {
 
 int Verify(cache::Cache& c, const Flags& flags, CommandIo io) {
   absl::StatusOr<cache::VerifyReport> r = c.Verify();
-  if (!r.ok()) return Fail(r.status(), io);
+  if (!r.ok()) return Fail(r.status(), flags, io);
   if (flags.json) {
     io.out << json{{"ok", r->ok()},
                    {"checked_blobs", r->checked_blobs},
@@ -262,7 +265,7 @@ int Rebuild(const std::string& dir, const Flags& flags, CommandIo io) {
     io.err << "kiln cache: warning: " << w << "\n";
   };
   absl::StatusOr<cache::RebuildReport> r = cache::Cache::Rebuild(dir, options);
-  if (!r.ok()) return Fail(r.status(), io);
+  if (!r.ok()) return Fail(r.status(), flags, io);
   if (flags.json) {
     io.out << json{{"moved_aside", r->moved_aside},
                    {"blobs", r->blobs},
@@ -311,7 +314,7 @@ int RunCache(const std::vector<std::string>& args, CommandIo io) {
     io.err << "kiln cache: warning: " << w << "\n";
   };
   absl::StatusOr<std::unique_ptr<cache::Cache>> c = cache::Cache::Open(dir, options);
-  if (!c.ok()) return Fail(c.status(), io);
+  if (!c.ok()) return Fail(c.status(), flags, io);
   if (flags.subcommand == "stats") return Stats(**c, flags, io);
   if (flags.subcommand == "ls") return List(**c, flags, io);
   if (flags.subcommand == "gc") return Gc(**c, flags, io);

@@ -2,7 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/util/json_util.h"
+#include "clients/cpp/json_output.h"
 #include "util/file_path.h"
 
 namespace kiln::cli {
@@ -97,12 +97,14 @@ std::unique_ptr<client::Client> Connect(const Connection& c, CommandIo io,
   absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Create(c.options);
   if (!client.ok()) {
     io.err << "kiln " << command << ": " << client.status().message() << "\n";
+    if (c.json) io.out << ErrorJsonLine(client.status());
     return nullptr;
   }
   return *std::move(client);
 }
 
 int ReportFailure(const absl::Status& s, const Connection& c, CommandIo io) {
+  if (c.json) io.out << ErrorJsonLine(s); // stdout; stderr keeps the human message
   if (s.code() == absl::StatusCode::kUnavailable ||
       s.code() == absl::StatusCode::kDeadlineExceeded) {
     io.err << "kiln: cannot get an answer from kilnd at " << c.options.address << ": "
@@ -113,13 +115,7 @@ int ReportFailure(const absl::Status& s, const Connection& c, CommandIo io) {
   return kExitFailure;
 }
 
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
+std::string Json(const google::protobuf::Message& m) { return Dump(MessageJson(m)); }
 
 std::string Quote(const std::string& s) {
   std::string out = "\"";

@@ -45,11 +45,13 @@ std::optional<Connection> ParseConnection(const std::vector<std::string>& args, 
 // The client; nullptr after printing why not.
 std::unique_ptr<client::Client> Connect(const Connection& c, CommandIo io,
                                         const std::string& command);
-// Prints a failed call; returns its exit code: kExitUnavailable for
+// Prints a failed call (with --json also json_output.h's error object on
+// stdout); returns its exit code: kExitUnavailable for
 // UNAVAILABLE and DEADLINE_EXCEEDED, kExitFailure otherwise.
 int ReportFailure(const absl::Status& s, const Connection& c, CommandIo io);
 
-// One-line JSON of a message (proto field names).
+// One-line JSON of a message: json_output.h's MessageJson (proto field
+// names, 64-bit integers as numbers, plain binding values).
 std::string Json(const google::protobuf::Message& m);
 // A JSON string literal.
 std::string Quote(const std::string& s);

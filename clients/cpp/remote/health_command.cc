@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "clients/cpp/json_output.h"
 #include "clients/cpp/remote/connection_flags.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -200,17 +201,29 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     io.err << "kiln health: cannot get an answer from kilnd at " << o.server << ": "
            << status.error_message() << "\n";
+    if (o.json) {
+      io.out << ErrorJsonLine(
+          absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message()));
+    }
     return kExitNoAnswer;
   }
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     name = "SERVICE_UNKNOWN"; // the server knows no such service
   } else if (!status.ok()) {
     io.err << "kiln health: " << status.error_message() << "\n";
+    if (o.json) {
+      io.out << ErrorJsonLine(
+          absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message()));
+    }
     return kExitFailure;
   } else {
     std::optional<int> value = DecodeStatus(ByteBufferToString(response));
     if (!value) {
       io.err << "kiln health: the server's answer is not a HealthCheckResponse\n";
+      if (o.json) {
+        io.out << ErrorJsonLine(
+            absl::DataLossError("the server's answer is not a HealthCheckResponse"));
+      }
       return kExitFailure;
     }
     name = *value >= 0 && *value < 4 ? kStatusNames[*value] : absl::StrCat("STATUS_", *value);

@@ -14,7 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "clients/cpp/client/client.h"
 #include "clients/cpp/remote/connection_flags.h"
+#include "clients/cpp/json_output.h"
 #include "clients/cpp/remote/tune_progress.h"
+#include "clients/cpp/remote/tune_report.h"
 #include "util/file_path.h"
 
 namespace kiln::cli {
@@ -427,25 +429,6 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
 
 // --- tune ----------------------------------------------------------------------
 
-const char* MeasurementStatusName(kiln::v1::Measurement::Status s) {
-  switch (s) {
-  case kiln::v1::Measurement::STATUS_OK:
-    return "ok";
-  case kiln::v1::Measurement::STATUS_COMPILE_ERROR:
-    return "compile_error";
-  case kiln::v1::Measurement::STATUS_LAUNCH_ERROR:
-    return "launch_error";
-  case kiln::v1::Measurement::STATUS_TIMEOUT:
-    return "timeout";
-  case kiln::v1::Measurement::STATUS_WRONG_RESULT:
-    return "wrong_result";
-  case kiln::v1::Measurement::STATUS_RESOURCE_LIMIT:
-    return "resource_limit";
-  default:
-    return "unknown";
-  }
-}
-
 int RunTuneRemote(const TuneArgs& t, CommandIo io) {
   std::optional<Connection> parsed = ParseConnection(t.connection, io, "tune");
   if (!parsed) return kExitUsage;
@@ -454,7 +437,13 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
   c.options.stream_deadline = std::chrono::milliseconds(static_cast<int64_t>(t.timeout_s * 1000));
   c.json = t.json;
   kiln::v1::TuneRequest req;
-  if (!ReadProgram(t.file, req.mutable_program(), "tune", io)) return kExitFailure;
+  absl::StatusOr<kiln::v1::ProgramSource> program = client::LoadProgram(t.file);
+  if (!program.ok()) {
+    io.err << "kiln tune: " << program.status().message() << "\n";
+    if (t.json) io.out << ErrorJsonLine(program.status());
+    return kExitFailure;
+  }
+  *req.mutable_program() = *std::move(program);
   if (!t.entry.empty()) req.mutable_program()->set_entry(t.entry);
   for (const auto& [name, value] : t.bindings) {
     (*req.mutable_program()->mutable_bindings())[name] = client::ParseBinding(value);
@@ -472,6 +461,10 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
     req.mutable_budget()->set_max_candidates(t.top_k);
   } else {
     io.err << "kiln tune: --strategy must be roller, grid or random\n";
+    if (t.json) {
+      io.out << ErrorJsonLine(
+          absl::InvalidArgumentError("--strategy must be roller, grid or random"));
+    }
     return kExitUsage;
   }
   req.mutable_validation()->set_seed(t.seed);
@@ -490,27 +483,26 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
       req, [&](const std::string&, const kiln::v1::TuneProgress& p) { printer.Show(p); });
   printer.Finish();
   if (!outcome.ok()) return ReportFailure(outcome.status(), c, io);
-  const std::string& job_id = outcome->job_id;
-  const kiln::v1::TuneResult* result = &outcome->result;
-  if (t.json) {
-    io.out << "{\"job_id\": " << Quote(job_id) << ", \"result\": " << Json(*result) << "}\n";
-  } else {
-    for (const kiln::v1::Measurement& m : result->measurements()) {
-      io.out << absl::StrFormat(
-          "%-14s %10.2f us  predicted %8.2f us  %s%s\n", MeasurementStatusName(m.status()),
-          m.median_us(), m.predicted_us(), ConfigLine(m.config()),
-          m.error().empty() ? "" : absl::StrCat("  (", m.error().substr(0, 120), ")"));
-    }
-    if (result->has_best()) {
-      io.out << absl::StrFormat("best: %s  %.2f us on %s (%s), artifact %s\n",
-                                ConfigLine(result->best().config()), result->best().median_us(),
-                                result->best().device_id(), result->best().device_model(),
-                                result->best().key().substr(0, 12));
-    } else {
-      io.out << "no valid config\n";
-    }
+  const kiln::v1::TuneResult& result = outcome->result;
+  // Which results kilnd reused from its history: those older than the
+  // sweep's job (both times on the daemon's clock).
+  int64_t created_unix_ms = 0;
+  if (absl::StatusOr<kiln::v1::Job> job = client->GetJob(outcome->job_id); job.ok()) {
+    created_unix_ms = job->created_unix_ms();
   }
-  return result->has_best() ? kExitOk : kExitFailure;
+  const std::vector<bool> reused = ReusedFromHistory(result, created_unix_ms);
+  if (t.json) {
+    OrderedJson out = TuneResultJson(outcome->job_id, result, reused);
+    if (!result.has_best()) {
+      // Still a failure (exit 1): say so the way every --json failure does.
+      out.update(ErrorJson(absl::NotFoundError(absl::StrCat(
+          "no valid config: all ", result.measurements_size(), " candidates failed"))));
+    }
+    io.out << Dump(out) << "\n";
+  } else {
+    PrintTuneTable(result, reused, io.out);
+  }
+  return result.has_best() ? kExitOk : kExitFailure;
 }
 
 // --- devices -------------------------------------------------------------------
