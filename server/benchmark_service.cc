@@ -24,12 +24,18 @@
 namespace kiln::server {
 namespace {
 
-// {"artifact_key": "...", "config": {...}} for the history.
-std::string ConfigJson(const std::string& artifact_key,
-                       const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config) {
-  const ConfigMap sorted(config.begin(), config.end());
-  return absl::StrCat("{\"artifact_key\": \"", artifact_key,
-                      "\", \"config\": ", ConfigToJson(sorted), "}");
+// {"artifact_key": "...", "config": {...}, "bindings": {...}} for the
+// history; "bindings" (the program's shape) only for a program request, so
+// that `kiln regress` can refuse a baseline measured on another shape.
+std::string ConfigJson(const std::string& artifact_key, const kiln::v1::BenchmarkRequest& r) {
+  const ConfigMap sorted(r.config().begin(), r.config().end());
+  std::string out =
+      absl::StrCat("{\"artifact_key\": \"", artifact_key, "\", \"config\": ", ConfigToJson(sorted));
+  if (r.what_case() == kiln::v1::BenchmarkRequest::kProgram) {
+    const ConfigMap bindings(r.program().bindings().begin(), r.program().bindings().end());
+    absl::StrAppend(&out, ", \"bindings\": ", ConfigToJson(bindings));
+  }
+  return out + "}";
 }
 
 // "sm_90" -> (9, 0); nullopt for anything else.
@@ -419,7 +425,7 @@ void BenchmarkService::Record(const BenchmarkCall& call,
   const kiln::v1::BenchmarkRequest& r = call.request;
   cache::Measurement m;
   m.key = !r.history_name().empty() ? r.history_name() : response.artifact_key();
-  m.config_json = ConfigJson(response.artifact_key(), r.config());
+  m.config_json = ConfigJson(response.artifact_key(), r);
   m.target = r.what_case() == kiln::v1::BenchmarkRequest::kProgram
                  ? (r.target().empty() ? "cpu" : r.target())
                  : "";

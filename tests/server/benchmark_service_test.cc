@@ -142,6 +142,9 @@ TEST_F(BenchmarkServiceTest, CompilesMeasuresAndRecordsTheHistory) {
   EXPECT_EQ((*h)[0].latency.samples, 7);
   EXPECT_TRUE((*h)[0].failure.empty());
   EXPECT_THAT((*h)[0].config_json, HasSubstr(r->artifact_key()));
+  // The program's bindings too: kiln regress checks a baseline's shape.
+  EXPECT_THAT((*h)[0].config_json,
+              HasSubstr(R"("bindings": {"M": 77, "N": 130, "block_M": 16, "block_N": 64})"));
   EXPECT_EQ(service_->counters().succeeded.load(), 1);
 
   // By key, against that history: a baseline exists now.
