@@ -49,14 +49,14 @@ std::string Samples(const std::vector<double>& v) {
 
 std::string Details(const KernelResult& k) {
   return absl::StrFormat(
-      "device: %s (%s)\nartifact: %s\nconfig: %s\nnew: median %.3f us, trials [%s]\n"
+      "device: %s (%s)\nartifact: %s\nconfig: %s\nbindings: %s\nnew: median %.3f us, trials [%s]\n"
       "baseline (%s): median %.3f us, trials [%s]\nchange: %+.2f%%, p = %.4g (Welch t test on "
       "trial medians), threshold %.2f%%, significance %.3g\nverdict: %s\n",
-      k.device_id, k.device_model, k.artifact_key, k.config_text, k.verdict.current_median_us,
-      Samples(k.trial_medians_us), k.baseline_label.empty() ? "none" : k.baseline_label,
-      k.verdict.baseline_median_us, Samples(k.baseline_us), k.verdict.change * 100,
-      k.verdict.p_value, k.tolerance.threshold * 100, k.tolerance.significance,
-      VerdictName(k.verdict.kind));
+      k.device_id, k.device_model, k.artifact_key, k.config_text, BindingsText(k.bindings),
+      k.verdict.current_median_us, Samples(k.trial_medians_us),
+      k.baseline_label.empty() ? "none" : k.baseline_label, k.verdict.baseline_median_us,
+      Samples(k.baseline_us), k.verdict.change * 100, k.verdict.p_value,
+      k.tolerance.threshold * 100, k.tolerance.significance, VerdictName(k.verdict.kind));
 }
 
 } // namespace
@@ -64,7 +64,7 @@ std::string Details(const KernelResult& k) {
 std::string JUnitXml(const RunReport& report) {
   int failures = 0, errors = 0;
   for (const KernelResult& k : report.kernels) {
-    if (!k.error.empty()) {
+    if (!k.error.empty() || !k.mismatch.empty()) {
       ++errors;
     } else if (k.verdict.kind == VerdictKind::kRegression) {
       ++failures;
@@ -90,6 +90,10 @@ std::string JUnitXml(const RunReport& report) {
     if (!k.error.empty()) {
       absl::StrAppend(&out, "      <error type=\"infrastructure\" message=\"", XmlEscape(k.error),
                       "\">", XmlEscape(k.error), "</error>\n");
+    } else if (!k.mismatch.empty()) {
+      const std::string message = absl::StrCat("baseline mismatch: ", k.mismatch);
+      absl::StrAppend(&out, "      <error type=\"baseline_mismatch\" message=\"",
+                      XmlEscape(message), "\">", XmlEscape(Details(k)), "</error>\n");
     } else if (k.verdict.kind == VerdictKind::kRegression) {
       const std::string message = absl::StrFormat(
           "%.2f us -> %.2f us (%+.1f%%, p=%.3g) against %s", k.verdict.baseline_median_us,

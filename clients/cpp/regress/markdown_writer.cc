@@ -15,10 +15,12 @@ std::string Cell(const std::string& s) {
 } // namespace
 
 std::string MarkdownSummary(const RunReport& report) {
-  int regressions = 0, errors = 0, improvements = 0;
+  int regressions = 0, errors = 0, improvements = 0, mismatches = 0;
   for (const KernelResult& k : report.kernels) {
     if (!k.error.empty()) {
       ++errors;
+    } else if (!k.mismatch.empty()) {
+      ++mismatches;
     } else if (k.verdict.kind == VerdictKind::kRegression) {
       ++regressions;
     } else if (k.verdict.kind == VerdictKind::kImprovement) {
@@ -29,9 +31,13 @@ std::string MarkdownSummary(const RunReport& report) {
   if (errors > 0) {
     absl::StrAppend(&out, "**", errors, " kernel(s) could not be measured.** ");
   }
+  if (mismatches > 0) {
+    absl::StrAppend(&out, "**", mismatches,
+                    " kernel(s) not compared: their bindings differ from the baseline's.** ");
+  }
   if (regressions > 0) {
     absl::StrAppend(&out, "**", regressions, " regression(s).** ");
-  } else if (errors == 0) {
+  } else if (errors == 0 && mismatches == 0) {
     absl::StrAppend(&out, "No regression. ");
   }
   if (improvements > 0) absl::StrAppend(&out, improvements, " improvement(s). ");
@@ -43,6 +49,14 @@ std::string MarkdownSummary(const RunReport& report) {
     if (!k.error.empty()) {
       absl::StrAppend(&out, "| ", Cell(k.name), " | ", Cell(k.device_id),
                       " | | | | | | error: ", Cell(k.error.substr(0, 200)), " |\n");
+      continue;
+    }
+    if (!k.mismatch.empty()) {
+      absl::StrAppend(&out, "| ", Cell(k.name), " | ",
+                      Cell(k.device_model.empty() ? k.device_id : k.device_model), " | ",
+                      Cell(k.baseline_label), " | | ",
+                      absl::StrFormat("%.2f", k.verdict.current_median_us),
+                      " | | | **baseline mismatch**: ", Cell(k.mismatch), " |\n");
       continue;
     }
     const Verdict& v = k.verdict;

@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "clients/cpp/regress/history_plot.h"
 #include "clients/cpp/regress/junit_writer.h"
 #include "clients/cpp/regress/markdown_writer.h"
 #include "clients/cpp/regress/runner.h"
@@ -30,8 +32,11 @@ constexpr char kUsage[] =
     "usage: kiln regress run SUITE.yaml --label LABEL [--baseline LABEL|auto|none]\n"
     "                        [--device N|ID]... [--threshold 3%] [--significance P]\n"
     "                        [--junit FILE] [--markdown FILE] [--plot-dir DIR] [--json]\n"
-    "       kiln regress history KERNEL [--device-model MODEL] [--limit N] [--json]\n"
-    "exit: 0 no regression, 1 a regression, 2 an infrastructure error\n";
+    "       kiln regress history KERNEL|SUITE.yaml [--device-model MODEL] [--limit N] [--json]\n"
+    "                        [--plot] [--plot-dir DIR] [--baseline LABEL|auto|none]\n"
+    "                        [--threshold 3%] [--significance P]\n"
+    "exit: 0 no regression, 1 a regression, 2 an infrastructure error or a baseline\n"
+    "      measured with other bindings (history: 1 no runs recorded)\n";
 
 bool Write(const std::string& path, const std::string& text, CommandIo io) {
   if (absl::Status s = util::WriteFileAtomically(path, text); !s.ok()) {
@@ -145,14 +150,13 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
   if (!plot_dir.empty()) {
     for (const KernelResult& k : report.kernels) {
       if (!k.error.empty()) continue;
-      absl::StatusOr<std::vector<LabelRuns>> trend = LoadTrend(*client, k.name, k.device_model, 30);
-      if (!trend.ok()) {
-        io.err << "kiln regress: history of " << k.name << ": " << trend.status().message() << "\n";
+      absl::StatusOr<PlotSpec> plot = RunPlot(*client, k, report.label);
+      if (!plot.ok()) {
+        io.err << "kiln regress: history of " << k.name << ": " << plot.status().message() << "\n";
         written = false;
         continue;
       }
-      written &= Write(absl::StrCat(plot_dir, "/", k.name, ".svg"),
-                       HistorySvg(k.name, *trend, report.label), io);
+      written &= Write(absl::StrCat(plot_dir, "/", k.name, ".svg"), HistorySvg(*plot), io);
     }
   }
 
@@ -175,11 +179,17 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
                 {"significance", k.tolerance.significance},
                 {"verdict", k.error.empty() ? VerdictName(k.verdict.kind) : "error"}};
       if (!k.error.empty()) j["error"] = k.error;
+      if (!k.mismatch.empty()) j["mismatch"] = k.mismatch;
+      j["bindings"] = k.bindings; // name -> the value's JSON text
       kernels.push_back(std::move(j));
     }
-    io.out << json{{"label", report.label},        {"suite", report.suite_path},
-                   {"seconds", report.seconds},    {"regression", report.any_regression()},
-                   {"errors", report.any_error()}, {"kernels", kernels}}
+    io.out << json{{"label", report.label},
+                   {"suite", report.suite_path},
+                   {"seconds", report.seconds},
+                   {"regression", report.any_regression()},
+                   {"errors", report.any_error()},
+                   {"mismatches", report.any_mismatch()},
+                   {"kernels", kernels}}
                   .dump()
            << "\n";
   } else {
@@ -189,6 +199,12 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       if (!k.error.empty()) {
         io.out << absl::StrFormat("%-24s %-12s %12s %12s %9s %9s  error: %s\n", k.name, "", "", "",
                                   "", "", k.error);
+        continue;
+      }
+      if (!k.mismatch.empty()) {
+        io.out << absl::StrFormat("%-24s %-12s %12s %12.2f %9s %9s  baseline_mismatch: %s\n",
+                                  k.name, k.baseline_label.substr(0, 12), "-",
+                                  k.verdict.current_median_us, "-", "-", k.mismatch);
         continue;
       }
       const Verdict& v = k.verdict;
@@ -201,15 +217,54 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
     }
   }
   if (report.any_regression()) return kExitRegressRegression;
-  if (report.any_error() || !written) return kExitRegressInfra;
+  // A baseline of other bindings cannot be compared: like an error, exit 2.
+  if (report.any_error() || report.any_mismatch() || !written) return kExitRegressInfra;
   return kExitRegressOk;
+}
+
+// One series' trend as `kiln regress history` prints it.
+void PrintTrend(const std::vector<LabelRuns>& trend, std::ostream& out) {
+  out << absl::StrFormat("%-20s %5s %12s %9s  %s\n", "LABEL", "RUNS", "MEDIAN_US", "CHANGE",
+                         "LAST RUN (UTC)");
+  double previous = 0;
+  for (const LabelRuns& l : trend) {
+    const double m = util::Median(l.medians_us);
+    out << absl::StrFormat(
+        "%-20s %5d %12.2f %9s  %s\n", l.label.substr(0, 20), l.medians_us.size(), m,
+        previous > 0 ? absl::StrFormat("%+.1f%%", (m / previous - 1) * 100) : "-",
+        Date(l.last_unix_ms));
+    previous = m;
+  }
+}
+
+json TrendJson(const std::vector<LabelRuns>& trend) {
+  json labels = json::array();
+  for (const LabelRuns& l : trend) {
+    json j = {{"label", l.label},
+              {"runs_us", l.medians_us},
+              {"median_us", util::Median(l.medians_us)},
+              {"last_unix_ms", l.last_unix_ms}};
+    if (l.bindings) j["bindings"] = *l.bindings;
+    labels.push_back(std::move(j));
+  }
+  return labels;
+}
+
+// A suite file rather than a series name: names are [A-Za-z0-9_.-]+, so a
+// path with a folder, or a name ending in .yaml / .yml, is a suite.
+bool IsSuitePath(const std::string& arg) {
+  return arg.find('/') != std::string::npos || absl::EndsWith(arg, ".yaml") ||
+         absl::EndsWith(arg, ".yml");
 }
 
 int History(const std::vector<std::string>& args, CommandIo io) {
   std::optional<cli::Connection> c = cli::ParseConnection(args, io, "regress history");
   if (!c) return kExitRegressInfra;
-  std::string kernel, model;
+  std::string target, model, plot_dir, baseline = "auto";
+  bool plot = false;
   int limit = 20;
+  bool limit_given = false;
+  Tolerance tolerance;
   const std::vector<std::string>& a = c->rest;
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
@@ -220,52 +275,110 @@ int History(const std::vector<std::string>& args, CommandIo io) {
         io.err << "kiln regress history: --limit expects a positive number\n";
         return kExitRegressInfra;
       }
-    } else if (!a[i].empty() && a[i][0] != '-' && kernel.empty()) {
-      kernel = a[i];
+      limit_given = true;
+    } else if (a[i] == "--plot") {
+      plot = true;
+    } else if (cli::TakeValue(a, i, "--plot-dir", &v)) {
+      plot_dir = util::ExpandHome(v);
+      plot = true;
+    } else if (cli::TakeValue(a, i, "--baseline", &v)) {
+      baseline = v == "none" ? "" : v;
+    } else if (cli::TakeValue(a, i, "--threshold", &v)) {
+      if (!ParseFraction(v, &tolerance.threshold)) {
+        io.err << "kiln regress history: --threshold expects a fraction like 3% or 0.03\n";
+        return kExitRegressInfra;
+      }
+    } else if (cli::TakeValue(a, i, "--significance", &v)) {
+      double p = 0;
+      if (!absl::SimpleAtod(v, &p) || p <= 0 || p >= 1) {
+        io.err << "kiln regress history: --significance expects a p-value in (0, 1)\n";
+        return kExitRegressInfra;
+      }
+      tolerance.significance = p;
+    } else if (!a[i].empty() && a[i][0] != '-' && target.empty()) {
+      target = a[i];
     } else {
       io.err << "kiln regress history: unexpected argument '" << a[i] << "'\n" << kUsage;
       return kExitRegressInfra;
     }
   }
-  if (kernel.empty()) {
-    io.err << "kiln regress history: which KERNEL?\n" << kUsage;
+  if (target.empty()) {
+    io.err << "kiln regress history: which KERNEL (or SUITE.yaml)?\n" << kUsage;
     return kExitRegressInfra;
   }
+  if (plot && plot_dir.empty()) plot_dir = ".";
+  if (plot && !limit_given) limit = kPlotLabels;
+
+  // The series: one kernel, or every kernel of a suite with its threshold.
+  struct Series {
+    std::string name;
+    Tolerance tolerance;
+  };
+  std::vector<Series> series;
+  const bool from_suite = IsSuitePath(target);
+  if (from_suite) {
+    absl::StatusOr<Suite> suite = LoadSuite(target);
+    if (!suite.ok()) {
+      io.err << "kiln regress history: " << suite.status().message() << "\n";
+      return kExitRegressInfra;
+    }
+    for (const SuiteKernel& k : suite->kernels) {
+      series.push_back({k.name, ToleranceOf(k, tolerance)});
+    }
+  } else {
+    series.push_back({target, tolerance});
+  }
+
   std::unique_ptr<client::Client> client = cli::Connect(*c, io, "regress");
   if (!client) return kExitRegressInfra;
-  absl::StatusOr<std::vector<LabelRuns>> trend = LoadTrend(*client, kernel, model, limit);
-  if (!trend.ok()) {
-    io.err << "kiln regress history: " << trend.status().message() << "\n";
-    return kExitRegressInfra;
-  }
-  if (trend->empty()) {
-    io.err << "kiln regress history: no successful runs of '" << kernel << "'"
-           << (model.empty() ? "" : " on " + model) << "\n";
-    return 1;
-  }
-  if (c->json) {
-    json labels = json::array();
-    for (const LabelRuns& l : *trend) {
-      labels.push_back({{"label", l.label},
-                        {"runs_us", l.medians_us},
-                        {"median_us", util::Median(l.medians_us)},
-                        {"last_unix_ms", l.last_unix_ms}});
+  int found = 0;
+  bool written = true;
+  json kernels = json::array();
+  for (const Series& s : series) {
+    absl::StatusOr<std::vector<LabelRuns>> trend = LoadTrend(*client, s.name, model, limit);
+    if (!trend.ok()) {
+      io.err << "kiln regress history: " << trend.status().message() << "\n";
+      return kExitRegressInfra;
     }
-    io.out << json{{"kernel", kernel}, {"labels", labels}}.dump() << "\n";
-    return 0;
+    if (trend->empty()) {
+      io.err << "kiln regress history: no successful runs of '" << s.name << "'"
+             << (model.empty() ? "" : " on " + model) << "\n";
+      continue;
+    }
+    ++found;
+    if (c->json) {
+      kernels.push_back({{"kernel", s.name}, {"labels", TrendJson(*trend)}});
+    } else {
+      if (from_suite) io.out << (found > 1 ? "\n" : "") << "KERNEL " << s.name << "\n";
+      PrintTrend(*trend, io.out);
+    }
+    if (!plot) continue;
+    SeriesPlotOptions options;
+    options.device_model = model;
+    options.max_labels = limit;
+    options.baseline = baseline;
+    options.tolerance = s.tolerance;
+    absl::StatusOr<PlotSpec> spec = SeriesPlot(*client, s.name, options);
+    if (!spec.ok()) {
+      io.err << "kiln regress history: plot of " << s.name << ": " << spec.status().message()
+             << "\n";
+      written = false;
+      continue;
+    }
+    const std::string path = absl::StrCat(plot_dir, "/", s.name, ".svg");
+    if (Write(path, HistorySvg(*spec), io)) {
+      io.err << "kiln regress history: " << s.name << " on " << spec->device_model << ": wrote "
+             << path << "\n";
+    } else {
+      written = false;
+    }
   }
-  io.out << absl::StrFormat("%-20s %5s %12s %9s  %s\n", "LABEL", "RUNS", "MEDIAN_US", "CHANGE",
-                            "LAST RUN (UTC)");
-  double previous = 0;
-  for (const LabelRuns& l : *trend) {
-    const double m = util::Median(l.medians_us);
-    io.out << absl::StrFormat(
-        "%-20s %5d %12.2f %9s  %s\n", l.label.substr(0, 20), l.medians_us.size(), m,
-        previous > 0 ? absl::StrFormat("%+.1f%%", (m / previous - 1) * 100) : "-",
-        Date(l.last_unix_ms));
-    previous = m;
+  if (c->json && found > 0) {
+    io.out << (from_suite ? json{{"suite", target}, {"kernels", kernels}} : kernels[0]).dump()
+           << "\n";
   }
-  return 0;
+  if (!written) return kExitRegressInfra;
+  return found > 0 ? 0 : 1;
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "util/statistics.h"
 
 namespace kiln::regress {
 namespace {
@@ -34,9 +35,10 @@ std::string ConfigText(const Map& config) {
   return absl::StrJoin(parts, " ");
 }
 
-// The baseline's trial medians: runs of `label` on `model`.
-absl::StatusOr<std::vector<double>> BaselineOf(client::Client& client, const std::string& name,
-                                               const std::string& label, const std::string& model) {
+// The baseline's runs: those of `label` on `model`, newest first.
+absl::StatusOr<std::vector<BaselineRun>> BaselineOf(client::Client& client, const std::string& name,
+                                                    const std::string& label,
+                                                    const std::string& model) {
   kiln::v1::ListMeasurementsRequest q;
   q.set_history_name(name);
   q.set_label(label);
@@ -44,11 +46,37 @@ absl::StatusOr<std::vector<double>> BaselineOf(client::Client& client, const std
   q.set_successes_only(true);
   absl::StatusOr<kiln::v1::ListMeasurementsResponse> r = client.ListMeasurements(q);
   if (!r.ok()) return r.status();
-  std::vector<double> out;
+  std::vector<BaselineRun> out;
   for (const kiln::v1::HistoryEntry& e : r->entries()) {
-    if (e.median_us() > 0) out.push_back(e.median_us());
+    if (e.median_us() > 0) out.push_back({e.median_us(), RecordedBindings(e.config_json())});
   }
   return out;
+}
+
+// Keeps the baseline runs that measured `k`'s problem (bindings_check.h);
+// the mismatch verdict when none did.
+void CheckBindings(const std::vector<BaselineRun>& runs, std::ostream* log, KernelResult& k) {
+  BaselineSelection selected = SelectBaseline(runs, k.bindings, k.baseline_label);
+  k.baseline_us = std::move(selected.samples_us);
+  if (!selected.mismatch.empty()) {
+    k.verdict.kind = VerdictKind::kBaselineMismatch;
+    k.verdict.current_median_us = util::Median(k.trial_medians_us);
+    k.mismatch = std::move(selected.mismatch);
+    return;
+  }
+  if (log == nullptr) return;
+  if (selected.left_out > 0) {
+    *log << absl::StrFormat("kiln regress: %s: %d of %d runs of baseline %s had other bindings "
+                            "(%s) and are left out\n",
+                            k.name, selected.left_out, runs.size(), k.baseline_label,
+                            selected.difference);
+  }
+  if (selected.unknown > 0) {
+    *log << absl::StrFormat("kiln regress: %s: warning: %d run(s) of baseline %s have no recorded "
+                            "bindings (recorded by an older kilnd), so their bindings are not "
+                            "checked\n",
+                            k.name, selected.unknown, k.baseline_label);
+  }
 }
 
 // "auto": the newest label of the series on `model` other than `current`.
@@ -70,15 +98,14 @@ void RunKernel(client::Client& client, const SuiteKernel& k, const RunOptions& o
                std::ostream* log, KernelResult& out) {
   const SteadyClock::time_point t0 = SteadyClock::now();
   out.name = k.name;
-  out.tolerance = k.has_threshold
-                      ? k.tolerance
-                      : Tolerance{options.tolerance.threshold, k.tolerance.significance};
+  out.tolerance = ToleranceOf(k, options.tolerance);
   absl::StatusOr<kiln::v1::ProgramSource> program = client::LoadProgram(k.file);
   if (!program.ok()) {
     out.error = absl::StrCat(program.status().message());
     return;
   }
   for (const auto& [name, v] : k.bindings) (*program->mutable_bindings())[name] = v;
+  out.bindings = BindingsOf(k.bindings);
   if (!k.entry.empty()) program->set_entry(k.entry);
 
   kiln::v1::BenchmarkRequest req;
@@ -140,19 +167,24 @@ void RunKernel(client::Client& client, const SuiteKernel& k, const RunOptions& o
     baseline = *b;
   }
   if (!baseline.empty()) {
-    absl::StatusOr<std::vector<double>> samples =
+    absl::StatusOr<std::vector<BaselineRun>> runs =
         BaselineOf(client, k.name, baseline, out.device_model);
-    if (!samples.ok()) {
-      out.error = absl::StrCat("reading the history: ", samples.status().message());
+    if (!runs.ok()) {
+      out.error = absl::StrCat("reading the history: ", runs.status().message());
       return;
     }
     out.baseline_label = baseline;
-    out.baseline_us = *samples;
+    CheckBindings(*runs, log, out);
   }
-  out.verdict = Compare(out.baseline_us, out.trial_medians_us, out.tolerance);
+  if (out.mismatch.empty())
+    out.verdict = Compare(out.baseline_us, out.trial_medians_us, out.tolerance);
   out.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   if (log != nullptr) {
-    if (out.verdict.kind == VerdictKind::kNoBaseline) {
+    if (!out.mismatch.empty()) {
+      *log << absl::StrFormat("kiln regress: %s: %.2f us, baseline mismatch: %s; not compared "
+                              "(a case measuring another problem needs a new name)\n",
+                              k.name, out.verdict.current_median_us, out.mismatch);
+    } else if (out.verdict.kind == VerdictKind::kNoBaseline) {
       *log << absl::StrFormat("kiln regress: %s: %.2f us, no baseline%s\n", k.name,
                               out.verdict.current_median_us,
                               baseline.empty() ? "" : absl::StrCat(" (no runs of ", baseline, ")"));
@@ -176,6 +208,11 @@ bool RunReport::any_regression() const {
 bool RunReport::any_error() const {
   return std::any_of(kernels.begin(), kernels.end(),
                      [](const KernelResult& k) { return !k.error.empty(); });
+}
+
+bool RunReport::any_mismatch() const {
+  return std::any_of(kernels.begin(), kernels.end(),
+                     [](const KernelResult& k) { return k.error.empty() && !k.mismatch.empty(); });
 }
 
 RunReport RunSuite(client::Client& client, const Suite& suite, const RunOptions& options,
@@ -218,7 +255,7 @@ absl::StatusOr<std::vector<LabelRuns>> LoadTrend(client::Client& client, const s
         index.erase(it);
         continue;
       }
-      newest_first.push_back({label, {}, e.unix_ms()});
+      newest_first.push_back({label, {}, e.unix_ms(), RecordedBindings(e.config_json())});
     }
     LabelRuns& runs = newest_first[it->second];
     runs.medians_us.push_back(e.median_us());
@@ -226,6 +263,23 @@ absl::StatusOr<std::vector<LabelRuns>> LoadTrend(client::Client& client, const s
   }
   std::reverse(newest_first.begin(), newest_first.end());
   return newest_first;
+}
+
+absl::StatusOr<std::vector<std::string>> DeviceModelsOf(client::Client& client,
+                                                        const std::string& name) {
+  kiln::v1::ListMeasurementsRequest q;
+  q.set_history_name(name);
+  q.set_successes_only(true);
+  q.set_limit(100000);
+  absl::StatusOr<kiln::v1::ListMeasurementsResponse> r = client.ListMeasurements(q);
+  if (!r.ok()) return r.status();
+  std::vector<std::string> models;
+  for (const kiln::v1::HistoryEntry& e : r->entries()) { // newest first
+    if (std::find(models.begin(), models.end(), e.device_model()) == models.end()) {
+      models.push_back(e.device_model());
+    }
+  }
+  return models;
 }
 
 } // namespace kiln::regress

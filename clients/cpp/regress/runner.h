@@ -8,16 +8,26 @@
 // NO_BASELINE). A kernel whose program does not compile, whose benchmark
 // fails, or whose "config: best" has no stored best is an infrastructure
 // error of that kernel (its message kept); the other kernels still run.
+//
+// Bindings: the history records each run's bindings (bindings_check.h).
+// Baseline runs recorded with other bindings measured another problem and
+// are never compared: when no baseline run has this run's bindings, the
+// verdict is BASELINE_MISMATCH (an infrastructure-class outcome: the
+// command exits 2), naming the differing bindings. Baseline runs with
+// unknown bindings (an older kilnd) are compared, and the log says the
+// bindings could not be checked.
 // Thread-compatible.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "clients/cpp/client/client.h"
+#include "clients/cpp/regress/bindings_check.h"
 #include "clients/cpp/regress/suite.h"
 #include "clients/cpp/regress/verdict.h"
 
@@ -36,11 +46,15 @@ struct KernelResult {
   std::string device_model;
   std::string artifact_key;
   std::string config_text; // "block_M=128 ..." ("best: ..." for config: best)
+  Bindings bindings;       // as sent (and recorded)
   std::vector<double> trial_medians_us;
   std::string baseline_label; // empty: none found
   std::vector<double> baseline_us;
   Tolerance tolerance;
   Verdict verdict;
+  // Non-empty iff verdict.kind is kBaselineMismatch: which bindings differ
+  // from the baseline's, "baseline sha-1 ran M: 256 -> this run 2048".
+  std::string mismatch;
   std::string error; // non-empty: an infrastructure error
   double seconds = 0;
 };
@@ -53,6 +67,7 @@ struct RunReport {
   double seconds = 0;
   bool any_regression() const;
   bool any_error() const;
+  bool any_mismatch() const;
 };
 
 // `log` (may be null) gets one progress line per trial and per kernel.
@@ -64,11 +79,17 @@ struct LabelRuns {
   std::string label;
   std::vector<double> medians_us; // one per recorded run (trial)
   int64_t last_unix_ms = 0;
+  std::optional<Bindings> bindings; // of the label's newest run; nullopt: not recorded
 };
 
 // The series' successful runs on `device_model` ("" = any) grouped by
 // label, oldest label first, at most `max_labels` (the newest).
 absl::StatusOr<std::vector<LabelRuns>> LoadTrend(client::Client& client, const std::string& name,
                                                  const std::string& device_model, int max_labels);
+
+// The device models of the series' successful runs, the most recent first;
+// empty when it has none.
+absl::StatusOr<std::vector<std::string>> DeviceModelsOf(client::Client& client,
+                                                        const std::string& name);
 
 } // namespace kiln::regress

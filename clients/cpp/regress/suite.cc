@@ -89,6 +89,7 @@ absl::Status Apply(const YAML::Node& n, SuiteKernel& k) {
       return absl::InvalidArgumentError("significance must be a p-value in (0, 1)");
     }
     k.tolerance.significance = p;
+    k.has_significance = true;
   }
   if (n["bindings"]) {
     absl::StatusOr<std::map<std::string, kiln::v1::BindingValue>> b = Bindings(n["bindings"]);
@@ -113,6 +114,11 @@ absl::Status Apply(const YAML::Node& n, SuiteKernel& k) {
 }
 
 } // namespace
+
+Tolerance ToleranceOf(const SuiteKernel& kernel, const Tolerance& flags) {
+  return {kernel.has_threshold ? kernel.tolerance.threshold : flags.threshold,
+          kernel.has_significance ? kernel.tolerance.significance : flags.significance};
+}
 
 absl::StatusOr<Suite> ParseSuite(const std::string& yaml_text, const std::string& path) {
   YAML::Node root;

@@ -45,7 +45,8 @@ struct SuiteKernel {
   int warmup = 0; // 0: the daemon's default
   bool flush_l2 = false;
   bool cuda_graph = false;
-  bool has_threshold = false; // else the command's --threshold
+  bool has_threshold = false;    // else the command's --threshold
+  bool has_significance = false; // else the command's --significance
   Tolerance tolerance;
 };
 
@@ -53,6 +54,10 @@ struct Suite {
   std::string path;
   std::vector<SuiteKernel> kernels;
 };
+
+// The kernel's threshold and significance where the suite gives them, else
+// the command's (`flags`).
+Tolerance ToleranceOf(const SuiteKernel& kernel, const Tolerance& flags);
 
 // InvalidArgument naming the file (and the kernel) for anything malformed.
 absl::StatusOr<Suite> ParseSuite(const std::string& yaml_text, const std::string& path);

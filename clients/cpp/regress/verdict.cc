@@ -15,6 +15,8 @@ const char* VerdictName(VerdictKind v) {
     return "regression";
   case VerdictKind::kImprovement:
     return "improvement";
+  case VerdictKind::kBaselineMismatch:
+    return "baseline_mismatch";
   default:
     return "no_baseline";
   }

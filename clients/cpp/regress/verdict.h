@@ -10,6 +10,8 @@
 //   IMPROVEMENT  change < -threshold and p < significance
 //   PASS         otherwise (noise, or a real change inside the threshold)
 //   NO_BASELINE  no baseline samples
+// (BASELINE_MISMATCH, the baseline measured other bindings, is the
+// runner's: Compare never returns it.)
 // With fewer than two samples on a side the test cannot run (p = 1), so
 // such a comparison passes: a CI job should use 3 or more trials.
 // Thread-safe (pure functions).
@@ -25,8 +27,9 @@ struct Tolerance {
   double significance = 0.05; // p-value below which a change is real
 };
 
-enum class VerdictKind { kPass, kRegression, kImprovement, kNoBaseline };
-const char* VerdictName(VerdictKind v); // "pass", "regression", "improvement", "no_baseline"
+enum class VerdictKind { kPass, kRegression, kImprovement, kNoBaseline, kBaselineMismatch };
+// "pass", "regression", "improvement", "no_baseline", "baseline_mismatch"
+const char* VerdictName(VerdictKind v);
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kNoBaseline;

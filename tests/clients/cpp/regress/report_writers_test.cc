@@ -1,82 +1,26 @@
 // The regress outputs parsed back: JUnit XML (expat; the element tree, the
 // counts, a failure for the regression and an error for the broken kernel),
-// the Markdown table (one row per kernel, the verdict column), and the SVG
-// history plot (well-formed XML, one median point per label).
+// the Markdown table (one row per kernel, the verdict column); a baseline
+// of other bindings is an error of its kernel in both. The SVG plot's tests
+// are svg_plot_test.cc.
 #include <map>
 #include <string>
 #include <vector>
 
-#include <expat.h>
-
 #include "clients/cpp/regress/junit_writer.h"
 #include "clients/cpp/regress/markdown_writer.h"
-#include "clients/cpp/regress/svg_plot.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/clients/cpp/regress/xml_dom.h"
 
 namespace kiln::regress {
 namespace {
 
+using testing::Children;
+using testing::Element;
 using ::testing::HasSubstr;
-
-struct Element {
-  std::string name;
-  std::map<std::string, std::string> attrs;
-  std::string text;
-  std::vector<Element> children;
-};
-
-// A small DOM over expat; `ok` false for malformed XML.
-struct Parsed {
-  bool ok = false;
-  std::string error;
-  Element root;
-};
-
-Parsed ParseXml(const std::string& xml) {
-  struct State {
-    std::vector<Element*> stack;
-    Element root;
-    bool started = false;
-  } st;
-  XML_Parser p = XML_ParserCreate("UTF-8");
-  XML_SetUserData(p, &st);
-  XML_SetElementHandler(
-      p,
-      [](void* data, const XML_Char* name, const XML_Char** attrs) {
-        auto* s = static_cast<State*>(data);
-        Element e;
-        e.name = name;
-        for (int i = 0; attrs[i] != nullptr; i += 2) e.attrs[attrs[i]] = attrs[i + 1];
-        if (!s->started) {
-          s->root = e;
-          s->started = true;
-          s->stack.push_back(&s->root);
-        } else {
-          s->stack.back()->children.push_back(e);
-          s->stack.push_back(&s->stack.back()->children.back());
-        }
-      },
-      [](void* data, const XML_Char*) { static_cast<State*>(data)->stack.pop_back(); });
-  XML_SetCharacterDataHandler(p, [](void* data, const XML_Char* s, int len) {
-    auto* st = static_cast<State*>(data);
-    if (!st->stack.empty()) st->stack.back()->text.append(s, static_cast<size_t>(len));
-  });
-  Parsed out;
-  out.ok = XML_Parse(p, xml.data(), static_cast<int>(xml.size()), 1) == XML_STATUS_OK;
-  if (!out.ok) out.error = XML_ErrorString(XML_GetErrorCode(p));
-  XML_ParserFree(p);
-  out.root = st.root;
-  return out;
-}
-
-std::vector<const Element*> Children(const Element& e, const std::string& name) {
-  std::vector<const Element*> out;
-  for (const Element& c : e.children) {
-    if (c.name == name) out.push_back(&c);
-  }
-  return out;
-}
+using testing::Parsed;
+using testing::ParseXml;
 
 RunReport SampleReport() {
   RunReport r;
@@ -170,37 +114,44 @@ TEST(MarkdownSummary, OneRowPerKernel) {
   }
 }
 
-TEST(HistorySvg, IsWellFormedWithAPointPerLabel) {
-  std::vector<LabelRuns> trend = {{"sha-1", {100, 101, 99}, 1000},
-                                  {"sha-2", {102, 100}, 2000},
-                                  {"sha-3 <x>", {150, 151}, 3000}};
-  const std::string svg = HistorySvg("gemm & co", trend, "sha-3 <x>");
-  const Parsed x = ParseXml(svg);
-  ASSERT_TRUE(x.ok) << x.error << "\n" << svg;
-  EXPECT_EQ(x.root.name, "svg");
-  EXPECT_EQ(x.root.attrs.at("xmlns"), "http://www.w3.org/2000/svg");
-  int medians = 0, runs = 0, highlighted = 0;
-  for (const Element* c : Children(x.root, "circle")) {
-    if (c->attrs.count("class") && c->attrs.at("class") == "median") {
-      ++medians;
-      if (c->attrs.at("fill") == "#d62728") ++highlighted;
-    } else {
-      ++runs;
-    }
-  }
-  EXPECT_EQ(medians, 3);
-  EXPECT_EQ(runs, 7);
-  EXPECT_EQ(highlighted, 1);
-  ASSERT_EQ(Children(x.root, "path").size(), 1u);
-  EXPECT_EQ(Children(x.root, "path")[0]->attrs.at("d").substr(0, 1), "M");
-  // Higher latency is drawn higher up (smaller y).
-  std::vector<double> ys;
-  for (const Element* c : Children(x.root, "circle")) {
-    if (c->attrs.count("class")) ys.push_back(std::stod(c->attrs.at("cy")));
-  }
-  ASSERT_EQ(ys.size(), 3u);
-  EXPECT_LT(ys[2], ys[0]);
-  EXPECT_TRUE(ParseXml(HistorySvg("empty", {}, "x")).ok);
+// A kernel whose baseline ran other bindings: not compared, an error.
+RunReport MismatchReport() {
+  RunReport r = SampleReport();
+  KernelResult k = r.kernels[0];
+  k.name = "add-resized";
+  k.bindings = {{"M", "2048"}, {"N", "1024"}};
+  k.baseline_us.clear();
+  k.verdict = {};
+  k.verdict.kind = VerdictKind::kBaselineMismatch;
+  k.verdict.current_median_us = 100;
+  k.mismatch = "the bindings differ from baseline old's (M: 256 -> 2048; baseline M=256 N=1024, "
+               "this run M=2048 N=1024)";
+  r.kernels = {r.kernels[0], k};
+  return r;
+}
+
+TEST(JUnitXml, ABaselineMismatchIsAnErrorNamingTheBindings) {
+  const Parsed x = ParseXml(JUnitXml(MismatchReport()));
+  ASSERT_TRUE(x.ok) << x.error;
+  EXPECT_EQ(x.root.attrs.at("errors"), "1");
+  EXPECT_EQ(x.root.attrs.at("failures"), "0");
+  const std::vector<const Element*> cases =
+      Children(*Children(x.root, "testsuite").at(0), "testcase");
+  ASSERT_EQ(cases.size(), 2u);
+  const std::vector<const Element*> error = Children(*cases[1], "error");
+  ASSERT_EQ(error.size(), 1u);
+  EXPECT_EQ(error[0]->attrs.at("type"), "baseline_mismatch");
+  EXPECT_THAT(error[0]->attrs.at("message"), HasSubstr("M: 256 -> 2048"));
+  EXPECT_THAT(error[0]->text, HasSubstr("bindings: M=2048 N=1024"));
+}
+
+TEST(MarkdownSummary, ABaselineMismatchIsCountedAndNamed) {
+  const std::string md = MarkdownSummary(MismatchReport());
+  EXPECT_THAT(md, HasSubstr("**1 kernel(s) not compared: their bindings differ"));
+  EXPECT_THAT(md, ::testing::Not(HasSubstr("No regression.")));
+  EXPECT_THAT(md, HasSubstr("| add-resized | x86_64 | old | | 100.00 | | | **baseline "
+                            "mismatch**: the bindings differ from baseline old's (M: 256 -> "
+                            "2048;"));
 }
 
 } // namespace
