@@ -80,5 +80,28 @@ TEST(ParseSuite, ErrorsNameTheFileAndTheKernel) {
   EXPECT_EQ(LoadSuite("/nonexistent/suite.yaml").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The suite's threshold and significance win, the command's flags fill in
+// what a kernel leaves out (the flag's --significance was dropped before).
+TEST(ToleranceOf, TheSuiteWinsAndTheFlagsFillIn) {
+  absl::StatusOr<Suite> s = ParseSuite(R"(
+kernels:
+  - name: plain
+    file: k.py
+  - name: strict
+    file: k.py
+    threshold: 1%
+    significance: 0.01
+)",
+                                       "/ci/s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tolerance flags{0.10, 0.2};
+  const Tolerance plain = ToleranceOf(s->kernels[0], flags);
+  EXPECT_DOUBLE_EQ(plain.threshold, 0.10);
+  EXPECT_DOUBLE_EQ(plain.significance, 0.2);
+  const Tolerance strict = ToleranceOf(s->kernels[1], flags);
+  EXPECT_DOUBLE_EQ(strict.threshold, 0.01);
+  EXPECT_DOUBLE_EQ(strict.significance, 0.01);
+}
+
 } // namespace
 } // namespace kiln::regress
