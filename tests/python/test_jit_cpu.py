@@ -227,3 +227,16 @@ def copy(N, block=32):
     np.testing.assert_array_equal(out, a + 1)
     art = copy.compile("cpu", {"N": 70})
     assert [(p.name, p.is_output) for p in art.launch.params] == [("min", False), ("out", True)]
+
+
+def test_launch_expressions_read_the_users_names_as_symbols():
+    # Grid and shape expressions name symbols as the user did: Python keywords
+    # and words the expression syntax uses are symbols unless a call follows.
+    from kiln._expr import evaluate
+    assert evaluate("(in + 63) // 64", {"in": 130}) == 3
+    assert evaluate("max(max, 4) * min", {"max": 3, "min": 5}) == 20
+    assert evaluate("cast<int64>(if) + true", {"if": 2}) == 3
+    assert evaluate("true + 1", {"true": 5}) == 6
+    assert evaluate("!(n != 2) && x2 > 1", {"n": 2, "x2": 3}) == 1
+    with pytest.raises(ValueError, match="'in', which has no value"):
+        evaluate("in + 1", {})

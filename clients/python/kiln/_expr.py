@@ -24,7 +24,7 @@ def _c_div(a, b):
     return q if (a >= 0) == (b >= 0) else -q
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]*")  # not inside a number
 _SYM = "_kiln_sym_"  # prefix that makes every symbol a valid, non-keyword Python name
 
 
