@@ -105,7 +105,6 @@ TEST_F(KilnOptPathsTest, AnUnwritableOutputIsExit2NamingThePath) {
   EXPECT_EQ(ReadFile(Path("cwd/somefile")), "a file");
 }
 
-} // namespace
 TEST(KilnOptTest, ListsTheSupportedTargets) {
   // The one list (passes::SupportedTargets), one target a line.
   util::SubprocessOptions options;
@@ -119,4 +118,5 @@ TEST(KilnOptTest, ListsTheSupportedTargets) {
   EXPECT_EQ(run->stdout_data, expected);
 }
 
+} // namespace
 } // namespace kiln::tools
