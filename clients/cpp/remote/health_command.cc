@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/cpp/json_output.h"
 #include "clients/cpp/remote/connection_flags.h"
+#include "clients/cpp/suggest.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -137,10 +138,22 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       o.server_name = v;
     } else if (args[i] == "--json") {
       o.json = true;
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      io.err << "kiln health: "
+             << UnknownFlag(args[i], {"--server", "--timeout", "--service", "--tls-ca",
+                                      "--tls-cert", "--tls-key", "--tls-server-name", "--json",
+                                      "--tls-ca-file", "--tls-cert-file", "--tls-key-file"})
+             << "\n"
+             << kUsage;
+      return kExitUsage;
     } else {
       io.err << "kiln health: unexpected argument '" << args[i] << "'\n" << kUsage;
       return kExitUsage;
     }
+  }
+  if (absl::Status a = ValidateServerAddress(o.server); !a.ok()) {
+    io.err << "kiln health: " << a.message() << "\n";
+    return kExitUsage;
   }
   if (o.cert_file.empty() != o.key_file.empty()) {
     io.err << "kiln health: --tls-cert-file and --tls-key-file go together\n";
@@ -200,7 +213,8 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     io.err << "kiln health: cannot get an answer from kilnd at " << o.server << ": "
-           << status.error_message() << "\n";
+           << status.error_message() << "\n"
+           << UnreachableHint(o.server) << "\n";
     if (o.json) {
       io.out << ErrorJsonLine(
           absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message()));
