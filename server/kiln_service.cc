@@ -23,6 +23,7 @@
 #include "server/grpc_status.h"
 #include "server/request_convert.h"
 #include "server/version.h"
+#include "util/log.h"
 
 namespace kiln::server {
 namespace {
@@ -552,6 +553,7 @@ KilnService::KilnService(ServiceDeps deps) : deps_(std::move(deps)) {
                                                   FairShareConfig::ClientKey::kPeer);
     deps_.auth = owned_auth_.get();
   }
+  stats_since_unix_ms_ = absl::ToUnixMillis(absl::Now());
 }
 
 grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
@@ -804,8 +806,28 @@ grpc::ServerUnaryReactor* KilnService::ListDevices(CallbackServerContext* ctx,
   return FinishNow(ctx, absl::OkStatus());
 }
 
+KilnService::StatsCounters KilnService::ReadStatsCounters() const {
+  StatsCounters c;
+  if (deps_.compile != nullptr) {
+    const CompileCounters& k = deps_.compile->counters();
+    c.compile_hits = k.hits.load();
+    c.compile_misses = k.misses.load();
+    c.joined = k.joined.load();
+    c.builds = k.builds.load();
+    c.build_failures = k.build_failures.load();
+  }
+  if (deps_.tune != nullptr) {
+    const TuneCounters& t = deps_.tune->counters();
+    c.tunes = t.jobs.load();
+    c.tune_measured = t.measured.load();
+    c.tune_failed = t.failed.load();
+  }
+  if (deps_.benchmark != nullptr) c.benchmarks = deps_.benchmark->counters().started.load();
+  return c;
+}
+
 grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
-                                                  const kiln::v1::CacheStatsRequest*,
+                                                  const kiln::v1::CacheStatsRequest* request,
                                                   kiln::v1::CacheStatsResponse* response) {
   absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
   if (!who.ok()) return FinishNow(ctx, who.status());
@@ -817,12 +839,35 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
   response->set_capacity_bytes(static_cast<int64_t>(s->soft_limit_bytes));
   response->set_hits(s->hits);
   response->set_misses(s->misses);
-  if (deps_.compile) response->set_joined(deps_.compile->counters().joined.load());
   response->set_evictions(s->evictions);
   response->set_corrupt_blobs_repaired(s->corrupt_blobs);
   response->set_best_configs(s->best_configs);
   response->set_measurements(s->measurements);
   response->set_cache_dir(s->dir);
+  const StatsCounters now = ReadStatsCounters();
+  StatsCounters base;
+  {
+    absl::MutexLock lock(&stats_mu_);
+    base = stats_base_;
+    response->set_since_unix_ms(stats_since_unix_ms_);
+    if (request->zero()) {
+      stats_base_ = now;
+      stats_since_unix_ms_ = absl::ToUnixMillis(absl::Now());
+      response->set_zeroed(true);
+    }
+  }
+  response->set_compile_hits(now.compile_hits - base.compile_hits);
+  response->set_compile_misses(now.compile_misses - base.compile_misses);
+  response->set_joined(now.joined - base.joined);
+  response->set_builds(now.builds - base.builds);
+  response->set_build_failures(now.build_failures - base.build_failures);
+  response->set_tunes(now.tunes - base.tunes);
+  response->set_tune_configs_measured(now.tune_measured - base.tune_measured);
+  response->set_tune_configs_failed(now.tune_failed - base.tune_failed);
+  response->set_benchmarks(now.benchmarks - base.benchmarks);
+  if (request->zero()) {
+    util::LogInfo("statistics zeroed", {{"client", *who}});
+  }
   return FinishNow(ctx, absl::OkStatus());
 }
 

@@ -16,6 +16,8 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "cache/cache.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "server/authenticator.h"
@@ -110,8 +112,23 @@ class KilnService final : public KilnServiceBase {
                                  kiln::v1::EchoResponse* response) override;
 
  private:
+  // The daemon's own counters that CacheStats reports (compile, tune and
+  // benchmark services), read now.
+  struct StatsCounters {
+    int64_t compile_hits = 0, compile_misses = 0, joined = 0, builds = 0, build_failures = 0;
+    int64_t tunes = 0, tune_measured = 0, tune_failed = 0, benchmarks = 0;
+  };
+  StatsCounters ReadStatsCounters() const;
+
   ServiceDeps deps_;
   std::unique_ptr<Authenticator> owned_auth_;
+  // CacheStats reports the counters less their values at the last zero
+  // (CacheStatsRequest.zero): a baseline, so that the services' counters,
+  // which /metrics exports as only-growing Prometheus counters, are never
+  // reset.
+  absl::Mutex stats_mu_;
+  StatsCounters stats_base_ ABSL_GUARDED_BY(stats_mu_);
+  int64_t stats_since_unix_ms_ ABSL_GUARDED_BY(stats_mu_) = 0; // start or last zero
 };
 
 // The host CPU as a device.

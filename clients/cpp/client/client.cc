@@ -587,10 +587,16 @@ absl::StatusOr<kiln::v1::GetVersionResponse> Client::GetVersion() {
   return resp;
 }
 
-absl::StatusOr<kiln::v1::CacheStatsResponse> Client::CacheStats() {
+absl::StatusOr<kiln::v1::CacheStatsResponse>
+Client::CacheStats(const kiln::v1::CacheStatsRequest& request) {
   kiln::v1::CacheStatsResponse resp;
-  grpc::Status s = impl_->Idempotent(
-      [&](grpc::ClientContext* ctx) { return impl_->stub->CacheStats(ctx, {}, &resp); });
+  // A zeroing call is not repeated: a retry after a lost answer would
+  // report the counters just zeroed.
+  const bool zero = request.zero();
+  grpc::Status s = impl_->Call(
+      impl_->options.deadline,
+      [&](grpc::ClientContext* ctx) { return impl_->stub->CacheStats(ctx, request, &resp); },
+      [zero] { return !zero; });
   if (!s.ok()) return ToAbsl(s);
   return resp;
 }

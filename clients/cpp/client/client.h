@@ -27,8 +27,8 @@
 // CancelJob, ListJobs, ListDevices, ListMeasurements, GetVersion,
 // CacheStats, and Tune before its first event (an identical request joins
 // the sweep). Never repeated: Benchmark (each call records a run in the
-// history) and a Tune stream that already delivered an event (it
-// re-attaches by job id instead).
+// history), a CacheStats that zeroes the counters, and a Tune stream that
+// already delivered an event (it re-attaches by job id instead).
 //
 // Security. `tls` turns on TLS with `tls_root_certs_file` (PEM CA bundle;
 // empty: the system roots) and, for daemons that ask for client
@@ -170,7 +170,8 @@ class Client {
   absl::StatusOr<kiln::v1::ListMeasurementsResponse>
   ListMeasurements(const kiln::v1::ListMeasurementsRequest& request);
   absl::StatusOr<kiln::v1::GetVersionResponse> GetVersion();
-  absl::StatusOr<kiln::v1::CacheStatsResponse> CacheStats();
+  absl::StatusOr<kiln::v1::CacheStatsResponse>
+  CacheStats(const kiln::v1::CacheStatsRequest& request = {});
 
   const ClientOptions& options() const;
   ClientStats stats() const;
