@@ -13,6 +13,7 @@
 #include "cache/cache.h"
 #include "cache/cache_error.h"
 #include "clients/cpp/json_output.h"
+#include "clients/cpp/suggest.h"
 #include "util/file_path.h"
 
 namespace kiln::cli {
@@ -108,6 +109,9 @@ std::string ParseFlags(const std::vector<std::string>& args, Flags& flags) {
       if (!take(v) || !absl::SimpleAtoi(v, &flags.limit)) return "--limit needs a number";
     } else if (!a.empty() && a[0] != '-' && flags.subcommand.empty()) {
       flags.subcommand = a;
+    } else if (!a.empty() && a[0] == '-') {
+      return UnknownFlag(args[i],
+                         {"--cache-dir", "--json", "--all", "--max-size", "--limit", "--help"});
     } else {
       return "unknown argument '" + args[i] + "'";
     }
@@ -299,7 +303,9 @@ int RunCache(const std::vector<std::string>& args, CommandIo io) {
   }
   static const char* const kKnown[] = {"stats", "ls", "gc", "verify", "rebuild"};
   if (std::find(std::begin(kKnown), std::end(kKnown), flags.subcommand) == std::end(kKnown)) {
-    io.err << "kiln cache: unknown subcommand '" << flags.subcommand << "'\n" << kUsage;
+    io.err << "kiln cache: unknown subcommand '" << flags.subcommand << "'"
+           << DidYouMean(flags.subcommand, {std::begin(kKnown), std::end(kKnown)}) << "\n"
+           << kUsage;
     return kExitUsage;
   }
   // `--cache-dir=~/c` (and a quoted "~/c" in KILN_CACHE_DIR): no shell expanded the ~.

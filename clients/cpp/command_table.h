@@ -35,11 +35,18 @@ struct Command {
   CommandFn run;
 };
 
+// This client's version (the project version, KILN_VERSION_STRING).
+const char* ClientVersion();
+
 class CommandTable {
  public:
   void Add(Command command);
-  // argv[0] is the program; argv[1] the command name.
+  // argv[0] is the program; argv[1] the command name. `--version` and `-V`
+  // run the command named "version" when there is one. An unknown name is a
+  // usage error that names the closest command (suggest.h).
   int Dispatch(const std::vector<std::string>& argv, CommandIo io) const;
+  // The registered names, in order.
+  std::vector<std::string> Names() const;
   void PrintUsage(std::ostream& out) const;
 
  private:

@@ -19,6 +19,7 @@
 #include "clients/cpp/regress/suite.h"
 #include "clients/cpp/regress/svg_plot.h"
 #include "clients/cpp/remote/connection_flags.h"
+#include "clients/cpp/suggest.h"
 #include "util/file_path.h"
 #include "util/statistics.h"
 
@@ -92,6 +93,15 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       plot_dir = util::ExpandHome(v);
     } else if (!a[i].empty() && a[i][0] != '-' && suite_path.empty()) {
       suite_path = a[i];
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      io.err << "kiln regress run: "
+             << cli::UnknownFlag(a[i],
+                                 cli::WithConnectionFlags({"--label", "--baseline", "--device",
+                                                           "--threshold", "--significance",
+                                                           "--junit", "--markdown", "--plot-dir"}))
+             << "\n"
+             << kUsage;
+      return kExitRegressInfra;
     } else {
       io.err << "kiln regress run: unexpected argument '" << a[i] << "'\n" << kUsage;
       return kExitRegressInfra;
@@ -297,6 +307,14 @@ int History(const std::vector<std::string>& args, CommandIo io) {
       tolerance.significance = p;
     } else if (!a[i].empty() && a[i][0] != '-' && target.empty()) {
       target = a[i];
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      io.err << "kiln regress history: "
+             << cli::UnknownFlag(a[i], cli::WithConnectionFlags(
+                                           {"--device-model", "--limit", "--plot", "--plot-dir",
+                                            "--baseline", "--threshold", "--significance"}))
+             << "\n"
+             << kUsage;
+      return kExitRegressInfra;
     } else {
       io.err << "kiln regress history: unexpected argument '" << a[i] << "'\n" << kUsage;
       return kExitRegressInfra;
@@ -395,7 +413,9 @@ cli::Command RegressCommand() {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "run") return Run(rest, io);
     if (args[0] == "history") return History(rest, io);
-    io.err << "kiln regress: unknown subcommand '" << args[0] << "'\n" << kUsage;
+    io.err << "kiln regress: unknown subcommand '" << args[0] << "'"
+           << cli::DidYouMean(args[0], {"run", "history"}) << "\n"
+           << kUsage;
     return kExitRegressInfra;
   };
   return c;

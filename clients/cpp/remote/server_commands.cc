@@ -12,11 +12,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "clients/cpp/bind_line.h"
 #include "clients/cpp/client/client.h"
-#include "clients/cpp/remote/connection_flags.h"
 #include "clients/cpp/json_output.h"
+#include "clients/cpp/remote/connection_flags.h"
 #include "clients/cpp/remote/tune_progress.h"
 #include "clients/cpp/remote/tune_report.h"
+#include "clients/cpp/suggest.h"
 #include "util/file_path.h"
 
 namespace kiln::cli {
@@ -49,6 +51,39 @@ bool TakeBinding(const std::string& text,
   return true;
 }
 
+// Adds the entries of FILE's `# kiln: test-bind` line to `program`'s
+// bindings, keeping those already there (--bind wins); false after printing
+// why not.
+bool AddTestBindings(kiln::v1::ProgramSource* program, const char* command, CommandIo io) {
+  const std::string& text = program->source_case() == kiln::v1::ProgramSource::kIrText
+                                ? program->ir_text()
+                                : program->tilelang_source();
+  absl::StatusOr<BindLineEntries> line = ReadBindLine(text, program->file_name(), "test-bind");
+  if (!line.ok()) {
+    io.err << "kiln " << command << ": --test-bind: " << line.status().message() << "\n";
+    return false;
+  }
+  for (const auto& [name, value] : *line) {
+    program->mutable_bindings()->insert({name, client::ParseBinding(value)});
+  }
+  return true;
+}
+
+// The shape symbols an artifact left dynamic (launch metadata), as a note
+// for stderr: a symbol the user forgot to bind compiles, but into a kernel
+// that is not specialized to one size.
+std::string DynamicSymbolsNote(const google::protobuf::RepeatedPtrField<std::string>& symbols) {
+  std::string names;
+  for (const std::string& s : symbols)
+    absl::StrAppend(&names, names.empty() ? "" : ", ", "'", s, "'");
+  const bool one = symbols.size() == 1;
+  return absl::StrCat("kiln compile: note: shape symbol", one ? " " : "s ", names,
+                      one ? " was" : " were", " left unbound and ", one ? "is" : "are",
+                      " dynamic: the kernel takes ", one ? "its value" : "their values",
+                      " at launch (--bind ", one ? symbols[0] : "NAME", "=VALUE specializes ",
+                      one ? "it" : "them", ")");
+}
+
 // --- compile -------------------------------------------------------------------
 
 constexpr char kCompileUsage[] =
@@ -56,7 +91,14 @@ constexpr char kCompileUsage[] =
     "                    [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]\n"
     "                    [--launch-json FILE]\n"
     "                    [--toolchain nvrtc|nvcc|cc] [--pass NAME=VALUE]...\n"
-    "                    [--use-best DEVICE_MODEL] [--async] [--json]\n";
+    "                    [--use-best DEVICE_MODEL] [--test-bind] [--async] [--json]\n";
+
+const std::vector<std::string>& CompileFlags() {
+  static const std::vector<std::string> kFlags = WithConnectionFlags(
+      {"--bind", "--config", "--entry", "--target", "--emit", "-o", "--launch-json", "--toolchain",
+       "--pass", "--use-best", "--test-bind", "--async", "--help"});
+  return kFlags;
+}
 
 int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   std::optional<Connection> c = ParseConnection(args, io, "compile");
@@ -65,6 +107,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   req.set_target("cpu");
   std::string file, out_path, emit;
   std::string launch_json_path; // --launch-json: the artifact's launch metadata
+  bool test_bind = false;
   const std::vector<std::string>& a = c->rest;
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
@@ -99,8 +142,10 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
       launch_json_path = util::ExpandHome(v);
     } else if (a[i] == "--async") {
       req.set_async(true);
+    } else if (a[i] == "--test-bind") {
+      test_bind = true;
     } else if (!a[i].empty() && a[i][0] == '-') {
-      io.err << "kiln compile: unknown option '" << a[i] << "'\n" << kCompileUsage;
+      io.err << "kiln compile: " << UnknownFlag(a[i], CompileFlags()) << "\n" << kCompileUsage;
       return kExitUsage;
     } else if (file.empty()) {
       file = a[i];
@@ -152,6 +197,7 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     }
   }
   if (!ReadProgram(file, req.mutable_program(), "compile", io)) return kExitFailure;
+  if (test_bind && !AddTestBindings(req.mutable_program(), "compile", io)) return kExitUsage;
 
   std::unique_ptr<client::Client> client = Connect(*c, io, "compile");
   if (!client) return kExitUsage;
@@ -162,6 +208,8 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   for (const kiln::v1::Diagnostic& d : r->diagnostics) {
     io.err << (d.rendered().empty() ? d.message() : d.rendered()) << "\n";
   }
+  const auto& dynamic_symbols = r->metadata.launch().symbols();
+  if (!dynamic_symbols.empty()) io.err << DynamicSymbolsNote(dynamic_symbols) << "\n";
 
   if (!out_path.empty()) {
     absl::StatusOr<std::string> bytes = client->FetchFile(r->key, want);
@@ -186,6 +234,11 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
            << ", \"request_ms\": " << absl::StrFormat("%.3f", request_ms)
            << ", \"job_id\": " << Quote(r->job_id) << ", \"target\": " << Quote(req.target());
     if (!out_path.empty()) io.out << ", \"output\": " << Quote(out_path);
+    io.out << ", \"dynamic_symbols\": [";
+    for (int i = 0; i < dynamic_symbols.size(); ++i) {
+      io.out << (i == 0 ? "" : ", ") << Quote(dynamic_symbols[i]);
+    }
+    io.out << "]";
     io.out << ", \"artifact\": " << (r->key.empty() ? "null" : Json(r->metadata)) << "}\n";
   } else if (req.async()) {
     io.out << "queued job " << r->job_id << " (" << CacheStateName(r->cache) << ")\n";
@@ -231,6 +284,13 @@ int RunBest(const std::vector<std::string>& args, CommandIo io) {
       req.mutable_options()->add_pass_options(v);
     } else if (!a[i].empty() && a[i][0] != '-' && file.empty()) {
       file = a[i];
+    } else if (!a[i].empty() && a[i][0] == '-') {
+      io.err << "kiln best: "
+             << UnknownFlag(a[i], WithConnectionFlags({"--bind", "--entry", "--target",
+                                                       "--device-model", "--pass", "--help"}))
+             << "\n"
+             << kBestUsage;
+      return kExitUsage;
     } else {
       io.err << "kiln best: unexpected argument '" << a[i] << "'\n" << kBestUsage;
       return kExitUsage;
@@ -362,7 +422,15 @@ int RunBench(const std::vector<std::string>& args, CommandIo io) {
       req.mutable_regression()->set_significance(f);
       compare = true;
     } else if (!a[i].empty() && a[i][0] == '-') {
-      io.err << "kiln bench: unknown option '" << a[i] << "'\n" << kBenchUsage;
+      io.err << "kiln bench: "
+             << UnknownFlag(a[i],
+                            WithConnectionFlags(
+                                {"--bind", "--config", "--entry", "--target", "--toolchain",
+                                 "--pass", "--label", "--key", "--device", "--trials", "--warmup",
+                                 "--flush-l2", "--cuda-graph", "--history", "--compare",
+                                 "--baseline-runs", "--max-slowdown", "--significance", "--help"}))
+             << "\n"
+             << kBenchUsage;
       return kExitUsage;
     } else if (file.empty()) {
       file = a[i];
@@ -510,7 +578,17 @@ int RunTuneRemote(const TuneArgs& t, CommandIo io) {
 int RunDevices(const std::vector<std::string>& args, CommandIo io) {
   std::optional<Connection> c = ParseConnection(args, io, "devices");
   if (!c) return kExitUsage;
+  if (c->rest.size() == 1 && (c->rest[0] == "-h" || c->rest[0] == "--help")) {
+    io.out << "usage: kiln devices [--json]\n" << kConnectionFlagsHelp;
+    return kExitOk;
+  }
   if (!c->rest.empty()) {
+    const std::string& first = c->rest.front();
+    if (!first.empty() && first[0] == '-') {
+      io.err << "kiln devices: " << UnknownFlag(first, WithConnectionFlags({"--help"})) << "\n";
+    } else {
+      io.err << "kiln devices: unexpected argument '" << first << "'\n";
+    }
     io.err << "usage: kiln devices [--json] [--server HOST:PORT]\n";
     return kExitUsage;
   }
@@ -588,7 +666,11 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
   const std::vector<std::string>& a = c->rest;
   for (size_t i = 0; i < a.size(); ++i) {
     std::string v;
-    if (a[i] == "--watch") {
+    if (a[i] == "-h" || a[i] == "--help") {
+      io.out << "usage: kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]\n"
+             << kConnectionFlagsHelp;
+      return kExitOk;
+    } else if (a[i] == "--watch") {
       watch = true;
     } else if (a[i] == "--cancel") {
       cancel = true;
@@ -600,6 +682,14 @@ int RunJobs(const std::vector<std::string>& args, CommandIo io) {
     } else if (!a[i].empty() && a[i][0] != '-' && id.empty()) {
       id = a[i];
     } else {
+      if (!a[i].empty() && a[i][0] == '-') {
+        io.err << "kiln jobs: "
+               << UnknownFlag(a[i],
+                              WithConnectionFlags({"--watch", "--cancel", "--limit", "--help"}))
+               << "\n";
+      } else {
+        io.err << "kiln jobs: unexpected argument '" << a[i] << "'\n";
+      }
       io.err << "usage: kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]\n"
              << kConnectionFlagsHelp;
       return kExitUsage;
