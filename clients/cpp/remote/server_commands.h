@@ -3,7 +3,10 @@
 //
 //   kiln compile FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--entry NAME]
 //                [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]
-//                [--toolchain nvrtc|nvcc|cc] [--use-best MODEL] [--async] [--json]
+//                [--toolchain nvrtc|nvcc|cc] [--use-best MODEL] [--test-bind] [--async]
+//                [--json]
+//     (--test-bind: the file's `# kiln: test-bind` line, --bind wins; shape
+//     symbols left unbound get a note on stderr and --json's dynamic_symbols)
 //   kiln bench FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--target T]
 //   kiln bench --key ARTIFACT_KEY [--config NAME=VALUE]...
 //              [--device ID]... [--trials N] [--warmup N] [--flush-l2] [--cuda-graph]
@@ -15,7 +18,8 @@
 //   kiln jobs [JOB_ID] [--watch] [--cancel] [--limit N] [--json]
 //
 // Every command takes the connection flags of connection_flags.h (--server,
-// --timeout, --token, TLS, --retries, --local-cache).
+// --timeout, --token, TLS, --retries, --local-cache). An unknown flag names
+// the closest known one (suggest.h).
 //
 // Exit codes (besides command_table.h's 0 success, 2 usage): 1 the server
 // refused the request (a bad program: its file:line:col diagnostic is printed;
