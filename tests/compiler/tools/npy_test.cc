@@ -273,8 +273,13 @@ TEST_F(NpyFileTest, FileRoundTripAndMissingFile) {
   absl::StatusOr<NpyArray> missing = ReadNpyFile(Path("missing.npy"));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("missing.npy"));
-  absl::Status unwritable = WriteNpyFile(Path("no/such/dir/a.npy"), a);
-  EXPECT_EQ(unwritable.code(), absl::StatusCode::kInternal);
+  // Missing folders of an output are created (util::WriteFileAtomically);
+  // a folder that is a file is an error naming the path.
+  ASSERT_TRUE(WriteNpyFile(Path("no/such/dir/a.npy"), a).ok());
+  EXPECT_TRUE(ReadNpyFile(Path("no/such/dir/a.npy")).ok());
+  absl::Status unwritable = WriteNpyFile(Path("a.npy/b.npy"), a);
+  EXPECT_EQ(unwritable.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unwritable.message(), HasSubstr("a.npy/b.npy"));
 }
 
 TEST_F(NpyFileTest, ExchangesFilesWithNumpy) {
