@@ -12,7 +12,9 @@ every top-level entry of the repository is linked there, and build/ and
 build-release/ both point at --bin-dir, so `build-release/kiln ...` runs the
 binaries under test. Files a block writes land in the sandbox, and the
 blocks of one Markdown file share it, in order (a later block may read what
-an earlier one wrote). HOME is a folder of the sandbox.
+an earlier one wrote). HOME is a folder of the sandbox, and /usr/bin comes
+first on PATH, so `python3` is Debian's, with the packages that
+scripts/install_deps.sh installs, as on a fresh Debian 12 machine.
 
 `<!-- runnable: kilnd -->` blocks need a daemon: one kilnd of --bin-dir is
 started for the whole run on a free loopback port with a fresh cache, and
@@ -168,7 +170,8 @@ def main():
                 sandboxes[b.path] = os.path.join(work, f"sandbox{len(sandboxes)}")
                 make_sandbox(sandboxes[b.path], repo, bin_dir)
             cwd = sandboxes[b.path]
-            block_env = dict(env, HOME=os.path.join(cwd, "home"))
+            block_env = dict(env, HOME=os.path.join(cwd, "home"),
+                             PATH="/usr/bin:" + env.get("PATH", ""))
             rel = os.path.relpath(b.path, repo) if os.path.isabs(b.path) else b.path
             start = time.time()
             try:
