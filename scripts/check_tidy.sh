@@ -18,8 +18,10 @@
 #
 #   --list     print the files it would check, and stop
 #   --all      check every file
-#   --record   with --all, after a clean run, rewrite .ci/tidy_baseline from
-#              the checked tree (commit it to make the next runs short)
+#   --record   after a clean run, rewrite .ci/tidy_baseline from the checked
+#              tree (commit it to make the next runs short). Also after an
+#              incremental run: a file it did not check is unchanged, and so
+#              are its includes, since the last full run that passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 all=0
@@ -42,8 +44,8 @@ files=$(git ls-files 'compiler/*.cc' 'server/*.cc' 'util/*.cc' 'cache/*.cc' 'tun
 nfiles=$(printf '%s\n' $files | wc -l)
 
 if [ $record -eq 1 ]; then
-  if [ $all -eq 0 ] || [ $list -eq 1 ]; then
-    echo "check_tidy: --record needs --all (and no --list)" >&2
+  if [ $list -eq 1 ]; then
+    echo "check_tidy: --record and --list exclude each other" >&2
     exit 2
   fi
   if ! git diff --quiet -- "${patterns[@]}" ||
@@ -118,7 +120,8 @@ if [ -n "$selected" ]; then
 fi
 if [ $record -eq 1 ]; then
   { echo "# clang-tidy passed on every library file with these files (blob id, path):"
-    echo "# scripts/check_tidy.sh --all --record, $(date -u +%Y-%m-%d), at $(git rev-parse --short HEAD)"
+    echo "# scripts/check_tidy.sh $([ $all -eq 1 ] && echo '--all ')--record, $(date -u +%Y-%m-%d)," \
+      "at $(git rev-parse --short HEAD)"
     blobs; } > "$baseline"
   echo "check_tidy: wrote ${baseline}" >&2
 fi
