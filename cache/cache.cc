@@ -78,7 +78,7 @@ absl::Status EnsureDirectory(const std::string& dir) {
   if (s.ok()) return s;
   return MakeError(s.code() == absl::StatusCode::kResourceExhausted ? CacheError::kExhausted
                                                                     : CacheError::kIo,
-                   std::string(s.message()));
+                   absl::StrCat(s.message()));
 }
 
 bool IsMissOrDamage(const absl::Status& s) {

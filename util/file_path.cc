@@ -45,7 +45,9 @@ absl::StatusCode CodeOf(int err) {
 
 bool IsPermissionError(int err) { return err == EACCES || err == EPERM || err == EROFS; }
 
-absl::Status Error(int err, std::string message) { return absl::Status(CodeOf(err), message); }
+absl::Status Error(int err, const std::string& message) {
+  return absl::Status(CodeOf(err), message);
+}
 
 // The same code with `prefix` before the message.
 absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {

@@ -26,7 +26,7 @@ absl::StatusOr<BindLineEntries> ReadBindLine(std::string_view source, std::strin
         return absl::InvalidArgumentError(absl::StrCat(file, ":", line_number, ": bad '", tag,
                                                        "' entry '", word, "' (want NAME=VALUE)"));
       }
-      out.emplace_back(std::string(word.substr(0, eq)), std::string(word.substr(eq + 1)));
+      out.emplace_back(absl::StrCat(word.substr(0, eq)), absl::StrCat(word.substr(eq + 1)));
     }
     return out;
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/descriptor.h"
 
@@ -154,8 +155,8 @@ std::vector<DiagnosticLocation> ParseDiagnostics(absl::string_view text) {
       const size_t space = line.find_last_of(" \t", colon);
       const size_t start = space == absl::string_view::npos ? 0 : space + 1;
       if (start >= colon || d.line <= 0) continue;
-      d.file = std::string(line.substr(start, colon - start));
-      d.message = std::string(line.substr(at + 2));
+      d.file = absl::StrCat(line.substr(start, colon - start));
+      d.message = absl::StrCat(line.substr(at + 2));
       out.push_back(std::move(d));
       break;
     }
@@ -171,7 +172,7 @@ OrderedJson ErrorJson(const absl::Status& status) {
   }
   const absl::StatusCode code = status.ok() ? absl::StatusCode::kUnknown : status.code();
   OrderedJson error = {{"code", absl::StatusCodeToString(code)},
-                       {"message", std::string(status.message())},
+                       {"message", absl::StrCat(status.message())},
                        {"diagnostics", std::move(diagnostics)}};
   return {{"error", std::move(error)}};
 }

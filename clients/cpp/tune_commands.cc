@@ -437,20 +437,20 @@ std::vector<std::string> IgnoredFlagNotes(const TuneArgs& t) {
   std::vector<std::string> notes;
   auto given = [&](const char* flag) { return t.given.count(flag) > 0; };
   if (given("--top-k") && t.strategy == "grid") {
-    notes.push_back("--top-k is ignored with --strategy grid (--budget caps a grid)");
+    notes.emplace_back("--top-k is ignored with --strategy grid (--budget caps a grid)");
   } else if (given("--top-k") && t.strategy == "random" && t.budget > 0) {
-    notes.push_back("--top-k is ignored with --strategy random and --budget (--budget is the "
-                    "number of configs drawn)");
+    notes.emplace_back("--top-k is ignored with --strategy random and --budget (--budget is the "
+                       "number of configs drawn)");
   }
   if (given("--budget") && t.strategy == "roller") {
-    notes.push_back("--budget is ignored with --strategy roller (--top-k is the number of "
-                    "candidates)");
+    notes.emplace_back("--budget is ignored with --strategy roller (--top-k is the number of "
+                       "candidates)");
   }
   if (t.dry_run) {
     if (given("--seed") && t.strategy != "random") {
-      notes.push_back("--seed is ignored by a --dry-run with --strategy " + t.strategy +
-                      " (it draws the random strategy's configs; kilnd also seeds its "
-                      "validation inputs with it)");
+      notes.emplace_back("--seed is ignored by a --dry-run with --strategy " + t.strategy +
+                         " (it draws the random strategy's configs; kilnd also seeds its "
+                         "validation inputs with it)");
     }
     std::vector<std::string> daemon_only;
     for (const char* flag :
@@ -459,22 +459,23 @@ std::vector<std::string> IgnoredFlagNotes(const TuneArgs& t) {
       if (given(flag)) daemon_only.push_back(flag);
     }
     if (!daemon_only.empty()) {
-      notes.push_back(absl::StrCat(absl::StrJoin(daemon_only, ", "),
-                                   daemon_only.size() == 1 ? " is" : " are",
-                                   " ignored with --dry-run (it plans locally, without a kilnd)"));
+      notes.emplace_back(
+          absl::StrCat(absl::StrJoin(daemon_only, ", "), daemon_only.size() == 1 ? " is" : " are",
+                       " ignored with --dry-run (it plans locally, without a kilnd)"));
     }
   } else {
     if (given("--arch")) {
-      notes.push_back("--arch is ignored without --dry-run: kilnd measures on its own devices and "
-                      "models each from what it reports (--device picks one)");
+      notes.emplace_back(
+          "--arch is ignored without --dry-run: kilnd measures on its own devices and "
+          "models each from what it reports (--device picks one)");
     }
     if (given("--measured")) {
-      notes.push_back("--measured is ignored without --dry-run: kilnd applies its devices' own "
-                      "micro-benchmark results");
+      notes.emplace_back("--measured is ignored without --dry-run: kilnd applies its devices' own "
+                         "micro-benchmark results");
     }
     if (given("--no-verify")) {
-      notes.push_back("--no-verify is ignored without --dry-run: kilnd compiles every candidate "
-                      "it measures");
+      notes.emplace_back("--no-verify is ignored without --dry-run: kilnd compiles every candidate "
+                         "it measures");
     }
   }
   return notes;

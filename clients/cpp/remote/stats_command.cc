@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "clients/cpp/client/client.h"
 #include "clients/cpp/json_output.h"
@@ -49,7 +50,8 @@ std::optional<double> HitRate(const kiln::v1::CacheStatsResponse& s) {
 void PrintText(const kiln::v1::CacheStatsResponse& s, const std::string& server, CommandIo io) {
   // Label left, numbers right-aligned in one column, text after the label.
   auto line = [&](const std::string& label, const std::string& value, bool number) {
-    io.out << absl::StrFormat(number ? "%-36s%14s\n" : "%-36s%s\n", label, value);
+    io.out << (number ? absl::StrFormat("%-36s%14s\n", label, value)
+                      : absl::StrFormat("%-36s%s\n", label, value));
   };
   auto count = [&](const std::string& label, int64_t v) {
     line(label, absl::StrFormat("%d", v), true);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/cpp/client/client.h"
 #include "clients/cpp/json_output.h"
@@ -58,7 +59,7 @@ int Run(const std::vector<std::string>& args, CommandIo io) {
       server["targets"] = std::vector<std::string>(v->targets().begin(), v->targets().end());
       server["toolchain_fingerprint"] = v->toolchain_fingerprint();
     } else {
-      server["error"] = std::string(v.status().message());
+      server["error"] = absl::StrCat(v.status().message());
     }
     OrderedJson out = {{"client", {{"version", ClientVersion()}}}, {"server", server}};
     io.out << Dump(out) << "\n";
