@@ -456,7 +456,7 @@ std::vector<std::string> IgnoredFlagNotes(const TuneArgs& t) {
     for (const char* flag :
          {"--server", "--device", "--remeasure", "--timeout", "--progress", "--token", "--tls",
           "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--retries"}) {
-      if (given(flag)) daemon_only.push_back(flag);
+      if (given(flag)) daemon_only.emplace_back(flag);
     }
     if (!daemon_only.empty()) {
       notes.emplace_back(
