@@ -163,8 +163,16 @@ ChildProcess::Spawn(const std::vector<std::string>& argv, const ChildProcessOpti
   rlimit limit{};
   limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(options.memory_limit_bytes);
 
-  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd < 0) return absl::InternalError(absl::StrCat("/dev/null: ", ErrnoText(errno)));
+  // The child's stdin: the read end of a pipe whose write end is closed, so
+  // a read sees end-of-file at once. Not /dev/null: a sandbox may have a
+  // regular file there that other processes write into (seen on a CI
+  // machine: `cat` in a child printed a stray byte).
+  int stdin_pipe[2] = {-1, -1};
+  if (pipe2(stdin_pipe, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", ErrnoText(errno)));
+  }
+  close(stdin_pipe[1]);
+  const int null_fd = stdin_pipe[0];
   int out_pipe[2] = {-1, -1};
   int report_pipe[2] = {-1, -1};
   if ((options.capture_output && pipe2(out_pipe, O_CLOEXEC) != 0) ||

@@ -1,7 +1,7 @@
 // A long-lived child process (RunSubprocess in subprocess.h is for children
 // that run to completion): argv without a shell, chosen descriptors
-// inherited at chosen numbers and nothing else above stderr, stdin from
-// /dev/null, stdout and stderr into one pipe the caller reads, its own
+// inherited at chosen numbers and nothing else above stderr, stdin at
+// end-of-file (an empty pipe), stdout and stderr into one pipe the caller reads, its own
 // process group, a parent-death signal and an optional address-space limit.
 // The object owns the child: destroying it kills the process group (SIGKILL)
 // and reaps the child.

@@ -129,6 +129,14 @@ absl::Status CheckOutputPath(const std::string& path, std::string* folder, std::
   return absl::OkStatus();
 }
 
+// Whether `path` exists and is neither a regular file nor a folder: a
+// device (/dev/null, /dev/stdout), a FIFO or a socket. Such a target is
+// written in place: renaming a file over it would replace the device.
+bool IsSpecialFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 absl::Status WriteAll(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -188,6 +196,11 @@ absl::Status PrepareOutputFile(const std::string& path) {
   const std::string prefix = absl::StrCat("cannot write ", Quote(path), ": ");
   std::string folder, base, tmp;
   if (absl::Status s = CheckOutputPath(path, &folder, &base); !s.ok()) return Prefixed(s, prefix);
+  if (IsSpecialFile(path)) {
+    if (::access(path.c_str(), W_OK) == 0) return absl::OkStatus();
+    const int err = errno;
+    return Prefixed(Error(err, std::strerror(err)), prefix);
+  }
   absl::StatusOr<int> fd = CreateTempFile(folder, base, &tmp);
   if (!fd.ok()) return Prefixed(fd.status(), prefix);
   ::close(*fd);
@@ -199,6 +212,13 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
   const std::string prefix = absl::StrCat("cannot write ", Quote(path), ": ");
   std::string folder, base, tmp;
   if (absl::Status s = CheckOutputPath(path, &folder, &base); !s.ok()) return Prefixed(s, prefix);
+  if (IsSpecialFile(path)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Prefixed(Error(errno, std::strerror(errno)), prefix);
+    absl::Status s = WriteAll(fd, bytes);
+    if (::close(fd) != 0 && s.ok()) s = Error(errno, std::strerror(errno));
+    return s.ok() ? s : Prefixed(s, prefix);
+  }
   absl::StatusOr<int> fd = CreateTempFile(folder, base, &tmp);
   if (!fd.ok()) return Prefixed(fd.status(), prefix);
   absl::Status s = WriteAll(*fd, bytes);

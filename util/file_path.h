@@ -57,7 +57,9 @@ absl::Status PrepareOutputFile(const std::string& path);
 // temporary file in the same folder (".NAME.tmp-PID-RANDOM"), fsynced and
 // renamed over `path`, so that `path` holds either its old content or all of
 // `bytes`, never a part. The temporary file is removed on failure; only a
-// crash between its creation and the rename leaves it behind.
+// crash between its creation and the rename leaves it behind. An existing
+// `path` that is a device, FIFO or socket (`-o /dev/null`, `/dev/stdout`) is
+// written in place instead: a rename would replace the device with a file.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 
 } // namespace kiln::util

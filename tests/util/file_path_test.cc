@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gmock/gmock.h"
@@ -205,6 +207,25 @@ TEST_F(FilePathTest, PrepareOutputFileCreatesFoldersAndLeavesNoFile) {
               HasSubstr("'" + Path("reports/keep.md") + "' exists and is not a folder"));
   EXPECT_EQ(PrepareOutputFile("/sys/kiln-file-path-test.xml").code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(FilePathTest, ADeviceOrFifoIsWrittenInPlaceNotReplaced) {
+  // `-o /dev/null` or a FIFO: renaming a temporary file over it would put a
+  // regular file where the device was (a broken /dev/null for everyone).
+  const std::string fifo = Path("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(PrepareOutputFile(fifo).ok());
+  ASSERT_TRUE(WriteFileAtomically(fifo, "through the pipe").ok());
+  char buf[64] = {0};
+  EXPECT_EQ(::read(reader, buf, sizeof(buf) - 1), 16);
+  ::close(reader);
+  EXPECT_STREQ(buf, "through the pipe");
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(Names(dir_->path()), std::vector<std::string>{"pipe"}); // no temporary left
 }
 
 TEST(ExpandHomeTest, Table) {
