@@ -18,6 +18,12 @@ bool DepthGuard::Ok() {
   return p_->Fail(p_->Cur(), "nesting too deep");
 }
 
+bool Parser::CountLink() {
+  if (++chain_links_ <= kMaxChainLinks) return true;
+  return Fail(Cur(), absl::StrCat("expression chain too long (limit ", kMaxChainLinks,
+                                  " operators, calls, subscripts and attributes in a statement)"));
+}
+
 bool Parser::Fail(const Token& at, std::string_view message) {
   if (failed_) return false;
   failed_ = true;
@@ -221,6 +227,7 @@ bool Parser::LineEndsWithColon(size_t start) const {
 // --- statements ------------------------------------------------------------
 
 bool Parser::ParseStatement(std::vector<PyStmt>* out) {
+  chain_links_ = 0; // the previous statement's trees are complete
   const Token& t = Cur();
   if (t.kind == TokKind::kIndent) return Fail(t, "unexpected indent");
   if (t.kind == TokKind::kDedent) return Fail(t, "unexpected dedent");
@@ -301,6 +308,7 @@ bool Parser::ParseSimpleStatements(std::vector<PyStmt>* out) {
 }
 
 bool Parser::ParseSimpleStatement(PyStmt* s) {
+  chain_links_ = 0; // `a; b`: each simple statement has its own trees
   const Token& t = Cur();
   s->loc = t.loc;
   if (t.kind != TokKind::kKeyword) return ParseExprOrAssign(s);

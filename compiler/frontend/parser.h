@@ -13,7 +13,8 @@
 // an unterminated triple-quoted string, a bracket that is never closed, or
 // brackets nested more than kMaxBracketDepth deep. Expression and block
 // nesting is bounded too (kMaxParseDepth; deeper is a "nesting too deep"
-// statement error), so recursion stays shallow on any input.
+// statement error), and so are the chains of one statement (kMaxChainLinks),
+// so recursion stays shallow on any input.
 //
 // Not supported (a located error that breaks the statement): match, async,
 // await, yield, except*, complex literals, \N{...} escapes. f-strings are kept
@@ -29,6 +30,13 @@
 namespace kiln::frontend {
 
 inline constexpr int kMaxParseDepth = 200;
+// Links of left-deep chains (`a + b + ...`, `x[0][0]...`, `f()()...`,
+// `a.b.c...`) in one statement; more is an "expression chain too long"
+// statement error. Each link wraps the tree built so far, so a statement's
+// expression trees are at most this much deeper than their bracket and
+// operator nesting (kMaxParseDepth), and every walk over them (destruction
+// included) recurses a bounded depth.
+inline constexpr int kMaxChainLinks = 2000;
 
 absl::StatusOr<Module> ParseModule(std::string_view source, std::string_view file_name);
 

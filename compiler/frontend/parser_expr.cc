@@ -236,12 +236,14 @@ bool Parser::ParseComparison(PyExpr* out) {
 
 bool Parser::ParseBinary(PyExpr* out, int min_prec) {
   // Left-associative precedence climbing: recursion only goes to a higher
-  // precedence level, so its depth is bounded by the number of levels.
+  // precedence level, so its depth is bounded by the number of levels; each
+  // link of the chain deepens the tree and is counted (CountLink).
   Loc start = Cur().loc;
   if (!ParseFactor(out)) return false;
   while (true) {
     int prec = BinaryPrecedence(Cur());
     if (prec < 0 || prec < min_prec) return true;
+    if (!CountLink()) return false;
     std::string_view op = Cur().text;
     Advance();
     Wrap(out, PyExprKind::kBinOp, start)->str = std::string(op);
@@ -278,6 +280,7 @@ bool Parser::ParsePrimary(PyExpr* out) {
   Loc start = Cur().loc;
   if (!ParseAtom(out)) return false;
   while (true) {
+    if ((IsOp(".") || IsOp("(") || IsOp("[")) && !CountLink()) return false;
     if (IsOp(".")) {
       Advance();
       if (Cur().kind != TokKind::kName) return Unexpected("attribute name after '.'");

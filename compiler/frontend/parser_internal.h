@@ -67,6 +67,9 @@ class Parser {
   bool AtStatementEnd() const;
   static bool StartsExpression(const Token& t);
   // Records the first error (a kError token reports the lexer's message).
+  // One more link of a left-deep chain in this statement; false (with the
+  // error recorded) past kMaxChainLinks.
+  bool CountLink();
   bool Fail(const Token& at, std::string_view message);
   bool FailAt(Loc loc, std::string_view message);
   bool Unexpected(std::string_view what_expected);
@@ -139,6 +142,7 @@ class Parser {
   std::string_view file_;
   size_t pos_ = 0;
   int depth_ = 0;
+  int chain_links_ = 0; // chain links of the statement being parsed (CountLink)
   bool failed_ = false;
   Loc err_loc_;
   std::string err_msg_;

@@ -156,6 +156,39 @@ TEST_F(CompileE2ETest, AskingForTheSourceAfterABuildIsAHit) {
   EXPECT_THAT(text, HasSubstr("kiln/cpu/runtime.h"));
 }
 
+TEST_F(CompileE2ETest, LongExpressionChainsAreCleanErrorsAndTheDaemonLives) {
+  // A left-deep chain of 70,000+ links (`1+1+...`, `x[0][0]...`, `f()()...`,
+  // `T.a.a...`) in ~200 KB killed the daemon: the tree was built without a
+  // bound and destroying it overflowed a gRPC thread's stack.
+  testing::ExampleFile ex =
+      testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/elementwise/add.py");
+  const std::string def = "def add(M, N, block_M, block_N, threads=256, dtype=T.float16):\n";
+  ASSERT_NE(ex.source.find(def), std::string::npos);
+  struct Shape {
+    std::string head, link;
+  };
+  for (const Shape& shape : {Shape{"1", "+1"}, Shape{"x", "[0]"}, Shape{"f", "()"},
+                             Shape{"T", ".a"}, Shape{"a", "**a+a"}}) {
+    SCOPED_TRACE(shape.link);
+    std::string chain = shape.head;
+    for (int i = 0; i < 80000; ++i) chain += shape.link;
+    std::string source = ex.source;
+    source.replace(source.find(def), def.size(), def + "    unused = " + chain + "\n");
+    kiln::v1::CompileRequest req = GemmRequest();
+    req.mutable_program()->set_tilelang_source(source);
+    req.mutable_program()->set_file_name("chain.py");
+    kiln::v1::CompileResponse resp;
+    grpc::Status s = Compile(req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("chain.py:"));
+    EXPECT_THAT(s.error_message(), HasSubstr("expression chain too long"));
+  }
+  // Still serving.
+  kiln::v1::CompileResponse ok;
+  grpc::Status s = Compile(GemmRequest(), &ok);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 TEST_F(CompileE2ETest, MalformedRequestBytesAreInvalidArgument) {
   grpc::GenericStub generic(
       grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -668,14 +669,52 @@ TEST(ParserTest, DeepNestingIsAnErrorNotACrash) {
   EXPECT_EQ(ok.body.size(), 1u);
 }
 
+TEST(ParserTest, LongChainsAreAnErrorNotACrash) {
+  // Each link of a left-deep chain wraps the tree built so far: a chain of
+  // 70,000 links made a tree that deep, and destroying it overflowed a daemon
+  // thread's stack. Every shape of chain is bounded per statement, also a
+  // chain nested in another (the inner tree sinks under the outer links).
+  auto repeat = [](const std::string& head, const std::string& link, int times) {
+    std::string s = head;
+    for (int i = 0; i < times; ++i) s += link;
+    return s;
+  };
+  const int n = 70000;
+  const std::string inputs[] = {
+      "x = " + repeat("1", " + 1", n),
+      "x = " + repeat("1", " * 1", n),
+      "x = " + repeat("1", " << 1", n),
+      "x = " + repeat("a", "[0]", n),
+      "x = " + repeat("f", "()", n),
+      "x = " + repeat("T", ".a", n),
+      "x = f(" + repeat("a", " + a", 1500) + ")" + repeat("", "()", 1500),
+      "x = " + repeat("a", "[0]", 1500) + " + " + repeat("b", ".c", 1500),
+      "def k():\n    y = " + repeat("1", " - 1", n),
+  };
+  for (const std::string& src : inputs) {
+    SCOPED_TRACE(src.substr(0, 40));
+    absl::StatusOr<Module> m = ParseModule(src + "\nz = 1\n", "m.py");
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_EQ(m->broken.size(), 1u);
+    EXPECT_THAT(m->broken[0].message, HasSubstr("expression chain too long (limit 2000"));
+    // The next statement is kept.
+    ASSERT_FALSE(m->body.empty());
+    EXPECT_EQ(m->body.back().loc.line, std::count(src.begin(), src.end(), '\n') + 2);
+  }
+  // The limit is per statement: many statements each under it are fine.
+  const std::string row = "x = " + repeat("a", " + a", kMaxChainLinks - 1) + "\n";
+  EXPECT_EQ(MustParse(row + row + row).body.size(), 3u);
+}
+
 TEST(ParserTest, LongInputsStayLinear) {
   // 20000 statements, a 20000-term expression, and a 20000-branch elif chain
   // parse without recursion trouble (a quadratic step would time the test out).
   std::string many;
   for (int i = 0; i < 20000; ++i) absl::StrAppend(&many, "x", i, " = f(", i, ", k=[1, 2])\n");
   EXPECT_EQ(MustParse(many).body.size(), 20000u);
+  // A long sum, just under the chain limit of a statement (kMaxChainLinks).
   std::string sum = "x = 0";
-  for (int i = 0; i < 20000; ++i) sum += " + a";
+  for (int i = 1; i < kMaxChainLinks; ++i) sum += " + a";
   EXPECT_EQ(MustParse(sum + "\n").body.size(), 1u);
   std::string chain = "if a:\n    pass\n";
   for (int i = 0; i < 20000; ++i) chain += "elif b:\n    pass\n";
