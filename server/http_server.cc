@@ -400,6 +400,34 @@ bool Service(Connection& c, short revents, Clock::time_point now,
   return true;
 }
 
+// At the connection limit, a new connection takes the slot of the one that
+// has waited longest without completing a request: one that was answered and
+// is only draining, else one that has sent nothing, else one with a partial
+// request (told 503). So idle or trickling sockets cannot starve a health
+// probe, which sends its whole request at once; only responses being written
+// hold their slot. Returns false when every slot is writing.
+bool DisplaceOne(std::vector<Connection>& connections) {
+  auto rank = [](const Connection& c) {
+    if (c.phase == Connection::Phase::kDraining) return 0;
+    if (c.phase == Connection::Phase::kReading) return c.in.empty() ? 1 : 2;
+    return 3;
+  };
+  auto victim = connections.end();
+  for (auto it = connections.begin(); it != connections.end(); ++it) {
+    // Earlier entries were accepted earlier: the first of the best rank is
+    // the oldest.
+    if (rank(*it) < 3 && (victim == connections.end() || rank(*it) < rank(*victim))) victim = it;
+  }
+  if (victim == connections.end()) return false;
+  if (rank(*victim) == 2) {
+    const std::string busy = ErrorResponse(503, "too many connections");
+    (void)send(victim->fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  close(victim->fd);
+  connections.erase(victim);
+  return true;
+}
+
 } // namespace
 
 void HttpServer::Run() {
@@ -453,7 +481,8 @@ void HttpServer::Run() {
           }
           break; // EAGAIN: no more pending connections
         }
-        if (static_cast<int>(connections.size()) >= options_.max_connections) {
+        if (static_cast<int>(connections.size()) >= options_.max_connections &&
+            !DisplaceOne(connections)) {
           const std::string busy = ErrorResponse(503, "too many connections");
           (void)send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           close(fd);

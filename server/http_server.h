@@ -6,8 +6,12 @@
 // connection, so a slow or stalled client holds only its own connection:
 // the request head must arrive within request_timeout and fit in
 // max_request_bytes (else 408 / 431, then close), the response must be taken
-// within write_timeout, and at most max_connections are open (more are
-// closed at once). Malformed requests get 400, unknown paths 404, methods
+// within write_timeout, and at most max_connections are open. At the limit a
+// new connection displaces the oldest one that has not completed a request
+// (a finished one still draining first, then one that sent nothing, then one
+// with a partial request, which gets 503), so idle sockets cannot starve
+// /healthz probes; only when every slot is writing a response is the new one
+// answered 503 and closed. Malformed requests get 400, unknown paths 404, methods
 // other than GET and HEAD 405 (with Allow), HTTP versions other than 1.0 and
 // 1.1 505. Handlers run on the server thread, one at a time, and must be
 // quick; an exception from one is a 500.

@@ -292,21 +292,62 @@ TEST_F(HttpServerTest, ByteByByteRequestIsServed) {
   EXPECT_THAT(client.ReadAll(), StartsWith("HTTP/1.1 200 OK"));
 }
 
-TEST_F(HttpServerTest, ConnectionsPastTheLimitAreTurnedAway) {
+// At the limit, a new connection displaces the oldest unfinished one: the
+// oldest partial request is told 503, the younger one is still answered.
+TEST_F(HttpServerTest, ConnectionsPastTheLimitDisplaceTheOldestUnfinished) {
   HttpServerOptions options;
   options.max_connections = 2;
   options.routes = OpsHttpRoutes(registry_, nullptr);
   StartServer(options);
   Client a(server_->port());
-  Client b(server_->port());
   ASSERT_TRUE(a.Send("GET"));
+  std::this_thread::sleep_for(milliseconds(100)); // a is accepted first
+  Client b(server_->port());
   ASSERT_TRUE(b.Send("GET"));
-  std::this_thread::sleep_for(milliseconds(500)); // both accepted
-  Client c(server_->port());
-  EXPECT_THAT(c.ReadAll(), StartsWith("HTTP/1.1 503 Service Unavailable"));
-  // The two still get their answers.
-  ASSERT_TRUE(a.Send(" /healthz HTTP/1.0\r\n\r\n"));
-  EXPECT_THAT(a.ReadAll(), StartsWith("HTTP/1.1 200 OK"));
+  std::this_thread::sleep_for(milliseconds(300)); // both accepted
+  EXPECT_THAT(Exchange("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(a.ReadAll(), StartsWith("HTTP/1.1 503 Service Unavailable"));
+  ASSERT_TRUE(b.Send(" /healthz HTTP/1.0\r\n\r\n"));
+  EXPECT_THAT(b.ReadAll(), StartsWith("HTTP/1.1 200 OK"));
+}
+
+// Issue 27, item 6: 64 idle sockets (the default limit) made /healthz answer
+// 503 "too many connections" until they timed out. Idle sockets, and more of
+// them than the limit, must not starve a probe.
+TEST_F(HttpServerTest, IdleSocketsDoNotStarveHealthProbes) {
+  StartServer(); // default limits: 64 connections, 5 s request timeout
+  std::vector<std::unique_ptr<Client>> idle;
+  for (int i = 0; i < 150; ++i) {
+    idle.push_back(std::make_unique<Client>(server_->port()));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  std::this_thread::sleep_for(milliseconds(300)); // all accepted (or displaced)
+  for (int probe = 0; probe < 3; ++probe) {
+    const auto start = Clock::now();
+    EXPECT_THAT(Exchange("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
+                StartsWith("HTTP/1.1 200 OK"));
+    EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  }
+}
+
+// Connections whose responses are being written keep their slots: with every
+// slot writing to a client that does not read, a new one is turned away.
+TEST_F(HttpServerTest, ConnectionsWritingResponsesAreNotDisplaced) {
+  const std::string big(4 << 20, 'z');
+  HttpServerOptions options;
+  options.max_connections = 1;
+  options.routes["/big"] = [&big](const HttpRequest&) {
+    HttpResponse response;
+    response.body = big;
+    return response;
+  };
+  StartServer(options);
+  Client reader(server_->port());
+  ASSERT_TRUE(reader.Send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::this_thread::sleep_for(milliseconds(300)); // its 4 MiB response is stuck
+  Client late(server_->port());
+  EXPECT_THAT(late.ReadAll(milliseconds(2000)), StartsWith("HTTP/1.1 503 Service Unavailable"));
+  EXPECT_GT(reader.ReadAll().size(), size_t{4} << 20);
 }
 
 TEST_F(HttpServerTest, ManyConcurrentScrapes) {
