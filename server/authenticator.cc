@@ -48,17 +48,30 @@ absl::StatusOr<std::string> Authenticator::Check(const grpc::ServerContextBase& 
     }
     const BearerToken* t = FindBearerToken(tokens_, header.substr(sizeof(kBearer) - 1));
     if (t == nullptr) return absl::UnauthenticatedError("the bearer token is not accepted");
-    if (key_ != FairShareConfig::ClientKey::kAuto) {
-      // An explicit key still applies among authenticated clients.
-    } else {
-      return t->client;
+    return FairShareClient(t, key_, PeerHost(ctx), Metadata(ctx, "x-kiln-client"));
+  }
+  return FairShareClient(nullptr, key_, PeerHost(ctx), Metadata(ctx, "x-kiln-client"));
+}
+
+std::string FairShareClient(const BearerToken* token, FairShareConfig::ClientKey key,
+                            std::string_view peer_host, std::string_view metadata_client) {
+  // A client-chosen name is taken only when short and non-empty.
+  const bool has_metadata = !metadata_client.empty() && metadata_client.size() <= 128;
+  if (token != nullptr) {
+    // The identity always leads: clients behind one address (a NAT) get
+    // queues of their own, and no caller can name itself into another's.
+    if (key == FairShareConfig::ClientKey::kPeer) {
+      return token->client + "@" + std::string(peer_host);
     }
+    if (key == FairShareConfig::ClientKey::kMetadata && has_metadata) {
+      return token->client + "/" + std::string(metadata_client);
+    }
+    return token->client;
   }
-  if (key_ == FairShareConfig::ClientKey::kMetadata) {
-    std::string client = Metadata(ctx, "x-kiln-client");
-    if (!client.empty() && client.size() <= 128) return client;
+  if (key == FairShareConfig::ClientKey::kMetadata && has_metadata) {
+    return std::string(metadata_client);
   }
-  return PeerHost(ctx);
+  return std::string(peer_host);
 }
 
 } // namespace kiln::server

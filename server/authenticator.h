@@ -4,15 +4,19 @@
 //
 // With tokens: a call without "authorization: Bearer TOKEN" or with an
 // unknown token is UNAUTHENTICATED (the message never echoes the token);
-// the client is the token's name. Without tokens: every call passes; the
-// client is, by FairShareConfig::ClientKey, the peer's address (kAuto,
-// kPeer) or the "x-kiln-client" metadata (kMetadata, for trusted networks).
+// the client is the token's name, whatever FairShareConfig::ClientKey says
+// (kPeer and kMetadata only split one token's calls further). Without
+// tokens: every call passes; the client is, by FairShareConfig::ClientKey,
+// the peer's address (kAuto, kPeer: every client behind one NAT shares one
+// queue share) or the "x-kiln-client" metadata (kMetadata, for trusted
+// networks).
 // The health service is not behind tokens (probes carry none).
 // Thread-safe (immutable after construction).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <grpcpp/server_context.h>
@@ -39,5 +43,13 @@ class Authenticator {
   std::vector<BearerToken> tokens_;
   FairShareConfig::ClientKey key_;
 };
+
+// The client name Check returns for a call with `token` (null: no tokens),
+// from the peer's host ("ipv4:10.0.0.1") and its x-kiln-client metadata ("":
+// none). With a token: the token's name, "name@peer" (kPeer) or
+// "name/metadata" (kMetadata, when given); without: the metadata (kMetadata,
+// when given, at most 128 bytes) or the peer's host.
+std::string FairShareClient(const BearerToken* token, FairShareConfig::ClientKey key,
+                            std::string_view peer_host, std::string_view metadata_client);
 
 } // namespace kiln::server
