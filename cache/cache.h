@@ -103,6 +103,10 @@ struct CacheOptions {
   // fails with kExhausted deletes the reserve and retries, and the reserve
   // is recreated when space allows. 0: none.
   uint64_t reserve_bytes = 2ULL << 20;
+  // CheckFreeSpace's floor: below this many bytes free on the cache's
+  // filesystem, work that would end in a put (a compile) is refused before
+  // it starts. 0: only a completely full disk.
+  uint64_t min_free_bytes = 0;
   // Create the directory and index when missing.
   bool create = true;
   // Where warnings go (besides warnings()); default: stderr.
@@ -230,6 +234,11 @@ class Cache {
   // Evicts least recently used unpinned artifacts until blob bytes are at
   // most `target_bytes`; returns how many were evicted.
   absl::StatusOr<int64_t> EvictTo(uint64_t target_bytes);
+  // Whether a put may find room on the disk now: kExhausted (naming the
+  // directory, the free and the required bytes) when the filesystem has
+  // less than min_free_bytes (or nothing) free; kIo when it cannot be asked.
+  // Cheap (one statvfs): callers ask before expensive work, not per put.
+  absl::Status CheckFreeSpace() const;
 
   // Reconstructs the index of `dir` from its blobs: the old index (if any)
   // is moved aside, every blob re-hashed, and artifacts and best configs

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/cache.h"
 #include "cache/cache_error.h"
+#include "cache/filesystem_check.h"
 #include "cache/manifest.h"
 #include "cache/schema.h"
 #include "util/status_macros.h"
@@ -88,6 +89,15 @@ absl::StatusOr<int64_t> Cache::EvictTo(uint64_t target_bytes) {
   }
   RestoreReserve();
   return evicted;
+}
+
+absl::Status Cache::CheckFreeSpace() const {
+  ASSIGN_OR_RETURN(uint64_t available, AvailableBytes(dir_));
+  if (available > 0 && available >= options_.min_free_bytes) return absl::OkStatus();
+  return MakeError(CacheError::kExhausted,
+                   absl::StrCat("the filesystem of cache directory ", dir_, " has ", available,
+                                " bytes free, under the ", options_.min_free_bytes,
+                                " bytes it must keep free"));
 }
 
 void Cache::MaybeStartEviction(uint64_t total_bytes) {

@@ -28,6 +28,11 @@ class ArtifactStore {
                                               const std::vector<std::string>& kinds) = 0;
   // Publishes all of `artifact` or nothing.
   virtual absl::Status Put(const std::string& key, const cache::Artifact& artifact) = 0;
+  // Whether a Put is likely to find room now, asked before work whose result
+  // would be put (a compile): ResourceExhausted when the store's disk is
+  // below its free-space floor. The message may name server paths: it is for
+  // the log, not for clients. Default: always room.
+  virtual absl::Status CheckRoom() { return absl::OkStatus(); }
 };
 
 } // namespace kiln::server

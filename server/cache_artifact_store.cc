@@ -14,4 +14,6 @@ absl::Status CacheArtifactStore::Put(const std::string& key, const cache::Artifa
   return cache_->PutArtifact(key, artifact);
 }
 
+absl::Status CacheArtifactStore::CheckRoom() { return cache_->CheckFreeSpace(); }
+
 } // namespace kiln::server

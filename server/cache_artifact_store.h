@@ -16,6 +16,7 @@ class CacheArtifactStore final : public ArtifactStore {
   absl::StatusOr<cache::Artifact> Get(const std::string& key,
                                       const std::vector<std::string>& kinds) override;
   absl::Status Put(const std::string& key, const cache::Artifact& artifact) override;
+  absl::Status CheckRoom() override;
 
  private:
   cache::Cache* const cache_;

@@ -28,6 +28,11 @@ constexpr size_t kMemoGeneration = 1 << 16;               // entries per generat
 constexpr size_t kMemoGenerationBytes = size_t{64} << 20; // request bytes per generation
 constexpr size_t kMemoInlineBytes = 16 << 10;             // larger requests are keyed by digest
 constexpr uint64_t kBytesDigestSeed = 0x6b696c6e62797465; // "kilnbyte"
+// What a client is told when the cache's disk is below its free-space floor
+// (cache.min_free); the log names the directory and the numbers.
+constexpr char kNoRoomMessage[] =
+    "the daemon's cache disk is full (below its cache.min_free floor), so the compile was not "
+    "started; cache hits are still served; retry later or ask the operator";
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -408,6 +413,17 @@ void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepa
     job->Fail(absl::CancelledError("cancelled before the compile started"));
     return;
   }
+  // A full disk is found before the build, not after it. The store's
+  // message names server paths: it goes to the log; the client is told
+  // what happened without them.
+  if (absl::Status room = store_->CheckRoom(); !room.ok()) {
+    util::LogWarning("compile refused: no room to store its artifact",
+                     {{"job_id", job->id()}, {"key", prepared.key}, {"error", room.message()}});
+    if (room.code() == absl::StatusCode::kResourceExhausted) {
+      job->Fail(absl::ResourceExhaustedError(kNoRoomMessage));
+      return;
+    }
+  }
   job->SetProgress(0.1, absl::StrCat("compiling for ", options.target));
   const absl::Time t0 = absl::Now();
   absl::StatusOr<driver::Built> built = driver::Build(prepared, options);
@@ -437,9 +453,12 @@ void CompileService::RunJob(const std::shared_ptr<Job>& job, const driver::Prepa
   kiln::v1::ArtifactMetadata metadata =
       MakeArtifactMetadata(prepared.key, options, prepared, *built);
   if (absl::Status s = store_->Put(prepared.key, MakeCacheArtifact(metadata, *built)); !s.ok()) {
-    job->Fail(absl::Status(s.code(), absl::StrCat("compiled, but the cache could not store the "
-                                                  "artifact: ",
-                                                  s.message())));
+    // The store's message may name server paths: the log has it.
+    util::LogWarning("compiled, but the cache could not store the artifact",
+                     {{"job_id", job->id()}, {"key", prepared.key}, {"error", s.message()}});
+    job->Fail(absl::Status(s.code(),
+                           absl::StrCat("compiled, but the cache could not store the artifact (",
+                                        absl::StatusCodeToString(s.code()), "); retry later")));
     return;
   }
   job->Succeed(CompileJobResult{std::move(metadata), false}, "compiled");

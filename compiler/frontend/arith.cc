@@ -1,5 +1,6 @@
 #include "compiler/frontend/arith.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -18,6 +19,19 @@ using ir::DType;
 
 absl::Status Err(const ArithContext& ctx, const std::string& msg) {
   return ir::ErrorAt(ctx.file, ctx.loc, msg);
+}
+
+// Charges `items` values and `bytes` more of copying or walking.
+absl::Status Charge(const ArithContext& ctx, size_t items, size_t bytes = 0) {
+  if (ctx.budget == nullptr) return absl::OkStatus();
+  return ctx.budget->Charge(ctx.loc, static_cast<int64_t>(items + bytes / 64),
+                            static_cast<int64_t>(items * sizeof(Value) + bytes));
+}
+
+// Charges `steps` steps of comparing (no allocation).
+absl::Status ChargeSteps(const ArithContext& ctx, size_t steps) {
+  if (ctx.budget == nullptr) return absl::OkStatus();
+  return ctx.budget->Charge(ctx.loc, static_cast<int64_t>(steps));
 }
 
 absl::Status BadOperands(const ArithContext& ctx, std::string_view op, const Value& a,
@@ -147,6 +161,8 @@ absl::StatusOr<Value> SequenceBinary(const ArithContext& ctx, std::string_view o
   constexpr size_t kMaxLen = 1 << 16;
   if (op == "+" && a.kind == b.kind &&
       (a.kind == ValueKind::kTuple || a.kind == ValueKind::kList)) {
+    if (a.elts().size() + b.elts().size() > kMaxLen) return Err(ctx, "sequence too long");
+    RETURN_IF_ERROR(Charge(ctx, a.elts().size() + b.elts().size()));
     ValueList out = a.elts();
     out.insert(out.end(), b.elts().begin(), b.elts().end());
     if (out.size() > kMaxLen) return Err(ctx, "sequence too long");
@@ -154,6 +170,7 @@ absl::StatusOr<Value> SequenceBinary(const ArithContext& ctx, std::string_view o
   }
   if (op == "+" && a.kind == ValueKind::kString && b.kind == ValueKind::kString) {
     if (a.s.size() + b.s.size() > kMaxLen) return Err(ctx, "string too long");
+    RETURN_IF_ERROR(Charge(ctx, 0, a.s.size() + b.s.size()));
     return Value::Str(a.s + b.s);
   }
   if (op == "*" && (a.is_sequence() || a.kind == ValueKind::kString) && b.is_int()) {
@@ -162,6 +179,8 @@ absl::StatusOr<Value> SequenceBinary(const ArithContext& ctx, std::string_view o
     if (unit != 0 && static_cast<uint64_t>(n) > kMaxLen / unit) {
       return Err(ctx, "sequence too long");
     }
+    const size_t total = unit * static_cast<size_t>(n);
+    RETURN_IF_ERROR(a.kind == ValueKind::kString ? Charge(ctx, 0, total) : Charge(ctx, total));
     if (a.kind == ValueKind::kString) {
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += a.s;
@@ -435,11 +454,15 @@ absl::StatusOr<Value> ApplyCompare(const ArithContext& ctx, std::string_view op,
   if (op == "in" || op == "not in") {
     bool found = false;
     if (b.kind == ValueKind::kString && a.kind == ValueKind::kString) {
+      // A substring search can compare every position of b with all of a.
+      RETURN_IF_ERROR(ChargeSteps(ctx, b.s.size() * std::max<size_t>(a.s.size(), 1) / 64));
       found = b.s.find(a.s) != std::string::npos;
     } else if (b.is_sequence() || b.kind == ValueKind::kDict) {
+      RETURN_IF_ERROR(Charge(ctx, b.elts().size()));
       for (const Value& item : b.elts()) {
         bool known = true;
-        bool eq = PyEquals(a, item, &known);
+        bool eq = PyEquals(a, item, &known, ctx.budget, ctx.loc);
+        if (ctx.budget != nullptr) RETURN_IF_ERROR(ctx.budget->status());
         if (!known) return Err(ctx, "'in' on symbolic values is not supported");
         if (eq) {
           found = true;
@@ -474,7 +497,8 @@ absl::StatusOr<Value> ApplyCompare(const ArithContext& ctx, std::string_view op,
   }
   if (op == "==" || op == "!=") {
     bool known = true;
-    bool eq = PyEquals(a, b, &known);
+    bool eq = PyEquals(a, b, &known, ctx.budget, ctx.loc);
+    if (ctx.budget != nullptr) RETURN_IF_ERROR(ctx.budget->status());
     if (!known) {
       return Err(ctx, absl::StrCat("cannot compare '", TypeName(a), "' and '", TypeName(b), "'"));
     }

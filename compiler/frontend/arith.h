@@ -8,7 +8,8 @@
 // and the wider integer beats the narrower (same width: signed).
 //
 // Errors are located at `loc` in `file` (division by zero, overflow of
-// compile-time integers, operand types the operator does not accept).
+// compile-time integers, operand types the operator does not accept), and
+// the budget's errors when ctx.budget runs out.
 // Thread-safe (pure functions).
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "compiler/frontend/eval_budget.h"
 #include "compiler/frontend/value.h"
 #include "compiler/ir/ir.h"
 
@@ -24,6 +26,9 @@ namespace kiln::frontend {
 struct ArithContext {
   std::string_view file;
   ir::Loc loc;
+  // Charged with the work of operators whose cost grows with their operands
+  // (sequence + and *, ==, in); null: not charged.
+  EvalBudget* budget = nullptr;
 };
 
 // `op` is Python's spelling: + - * / // % ** & | ^ << >> @.

@@ -309,8 +309,8 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
     if (p.kind == Param::kKwArgs) {
       Value d;
       d.kind = ValueKind::kDict;
-      d.items = std::make_shared<ValueList>();
-      d.values = std::make_shared<ValueList>();
+      d.items = NewValueList();
+      d.values = NewValueList();
       Bind(p.name, d);
       continue;
     }

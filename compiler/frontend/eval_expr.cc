@@ -18,7 +18,7 @@ namespace {
 
 Value BoundMethod(const std::string& name, const Value& self) {
   Value m = Value::Builtin(absl::StrCat("method:", name));
-  m.items = std::make_shared<ValueList>(ValueList{self});
+  m.items = NewValueList(ValueList{self});
   return m;
 }
 
@@ -91,6 +91,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
       if (e.elts[k].is_star || e.elts[k].kind == PyExprKind::kNone) {
         ASSIGN_OR_RETURN(Value other, Eval(e.values[k]));
         if (other.kind != ValueKind::kDict) return Error(e.values[k].loc, "'**' needs a dict");
+        RETURN_IF_ERROR(ChargeItems(e.values[k].loc, 2 * other.items->size()));
         for (size_t j = 0; j < other.items->size(); ++j) {
           d.items->push_back((*other.items)[j]);
           d.values->push_back((*other.values)[j]);
@@ -100,9 +101,11 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
       ASSIGN_OR_RETURN(Value key, Eval(e.elts[k]));
       ASSIGN_OR_RETURN(Value val, Eval(e.values[k]));
       bool replaced = false;
+      RETURN_IF_ERROR(ChargeItems(e.elts[k].loc, d.items->size()));
       for (size_t j = 0; j < d.items->size(); ++j) {
         bool known = true;
-        if (PyEquals((*d.items)[j], key, &known) && known) {
+        ASSIGN_OR_RETURN(bool eq, Equals((*d.items)[j], key, &known, e.elts[k].loc));
+        if (eq && known) {
           (*d.values)[j] = val;
           replaced = true;
         }
@@ -135,7 +138,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
     while (parts.size() < 3) parts.push_back(Value::None());
     Value s;
     s.kind = ValueKind::kSlice;
-    s.items = std::make_shared<ValueList>(std::move(parts));
+    s.items = NewValueList(std::move(parts));
     return s;
   }
   case PyExprKind::kBinOp: {
@@ -225,6 +228,7 @@ absl::StatusOr<Value> Evaluator::EvalBoolOp(const PyExpr& e) {
 
 absl::StatusOr<Value> Evaluator::EvalComprehension(const PyExpr& e) {
   if (e.str == "set") return Error(e.loc, "set comprehensions are not supported");
+  RETURN_IF_ERROR(budget_.Charge(e.loc, kCallSteps, kFrameBytes));
   frames_.push_back(std::make_unique<Frame>());
   int frame = static_cast<int>(frames_.size()) - 1;
   frames_[frame]->parent = frame_;
@@ -442,7 +446,7 @@ absl::StatusOr<Value> Evaluator::EvalSubscript(const PyExpr& e) {
     Value a;
     a.kind = ValueKind::kAccess;
     a.i = obj.i;
-    a.items = std::make_shared<ValueList>(std::move(items));
+    a.items = NewValueList(std::move(items));
     return a;
   }
   if (obj.kind == ValueKind::kBuiltin && (obj.s == "T.Tensor" || obj.s == "T.Buffer")) {
@@ -462,9 +466,11 @@ absl::StatusOr<Value> Evaluator::EvalSubscript(const PyExpr& e) {
 
 absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& index, Loc loc) {
   if (seq.kind == ValueKind::kDict) {
+    RETURN_IF_ERROR(ChargeItems(loc, seq.items->size()));
     for (size_t k = 0; k < seq.items->size(); ++k) {
       bool known = true;
-      if (PyEquals((*seq.items)[k], index, &known) && known) return (*seq.values)[k];
+      ASSIGN_OR_RETURN(bool eq, Equals((*seq.items)[k], index, &known, loc));
+      if (eq && known) return (*seq.values)[k];
     }
     return Error(loc, absl::StrCat("key ", Describe(index), " not found in dict"));
   }
@@ -502,6 +508,7 @@ absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& in
       return std::clamp<int64_t>(x, -1, n - 1);
     };
     int64_t start = clamp(v[0], given[0], true), stop = clamp(v[1], given[1], false);
+    RETURN_IF_ERROR(ChargeItems(loc, static_cast<size_t>(RangeLength(start, stop, step))));
     ValueList out;
     for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) out.push_back(element(k));
     if (seq.kind == ValueKind::kString) {
@@ -522,12 +529,16 @@ absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& in
 }
 
 absl::StatusOr<std::vector<Value>> Evaluator::Iterate(const Value& v, Loc loc) {
+  // Iterating copies the items: charged per item (and each iteration that
+  // runs code is a step of its own).
   switch (v.kind) {
   case ValueKind::kTuple:
   case ValueKind::kList:
   case ValueKind::kDict:
+    RETURN_IF_ERROR(ChargeItems(loc, v.elts().size()));
     return v.elts();
   case ValueKind::kString: {
+    RETURN_IF_ERROR(ChargeItems(loc, v.s.size(), v.s.size()));
     std::vector<Value> out;
     for (char c : v.s) out.push_back(Value::Str(std::string(1, c)));
     return out;
@@ -538,6 +549,7 @@ absl::StatusOr<std::vector<Value>> Evaluator::Iterate(const Value& v, Loc loc) {
     if (static_cast<uint64_t>(n) > kMaxCompileTimeItems) {
       return Error(loc, "range too long for compile-time iteration");
     }
+    RETURN_IF_ERROR(ChargeItems(loc, static_cast<size_t>(n)));
     std::vector<Value> out;
     out.reserve(n);
     for (int64_t k = 0; k < n; ++k) out.push_back(Value::Int(start + k * step));
@@ -635,6 +647,9 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
 absl::StatusOr<Value> Evaluator::CallUserFunction(const Value& fn, const std::vector<Arg>& args,
                                                   Loc loc) {
   const PyStmt& def = *fn.func;
+  // A call costs more than a statement (argument binding, a frame that
+  // lives as long as the evaluation, for closures): charged as several.
+  RETURN_IF_ERROR(budget_.Charge(loc, kCallSteps, kFrameBytes));
   RETURN_IF_ERROR(EnterNesting(loc));
   struct Leave {
     Evaluator* ev;

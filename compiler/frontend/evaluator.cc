@@ -17,12 +17,11 @@ namespace kiln::frontend {
 namespace {
 
 constexpr int kMaxDepth = 200;
-constexpr int64_t kMaxSteps = 2'000'000;
 
 } // namespace
 
 Evaluator::Evaluator(const Module& module, const FrontendOptions& options)
-    : module_(module), options_(options) {
+    : module_(module), options_(options), budget_(options.limits, options.file_name) {
   frames_.push_back(std::make_unique<Frame>());
 }
 
@@ -42,11 +41,10 @@ absl::Status Evaluator::EnterNesting(Loc loc) {
   return absl::OkStatus();
 }
 
-absl::Status Evaluator::Step(Loc loc) {
-  if (++steps_ > kMaxSteps) {
-    return Error(loc, "compile-time evaluation takes too many steps (is there a huge loop?)");
-  }
-  return absl::OkStatus();
+absl::StatusOr<bool> Evaluator::Equals(const Value& a, const Value& b, bool* known, Loc loc) {
+  const bool eq = PyEquals(a, b, known, &budget_, loc);
+  RETURN_IF_ERROR(budget_.status());
+  return eq;
 }
 
 std::string Evaluator::UniqueName(std::string_view hint) {
@@ -301,7 +299,7 @@ absl::Status Evaluator::Assign(const PyExpr& target, const Value& v) {
         Value access;
         access.kind = ValueKind::kAccess;
         access.i = cur->i;
-        access.items = std::make_shared<ValueList>(ValueList{Value::Int(0)});
+        access.items = NewValueList(ValueList{Value::Int(0)});
         return StoreTo(access, v, target.loc);
       }
     }
@@ -355,9 +353,11 @@ absl::Status Evaluator::Assign(const PyExpr& target, const Value& v) {
     }
     if (obj.kind == ValueKind::kDict) {
       ASSIGN_OR_RETURN(Value key, EvalScalar(target.elts[1]));
+      RETURN_IF_ERROR(ChargeItems(target.loc, obj.items->size()));
       for (size_t k = 0; k < obj.items->size(); ++k) {
         bool known = true;
-        if (PyEquals((*obj.items)[k], key, &known) && known) {
+        ASSIGN_OR_RETURN(bool eq, Equals((*obj.items)[k], key, &known, target.loc));
+        if (eq && known) {
           (*obj.values)[k] = v;
           return absl::OkStatus();
         }
@@ -410,7 +410,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecAugAssign(const PyStmt& s) {
       Value access;
       access.kind = ValueKind::kAccess;
       access.i = raw->i;
-      access.items = std::make_shared<ValueList>(ValueList{Value::Int(0)});
+      access.items = NewValueList(ValueList{Value::Int(0)});
       ASSIGN_OR_RETURN(Value cur, Materialize(access, target.loc));
       ASSIGN_OR_RETURN(Value next, ApplyBinary(Ctx(s.loc), s.str, cur, rhs));
       RETURN_IF_ERROR(StoreTo(access, next, s.loc));

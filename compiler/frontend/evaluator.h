@@ -22,7 +22,10 @@
 // kernel_lowering.cc (T.Kernel and loops).
 //
 // Errors: every failure is a located InvalidArgument ("file:line:col: ...").
-// Limits: nesting depth and compile-time work are bounded.
+// Limits: nesting depth is bounded, and all compile-time work is charged to
+// one budget (eval_budget.h: steps, bytes, wall time, the caller's deadline
+// and cancellation), including the work inside one operation whose cost
+// grows with its operands.
 // Thread-safety: an Evaluator is single-threaded; distinct instances are
 // independent.
 #pragma once
@@ -40,11 +43,18 @@
 #include "absl/status/statusor.h"
 #include "compiler/frontend/arith.h"
 #include "compiler/frontend/ast.h"
+#include "compiler/frontend/eval_budget.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/frontend/value.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::frontend {
+
+// The budget's charge for a call of a user function (or a comprehension):
+// its steps and the bytes of its frame, which lives as long as the
+// evaluation (closures refer to it).
+inline constexpr int64_t kCallSteps = 16;
+inline constexpr int64_t kFrameBytes = 256;
 
 // Most items a compile-time sequence (list, range iteration) may hold.
 inline constexpr size_t kMaxCompileTimeItems = 1 << 20;
@@ -179,7 +189,7 @@ class Evaluator {
 
   // ---- helpers.
   absl::Status Error(Loc loc, std::string_view message) const;
-  ArithContext Ctx(Loc loc) const { return ArithContext{options_.file_name, loc}; }
+  ArithContext Ctx(Loc loc) const { return ArithContext{options_.file_name, loc, &budget_}; }
   absl::Status RequireKernel(Loc loc, std::string_view what) const;
   // A fresh IR name based on `hint` (a validated Python identifier).
   std::string UniqueName(std::string_view hint);
@@ -190,7 +200,15 @@ class Evaluator {
   void Emit(ir::Stmt s) { sink_->push_back(std::move(s)); }
   absl::Status EnterNesting(Loc loc);
   void LeaveNesting() { --depth_; }
-  absl::Status Step(Loc loc);
+  absl::Status Step(Loc loc) { return budget_.Charge(loc, 1); }
+  // Charges an operation that walks or copies `items` values (and `bytes`
+  // of strings) to the budget.
+  absl::Status ChargeItems(Loc loc, size_t items, size_t bytes = 0) {
+    return budget_.Charge(loc, static_cast<int64_t>(items),
+                          static_cast<int64_t>(items * sizeof(Value) + bytes));
+  }
+  // PyEquals charged to the budget: the budget's error when it ran out.
+  absl::StatusOr<bool> Equals(const Value& a, const Value& b, bool* known, Loc loc);
 
   const Module& module_;
   const FrontendOptions& options_;
@@ -241,7 +259,8 @@ class Evaluator {
   Value return_value_;
 
   int depth_ = 0;
-  int64_t steps_ = 0;
+  // Mutable: ArithContexts (made by the const Ctx) charge it.
+  mutable EvalBudget budget_;
 };
 
 } // namespace kiln::frontend

@@ -13,6 +13,8 @@
 // Thread-safe (no shared state).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::frontend {
@@ -39,6 +42,21 @@ struct BindingValue {
 // true/false), and anything else is a string (e.g. "float16" or "T.float16").
 BindingValue ParseBindingText(std::string_view text);
 
+// The budget of one compile-time evaluation (eval_budget.h): a program that
+// needs more fails with a located error instead of running on. The
+// defaults are far above what real kernels use (the examples take a few
+// thousand steps, kilobytes and milliseconds).
+struct EvalLimits {
+  int64_t max_steps = 2'000'000;          // statements, loop iterations, items walked
+  int64_t max_bytes = int64_t{256} << 20; // bytes of values allocated, in total
+  double max_seconds = 10;                // wall time
+  // The caller's deadline (an RPC's): past it, DeadlineExceeded.
+  absl::Time deadline = absl::InfiniteFuture();
+  // Set (from any thread) to stop the evaluation with Cancelled; must
+  // outlive the call. Null: not cancellable.
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
 struct FrontendOptions {
   std::string file_name = "<input>"; // used in diagnostics only
   // The kernel function to compile. Empty: the only candidate in the file
@@ -47,8 +65,12 @@ struct FrontendOptions {
   // error that lists them.
   std::string entry;
   std::vector<std::pair<std::string, BindingValue>> bindings;
+  EvalLimits limits;
 };
 
+// Errors: InvalidArgument "file:line:col: message" for a bad program;
+// ResourceExhausted / DeadlineExceeded / Cancelled (also located) when the
+// evaluation runs out of its budget (EvalLimits).
 absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options);
 
 // One parameter of a kernel function, as the tuner sees it before binding.

@@ -26,6 +26,7 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
   if (name == "items" || name == "keys" || name == "values") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
     (void)m;
+    RETURN_IF_ERROR(ChargeItems(loc, (name == "items" ? 3 : 1) * self.items->size()));
     ValueList out;
     for (size_t k = 0; k < self.items->size(); ++k) {
       if (name == "keys") {
@@ -40,15 +41,18 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
   }
   if (name == "get") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "get", args, {"key", "default"}, 1));
+    RETURN_IF_ERROR(ChargeItems(loc, self.items->size()));
     for (size_t k = 0; k < self.items->size(); ++k) {
       bool known = true;
-      if (PyEquals((*self.items)[k], *m[0], &known) && known) return (*self.values)[k];
+      ASSIGN_OR_RETURN(bool eq, Equals((*self.items)[k], *m[0], &known, loc));
+      if (eq && known) return (*self.values)[k];
     }
     return m[1].has_value() ? *m[1] : Value::None();
   }
   if (name == "append") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "append", args, {"object"}, 1));
     if (self.items->size() >= kMaxCompileTimeItems) return Error(loc, "list too long");
+    RETURN_IF_ERROR(ChargeItems(loc, 1));
     self.items->push_back(*m[0]);
     return Value::None();
   }
@@ -110,8 +114,7 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     if (v[2] == 0) return Error(loc, "range() step must not be zero");
     Value r;
     r.kind = ValueKind::kRange;
-    r.items = std::make_shared<ValueList>(
-        ValueList{Value::Int(v[0]), Value::Int(v[1]), Value::Int(v[2])});
+    r.items = NewValueList(ValueList{Value::Int(v[0]), Value::Int(v[1]), Value::Int(v[2])});
     return r;
   }
   if (name == "len") {
@@ -227,6 +230,10 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     }
     if (name == "reversed") std::reverse(items.begin(), items.end());
     if (name == "sorted") {
+      // n log n comparisons.
+      size_t log_n = 1;
+      while ((size_t{1} << log_n) < items.size()) ++log_n;
+      RETURN_IF_ERROR(ChargeItems(loc, items.size() * log_n));
       absl::Status st;
       std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
         absl::StatusOr<Value> r = ApplyCompare(Ctx(loc), "<", a, b);
@@ -282,12 +289,14 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
         if (!pos[1].is_int()) return Error(loc, "enumerate() start must be an int");
         start = pos[1].i;
       }
+      RETURN_IF_ERROR(ChargeItems(loc, 3 * lists[0].size()));
       for (size_t k = 0; k < lists[0].size(); ++k) {
         out.push_back(Value::Tuple({Value::Int(start + static_cast<int64_t>(k)), lists[0][k]}));
       }
     } else {
       size_t n = lists.empty() ? 0 : SIZE_MAX;
       for (const auto& l : lists) n = std::min(n, l.size());
+      RETURN_IF_ERROR(ChargeItems(loc, n * (lists.size() + 1)));
       for (size_t k = 0; k < n; ++k) {
         ValueList t;
         for (const auto& l : lists) t.push_back(l[k]);

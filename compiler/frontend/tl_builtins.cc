@@ -125,7 +125,7 @@ absl::StatusOr<Value> Evaluator::MakeTensorType(const Value& shape, const Value&
   for (ir::Expr& d : dims) {
     items.push_back(d.kind == ir::ExprKind::kInt ? Value::Int(d.ival) : Value::Expr(std::move(d)));
   }
-  v.items = std::make_shared<ValueList>(std::move(items));
+  v.items = NewValueList(std::move(items));
   return v;
 }
 

@@ -1,14 +1,42 @@
 #include "compiler/frontend/value.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/frontend/eval_budget.h"
 #include "compiler/ir/dtype.h"
 
 namespace kiln::frontend {
+namespace {
+
+// Frees a ValueList without recursion: a list freed while another is being
+// freed on this thread is queued, and the outermost call frees the queue.
+struct ValueListDeleter {
+  void operator()(ValueList* list) const {
+    thread_local std::vector<ValueList*> queue;
+    thread_local bool draining = false;
+    queue.push_back(list);
+    if (draining) return;
+    draining = true;
+    while (!queue.empty()) {
+      ValueList* next = queue.back();
+      queue.pop_back();
+      delete next; // its items' lists land in `queue`
+    }
+    draining = false;
+  }
+};
+
+} // namespace
+
+std::shared_ptr<ValueList> NewValueList(ValueList items) {
+  return std::shared_ptr<ValueList>(new ValueList(std::move(items)), ValueListDeleter());
+}
 
 Value Value::Bool(bool b) {
   Value v;
@@ -41,14 +69,14 @@ Value Value::Str(std::string x) {
 Value Value::Tuple(ValueList elts) {
   Value v;
   v.kind = ValueKind::kTuple;
-  v.items = std::make_shared<ValueList>(std::move(elts));
+  v.items = NewValueList(std::move(elts));
   return v;
 }
 
 Value Value::List(ValueList elts) {
   Value v;
   v.kind = ValueKind::kList;
-  v.items = std::make_shared<ValueList>(std::move(elts));
+  v.items = NewValueList(std::move(elts));
   return v;
 }
 
@@ -98,8 +126,8 @@ Value Value::Opaque(std::string what) {
 Value Value::Dict() {
   Value d;
   d.kind = ValueKind::kDict;
-  d.items = std::make_shared<ValueList>();
-  d.values = std::make_shared<ValueList>();
+  d.items = NewValueList();
+  d.values = NewValueList();
   return d;
 }
 
@@ -211,7 +239,10 @@ bool Truthy(const Value& v, bool* known) {
   }
 }
 
-bool PyEquals(const Value& a, const Value& b, bool* known) {
+namespace {
+
+bool EqualsAt(const Value& a, const Value& b, bool* known, EvalBudget* budget, ir::Loc loc,
+              int depth) {
   *known = true;
   if (a.is_number() && b.is_number()) {
     if (a.is_int() && b.is_int()) return a.i == b.i;
@@ -240,6 +271,11 @@ bool PyEquals(const Value& a, const Value& b, bool* known) {
   case ValueKind::kString:
   case ValueKind::kModule:
   case ValueKind::kBuiltin:
+    if (budget != nullptr && a.s.size() == b.s.size() &&
+        !budget->Charge(loc, static_cast<int64_t>(a.s.size() / 256)).ok()) {
+      *known = false;
+      return false;
+    }
     return a.s == b.s;
   case ValueKind::kDType:
     return a.dtype == b.dtype;
@@ -248,12 +284,27 @@ bool PyEquals(const Value& a, const Value& b, bool* known) {
     return a.i == b.i;
   case ValueKind::kTuple:
   case ValueKind::kList: {
+    if (a.items == b.items) return true; // one object: Python compares no further
     const ValueList& x = a.elts();
     const ValueList& y = b.elts();
     if (x.size() != y.size()) return false;
+    if (x.empty()) return true;
+    if (depth >= kMaxCompareDepth) {
+      if (budget != nullptr) {
+        (void)budget->FailAt(
+            absl::StatusCode::kInvalidArgument, loc,
+            absl::StrCat("values nested more than ", kMaxCompareDepth, " deep cannot be compared"));
+      }
+      *known = false;
+      return false;
+    }
+    if (budget != nullptr && !budget->Charge(loc, static_cast<int64_t>(x.size())).ok()) {
+      *known = false;
+      return false;
+    }
     for (size_t k = 0; k < x.size(); ++k) {
       bool k_known = true;
-      bool eq = PyEquals(x[k], y[k], &k_known);
+      bool eq = EqualsAt(x[k], y[k], &k_known, budget, loc, depth + 1);
       if (!k_known) {
         *known = false;
         return false;
@@ -269,6 +320,12 @@ bool PyEquals(const Value& a, const Value& b, bool* known) {
     *known = false;
     return false;
   }
+}
+
+} // namespace
+
+bool PyEquals(const Value& a, const Value& b, bool* known, EvalBudget* budget, ir::Loc loc) {
+  return EqualsAt(a, b, known, budget, loc, 0);
 }
 
 std::string AttrText(const Value& v) {

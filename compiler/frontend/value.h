@@ -21,6 +21,7 @@
 namespace kiln::frontend {
 
 struct PyStmt;
+class EvalBudget;
 
 enum class ValueKind : uint8_t {
   kNone,
@@ -50,6 +51,11 @@ enum class ValueKind : uint8_t {
 
 struct Value;
 using ValueList = std::vector<Value>;
+
+// A new shared sequence (every Value's items and values come from here).
+// Freeing one is iterative, not recursive: a list nested a million deep
+// (`l = [l]` in a loop) is freed without a stack frame per level.
+std::shared_ptr<ValueList> NewValueList(ValueList items = {});
 
 struct Value {
   ValueKind kind = ValueKind::kNone;
@@ -103,7 +109,15 @@ bool Truthy(const Value& v, bool* known);
 
 // Python `==` on compile-time values (numbers, strings, None, sequences,
 // dtypes). Symbolic operands compare unequal with *known = false.
-bool PyEquals(const Value& a, const Value& b, bool* known);
+// Sequences that share their storage are equal without a walk (Python's
+// identity rule), and the walk of others is charged to `budget` (one step
+// per item, at `loc`): `l = (l, l)` 64 times is 2^64 items to walk. When the
+// budget runs out, or values nest deeper than kMaxCompareDepth, the result
+// is false with *known = false and `budget->status()` says why; callers
+// with a budget check it.
+inline constexpr int kMaxCompareDepth = 256;
+bool PyEquals(const Value& a, const Value& b, bool* known, EvalBudget* budget = nullptr,
+              ir::Loc loc = {});
 
 // Python's repr-like text of a compile-time scalar used as an attribute
 // value: True -> "true", 3 -> "3", 0.5 -> "0.5", strings verbatim.
