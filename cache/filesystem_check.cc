@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,12 @@ absl::StatusOr<std::optional<std::string>> DetectNetworkFilesystem(const std::st
   struct statfs st {};
   if (statfs(path.c_str(), &st) != 0) return ErrnoError(errno, absl::StrCat("statfs ", path));
   return NetworkFilesystemName(static_cast<int64_t>(st.f_type));
+}
+
+absl::StatusOr<uint64_t> AvailableBytes(const std::string& path) {
+  struct statvfs st {};
+  if (statvfs(path.c_str(), &st) != 0) return ErrnoError(errno, absl::StrCat("statvfs ", path));
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
 } // namespace kiln::cache

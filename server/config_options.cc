@@ -187,6 +187,13 @@ std::vector<ConfigOption> BuildOptions() {
       "Size bound of the cache: past it the least recently used entries are "
       "evicted (best configs never are). 0: unbounded.",
       [](auto& c) -> auto& { return c.cache_max_bytes; }, 0, std::numeric_limits<uint64_t>::max()));
+  o.push_back(SizeOption(
+      "cache.min_free",
+      "Free space the cache's filesystem must keep: below it, a compile that would store an "
+      "artifact is refused with RESOURCE_EXHAUSTED before it builds (hits are still served). "
+      "0: only a full disk.",
+      [](auto& c) -> auto& { return c.cache_min_free_bytes; }, 0,
+      std::numeric_limits<uint64_t>::max()));
 
   o.push_back(IntOption(
       "compile.threads",

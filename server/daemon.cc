@@ -155,6 +155,7 @@ absl::Status Daemon::Start() {
 
   cache::CacheOptions co;
   co.max_size_bytes = config_.cache_max_bytes;
+  co.min_free_bytes = config_.cache_min_free_bytes;
   co.on_warning = [](const std::string& w) { util::LogWarning(w, {{"component", "cache"}}); };
   absl::StatusOr<std::unique_ptr<cache::Cache>> c = cache::Cache::Open(config_.cache_dir, co);
   if (!c.ok()) {

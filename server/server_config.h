@@ -108,6 +108,9 @@ struct ServerConfig {
   // default-constructed config leaves it empty (see ResolveCacheDir).
   std::string cache_dir;
   uint64_t cache_max_bytes = uint64_t{20} << 30; // LRU eviction bound; 0 = unbounded
+  // Free bytes the cache's filesystem must keep: below it, compiles are
+  // refused (RESOURCE_EXHAUSTED) before they build. 0: only a full disk.
+  uint64_t cache_min_free_bytes = uint64_t{64} << 20;
   // Threads compiling at once. LoadServerConfig resolves 0 to the cores
   // available to the process (affinity mask and cgroup CPU quota).
   int compile_threads = 0;

@@ -27,6 +27,7 @@ CompilePoolOptions PoolOptions(int threads, int64_t queued) {
 }
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // An ArtifactStore in memory, with a switch to make puts fail.
 class MemoryStore final : public ArtifactStore {
@@ -48,13 +49,22 @@ class MemoryStore final : public ArtifactStore {
   }
   absl::Status Put(const std::string& key, const cache::Artifact& artifact) override {
     absl::MutexLock lock(&mu_);
-    if (full_) return absl::ResourceExhaustedError("disk full");
+    if (full_) return absl::ResourceExhaustedError("disk full: /srv/kiln-cache/blobs/tmp/x");
     artifacts_[key] = artifact;
+    return absl::OkStatus();
+  }
+  absl::Status CheckRoom() override {
+    absl::MutexLock lock(&mu_);
+    if (no_room_) return absl::ResourceExhaustedError("/srv/kiln-cache has 0 bytes free");
     return absl::OkStatus();
   }
   void set_full(bool full) {
     absl::MutexLock lock(&mu_);
     full_ = full;
+  }
+  void set_no_room(bool no_room) {
+    absl::MutexLock lock(&mu_);
+    no_room_ = no_room;
   }
   size_t size() {
     absl::MutexLock lock(&mu_);
@@ -65,6 +75,7 @@ class MemoryStore final : public ArtifactStore {
   absl::Mutex mu_;
   std::map<std::string, cache::Artifact> artifacts_ ABSL_GUARDED_BY(mu_);
   bool full_ ABSL_GUARDED_BY(mu_) = false;
+  bool no_room_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 CompileCall GemmCall() {
@@ -245,11 +256,41 @@ TEST(CompileService, AStoreThatCannotTakeTheArtifactFailsTheCompileClearly) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("could not store"));
+  EXPECT_THAT(std::string(r.status().message()), Not(HasSubstr("/srv"))); // the log has it
   // Once there is room, the same request compiles.
   f.store.set_full(false);
   absl::StatusOr<CompileReply> again = f.service.CompileSync(GemmCall());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+}
+
+// Issue 27, item 6: a full disk was found only after the whole build, and
+// the client was told the server's paths. The store is asked first; hits
+// are still served.
+TEST(CompileService, AFullDiskIsFoundBeforeTheBuildAndNamesNoServerPath) {
+  Fixture f;
+  absl::StatusOr<CompileReply> stored = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  f.store.set_no_room(true);
+  absl::StatusOr<CompileReply> hit = f.service.CompileSync(GemmCall());
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_EQ(hit->outcome, kiln::v1::CACHE_OUTCOME_HIT);
+
+  CompileCall other = GemmCall();
+  other.program.bindings.emplace_back("M", frontend::ParseBindingText("99"));
+  absl::StatusOr<CompileReply> refused = f.service.CompileSync(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, HasSubstr("disk is full"));
+  EXPECT_THAT(message, HasSubstr("cache.min_free"));
+  EXPECT_THAT(message, Not(HasSubstr("/srv")));
+  EXPECT_EQ(f.service.counters().builds.load(), 1) << "no build for the refused compile";
+
+  f.store.set_no_room(false);
+  absl::StatusOr<CompileReply> built = f.service.CompileSync(other);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(f.service.counters().builds.load(), 2);
 }
 
 TEST(CompileService, FullQueueIsResourceExhausted) {
