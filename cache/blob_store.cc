@@ -202,8 +202,11 @@ absl::StatusOr<BlobPutResult> BlobStore::Put(std::string_view bytes, Compression
   const std::string& digest = result.info.digest;
   const std::string final_path = PathOf(digest);
 
-  // Deduplicate: a valid blob of this digest is already there.
-  if (absl::StatusOr<std::string> existing = Get(digest, ReadVerify::kChecksum); existing.ok()) {
+  // Deduplicate: this digest's file already holds these bytes. Comparing the
+  // bytes (not only the checksum) keeps a valid blob file that was copied
+  // under this name from standing in for them.
+  if (absl::StatusOr<std::string> existing = Get(digest, ReadVerify::kChecksum);
+      existing.ok() && *existing == bytes) {
     absl::StatusOr<BlobInfo> info = Stat(digest);
     if (info.ok() && info->record == record) {
       result.info = *std::move(info);

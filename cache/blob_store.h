@@ -7,8 +7,12 @@
 //   0  magic "KLNB"        8  raw size (u64 LE)      24 XXH3-64 of the payload
 //   4  format version (1)  16 payload size (u64 LE)    (seeded with XXH3 of the header)
 //   5  flags (bit 0: zstd payload, bit 1: record, i.e. a manifest)
-// The checksum lets every read verify the stored bytes at memory speed; the
-// full SHA-256 is checked on Put, by Get with kFullHash, and by scrubs.
+// The checksum proves only that the file is intact (a whole valid blob file
+// copied under another blob's name passes it); the SHA-256 of the bytes
+// against the name proves that they are the blob asked for. Get checks both
+// by default (kFullHash); Put checks the name of what it writes, and a Put
+// that finds the digest's file already there keeps it only when its bytes
+// are the ones being put.
 //
 // Writes are crash-safe: temp file in <root>/tmp → write → fsync → read back
 // and verify → rename onto the final name → fsync of the shard directory. A
@@ -40,9 +44,14 @@ enum class Compression {
   kZstd,
 };
 
+// What a read proves (costs measured in docs/benchmarks.md, "Read verification").
 enum class ReadVerify {
-  kChecksum, // XXH3-64 of the stored bytes (and zstd's own checks)
-  kFullHash, // additionally the SHA-256 of the bytes against the digest
+  // XXH3-64 of the stored bytes (and zstd's own checks): the file is intact,
+  // but not that it is the blob of this name.
+  kChecksum,
+  // Additionally the SHA-256 of the bytes against the digest (the blob's
+  // name, its content address): the bytes are the ones asked for.
+  kFullHash,
 };
 
 struct BlobStoreOptions {
@@ -76,7 +85,7 @@ class BlobStore {
   std::string PathOf(std::string_view digest) const;
 
   // Stores `bytes` and returns their digest and header. An existing blob of
-  // the same digest is kept when its checksum is right, replaced otherwise.
+  // the same digest is kept when it holds exactly `bytes`, replaced otherwise.
   // Errors: kExhausted when the disk is full, kIo otherwise; nothing but a
   // temp file (removed before returning) is left behind on failure.
   absl::StatusOr<BlobPutResult> Put(std::string_view bytes, Compression compression,
@@ -87,7 +96,7 @@ class BlobStore {
   // when the header, checksum, zstd frame or (kFullHash) SHA-256 is wrong,
   // kIo for other read failures. InvalidArgument for a malformed digest.
   absl::StatusOr<std::string> Get(std::string_view digest,
-                                  ReadVerify verify = ReadVerify::kChecksum,
+                                  ReadVerify verify = ReadVerify::kFullHash,
                                   uint64_t file_size_hint = 0) const;
 
   // The header of `digest` (reads 32 bytes, verifies nothing else).

@@ -247,8 +247,8 @@ absl::StatusOr<Artifact> Cache::ReadFrom(const std::string& key, const IndexedAr
       if (from_memo || !IsMissOrDamage(bytes.status())) return bytes.status();
       RETURN_IF_ERROR(HandleBadBlob(key, f.digest, bytes.status()));
       return MakeError(CacheError::kNotFound,
-                       absl::StrCat("no artifact for key ", key, " (its ", f.kind, " blob was ",
-                                    bytes.status().message(), ")"));
+                       absl::StrCat("artifact ", key, " was damaged (its ", f.kind,
+                                    " file: ", bytes.status().message(), ") and has been evicted"));
     }
     f.bytes = *std::move(bytes);
     files.push_back(std::move(f));
@@ -273,13 +273,47 @@ void Cache::MemoPut(const std::string& key, std::shared_ptr<const IndexedArtifac
 }
 
 void Cache::MemoDrop(const std::string& key) {
-  absl::MutexLock lock(&memo_mu_);
-  memo_.erase(key);
+  {
+    absl::MutexLock lock(&memo_mu_);
+    memo_.erase(key);
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void Cache::MemoClear() {
-  absl::MutexLock lock(&memo_mu_);
-  memo_.clear();
+  {
+    absl::MutexLock lock(&memo_mu_);
+    memo_.clear();
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+absl::Status Cache::EvictMismatched(std::string_view key_view, std::string_view digest,
+                                    std::string_view why) {
+  RETURN_IF_ERROR(ValidateKey(key_view, "artifact key"));
+  const std::string key(key_view);
+  std::vector<std::string> displaced;
+  bool evicted = false;
+  RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
+    displaced.clear();
+    evicted = false;
+    ASSIGN_OR_RETURN(std::optional<IndexedArtifact> row, txn.GetArtifact(key));
+    if (!row.has_value()) return absl::OkStatus();
+    const bool names_it = row->manifest_digest == digest ||
+                          std::any_of(row->meta.files.begin(), row->meta.files.end(),
+                                      [&](const ArtifactFile& f) { return f.digest == digest; });
+    if (!names_it) return absl::OkStatus(); // replaced meanwhile
+    ASSIGN_OR_RETURN(displaced, txn.DeleteArtifact(key));
+    evicted = true;
+    return txn.AddCounter("corrupt_artifacts", 1);
+  }));
+  MemoDrop(key);
+  if (evicted) {
+    Warn(absl::StrCat("artifact ", key, " was evicted: its blob ", AsAbsl(digest),
+                      " is sound but not this artifact's (", AsAbsl(why), ")"));
+  }
+  if (!displaced.empty()) (void)SweepBlobs(&displaced);
+  return absl::OkStatus();
 }
 
 absl::Status Cache::HandleBadBlob(const std::string& key, const std::string& digest,

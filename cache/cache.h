@@ -21,6 +21,10 @@
 // Thread-safety: a Cache is safe to use from any number of threads; open one
 // per process (it is not fork-safe: a child opens its own).
 //
+// Reads prove identity: by default every blob read checks the SHA-256 of its
+// bytes against the blob's name (its content address), so a blob file that
+// is damaged, truncated or another blob's copy is never returned.
+//
 // Errors (cache_error.h): a miss is kNotFound; a damaged blob found on read is
 // evicted, counted, and also reported as kNotFound ("a miss"); kExhausted for
 // a full disk or the hard size limit (reads keep working); kTimeout when the
@@ -80,9 +84,12 @@ struct CacheOptions {
   // this process's own changes are seen at once. 0: no memo.
   std::chrono::milliseconds memo_ttl{2000};
   size_t memo_entries = 4096;
-  // What every read verifies (kChecksum: XXH3; see docs/cache.md for the
-  // measured cost of kFullHash on the hit path).
-  ReadVerify read_verify = ReadVerify::kChecksum;
+  // What every read verifies. kFullHash (SHA-256 against the blob's name)
+  // proves identity; kChecksum (XXH3) only that the file is intact, and
+  // serves a valid blob file copied under another name. Measured in
+  // docs/benchmarks.md ("Read verification"): SHA-256 adds ~1-2 us to a
+  // metadata-only hit and ~0.5 ms per MiB read.
+  ReadVerify read_verify = ReadVerify::kFullHash;
   // The background thread re-hashes (SHA-256) up to scrub_bytes_per_pass of
   // the least recently verified blobs every scrub_interval. 0: no scrub.
   std::chrono::seconds scrub_interval{0};
@@ -130,6 +137,8 @@ struct CacheStats {
   int64_t misses = 0;
   int64_t evictions = 0;
   int64_t corrupt_blobs = 0;
+  // Artifacts whose sound bytes did not belong to their key (EvictMismatched).
+  int64_t corrupt_artifacts = 0;
   std::vector<std::string> warnings;
 };
 
@@ -157,9 +166,15 @@ struct VerifyReport {
   int64_t corrupt_blobs = 0; // found and removed, with the artifacts using them
   int64_t missing_blobs = 0; // rows whose file is gone
   int64_t evicted_artifacts = 0;
-  int64_t orphan_files = 0;   // files without a row (left for Gc)
+  int64_t orphan_files = 0; // files without a row (left for Gc)
+  // Artifact rows whose manifest (a sound blob) names another key or other
+  // files: evicted (Verify only; Scrub checks blobs).
+  int64_t mismatched_artifacts = 0;
   std::string index_findings; // PRAGMA quick_check; empty when sound
-  bool ok() const { return corrupt_blobs == 0 && missing_blobs == 0 && index_findings.empty(); }
+  bool ok() const {
+    return corrupt_blobs == 0 && missing_blobs == 0 && mismatched_artifacts == 0 &&
+           index_findings.empty();
+  }
 };
 
 struct RebuildReport {
@@ -193,6 +208,19 @@ class Cache {
   absl::Status RemoveArtifact(std::string_view key);
   // Most recently used first; limit <= 0: all.
   absl::StatusOr<std::vector<ArtifactSummary>> ListArtifacts(int64_t limit = 0);
+  // For a reader above the cache that found `key`'s bytes sound (they match
+  // their digests) but not `key`'s (its metadata file names another key or
+  // other files: an index row pointing at another artifact's blobs). Evicts
+  // `key`'s row if it still names `digest`; the blobs stay while another
+  // artifact uses them, so nothing valid is lost. Counts corrupt_artifacts,
+  // warns. OK when the row is gone or changed meanwhile.
+  absl::Status EvictMismatched(std::string_view key, std::string_view digest, std::string_view why);
+  // Changes whenever this process removes or replaces an artifact (eviction,
+  // damage, RemoveArtifact, a put over an existing key, gc, verify). A reader
+  // that keeps what it read (a hit memo) notes the value before reading and
+  // trusts its copy only while the value is unchanged. Removals by other
+  // processes are not seen here.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   // --- best configs ---
   enum class BestUpdate {
@@ -225,7 +253,8 @@ class Cache {
   absl::StatusOr<CacheStats> Stats();
   absl::StatusOr<GcReport> Gc(const GcOptions& options = {});
   // Re-hashes every blob (SHA-256), removes damaged ones and the artifacts
-  // using them, and checks the index.
+  // using them, checks that every artifact row agrees with its manifest (its
+  // key, its files' digests; EvictMismatched otherwise), and checks the index.
   absl::StatusOr<VerifyReport> Verify();
   // Re-hashes up to `max_bytes` of the least recently verified blobs.
   absl::StatusOr<VerifyReport> Scrub(uint64_t max_bytes);
@@ -271,6 +300,8 @@ class Cache {
   // Removes files this put created that no row names (after a failed put).
   void DiscardCreated(const std::vector<std::string>& created);
   absl::StatusOr<VerifyReport> VerifyBlobs(const std::vector<BlobInfo>& blobs);
+  // Verify's second half: each artifact row against its manifest.
+  absl::Status VerifyArtifactRows(VerifyReport& report);
   // Index::Write for removals: on kExhausted, frees the reserve and retries.
   absl::Status RemovalWrite(const std::function<absl::Status(IndexTxn&)>& fn);
   // Recreates the reserve file if it is missing (best effort).
@@ -297,6 +328,9 @@ class Cache {
   };
   absl::Mutex memo_mu_;
   absl::flat_hash_map<std::string, MemoEntry> memo_ ABSL_GUARDED_BY(memo_mu_);
+  // Bumped (after the index commit) by MemoDrop and MemoClear, which every
+  // removal and replacement calls.
+  std::atomic<uint64_t> generation_{0};
 
   // One eviction at a time in this process (others may run in other
   // processes; the index keeps them consistent).

@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 #include <unistd.h>
 
@@ -160,6 +162,7 @@ absl::StatusOr<CacheStats> Cache::Stats() {
   stats.misses = counts.counters["misses"];
   stats.evictions = counts.counters["evictions"];
   stats.corrupt_blobs = counts.counters["corrupt_blobs"];
+  stats.corrupt_artifacts = counts.counters["corrupt_artifacts"];
   stats.warnings = warnings_;
   return stats;
 }
@@ -269,6 +272,47 @@ absl::StatusOr<VerifyReport> Cache::VerifyBlobs(const std::vector<BlobInfo>& blo
   return report;
 }
 
+absl::Status Cache::VerifyArtifactRows(VerifyReport& report) {
+  std::vector<ArtifactSummary> keys;
+  RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(keys, txn.ListArtifacts(0));
+    return absl::OkStatus();
+  }));
+  for (const ArtifactSummary& k : keys) {
+    std::optional<IndexedArtifact> row;
+    RETURN_IF_ERROR(index_->Read([&](IndexTxn& txn) -> absl::Status {
+      ASSIGN_OR_RETURN(row, txn.GetArtifact(k.key));
+      return absl::OkStatus();
+    }));
+    if (!row.has_value()) continue; // removed meanwhile
+    // VerifyBlobs has just proven (or removed) the manifest: a read that
+    // fails now is a concurrent removal, not this check's business.
+    absl::StatusOr<std::string> bytes = blobs_.Get(row->manifest_digest, ReadVerify::kFullHash);
+    if (!bytes.ok()) continue;
+    absl::StatusOr<std::variant<ArtifactManifest, BestConfigRecord>> record = DecodeRecord(*bytes);
+    std::string why;
+    if (!record.ok() || !std::holds_alternative<ArtifactManifest>(*record)) {
+      why = "its manifest blob is not an artifact manifest";
+    } else {
+      const ArtifactManifest& m = std::get<ArtifactManifest>(*record);
+      std::map<std::string, std::string> listed;
+      std::map<std::string, std::string> indexed;
+      for (const ArtifactFile& f : m.artifact.files) listed[f.kind] = f.digest;
+      for (const ArtifactFile& f : row->meta.files) indexed[f.kind] = f.digest;
+      if (m.key != k.key) {
+        why = absl::StrCat("its manifest names the key ", m.key);
+      } else if (listed != indexed) {
+        why = "its files are not the ones its manifest lists";
+      }
+    }
+    if (why.empty()) continue;
+    ++report.mismatched_artifacts;
+    ++report.evicted_artifacts;
+    RETURN_IF_ERROR(EvictMismatched(k.key, row->manifest_digest, why));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<VerifyReport> Cache::Verify() {
   std::vector<BlobInfo> rows;
   std::string findings;
@@ -278,6 +322,7 @@ absl::StatusOr<VerifyReport> Cache::Verify() {
     return absl::OkStatus();
   }));
   ASSIGN_OR_RETURN(VerifyReport report, VerifyBlobs(rows));
+  RETURN_IF_ERROR(VerifyArtifactRows(report));
   report.index_findings = findings;
   absl::flat_hash_set<std::string> known;
   for (const BlobInfo& b : rows) known.insert(b.digest);

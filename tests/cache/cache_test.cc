@@ -1,6 +1,9 @@
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -207,6 +210,177 @@ TEST_F(CacheTest, FullHashReadsCatchWhatChecksumsCannot) {
                    BlobPath(DigestOf(*c, "a", "cubin")).c_str()),
             0);
   EXPECT_EQ(c->GetArtifact("a").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Each way a blob file can stop being the blob its name says, met by a read
+// in the default mode: the victim is a miss (evicted, counted, warned), the
+// other artifact is intact, and the victim can be stored again.
+TEST_F(CacheTest, EveryReadProvesTheBytesAreTheBlobOfItsName) {
+  struct Case {
+    const char* name;
+    const char* kind; // the victim's file that is damaged
+    // Damages `victim` (a blob file); `other` is a valid blob file of the
+    // same kind and size under another name.
+    std::function<bool(const std::string& victim, const std::string& other)> damage;
+    const char* message;
+  };
+  auto copy_over = [](const std::string& victim, const std::string& other) {
+    return std::filesystem::copy_file(other, victim,
+                                      std::filesystem::copy_options::overwrite_existing);
+  };
+  auto truncate_half = [](const std::string& victim, const std::string&) {
+    return truncate(victim.c_str(), static_cast<off_t>(std::filesystem::file_size(victim) / 2)) ==
+           0;
+  };
+  auto flip = [](const std::string& victim, const std::string&) {
+    return testing::FlipByte(victim, 100);
+  };
+  const Case cases[] = {
+      {"same-size binary copied over another", "cubin", copy_over, "SHA-256"},
+      {"same-size compressed text copied over another", "ptx", copy_over, "SHA-256"},
+      {"truncated binary", "cubin", truncate_half, "truncated"},
+      {"truncated compressed text", "ptx", truncate_half, "truncated"},
+      {"flipped bit in a binary", "cubin", flip, "checksum"},
+      {"flipped bit in compressed text", "ptx", flip, "checksum"},
+  };
+  const std::string base = root_;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    root_ = base + "/" + std::to_string(&c - cases);
+    warnings_.clear();
+    std::unique_ptr<Cache> cache = OpenCache();
+    ASSERT_TRUE(cache->PutArtifact("victim", MakeArtifact("victim")).ok());
+    ASSERT_TRUE(cache->PutArtifact("other", MakeArtifact("other")).ok());
+    const std::string victim = BlobPath(DigestOf(*cache, "victim", c.kind));
+    const std::string other = BlobPath(DigestOf(*cache, "other", c.kind));
+    if (std::string(c.kind) == "cubin") { // raw: the same size on disk
+      ASSERT_EQ(std::filesystem::file_size(victim), std::filesystem::file_size(other));
+    }
+    ASSERT_TRUE(c.damage(victim, other));
+    // Metadata-like reads of one kind and whole reads alike.
+    absl::StatusOr<Artifact> got = cache->GetArtifact("victim", {c.kind});
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << "damage was served";
+    EXPECT_THAT(got.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(got.status().message(), HasSubstr("damaged"));
+    EXPECT_FALSE(*cache->ContainsArtifact("victim"));
+    EXPECT_EQ(cache->GetArtifact("victim").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(cache->Stats()->corrupt_blobs, 1);
+    ASSERT_FALSE(warnings_.empty());
+    EXPECT_TRUE(MatchesKey(*cache->GetArtifact("other"), "other"));
+    ASSERT_TRUE(cache->PutArtifact("victim", MakeArtifact("victim")).ok());
+    EXPECT_TRUE(MatchesKey(*cache->GetArtifact("victim"), "victim"));
+    EXPECT_TRUE(cache->Verify()->ok());
+  }
+}
+
+TEST_F(CacheTest, ChecksumOnlyReadsServeACopiedBlobFileWhichIsWhyTheyAreNotTheDefault) {
+  CacheOptions o = Options();
+  EXPECT_EQ(o.read_verify, ReadVerify::kFullHash);
+  o.read_verify = ReadVerify::kChecksum;
+  std::unique_ptr<Cache> c = OpenCache(o);
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a")).ok());
+  ASSERT_TRUE(c->PutArtifact("b", MakeArtifact("b")).ok());
+  ASSERT_TRUE(std::filesystem::copy_file(BlobPath(DigestOf(*c, "b", "cubin")),
+                                         BlobPath(DigestOf(*c, "a", "cubin")),
+                                         std::filesystem::copy_options::overwrite_existing));
+  absl::StatusOr<Artifact> a = c->GetArtifact("a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(MatchesKey(*a, "a")) << "XXH3 alone cannot tell whose bytes these are";
+}
+
+TEST_F(CacheTest, PutOverABlobFileCopiedUnderItsNameWritesTheRightBytes) {
+  // A put whose bytes' file already exists keeps it only when it holds
+  // those bytes: a valid file of other bytes under that name is replaced.
+  std::unique_ptr<Cache> c = OpenCache();
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a")).ok());
+  ASSERT_TRUE(c->PutArtifact("b", MakeArtifact("b")).ok());
+  ASSERT_TRUE(std::filesystem::copy_file(BlobPath(DigestOf(*c, "b", "cubin")),
+                                         BlobPath(DigestOf(*c, "a", "cubin")),
+                                         std::filesystem::copy_options::overwrite_existing));
+  ASSERT_TRUE(c->PutArtifact("a-again", MakeArtifact("a")).ok());
+  absl::StatusOr<Artifact> again = c->GetArtifact("a-again");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(MatchesKey(*again, "a"));
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("a"), "a")) << "the put repaired the shared blob";
+}
+
+// Sets `key`'s file of `kind` in the index to `digest` (an index row that
+// points at another artifact's blob: what only the manifest can contradict).
+void PointRowAt(const std::string& root, const std::string& key, const std::string& kind,
+                const std::string& digest) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((root + "/index.sqlite").c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  const std::string sql = "UPDATE artifact_files SET digest = '" + digest + "' WHERE key = '" +
+                          key + "' AND kind = '" + kind + "'";
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << error;
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST_F(CacheTest, VerifyEvictsARowThatNamesAnotherArtifactsBlobAndKeepsThatArtifact) {
+  CacheOptions o = Options();
+  o.memo_ttl = std::chrono::milliseconds(0); // the test edits the index behind the cache
+  std::unique_ptr<Cache> c = OpenCache(o);
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a")).ok());
+  ASSERT_TRUE(c->PutArtifact("b", MakeArtifact("b")).ok());
+  const std::string b_cubin = DigestOf(*c, "b", "cubin");
+  PointRowAt(root_, "a", "cubin", b_cubin);
+  // Every byte is sound, so a read alone cannot object (the daemon's store
+  // compares the artifact's metadata file; see CacheArtifactStore).
+  ASSERT_TRUE(c->GetArtifact("a").ok());
+  const uint64_t generation = c->generation();
+  absl::StatusOr<VerifyReport> v = c->Verify();
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_FALSE(v->ok());
+  EXPECT_EQ(v->mismatched_artifacts, 1);
+  EXPECT_EQ(v->corrupt_blobs, 0);
+  EXPECT_FALSE(*c->ContainsArtifact("a"));
+  EXPECT_NE(c->generation(), generation);
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("b"), "b"));
+  EXPECT_EQ(c->Stats()->corrupt_artifacts, 1);
+  ASSERT_FALSE(warnings_.empty());
+  EXPECT_THAT(warnings_.back(), HasSubstr("not this artifact's"));
+  EXPECT_TRUE(c->Verify()->ok());
+}
+
+TEST_F(CacheTest, EvictMismatchedLeavesAReplacedRowAlone) {
+  std::unique_ptr<Cache> c = OpenCache();
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a")).ok());
+  ASSERT_TRUE(c->PutArtifact("b", MakeArtifact("b")).ok());
+  const std::string b_cubin = DigestOf(*c, "b", "cubin");
+  // "a" does not name b's cubin (it was replaced since the reader looked).
+  ASSERT_TRUE(c->EvictMismatched("a", b_cubin, "test").ok());
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("a"), "a"));
+  ASSERT_TRUE(c->EvictMismatched("a", DigestOf(*c, "a", "cubin"), "test").ok());
+  EXPECT_FALSE(*c->ContainsArtifact("a"));
+  EXPECT_TRUE(MatchesKey(*c->GetArtifact("b"), "b"));
+  EXPECT_EQ(c->Stats()->corrupt_artifacts, 1);
+}
+
+TEST_F(CacheTest, GenerationChangesOnEveryRemovalOrReplacement) {
+  std::unique_ptr<Cache> c = OpenCache();
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a")).ok());
+  ASSERT_TRUE(c->PutArtifact("b", MakeArtifact("b")).ok());
+  uint64_t g = c->generation();
+  ASSERT_TRUE(c->GetArtifact("a").ok());
+  EXPECT_EQ(c->generation(), g) << "a read changes nothing";
+  ASSERT_TRUE(c->PutArtifact("a", MakeArtifact("a2")).ok());
+  EXPECT_NE(c->generation(), g);
+  g = c->generation();
+  ASSERT_TRUE(c->RemoveArtifact("a").ok());
+  EXPECT_NE(c->generation(), g);
+  g = c->generation();
+  ASSERT_TRUE(testing::FlipByte(BlobPath(DigestOf(*c, "b", "cubin")), 10));
+  g = c->generation();
+  EXPECT_EQ(c->GetArtifact("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(c->generation(), g) << "damage found";
+  ASSERT_TRUE(c->PutArtifact("c", MakeArtifact("c")).ok());
+  g = c->generation();
+  ASSERT_EQ(*c->EvictTo(0), 1);
+  EXPECT_NE(c->generation(), g) << "eviction";
 }
 
 void BreakIndex(const std::string& root, bool remove) {
