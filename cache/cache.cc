@@ -416,6 +416,7 @@ absl::Status Cache::PutArtifact(std::string_view key_view, const Artifact& artif
     uint64_t total_after = 0;
     const int64_t now = NowMs();
     const uint64_t hard = HardLimit();
+    const uint64_t overhead = LimitedOverheadBytes(); // the index and the reserve count too
     absl::Status s = index_->Write([&](IndexTxn& txn) -> absl::Status {
       displaced.clear();
       for (const BlobInfo& info : infos) {
@@ -427,6 +428,7 @@ absl::Status Cache::PutArtifact(std::string_view key_view, const Artifact& artif
       ASSIGN_OR_RETURN(displaced, txn.DeleteArtifact(key));
       RETURN_IF_ERROR(txn.InsertArtifact(key, meta, m->info.digest, total_size, now));
       ASSIGN_OR_RETURN(total_after, txn.TotalBytes());
+      total_after += overhead;
       if (hard != 0 && total_after > hard) {
         return MakeError(CacheError::kExhausted,
                          absl::StrCat("cache is full: storing ", key, " would make ", total_after,

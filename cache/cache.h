@@ -62,14 +62,19 @@
 namespace kiln::cache {
 
 struct CacheOptions {
-  // Soft limit on blob bytes: crossing it starts eviction (in the background
-  // thread, or inline without one) down to evict_to_fraction of it. 0: none.
+  // Soft limit on the cache's bytes on disk (blobs, the index with its WAL,
+  // the reserve): crossing it starts eviction (in the background thread, or
+  // inline without one) down to evict_to_fraction of it. 0: none.
   // Limits are recorded in the index; an Open that gives neither limit uses
   // the recorded ones (so `kiln cache gc` knows the daemon's).
   uint64_t max_size_bytes = 0;
   // Writes that would cross it fail with kExhausted until eviction catches
   // up. 0: max_size_bytes + max_size_bytes / 4.
   uint64_t hard_limit_bytes = 0;
+  // Whether the limits count the index's files and the reserve (overhead_
+  // bytes) with the blobs. Off: blob bytes only (tests of LRU order that
+  // need exact sizes).
+  bool limits_count_overhead = true;
   double evict_to_fraction = 0.9;
   // A maintenance thread that flushes access times, evicts past the soft
   // limit and scrubs. Without it, all of that runs inline.
@@ -126,6 +131,9 @@ struct CacheStats {
   int64_t artifacts = 0;
   int64_t blobs = 0;
   uint64_t blob_bytes = 0;
+  // The index's files (with its -wal and -shm) and the reserve: counted with
+  // blob_bytes against the limits.
+  uint64_t overhead_bytes = 0;
   uint64_t soft_limit_bytes = 0;
   uint64_t hard_limit_bytes = 0;
   int64_t pinned_artifacts = 0;
@@ -143,8 +151,10 @@ struct CacheStats {
 };
 
 struct GcOptions {
-  // Evict down to this many blob bytes (default: the soft limit, or nothing
-  // when there is none). Pinned artifacts are kept even if that leaves more.
+  // Evict down to this many bytes, counted as the limits are (blobs, plus
+  // the index's files and the reserve unless limits_count_overhead is off;
+  // default: the soft limit, or nothing when there is none). Pinned
+  // artifacts are kept even if that leaves more.
   std::optional<uint64_t> max_size_bytes;
   // Remove unreferenced blob files and temps regardless of age (only safe
   // when no other process is writing).
@@ -306,6 +316,11 @@ class Cache {
   absl::Status RemovalWrite(const std::function<absl::Status(IndexTxn&)>& fn);
   // Recreates the reserve file if it is missing (best effort).
   void RestoreReserve();
+  // What the cache holds besides blobs: Index::FileBytes plus the reserve.
+  uint64_t OverheadBytes() const;
+  // OverheadBytes when the limits count it (limits_count_overhead), else 0.
+  uint64_t LimitedOverheadBytes() const;
+  // `total_bytes`: blobs plus OverheadBytes.
   void MaybeStartEviction(uint64_t total_bytes);
   void MaintenanceLoop();
   void Warn(const std::string& message);

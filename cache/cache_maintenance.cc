@@ -10,6 +10,7 @@
 #include <utility>
 #include <variant>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "absl/container/flat_hash_set.h"
@@ -55,15 +56,22 @@ absl::StatusOr<int64_t> Cache::EvictTo(uint64_t target_bytes) {
   absl::MutexLock lock(&evict_mu_);
   (void)FlushAccessTimes();
   int64_t evicted = 0;
+  // A WAL that has grown (a burst of writes, a long reader) keeps its size
+  // until a truncating checkpoint: shrink it before giving up blobs for it.
+  // Best effort: a busy index is checkpointed by a later call.
+  (void)index_->Checkpoint();
   while (true) {
     std::vector<std::string> displaced;
     bool done = false;
     int64_t batch = 0;
+    // The index's files and the reserve count against the limit too.
+    const uint64_t overhead = LimitedOverheadBytes();
     RETURN_IF_ERROR(RemovalWrite([&](IndexTxn& txn) -> absl::Status {
       displaced.clear();
       done = false;
       batch = 0;
-      ASSIGN_OR_RETURN(uint64_t total, txn.TotalBytes());
+      ASSIGN_OR_RETURN(uint64_t blob_bytes, txn.TotalBytes());
+      const uint64_t total = blob_bytes + overhead;
       if (total <= target_bytes) {
         done = true;
         return absl::OkStatus();
@@ -100,6 +108,19 @@ absl::Status Cache::CheckFreeSpace() const {
                    absl::StrCat("the filesystem of cache directory ", dir_, " has ", available,
                                 " bytes free, under the ", options_.min_free_bytes,
                                 " bytes it must keep free"));
+}
+
+uint64_t Cache::LimitedOverheadBytes() const {
+  return options_.limits_count_overhead ? OverheadBytes() : 0;
+}
+
+uint64_t Cache::OverheadBytes() const {
+  uint64_t bytes = index_->FileBytes();
+  struct stat st {};
+  if (options_.reserve_bytes != 0 && stat((dir_ + "/reserve").c_str(), &st) == 0) {
+    bytes += static_cast<uint64_t>(st.st_size);
+  }
+  return bytes;
 }
 
 void Cache::MaybeStartEviction(uint64_t total_bytes) {
@@ -152,6 +173,7 @@ absl::StatusOr<CacheStats> Cache::Stats() {
   stats.artifacts = counts.artifacts;
   stats.blobs = counts.blobs;
   stats.blob_bytes = counts.blob_bytes;
+  stats.overhead_bytes = OverheadBytes();
   stats.soft_limit_bytes = options_.max_size_bytes;
   stats.hard_limit_bytes =
       options_.max_size_bytes == 0 && options_.hard_limit_bytes == 0 ? 0 : HardLimit();

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -497,6 +499,23 @@ absl::Status Index::ReadOne(const std::function<absl::Status(IndexTxn&)>& fn) {
 
 absl::Status Index::Write(const std::function<absl::Status(IndexTxn&)>& fn) {
   return Run(true, fn);
+}
+
+uint64_t Index::FileBytes() const {
+  uint64_t total = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    struct stat st {};
+    if (stat((path_ + suffix).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+absl::Status Index::Checkpoint() {
+  ASSIGN_OR_RETURN(ConnectionPool::Lease db, pool_.Acquire());
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db->raw(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  if (rc != SQLITE_OK) return db->StatusFor(rc, "checkpoint the index's WAL");
+  return absl::OkStatus();
 }
 
 } // namespace kiln::cache

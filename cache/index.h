@@ -123,10 +123,21 @@ class Index {
 
   ConnectionPool& pool() { return pool_; }
 
+  // Bytes of the index's files on disk: the database, its -wal and its
+  // -shm (missing ones count 0). The WAL keeps its largest size until a
+  // truncating checkpoint, so it is disk the cache uses.
+  uint64_t FileBytes() const;
+  // Copies the WAL into the database and truncates it to zero bytes
+  // (PRAGMA wal_checkpoint(TRUNCATE)). kTimeout / kIo when readers or a
+  // writer (any process) keep it from completing; nothing is lost then.
+  absl::Status Checkpoint();
+
  private:
-  Index(const std::string& path, const SqliteOptions& options) : pool_(path, options) {}
+  Index(const std::string& path, const SqliteOptions& options)
+      : path_(path), pool_(path, options) {}
   absl::Status Run(bool write, const std::function<absl::Status(IndexTxn&)>& fn);
 
+  const std::string path_;
   ConnectionPool pool_;
 };
 

@@ -1,6 +1,7 @@
 // Cache eviction: size-bounded LRU with soft and hard limits, pins, batched
 // access times.
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -33,6 +34,9 @@ class CacheEvictionTest : public ::testing::Test {
     o.sync = false;
     o.max_size_bytes = soft;
     o.hard_limit_bytes = hard;
+    // Exact blob sizes (IndexFilesAndReserveCountAgainstTheLimit counts the
+    // rest).
+    o.limits_count_overhead = false;
     o.access_flush_interval = std::chrono::hours(1); // flushes only when asked
     o.access_flush_keys = 100000;
     o.on_warning = [](const std::string&) {};
@@ -75,6 +79,34 @@ TEST_F(CacheEvictionTest, SoftLimitEvictsLeastRecentlyUsedFirst) {
     EXPECT_TRUE(MatchesKey(*c->GetArtifact(a.key), a.key, kCubin, 0)) << a.key;
   }
   EXPECT_TRUE(c->Verify()->ok());
+}
+
+// Bytes of every file under `dir` (what the cache takes on disk).
+uint64_t DiskBytes(const std::string& dir) {
+  uint64_t total = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) total += e.file_size();
+  }
+  return total;
+}
+
+// Issue 27, item 6: the limit counted blob bytes only, so the SQLite index
+// (its WAL above all, which keeps its largest size) and the reserve file
+// came on top of it. The cache's files on disk now stay under the limit.
+TEST_F(CacheEvictionTest, IndexFilesAndReserveCountAgainstTheLimit) {
+  constexpr uint64_t kSoft = 1500000;
+  CacheOptions o = Options(kSoft, 4000000);
+  o.limits_count_overhead = true; // the default
+  o.reserve_bytes = 1 << 20;
+  std::unique_ptr<Cache> c = Open(o);
+  for (int i = 0; i < 120; ++i) ASSERT_TRUE(Put(*c, i).ok()); // 1.2 MB of blobs
+  absl::StatusOr<CacheStats> s = c->Stats();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GE(s->overhead_bytes, uint64_t{1} << 20); // the reserve at least
+  EXPECT_LE(s->blob_bytes + s->overhead_bytes, kSoft);
+  EXPECT_LE(DiskBytes(dir_->path()), kSoft);
+  EXPECT_GT(s->evictions, 0);
+  EXPECT_TRUE(Has(*c, 119)) << "the newest stays";
 }
 
 TEST_F(CacheEvictionTest, AccessTimesAreBatchedNotWrittenPerHit) {

@@ -31,6 +31,7 @@ CacheOptions Options(bool bounded, bool sync) {
   if (bounded) {
     o.max_size_bytes = 400 << 10;
     o.hard_limit_bytes = 4 << 20;
+    o.limits_count_overhead = false; // limits below the 2 MiB reserve: blobs only
   }
   o.on_warning = [](const std::string&) {};
   return o;

@@ -37,6 +37,7 @@ CacheOptions Options() {
   o.sync = false; // process crashes are another test's; this one is about sharing
   o.max_size_bytes = 1 << 20;
   o.hard_limit_bytes = 3 << 19;
+  o.limits_count_overhead = false; // limits below the 2 MiB reserve: blobs only
   o.on_warning = [](const std::string&) {};
   return o;
 }
