@@ -5,10 +5,11 @@
 // interface.
 //
 // Implementations are thread-safe. Errors: NotFound on a miss (also for an
-// artifact whose blob was found damaged and evicted); ResourceExhausted when
+// artifact found damaged, or not the key's, and evicted); ResourceExhausted when
 // the store is full; others as the store reports them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class ArtifactStore {
   // below its free-space floor. The message may name server paths: it is for
   // the log, not for clients. Default: always room.
   virtual absl::Status CheckRoom() { return absl::OkStatus(); }
+  // A value that changes whenever this process's store removes or replaces
+  // an artifact (found damaged, evicted, replaced). A caller keeping what it
+  // read (the compile service's hit memo) trusts its copy only while this is
+  // unchanged. 0 for stores that cannot say (their copies expire by time).
+  virtual uint64_t Generation() { return 0; }
 };
 
 } // namespace kiln::server

@@ -228,6 +228,8 @@ absl::Status CompileService::LookupInto(const std::string& key,
                                         kiln::v1::ArtifactMetadata* metadata,
                                         std::string* encoded) {
   const absl::Time now = absl::Now();
+  // Noted before the read: a removal that races with it makes the entry stale.
+  const uint64_t generation = store_->Generation();
   auto give = [&](const HitEntry& e) {
     if (metadata != nullptr) *metadata = e.metadata;
     if (encoded != nullptr) *encoded = e.encoded;
@@ -235,14 +237,19 @@ absl::Status CompileService::LookupInto(const std::string& key,
   {
     absl::MutexLock lock(&hit_mu_);
     auto it = hit_memo_.find(key);
-    if (it != hit_memo_.end() && it->second.expires > now) {
+    if (it != hit_memo_.end() && it->second.expires > now && it->second.generation == generation) {
       give(it->second);
       return absl::OkStatus();
     }
   }
   HitEntry entry;
-  if (absl::Status s = LookupStore(key, &entry); !s.ok()) return s;
+  if (absl::Status s = LookupStore(key, &entry); !s.ok()) {
+    absl::MutexLock lock(&hit_mu_);
+    hit_memo_.erase(key);
+    return s;
+  }
   entry.expires = now + absl::Seconds(1);
+  entry.generation = generation;
   give(entry);
   absl::MutexLock lock(&hit_mu_);
   if (hit_memo_.size() >= 4096) hit_memo_.clear();
@@ -263,6 +270,13 @@ absl::Status CompileService::LookupStore(const std::string& key, HitEntry* entry
     if (f.kind != kMetadataKind) continue;
     if (!entry->metadata.ParseFromString(f.bytes)) {
       return absl::DataLossError(absl::StrCat("artifact ", key, ": unreadable metadata"));
+    }
+    // The cache's store checks this itself and evicts; for any other store,
+    // another artifact's metadata under this key is a miss, and the
+    // recompile's put replaces it.
+    if (entry->metadata.key() != key) {
+      return absl::NotFoundError(
+          absl::StrCat("artifact ", key, ": its metadata names the key ", entry->metadata.key()));
     }
     // The stored file is the metadata message's wire form: a response can
     // carry it as it is.

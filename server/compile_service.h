@@ -165,14 +165,20 @@ class CompileService {
   absl::flat_hash_map<RequestDigest, std::string> requests_old_ ABSL_GUARDED_BY(memo_mu_);
 
   // Hit memo: the metadata of recently served keys, for one second, so a
-  // burst of hits on one kernel reads its metadata file once. The window is
-  // the cache's own (its index memo has the same staleness); an artifact
-  // evicted meanwhile shows up as NotFound from GetArtifact, never as wrong
-  // bytes (blobs are immutable).
+  // burst of hits on one kernel reads its metadata file once. An entry holds
+  // what a verified read returned (the store proved the bytes against their
+  // address and the key against the request) and is trusted only while the
+  // store's Generation() is the one noted before that read: once this
+  // process finds any artifact damaged, evicts or replaces one, every entry
+  // is read again, so a damaged entry is never answered from here. Removals
+  // by another process sharing the cache directory can go unseen for up to
+  // the second (the cache's own index memo has the same window); the bytes
+  // a client then fetches are verified again by GetArtifact.
   struct HitEntry {
     kiln::v1::ArtifactMetadata metadata;
     std::string encoded; // metadata's wire form, as stored
     absl::Time expires;
+    uint64_t generation = 0; // the store's Generation() before the read
   };
   absl::Mutex hit_mu_;
   absl::flat_hash_map<std::string, HitEntry> hit_memo_ ABSL_GUARDED_BY(hit_mu_);

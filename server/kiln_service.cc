@@ -20,6 +20,7 @@
 #include "server/artifact_metadata.h"
 #include "server/artifact_store.h"
 #include "server/best_config.h"
+#include "server/cache_artifact_store.h"
 #include "server/grpc_status.h"
 #include "server/request_convert.h"
 #include "server/version.h"
@@ -202,13 +203,10 @@ class ArtifactWriter final : public grpc::ServerWriteReactor<kiln::v1::ArtifactC
                  ? std::min<int64_t>(request.chunk_bytes(), deps.max_chunk_bytes)
                  : int64_t{1} << 20;
     if (deps.cache == nullptr) return absl::UnavailableError("this daemon has no cache");
-    absl::StatusOr<cache::Artifact> a = deps.cache->GetArtifact(request.key());
-    if (!a.ok()) {
-      if (a.status().code() == absl::StatusCode::kNotFound) {
-        return absl::NotFoundError(absl::StrCat("no artifact with key ", request.key()));
-      }
-      return a.status();
-    }
+    // Bytes proven against their digests, metadata against the key (a
+    // mismatch is evicted and NOT_FOUND saying so: nothing to recompile from).
+    absl::StatusOr<cache::Artifact> a = ReadVerifiedArtifact(*deps.cache, request.key(), {});
+    if (!a.ok()) return a.status();
     bool have_metadata = false;
     for (cache::ArtifactFile& f : a->files) {
       if (f.kind == kMetadataKind) have_metadata = metadata_.ParseFromString(f.bytes);
