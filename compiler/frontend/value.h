@@ -52,11 +52,6 @@ enum class ValueKind : uint8_t {
 struct Value;
 using ValueList = std::vector<Value>;
 
-// A new shared sequence (every Value's items and values come from here).
-// Freeing one is iterative, not recursive: a list nested a million deep
-// (`l = [l]` in a loop) is freed without a stack frame per level.
-std::shared_ptr<ValueList> NewValueList(ValueList items = {});
-
 struct Value {
   ValueKind kind = ValueKind::kNone;
   ir::DType dtype = ir::DType::kInt32;
@@ -91,6 +86,11 @@ struct Value {
   bool is_expr() const { return kind == ValueKind::kExpr; }
   const ValueList& elts() const;
 };
+
+// A new shared sequence (every Value's items and values come from here).
+// Freeing one is iterative, not recursive: a list nested a million deep
+// (`l = [l]` in a loop) is freed without a stack frame per level.
+std::shared_ptr<ValueList> NewValueList(ValueList items = {});
 
 // The number of items of range(start, stop, step) (step != 0).
 int64_t RangeLength(int64_t start, int64_t stop, int64_t step);
