@@ -30,8 +30,10 @@ std::string CommentText(const std::string& text) {
 
 const std::vector<std::string>& LoweringPipeline() {
   static const std::vector<std::string>* passes =
-      new std::vector<std::string>{"verify",           "simplify",       "verify-resources",
-                                   "layout-inference", "lower-tile-ops", "simplify-bounds"};
+      // verify-resources before simplify: its integer-range checks must see
+      // the literals as sent, before the simplifier wraps them to their dtype.
+      new std::vector<std::string>{"verify",           "verify-resources", "simplify",
+                                   "layout-inference", "lower-tile-ops",   "simplify-bounds"};
   return *passes;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
 #include "compiler/ir/intrinsics.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/text_lexer.h"
@@ -472,6 +474,13 @@ class Emitter {
     case StmtKind::kFor: {
       if (s.for_kind == ir::ForKind::kParallel || s.loop_vars.size() != 1) {
         return Error(s.loc, "internal: T.Parallel loop after lowering");
+      }
+      // The loop variable is a C int: a constant trip count beyond it would
+      // wrap or never end. verify-resources refuses such programs; this
+      // keeps a lowering bug from becoming a wrong kernel.
+      if (std::optional<int64_t> n = ir::ConstInt(s.extents[0]);
+          n && (*n < 0 || *n > ir::kInt32Max)) {
+        return Error(s.loc, absl::StrCat("loop extent ", *n, " does not fit int32"));
       }
       ASSIGN_OR_RETURN(std::string ext, E(s.extents[0]));
       if (s.for_kind == ir::ForKind::kUnroll || s.for_kind == ir::ForKind::kVectorized) {

@@ -2,7 +2,9 @@
 // T.Pipelined, T.serial, T.unroll, T.vectorized (or range() inside a kernel)
 // become IR loops over [0, count); the Python loop variable is bound to
 // `start + i * step`. Other for loops run at compile time (outside kernels).
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +12,9 @@
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
 #include "compiler/ir/builder.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
 
@@ -21,6 +25,46 @@ bool IsIrLoop(const std::string& name) {
   return name == "T.Parallel" || name == "T.Pipelined" || name == "T.serial" ||
          name == "T.Serial" || name == "T.unroll" || name == "T.Unroll" || name == "T.vectorized" ||
          name == "T.Vectorized";
+}
+
+// Loop variables are int32 (ir::VarRef below), so an extent beyond int32
+// could not be iterated: lowering would wrap it (2**32 + 32 runs 32 times).
+constexpr char kInt32Loops[] = "loop variables are int32";
+
+// The trip count of range(start, stop, step) over constants, computed without
+// overflow (stop - start may not fit int64), or nullopt when it exceeds
+// int32.
+std::optional<int64_t> TripCount(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 ? start >= stop : start <= stop) return 0;
+  // The distance fits uint64 even where stop - start overflows int64.
+  uint64_t distance = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                               : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  uint64_t magnitude =
+      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  uint64_t n = (distance - 1) / magnitude + 1;
+  if (n > static_cast<uint64_t>(ir::kInt32Max)) return std::nullopt;
+  return static_cast<int64_t>(n);
+}
+
+// The Python loop variable is bound to start + i * step, built with the
+// frontend's promotion rules (arith.h): i * step is int32 arithmetic when
+// step fits int32, and adding start stays int32 when start fits it too. A
+// constant loop whose values leave that type would wrap at run time although
+// the compiler knows every value; it is refused here.
+absl::Status CheckLoopValues(std::string_view file, const std::string& kind, int64_t start,
+                             int64_t step, int64_t n, ir::Loc loc) {
+  if (n <= 1) return absl::OkStatus(); // only `start`, a value of its own type
+  auto fits32 = [](int64_t v) { return v >= ir::kInt32Min && v <= ir::kInt32Max; };
+  std::optional<int64_t> span = ir::CheckedMul(n - 1, step);
+  std::optional<int64_t> last = span ? ir::CheckedAdd(start, *span) : std::nullopt;
+  bool ok = last.has_value();
+  if (ok && fits32(step)) ok = fits32(*span) && (!fits32(start) || fits32(*last));
+  if (ok) return absl::OkStatus();
+  return ir::ErrorAt(file, loc,
+                     absl::StrCat(kind, " loop values from ", start,
+                                  last ? absl::StrCat(" to ", *last) : std::string(" on"),
+                                  " do not fit the loop's ", fits32(step) ? "int32" : "int64",
+                                  " index arithmetic"));
 }
 
 } // namespace
@@ -189,10 +233,14 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
     d.start = start;
     d.step = step;
     if (start.kind == ValueKind::kInt && stop.kind == ValueKind::kInt) {
-      int64_t n = 0;
-      if (step > 0 && start.i < stop.i) n = (stop.i - start.i - 1) / step + 1;
-      if (step < 0 && start.i > stop.i) n = (start.i - stop.i - 1) / (-step) + 1;
-      d.extent = ir::IntImm(n, ir::DType::kInt32, aloc);
+      std::optional<int64_t> n = TripCount(start.i, stop.i, step);
+      if (!n) {
+        return Error(aloc,
+                     absl::StrCat(kind, "(", start.i, ", ", stop.i, ", ", step, ") runs more than ",
+                                  ir::kInt32Max, " iterations (", kInt32Loops, ")"));
+      }
+      RETURN_IF_ERROR(CheckLoopValues(file, kind, start.i, step, *n, aloc));
+      d.extent = ir::IntImm(*n, ir::DType::kInt32, aloc);
       return d;
     }
     ArithContext ctx = Ctx(aloc);
@@ -214,6 +262,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
 
   if (kind == "T.Parallel") {
     st.for_kind = ir::ForKind::kParallel;
+    int64_t parallel_space = 1; // the product of the constant extents so far
     for (const Arg& a : args) {
       if (!a.name.empty()) {
         if (a.name == "coalesced_width") continue; // a code-generation hint
@@ -231,6 +280,21 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       }
       if (e.kind == ValueKind::kInt && e.i <= 0) {
         return Error(a.loc, absl::StrCat("T.Parallel extent must be positive, got ", e.i));
+      }
+      if (e.kind == ValueKind::kInt) {
+        RETURN_IF_ERROR(ir::CheckIntRange(e.i, 1, ir::kInt32Max, file, a.loc, "T.Parallel extent",
+                                          kInt32Loops));
+        // Lowering spreads the whole iteration space over the threads with
+        // int32 index arithmetic, so the product must fit int32 too.
+        std::optional<int64_t> space = ir::CheckedMul(parallel_space, e.i);
+        if (!space || *space > ir::kInt32Max) {
+          return Error(a.loc,
+                       absl::StrCat("T.Parallel iteration space (the product of its extents) "
+                                    "must be at most ",
+                                    ir::kInt32Max, ", got ", parallel_space, " x ", e.i,
+                                    " (lowering indexes it with int32)"));
+        }
+        parallel_space = *space;
       }
       ASSIGN_OR_RETURN(ir::Expr x, ToExpr(Ctx(a.loc), e));
       Dim d;
@@ -253,11 +317,12 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       }
     }
     if (m[2].has_value()) {
-      if (m[2]->kind != ValueKind::kInt || m[2]->i < 0 || m[2]->i > 64) {
+      if (m[2]->kind != ValueKind::kInt) {
         return Error(ArgLoc(args, names, 2, loc),
                      "num_stages must be a compile-time integer in [0, 64]");
       }
-      st.num_stages = static_cast<int32_t>(m[2]->i);
+      ASSIGN_OR_RETURN(st.num_stages, ir::NarrowToInt32(m[2]->i, 0, 64, file,
+                                                        ArgLoc(args, names, 2, loc), "num_stages"));
     }
     for (size_t k = 3; k <= 4; ++k) {
       if (!m[k].has_value() || m[k]->is_none()) continue;
@@ -271,7 +336,12 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
                                   " must be a list of compile-time integers"));
       }
       std::vector<int32_t>& out = k == 3 ? st.order : st.stage;
-      for (const Value& x : m[k]->elts()) out.push_back(static_cast<int32_t>(x.i));
+      for (const Value& x : m[k]->elts()) {
+        ASSIGN_OR_RETURN(int32_t v,
+                         ir::NarrowToInt32(x.i, -1, 1023, file, ArgLoc(args, names, k, loc),
+                                           std::string(*(names.begin() + k))));
+        out.push_back(v);
+      }
     }
     ASSIGN_OR_RETURN(Dim d, range_dim(m[0], m[1], std::nullopt, ArgLoc(args, names, 0, loc)));
     dims.push_back(std::move(d));

@@ -462,6 +462,11 @@ absl::Status Lexer::LexOp() {
 }
 
 absl::StatusOr<TokenStream> Lexer::Run() {
+  // Locations are int32 line:col pairs (ir::Loc); a longer text would wrap
+  // them. The daemon's message limit keeps requests far below this.
+  if (src_.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return ir::ErrorAt(file_, Loc{}, "source text is larger than 2147483647 bytes");
+  }
   out_.tokens.reserve(src_.size() / 4 + 8);
   if (src_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = line_begin_ = 3; // UTF-8 BOM, as Python
   bool at_bol = true; // at the start of a physical line that starts a logical line

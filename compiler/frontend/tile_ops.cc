@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/args.h"
+#include "compiler/frontend/arith.h"
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
@@ -130,13 +132,23 @@ absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::str
     };
     ASSIGN_OR_RETURN(ir::Expr lo, bound(x.elts()[0], true));
     ASSIGN_OR_RETURN(ir::Expr hi, bound(x.elts()[1], false));
-    ir::Expr lo_copy = lo;
-    ir::Expr extent =
-        ir::Simplify(ir::Binary(ir::BinOp::kSub, std::move(hi), std::move(lo_copy), arg.loc));
+    // A bound beyond int32 is an int64 literal (ToExpr): subtract in the
+    // wider type so the extent folds to a constant that is checked below.
+    const ir::DType t = PromoteDTypes(lo.dtype, hi.dtype);
+    ir::Expr lo_copy = CastExpr(lo, t, arg.loc);
+    ir::Expr extent = ir::Simplify(ir::Binary(ir::BinOp::kSub, CastExpr(std::move(hi), t, arg.loc),
+                                              std::move(lo_copy), arg.loc));
     std::optional<int64_t> c = ir::ConstInt(extent);
     if (c && *c <= 0) {
       return Error(arg.loc, absl::StrCat("empty slice (extent ", *c, ") in dimension ", d, " of '",
                                          b.name, "'"));
+    }
+    if (c) {
+      // Tile ops are lowered to int32 loops over the region.
+      RETURN_IF_ERROR(
+          ir::CheckIntRange(*c, 1, ir::kInt32Max, options_.file_name, arg.loc,
+                            absl::StrCat("slice extent in dimension ", d, " of '", b.name, "'"),
+                            "tile ops loop over regions with int32 indices"));
     }
     if (lo.kind != ir::ExprKind::kInt) lo = ir::Simplify(lo);
     out.mins.push_back(std::move(lo));

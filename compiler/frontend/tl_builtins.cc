@@ -1,10 +1,13 @@
 // The T.* namespace: scalar functions, dtypes, tensor types, symbols,
 // outputs and allocations. Tile ops are in tile_ops.cc, T.Kernel and loops in
 // kernel_lowering.cc.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -12,7 +15,9 @@
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
 #include "compiler/ir/builder.h"
+#include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
 #include "util/status_macros.h"
 
 namespace kiln::frontend {
@@ -64,6 +69,26 @@ double MaxFinite(ir::DType t) {
   default:
     return std::numeric_limits<double>::max();
   }
+}
+
+// A buffer's size in bytes must be countable: codegen and the launcher
+// compute flat indices and allocation sizes in int64, where a product of
+// dimensions that overflows would wrap. Symbolic dimensions are checked at
+// launch.
+absl::Status CheckShapeSize(std::string_view file, ir::Loc loc, const std::vector<ir::Expr>& shape,
+                            ir::DType dtype) {
+  std::optional<int64_t> bytes = std::max(1, ir::DTypeBits(dtype) / 8);
+  std::string dims;
+  for (const ir::Expr& d : shape) {
+    if (d.kind != ir::ExprKind::kInt) continue;
+    absl::StrAppend(&dims, dims.empty() ? "" : " x ", d.ival);
+    if (bytes) bytes = ir::CheckedMul(*bytes, d.ival);
+  }
+  if (bytes) return absl::OkStatus();
+  return ir::ErrorAt(file, loc,
+                     absl::StrCat("buffer of ", dims, " ", std::string(ir::DTypeName(dtype)),
+                                  " elements is larger than ", std::numeric_limits<int64_t>::max(),
+                                  " bytes (sizes are computed in int64)"));
 }
 
 } // namespace
@@ -118,6 +143,7 @@ absl::StatusOr<std::vector<ir::Expr>> Evaluator::ToShape(const Value& v, Loc loc
 absl::StatusOr<Value> Evaluator::MakeTensorType(const Value& shape, const Value& dtype, Loc loc) {
   ASSIGN_OR_RETURN(std::vector<ir::Expr> dims, ToShape(shape, loc));
   ASSIGN_OR_RETURN(ir::DType t, ToDType(dtype, loc));
+  RETURN_IF_ERROR(CheckShapeSize(options_.file_name, loc, dims, t));
   Value v;
   v.kind = ValueKind::kTensorType;
   v.dtype = t;
@@ -281,6 +307,7 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   ir::Buffer b;
   ASSIGN_OR_RETURN(b.dtype, ToDType(dtype, loc));
   ASSIGN_OR_RETURN(b.shape, ToShape(shape, loc));
+  RETURN_IF_ERROR(CheckShapeSize(file, loc, b.shape, b.dtype));
   if (scope.kind != ValueKind::kString) return Error(loc, "scope must be a string");
   const std::string& sc = scope.s;
   if (sc == "shared") {

@@ -2,6 +2,15 @@
 // limits before any code is generated, so that an oversized config fails
 // with a located message instead of a launch error on the GPU.
 //
+// 0. Integer ranges (every input: source, text IR, proto). Loop, block and
+//    thread variables are int32 and lowering indexes loops and regions with
+//    int32 arithmetic, so: the integer literals of extents, shapes and the
+//    grid fit their dtype (the simplifier would wrap int32 2**32 + 32 to 32);
+//    constant loop, region and grid extents fit int32; the iteration space
+//    of a parallel loop and the element count of a tile op's region fit
+//    int32; num_stages is in [0, 64] (the frontend's limit); a global
+//    tensor's constant size in bytes fits int64. This runs before the
+//    simplify pass (codegen's pipeline) so it sees the literals as sent.
 // 1. Threads per block and grid extents (y and z at most 65535).
 // 2. Shared memory: every shared/shared.dyn buffer must have a constant
 //    shape; a buffer written by a copy inside a Pipelined loop with
@@ -11,6 +20,7 @@
 //    buffers are per thread; the resulting lower bound on 32-bit registers
 //    per thread must not exceed the target's limit.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,9 +30,11 @@
 #include "absl/strings/str_join.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/target.h"
+#include "util/status_macros.h"
 
 namespace kiln::passes {
 namespace {
@@ -58,6 +70,125 @@ void CollectAllocs(const std::vector<ir::Stmt>& body, std::vector<const ir::Stmt
   }
 }
 
+// Section 0 of the file comment: the ranges every later pass relies on.
+class IntRangeCheck {
+ public:
+  explicit IntRangeCheck(const ir::Program& program)
+      : program_(program), file_(program.source_name) {}
+
+  absl::Status Run() {
+    const ir::Kernel& k = program_.kernel;
+    for (const ir::Param& p : program_.params) RETURN_IF_ERROR(Shape(p.buffer));
+    for (size_t d = 0; d < k.grid.size(); ++d) {
+      RETURN_IF_ERROR(Extent(k.grid[d], k.loc, absl::StrCat("grid extent ", d), 1));
+    }
+    return Stmts(k.body);
+  }
+
+ private:
+  // Every integer literal of `e` must be a value of its dtype.
+  absl::Status Literals(const ir::Expr& e, ir::Loc at) const {
+    if (e.kind == ir::ExprKind::kInt && !ir::FitsDType(e.ival, e.dtype)) {
+      return ir::ErrorAt(file_, Or(e.loc, at),
+                         absl::StrCat("integer literal ", e.ival, " does not fit ",
+                                      std::string(ir::DTypeName(e.dtype))));
+    }
+    for (const ir::Expr& a : e.args) RETURN_IF_ERROR(Literals(a, at));
+    return absl::OkStatus();
+  }
+
+  // An extent: literals in range, and a constant value in [lo, INT32_MAX].
+  // Returns the constant value (or nullopt) through `value`.
+  absl::Status Extent(const ir::Expr& e, ir::Loc at, const std::string& what, int64_t lo,
+                      std::optional<int64_t>* value = nullptr) const {
+    RETURN_IF_ERROR(Literals(e, at));
+    std::optional<int64_t> c = ir::ConstInt(e);
+    if (c) {
+      RETURN_IF_ERROR(ir::CheckIntRange(*c, lo, ir::kInt32Max, file_, Or(e.loc, at), what,
+                                        "loops and tiles are indexed with int32"));
+    }
+    if (value != nullptr) *value = c;
+    return absl::OkStatus();
+  }
+
+  // A buffer's literals; a global tensor's constant size in bytes fits int64.
+  absl::Status Shape(const ir::Buffer& b) const {
+    int64_t bytes = std::max(1, ir::DTypeBits(b.dtype) / 8);
+    for (const ir::Expr& d : b.shape) {
+      RETURN_IF_ERROR(Literals(d, b.loc));
+      std::optional<int64_t> c = ir::ConstInt(d);
+      if (!c || *c <= 0) continue; // the verifier reports non-positive extents
+      std::optional<int64_t> next = ir::CheckedMul(bytes, *c);
+      if (!next) {
+        return ir::ErrorAt(file_, b.loc,
+                           absl::StrCat("buffer '", b.name,
+                                        "' is larger than 9223372036854775807 bytes (sizes are "
+                                        "computed in int64)"));
+      }
+      bytes = *next;
+    }
+    return absl::OkStatus();
+  }
+
+  // A product of constant extents (a parallel loop's iterations, a region's
+  // elements) must fit int32.
+  absl::Status Space(const std::vector<std::optional<int64_t>>& extents, ir::Loc loc,
+                     const std::string& what) const {
+    int64_t n = 1;
+    std::string text;
+    for (const std::optional<int64_t>& e : extents) {
+      if (!e) continue;
+      absl::StrAppend(&text, text.empty() ? "" : " x ", *e);
+      std::optional<int64_t> next = ir::CheckedMul(n, *e);
+      n = next && *next <= ir::kInt32Max ? *next : ir::kInt32Max + 1;
+    }
+    if (n <= ir::kInt32Max) return absl::OkStatus();
+    return ir::ErrorAt(file_, loc,
+                       absl::StrCat(what, " (", text, ") must be at most ", ir::kInt32Max,
+                                    " (lowering indexes it with int32)"));
+  }
+
+  absl::Status Stmts(const std::vector<ir::Stmt>& body) const {
+    for (const ir::Stmt& s : body) RETURN_IF_ERROR(One(s));
+    return absl::OkStatus();
+  }
+
+  absl::Status One(const ir::Stmt& s) const {
+    if (s.kind == ir::StmtKind::kAlloc) RETURN_IF_ERROR(Shape(s.buffer));
+    for (const ir::Region& r : s.regions) {
+      std::vector<std::optional<int64_t>> extents;
+      for (size_t d = 0; d < r.ranges.size(); ++d) {
+        RETURN_IF_ERROR(
+            Extent(r.ranges[d].extent, Or(r.loc, s.loc),
+                   absl::StrCat("extent of the region of '", r.buffer, "' in dimension ", d), 1,
+                   &extents.emplace_back()));
+      }
+      RETURN_IF_ERROR(
+          Space(extents, Or(r.loc, s.loc),
+                absl::StrCat("the number of elements of the region of '", r.buffer, "'")));
+    }
+    if (s.kind == ir::StmtKind::kFor) {
+      std::vector<std::optional<int64_t>> extents;
+      for (const ir::Expr& e : s.extents) {
+        RETURN_IF_ERROR(Extent(e, s.loc, "loop extent", 0, &extents.emplace_back()));
+      }
+      if (s.for_kind == ir::ForKind::kParallel) {
+        RETURN_IF_ERROR(Space(extents, s.loc, "the iteration space of a parallel loop"));
+      }
+      if (s.for_kind == ir::ForKind::kPipelined) {
+        RETURN_IF_ERROR(ir::CheckIntRange(s.num_stages, 0, 64, file_, s.loc, "num_stages"));
+      }
+    }
+    RETURN_IF_ERROR(Stmts(s.body));
+    return Stmts(s.else_body);
+  }
+
+  static ir::Loc Or(ir::Loc a, ir::Loc b) { return a.line > 0 ? a : b; }
+
+  const ir::Program& program_;
+  const std::string& file_;
+};
+
 absl::StatusOr<int64_t> ConstBytes(const ir::Program& program, const ir::Stmt& alloc) {
   int64_t elems = 1;
   for (const ir::Expr& e : alloc.buffer.shape) {
@@ -81,6 +212,7 @@ absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
   if (!target.ok()) return target.status();
   const ir::Kernel& kernel = program.kernel;
   const std::string& file = program.source_name;
+  RETURN_IF_ERROR(IntRangeCheck(program).Run());
 
   int64_t threads = 1;
   for (int64_t t : kernel.threads) threads *= t;
@@ -118,16 +250,21 @@ absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
       SharedUse use{a, *bytes, 1};
       auto it = stages.find(a->buffer.name);
       if (it != stages.end()) use.stages = it->second;
-      shared_total += use.bytes * use.stages;
+      // bytes <= 2**43 (ConstBytes) and stages <= 64 (section 0), so the
+      // product fits; the sum saturates rather than wrap.
+      shared_total = ir::CheckedAdd(shared_total, use.bytes * use.stages)
+                         .value_or(std::numeric_limits<int64_t>::max());
       shared.push_back(use);
     } else if (scope == ir::Scope::kFragment) {
-      fragment_bytes += *bytes;
+      fragment_bytes =
+          ir::CheckedAdd(fragment_bytes, *bytes).value_or(std::numeric_limits<int64_t>::max() / 2);
       if (*bytes > largest_fragment_bytes) {
         largest_fragment_bytes = *bytes;
         largest_fragment = a;
       }
     } else {
-      local_bytes += *bytes;
+      local_bytes =
+          ir::CheckedAdd(local_bytes, *bytes).value_or(std::numeric_limits<int64_t>::max() / 2);
     }
   }
 
