@@ -126,6 +126,18 @@ int64_t CompilePool::Running() const {
   return running_;
 }
 
+bool CompilePool::WaitIdle(absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (running_ > 0) return false;
+    for (const Lane& lane : lanes_) {
+      if (lane.size > 0) return false;
+    }
+    return true;
+  };
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
 void CompilePool::Shutdown() {
   std::vector<Task> dropped;
   {

@@ -14,7 +14,7 @@
 //
 // Thread-safe. Shutdown() (also run by the destructor) stops taking tasks,
 // runs every queued task's `on_drop` (so its job can be cancelled) and waits
-// for running tasks to return.
+// for running tasks to return; a daemon that drains first calls WaitIdle.
 #pragma once
 
 #include <array>
@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace kiln::server {
 
@@ -63,6 +64,10 @@ class CompilePool {
   // Tasks waiting per priority (for metrics and tests).
   std::array<int64_t, kPriorities> QueueDepths() const;
   int64_t Running() const;
+  // Waits until no task is queued or running, or until `deadline`; true
+  // when idle. Running tasks may submit more meanwhile (they are waited
+  // for too). Shutdown uses it to give queued work the grace period.
+  bool WaitIdle(absl::Time deadline) const;
   int threads() const { return static_cast<int>(threads_.size()); }
 
   // Idempotent; not to be called from two threads at once.

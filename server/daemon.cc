@@ -382,6 +382,7 @@ void Daemon::LogToolchain() const {
 
 void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   const absl::Duration g = grace.value_or(config_.grace_period);
+  const absl::Time deadline = absl::Now() + g;
   running_ = false;
   if (server_ != nullptr) {
     if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
@@ -389,9 +390,19 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
     }
     // New calls are refused at once; calls in flight have the grace period,
     // then are cancelled (and their jobs with them, unless others hold them).
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + g));
+    server_->Shutdown(absl::ToChronoTime(deadline));
   }
-  if (jobs_) jobs_->CancelAll();
+  // Queued and running jobs, async ones included (their calls returned long
+  // ago), have what is left of the grace period. What has not finished then
+  // fails with a status its saved record keeps, so a client that asks after
+  // a restart learns why (jobs are not resumed: see docs/operations.md).
+  if (pool_) (void)pool_->WaitIdle(deadline);
+  if (measure_pool_) (void)measure_pool_->WaitIdle(deadline);
+  if (jobs_) {
+    jobs_->FailUnfinished(absl::UnavailableError(
+        absl::StrCat("daemon shutting down: the job did not finish within the ",
+                     absl::FormatDuration(g), " grace period; submit it again")));
+  }
   if (measure_pool_) measure_pool_->Shutdown(); // benchmarks end: their jobs are cancelled
   if (pool_) pool_->Shutdown();
   if (server_ != nullptr) {

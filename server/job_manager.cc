@@ -186,6 +186,20 @@ absl::StatusOr<int64_t> JobManager::RecoverInterrupted() {
   return n;
 }
 
+void JobManager::FailUnfinished(const absl::Status& why) {
+  std::vector<std::shared_ptr<Job>> live;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, job] : inflight_) live.push_back(job);
+    for (const auto& [id, job] : by_id_) live.push_back(job);
+  }
+  for (const auto& job : live) {
+    if (job->done()) continue;
+    job->Fail(why);       // first, so the saved record says why
+    job->RequestCancel(); // then the work stops at its next check
+  }
+}
+
 void JobManager::CancelAll() {
   std::vector<std::shared_ptr<Job>> live;
   {

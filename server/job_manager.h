@@ -90,6 +90,11 @@ class JobManager {
   absl::StatusOr<int64_t> RecoverInterrupted();
   // Requests cancellation of every unfinished job (shutdown).
   void CancelAll();
+  // Fails every unfinished job with `why` (FAILED, or CANCELLED for a
+  // Cancelled status; the record is saved, so a client asking after a
+  // restart learns what happened) and asks running work to stop. For
+  // shutdown, once the grace period is over.
+  void FailUnfinished(const absl::Status& why);
 
   // Told of every job's state changes (metrics): `from` is empty for a new
   // job. Set before the first job is created.

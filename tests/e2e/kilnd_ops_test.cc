@@ -8,20 +8,24 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kiln/v1/service.grpc.pb.h"
 #include "server/config_options.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/support/example_loader.h"
 #include "util/subprocess.h"
 
 namespace kiln {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 const std::string kKilnd = std::string(KILN_BINARY_DIR) + "/kilnd";
@@ -186,6 +190,162 @@ TEST(KilndOpsTest, MetricsPortInUseIsAClearError) {
       RunKilnd({"--listen=127.0.0.1:0", "--metrics-listen=" + taken, "--cache-dir=" + CacheDir()});
   EXPECT_EQ(status, 1);
   EXPECT_THAT(output, HasSubstr("cannot listen on " + taken));
+}
+
+// The gemm example for the CPU target at its test size, with M = m (each M
+// is another program: about a second of host compiler each).
+kiln::v1::CompileRequest GemmRequest(int64_t m, bool async) {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  kiln::v1::CompileRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  for (const auto& [name, value] : ex.test_bind) {
+    kiln::v1::BindingValue v;
+    if (value.kind == frontend::BindingValue::Kind::kInt) {
+      v.set_int_value(name == "M" ? m : value.ival);
+    } else {
+      v.set_string_value(value.sval);
+    }
+    (*req.mutable_program()->mutable_bindings())[name] = v;
+  }
+  req.set_target("cpu");
+  req.set_async(async);
+  return req;
+}
+
+std::unique_ptr<kiln::v1::Kiln::Stub> StubFor(const testing::DaemonProcess& daemon) {
+  return kiln::v1::Kiln::NewStub(
+      grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+}
+
+grpc::Status Compile(kiln::v1::Kiln::Stub& stub, const kiln::v1::CompileRequest& req,
+                     kiln::v1::CompileResponse* resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  return stub.Compile(&ctx, req, resp);
+}
+
+// Starts async compiles of `n` programs on a daemon with one compile thread
+// (so all but one wait in the queue); their job ids.
+std::vector<std::string> QueueAsyncCompiles(kiln::v1::Kiln::Stub& stub, int n, int64_t first_m) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    kiln::v1::CompileResponse resp;
+    grpc::Status s = Compile(stub, GemmRequest(first_m + i, /*async=*/true), &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_FALSE(resp.job_id().empty());
+    ids.push_back(resp.job_id());
+  }
+  return ids;
+}
+
+kiln::v1::Job GetJob(kiln::v1::Kiln::Stub& stub, const std::string& id) {
+  grpc::ClientContext ctx;
+  kiln::v1::GetJobRequest get;
+  get.set_job_id(id);
+  kiln::v1::Job job;
+  grpc::Status s = stub.GetJob(&ctx, get, &job);
+  EXPECT_TRUE(s.ok()) << id << ": " << s.error_message();
+  return job;
+}
+
+// Issue 27, item 6: on SIGTERM, queued async jobs were cancelled at once
+// ("cancelled before it started"). They now run within the grace period,
+// and a client asking after a restart finds them done.
+TEST(KilndOpsTest, QueuedAsyncJobsRunWithinTheGracePeriod) {
+  const std::string dir = CacheDir() + "_drain";
+  std::filesystem::remove_all(dir);
+  const std::vector<std::string> args = {"--listen=127.0.0.1:0", "--cache-dir=" + dir,
+                                         "--compile-threads=1", "--grace-period=90s"};
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, args)) << daemon.output();
+  const std::vector<std::string> ids = QueueAsyncCompiles(*StubFor(daemon), 3, 301);
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
+
+  testing::DaemonProcess after;
+  ASSERT_TRUE(after.Start(kKilnd, args)) << after.output();
+  auto stub = StubFor(after);
+  for (const std::string& id : ids) {
+    const kiln::v1::Job job = GetJob(*stub, id);
+    EXPECT_EQ(job.state(), kiln::v1::JOB_STATE_SUCCEEDED) << id << ": " << job.message();
+  }
+  kiln::v1::CompileResponse hit;
+  ASSERT_TRUE(Compile(*stub, GemmRequest(303, /*async=*/false), &hit).ok());
+  EXPECT_EQ(hit.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(after.Stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// What cannot finish within the grace period fails with a status that says
+// so, kept in the job's record for a client that asks after the restart;
+// the daemon exits soon after the grace period.
+TEST(KilndOpsTest, JobsPastTheGracePeriodFailWithAPersistedShutdownStatus) {
+  const std::string dir = CacheDir() + "_grace";
+  std::filesystem::remove_all(dir);
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--cache-dir=" + dir,
+                                   "--compile-threads=1", "--grace-period=1s"};
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, args)) << daemon.output();
+  const std::vector<std::string> ids = QueueAsyncCompiles(*StubFor(daemon), 8, 401);
+  const auto stop_start = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon.Stop(), 0) << daemon.output();
+  // The grace period, then at most the compile that was running.
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_start, std::chrono::seconds(20));
+
+  testing::DaemonProcess after;
+  ASSERT_TRUE(after.Start(kKilnd, args)) << after.output();
+  auto stub = StubFor(after);
+  int failed = 0;
+  for (const std::string& id : ids) {
+    const kiln::v1::Job job = GetJob(*stub, id);
+    SCOPED_TRACE(id + ": " + job.message());
+    if (job.state() == kiln::v1::JOB_STATE_SUCCEEDED) continue;
+    EXPECT_EQ(job.state(), kiln::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(job.message(), HasSubstr("daemon shutting down"));
+    EXPECT_THAT(job.message(), HasSubstr("grace period"));
+    ++failed;
+  }
+  EXPECT_GT(failed, 0) << "eight compiles on one thread do not fit in one second";
+  EXPECT_EQ(after.Stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 27, item 6: a full disk was found only after a whole compile, and
+// the error named the server's paths. Below --cache-min-free, a compile is
+// refused before it builds, hits are still served, and the client's message
+// names no path (the daemon's log does).
+TEST(KilndOpsTest, AFullCacheDiskRefusesCompilesBeforeBuilding) {
+  const std::string dir = CacheDir() + "_full";
+  std::filesystem::remove_all(dir);
+  {
+    testing::DaemonProcess daemon;
+    ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir}))
+        << daemon.output();
+    kiln::v1::CompileResponse resp;
+    ASSERT_TRUE(Compile(*StubFor(daemon), GemmRequest(100, false), &resp).ok());
+    EXPECT_EQ(daemon.Stop(), 0);
+  }
+  testing::DaemonProcess daemon;
+  // More free space than any disk has: this one counts as full.
+  ASSERT_TRUE(daemon.Start(
+      kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir, "--cache-min-free=1000000TiB"}))
+      << daemon.output();
+  auto stub = StubFor(daemon);
+  kiln::v1::CompileResponse hit;
+  ASSERT_TRUE(Compile(*stub, GemmRequest(100, false), &hit).ok());
+  EXPECT_EQ(hit.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+
+  const auto start = std::chrono::steady_clock::now();
+  kiln::v1::CompileResponse refused;
+  grpc::Status s = Compile(*stub, GemmRequest(101, false), &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("cache.min_free"));
+  EXPECT_THAT(s.error_message(), Not(HasSubstr(dir)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500))
+      << "refused before the build, not after it";
+  EXPECT_EQ(daemon.Stop(), 0);
+  EXPECT_THAT(daemon.output(), HasSubstr(dir)); // the log names the directory
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

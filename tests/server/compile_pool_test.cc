@@ -145,6 +145,21 @@ TEST(CompilePool, ShutdownDropsQueuedTasks) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Shutdown first waits (up to the grace period) for queued and running
+// tasks: WaitIdle is false while any remain, true once all have run.
+TEST(CompilePool, WaitIdleWaitsForQueuedAndRunningTasks) {
+  GatedPool g;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(g.pool.Submit(Priority::kTuning, "x", [&] { ++ran; }).ok());
+  }
+  EXPECT_FALSE(g.pool.WaitIdle(absl::Now() + absl::Milliseconds(50)));
+  g.gate.Notify();
+  EXPECT_TRUE(g.pool.WaitIdle(absl::Now() + absl::Seconds(30)));
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_TRUE(g.pool.WaitIdle(absl::Now())); // idle: at once
+}
+
 TEST(CompilePool, RunsTasksInParallel) {
   CompilePool pool(PoolOptions(4, 64));
   std::atomic<int> inside{0}, peak{0};
