@@ -243,17 +243,22 @@ class Emitter {
       // blocks running together share operand tiles in L2.
       const bool row = swizzle->swizzle_order != "col";
       const std::string fast = row ? "x" : "y", slow = row ? "y" : "x";
+      // In 64 bits: the panel (up to 2**31 - 1 from tile IR) times the
+      // blocks along the slow dimension, and the linear block index of a
+      // grid of more than 2**31 blocks, overflow int. The block indices that
+      // come out are below the grid's extents and fit int again.
       const int64_t panel = swizzle->panel_size;
-      Line(1, absl::StrCat("const int kiln_nf = kiln::rt::nbid_", fast,
+      Line(1, absl::StrCat("const long long kiln_nf = kiln::rt::nbid_", fast,
                            "(), kiln_ns = kiln::rt::nbid_", slow, "();"));
-      Line(1, absl::StrCat("const int kiln_lin = kiln::rt::bid_", slow,
+      Line(1, absl::StrCat("const long long kiln_lin = kiln::rt::bid_", slow,
                            "() * kiln_nf + kiln::rt::bid_", fast, "();"));
-      Line(1, absl::StrCat("const int kiln_panel = kiln_lin / (", panel, " * kiln_ns);"));
-      Line(1, absl::StrCat("const int kiln_in = kiln_lin % (", panel, " * kiln_ns);"));
-      Line(1, absl::StrCat("const int kiln_w = kiln_nf - kiln_panel * ", panel, " < ", panel,
-                           " ? kiln_nf - kiln_panel * ", panel, " : ", panel, ";"));
-      const std::string f = absl::StrCat("(kiln_panel * ", panel, " + kiln_in % kiln_w)");
-      const std::string sl = "(kiln_in / kiln_w)";
+      Line(1, absl::StrCat("const long long kiln_panel = kiln_lin / (", panel, "LL * kiln_ns);"));
+      Line(1, absl::StrCat("const long long kiln_in = kiln_lin % (", panel, "LL * kiln_ns);"));
+      Line(1, absl::StrCat("const long long kiln_w = kiln_nf - kiln_panel * ", panel, "LL < ",
+                           panel, "LL ? kiln_nf - kiln_panel * ", panel, "LL : ", panel, "LL;"));
+      const std::string f =
+          absl::StrCat("static_cast<int>(kiln_panel * ", panel, "LL + kiln_in % kiln_w)");
+      const std::string sl = "static_cast<int>(kiln_in / kiln_w)";
       vals[0] = row ? f : sl;
       vals[1] = row ? sl : f;
     }

@@ -175,6 +175,22 @@ TEST_F(KilnRunTest, CudaWithoutAGpuIsAClearError) {
 
 // --- running on the CPU ------------------------------------------------------------
 
+// Issue 27, item 3: the block swizzle computed panel_size * blocks along y in
+// int, so panel 2**20 over 4096 rows of blocks wrapped to 0 and the kernel
+// died of a division by zero (SIGFPE); larger grids mapped blocks wrongly.
+TEST_F(KilnRunTest, SwizzledBlockIndicesDoNotOverflowInt) {
+  const std::string loop = "as (bx, by):\n";
+  std::string path =
+      AddVariant("swizzle.py", {{loop, loop + "            T.use_swizzle(panel_size=2**20)\n"}});
+  std::vector<std::string> args = {path,         "--bind",    "M=4096", "--bind",     "N=64",
+                                   "--bind",     "block_M=1", "--bind", "block_N=32", "--bind",
+                                   "threads=32", "--target",  "cpu"};
+  if (PythonWithNumpyExists()) args.emplace_back("--check");
+  util::SubprocessResult run = Run(args);
+  EXPECT_EQ(run.exit_code, 0) << run.stderr_data;
+  EXPECT_THAT(run.stderr_data + run.stdout_data, Not(HasSubstr("SIGFPE")));
+}
+
 TEST_F(KilnRunTest, SavesAndReadsBackNpy) {
   util::SubprocessResult first =
       Run({kAdd, "--test-bind", "--target", "cpu", "--seed", "7", "--save", "A=" + Path("a.npy"),
