@@ -50,7 +50,7 @@ constexpr std::array<std::string_view, 3> kPolicies = {"square", "full_row", "fu
 
 class Lexer {
  public:
-  explicit Lexer(std::string_view in) : in_(in) {}
+  Lexer(std::string_view in, size_t max_tokens) : in_(in), max_tokens_(max_tokens) {}
 
   std::vector<Token> Run() {
     std::vector<Token> out;
@@ -62,6 +62,13 @@ class Lexer {
       if (pos_ >= in_.size()) {
         t.kind = TokKind::kEof;
         t.end = pos_;
+        out.push_back(std::move(t));
+        return out;
+      }
+      if (out.size() >= max_tokens_) {
+        t.kind = TokKind::kError;
+        t.end = pos_;
+        t.value = absl::StrCat("program text too long (more than ", max_tokens_, " tokens)");
         out.push_back(std::move(t));
         return out;
       }
@@ -224,11 +231,14 @@ class Lexer {
   int32_t line_ = 1;
   int32_t col_ = 1;
   bool line_has_token_ = false;
+  size_t max_tokens_;
 };
 
 } // namespace
 
-std::vector<Token> Lex(std::string_view input) { return Lexer(input).Run(); }
+std::vector<Token> Lex(std::string_view input, size_t max_tokens) {
+  return Lexer(input, max_tokens).Run();
+}
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || !IsIdentStart(s[0])) return false;

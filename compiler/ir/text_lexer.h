@@ -37,8 +37,17 @@ struct Token {
   size_t end = 0;
 };
 
+// Most tokens one text may hold. The parser builds at most one IR node per
+// token and the lexer keeps every token (80 bytes each), so this caps what a
+// hostile text costs before anything is built: about 20 MiB of tokens and
+// 25 MiB of expressions. The largest real programs (flash attention lowered
+// to thread IR, ~70 KB) hold about 20,000 tokens.
+constexpr size_t kMaxTokens = size_t{1} << 18;
+
 // Lexes all of `input`; the result ends with exactly one kEof or kError.
-std::vector<Token> Lex(std::string_view input);
+// Past `max_tokens` tokens the kError token, at the first token too many,
+// says the text is too long.
+std::vector<Token> Lex(std::string_view input, size_t max_tokens = kMaxTokens);
 
 // True if `s` is a plain identifier (no dots).
 bool IsIdentifier(std::string_view s);

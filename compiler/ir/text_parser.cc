@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,11 @@ using text::Token;
 using text::TokKind;
 
 constexpr int kMaxDepth = 256;
+// Most statements in one program, nested ones included. A statement is 728
+// bytes before its operands, and `use_swizzle` is one token, so without this
+// the token limit alone would let a text cost ~190 MiB of statements. Real
+// programs hold a few hundred (flash attention lowered to thread IR: ~1,500).
+constexpr int kMaxStatements = 1 << 15;
 // Placeholder for "take the parent's location"; never survives parsing.
 constexpr Loc kInherit{-1, -1};
 
@@ -369,9 +375,17 @@ class Parser {
       RETURN_IF_ERROR(ParseBinary(text::BinOpPrecedence(*op) + 1, &rhs, &rhs_depth));
       *depth = std::max(*depth, rhs_depth) + 1;
       if (*depth > kMaxDepth) return DepthError(op_tok);
-      *out = Binary(*op, std::move(*out), std::move(rhs), kInherit);
+      Combine(*op, out, &rhs);
     }
     return absl::OkStatus();
+  }
+
+  // *out = *out OP *rhs. Out of line, like the helpers below, so that the
+  // builder's temporaries are not in the frames of the recursion
+  // (ParseBinary -> ParseUnary -> ParsePrimary -> ParseBinary), which a deep
+  // nest repeats up to 3 * kMaxDepth times.
+  ABSL_ATTRIBUTE_NOINLINE static void Combine(BinOp op, Expr* out, Expr* rhs) {
+    *out = Binary(op, std::move(*out), std::move(*rhs), kInherit);
   }
 
   bool AtNegativeLiteral() const {
@@ -385,22 +399,33 @@ class Parser {
     DepthScope scope(&depth_);
     if (depth_ > 3 * kMaxDepth) return DepthError(t);
     if (AtNegativeLiteral()) {
-      ASSIGN_OR_RETURN(*out, ParseLiteral());
       *depth = 1;
-      return ParseAnnotation(&out->loc);
+      return ParseAnnotatedLiteral(out);
     }
     if (IsPunct("-") || IsPunct("!") || IsPunct("~")) {
       Next();
       UnOp op = t.text == "-" ? UnOp::kNeg : t.text == "!" ? UnOp::kNot : UnOp::kBitNot;
-      Expr x;
-      RETURN_IF_ERROR(ParseUnary(&x, depth));
+      // The operand is parsed into its final place (no temporaries here).
+      out->args.clear();
+      RETURN_IF_ERROR(ParseUnary(&out->args.emplace_back(), depth));
       *depth += 1;
       if (*depth > kMaxDepth) return DepthError(t);
-      *out = Unary(op, std::move(x), kInherit);
+      WrapUnary(op, out);
       return absl::OkStatus();
     }
     RETURN_IF_ERROR(ParsePrimary(out, depth));
     return ParseAnnotation(&out->loc);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseAnnotatedLiteral(Expr* out) {
+    ASSIGN_OR_RETURN(*out, ParseLiteral());
+    return ParseAnnotation(&out->loc);
+  }
+
+  // *out holds its operand in args[0]; makes it that operand under `op`.
+  ABSL_ATTRIBUTE_NOINLINE static void WrapUnary(UnOp op, Expr* out) {
+    Expr x = std::move(out->args[0]);
+    *out = Unary(op, std::move(x), kInherit);
   }
 
   // A number (with an optional attached `-`), inf, nan, true or false:
@@ -445,18 +470,21 @@ class Parser {
       return absl::OkStatus();
     }
     while (true) {
-      Expr e;
       int d = 0;
-      RETURN_IF_ERROR(ParseBinary(1, &e, &d));
+      // In place: nothing else appends to `out` while an element is parsed.
+      RETURN_IF_ERROR(ParseBinary(1, &out->emplace_back(), &d));
       *depth = std::max(*depth, d);
-      out->push_back(std::move(e));
       if (IsPunct(close)) {
         Next();
         return absl::OkStatus();
       }
-      if (!IsPunct(",")) return Expected(absl::StrCat("',' or '", S(close), "'"));
+      if (!IsPunct(",")) return ExpectedCommaOr(close);
       Next();
     }
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ExpectedCommaOr(std::string_view close) const {
+    return Expected(absl::StrCat("',' or '", S(close), "'"));
   }
 
   absl::Status CheckArity(const Token& name, size_t want, size_t got) const {
@@ -466,55 +494,91 @@ class Parser {
   }
 
   absl::Status ParsePrimary(Expr* out, int* depth) {
-    const Token& t = Peek();
     *depth = 1;
-    if (t.kind == TokKind::kInt || t.kind == TokKind::kFloat) {
-      ASSIGN_OR_RETURN(*out, ParseLiteral());
-      return absl::OkStatus();
-    }
     if (IsPunct("(")) {
       Next();
       RETURN_IF_ERROR(ParseBinary(1, out, depth));
       return ExpectPunct(")");
     }
+    return ParseAtom(out, depth);
+  }
+
+  // A primary other than a parenthesised expression. The recursion of a
+  // deep expression passes through here, so this only dispatches: each form
+  // is parsed out of line, its locals and error messages in its own frame.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseAtom(Expr* out, int* depth) {
+    const Token& t = Peek();
+    if (t.kind == TokKind::kInt || t.kind == TokKind::kFloat) return ParseLiteralInto(out);
     if (IsPunct("&")) {
       return Error(t, "an address (&BUF[i]) is only allowed as an argument of a 'call' statement");
     }
     if (t.kind != TokKind::kIdent) return Expected("an expression");
-    std::string name = S(t.text);
-    if (name == "true" || name == "false" || name == "inf" || name == "nan") {
-      ASSIGN_OR_RETURN(*out, ParseLiteral());
-      return absl::OkStatus();
+    if (t.text == "true" || t.text == "false" || t.text == "inf" || t.text == "nan") {
+      return ParseLiteralInto(out);
     }
-    if (name == "cast" && IsPunct("<", 1)) {
-      Next();
-      Next();
-      ASSIGN_OR_RETURN(DType dtype, ExpectDType());
-      RETURN_IF_ERROR(ExpectPunct(">"));
-      std::vector<Expr> args;
-      RETURN_IF_ERROR(ParseExprList("(", ")", &args, depth));
-      RETURN_IF_ERROR(CheckArity(t, 1, args.size()));
-      *out = Cast(dtype, std::move(args[0]), kInherit);
-      return CountLevel(t, depth);
-    }
+    if (t.text == "cast" && IsPunct("<", 1)) return ParseCast(out, depth);
     if (IsPunct("(", 1)) return ParseCall(out, depth);
-    if (IsPunct("[", 1)) {
-      const BufferInfo* info = FindBuffer(name);
-      if (info == nullptr) return Error(t, absl::StrCat("unknown buffer '", name, "'"));
-      DType dtype = info->dtype;
-      Next();
-      std::vector<Expr> indices;
-      RETURN_IF_ERROR(ParseExprList("[", "]", &indices, depth));
-      *out = Load(name, dtype, std::move(indices), kInherit);
-      return CountLevel(t, depth);
-    }
+    if (IsPunct("[", 1)) return ParseLoad(out, depth);
+    return ParseName(out);
+  }
+
+  // "PREFIX" NAME "'" at `t`, out of line (see ParseAtom).
+  ABSL_ATTRIBUTE_NOINLINE absl::Status NameError(const Token& t, std::string_view prefix) const {
+    return Error(t, absl::StrCat(S(prefix), S(t.text), "'"));
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseLiteralInto(Expr* out) {
+    ASSIGN_OR_RETURN(*out, ParseLiteral());
+    return absl::OkStatus();
+  }
+
+  // cast<DTYPE>(x)
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseCast(Expr* out, int* depth) {
+    const Token& t = Next();
     Next();
+    ASSIGN_OR_RETURN(DType dtype, ExpectDType());
+    RETURN_IF_ERROR(ExpectPunct(">"));
+    out->args.clear();
+    RETURN_IF_ERROR(ParseExprList("(", ")", &out->args, depth));
+    RETURN_IF_ERROR(CheckArity(t, 1, out->args.size()));
+    MakeCast(dtype, out);
+    return CountLevel(t, depth);
+  }
+
+  // *out holds the operand in args[0]; makes it cast<dtype>(operand).
+  ABSL_ATTRIBUTE_NOINLINE static void MakeCast(DType dtype, Expr* out) {
+    Expr x = std::move(out->args[0]);
+    *out = Cast(dtype, std::move(x), kInherit);
+  }
+
+  // BUFFER[i, ...]
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseLoad(Expr* out, int* depth) {
+    const Token& t = Peek();
+    const BufferInfo* info = FindBuffer(S(t.text));
+    if (info == nullptr) return NameError(t, "unknown buffer '");
+    const DType dtype = info->dtype;
+    Next();
+    out->args.clear();
+    RETURN_IF_ERROR(ParseExprList("[", "]", &out->args, depth));
+    MakeLoad(S(t.text), dtype, out);
+    return CountLevel(t, depth);
+  }
+
+  // *out holds the indices in args; makes it a load of `buffer`.
+  ABSL_ATTRIBUTE_NOINLINE static void MakeLoad(std::string buffer, DType dtype, Expr* out) {
+    std::vector<Expr> indices = std::move(out->args);
+    *out = Load(std::move(buffer), dtype, std::move(indices), kInherit);
+  }
+
+  // A variable, or the bare name of a T.alloc_var scalar.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseName(Expr* out) {
+    const Token& t = Next();
+    std::string name = S(t.text);
     if (const DType* dtype = FindVar(name)) {
       *out = VarRef(name, *dtype, kInherit);
       return absl::OkStatus();
     }
     if (const BufferInfo* info = FindBuffer(name)) {
-      // A T.alloc_var scalar may be referred to by its bare name.
       if (info->scope == Scope::kVar) {
         *out = VarRef(name, info->dtype, kInherit);
         return absl::OkStatus();
@@ -531,7 +595,22 @@ class Parser {
   }
 
   // NAME(...): min/max, select, thread_idx, an intrinsic, or DTYPE(literal).
-  absl::Status ParseCall(Expr* out, int* depth) {
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseCall(Expr* out, int* depth) {
+    const Token& t = Peek();
+    if (ParseDType(t.text) || t.text == "thread_idx") return ParseLiteralCall(out);
+    const bool known =
+        text::IntrinsicFromName(t.text) || t.text == "min" || t.text == "max" || t.text == "select";
+    if (!known) return NameError(t, "unknown function '");
+    Next();
+    // The arguments are parsed into out->args and then rebuilt in place.
+    out->args.clear();
+    RETURN_IF_ERROR(ParseExprList("(", ")", &out->args, depth));
+    RETURN_IF_ERROR(MakeCall(t, out));
+    return CountLevel(t, depth);
+  }
+
+  // DTYPE(literal) or thread_idx(D): no nested expression.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseLiteralCall(Expr* out) {
     const Token& t = Next();
     std::string name = S(t.text);
     if (std::optional<DType> dtype = ParseDType(name)) {
@@ -548,33 +627,31 @@ class Parser {
       out->dtype = *dtype;
       return ExpectPunct(")");
     }
-    if (name == "thread_idx") {
-      RETURN_IF_ERROR(ExpectPunct("("));
-      const Token& dim_tok = Peek();
-      ASSIGN_OR_RETURN(int64_t dim, ExpectInt());
-      if (dim < 0 || dim > 2) return Error(dim_tok, "thread_idx dimension must be 0, 1 or 2");
-      *out = ThreadIdx(static_cast<int>(dim), kInherit);
-      return ExpectPunct(")");
-    }
-    std::optional<Intrinsic> fn = text::IntrinsicFromName(name);
-    bool is_minmax = name == "min" || name == "max";
-    if (!fn && !is_minmax && name != "select") {
-      return Error(t, absl::StrCat("unknown function '", name, "'"));
-    }
-    std::vector<Expr> args;
-    RETURN_IF_ERROR(ParseExprList("(", ")", &args, depth));
-    if (is_minmax) {
+    RETURN_IF_ERROR(ExpectPunct("("));
+    const Token& dim_tok = Peek();
+    ASSIGN_OR_RETURN(int64_t dim, ExpectInt());
+    if (dim < 0 || dim > 2) return Error(dim_tok, "thread_idx dimension must be 0, 1 or 2");
+    *out = ThreadIdx(static_cast<int>(dim), kInherit);
+    return ExpectPunct(")");
+  }
+
+  // *out holds the arguments of the call named by `t` in args; checks their
+  // number and makes *out that call.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status MakeCall(const Token& t, Expr* out) {
+    std::vector<Expr> args = std::move(out->args);
+    if (t.text == "min" || t.text == "max") {
       RETURN_IF_ERROR(CheckArity(t, 2, args.size()));
-      *out = Binary(name == "min" ? BinOp::kMin : BinOp::kMax, std::move(args[0]),
+      *out = Binary(t.text == "min" ? BinOp::kMin : BinOp::kMax, std::move(args[0]),
                     std::move(args[1]), kInherit);
-    } else if (name == "select") {
+    } else if (t.text == "select") {
       RETURN_IF_ERROR(CheckArity(t, 3, args.size()));
       *out = Select(std::move(args[0]), std::move(args[1]), std::move(args[2]), kInherit);
     } else {
-      RETURN_IF_ERROR(CheckArity(t, text::IntrinsicArity(*fn), args.size()));
-      *out = Call(*fn, std::move(args), kInherit);
+      const Intrinsic fn = *text::IntrinsicFromName(t.text);
+      RETURN_IF_ERROR(CheckArity(t, text::IntrinsicArity(fn), args.size()));
+      *out = Call(fn, std::move(args), kInherit);
     }
-    return CountLevel(t, depth);
+    return absl::OkStatus();
   }
 
   // BUFFER[MIN +: EXTENT, ...] with an optional `@L:C`.
@@ -734,14 +811,19 @@ class Parser {
     if (depth_ > kMaxDepth) return DepthError(open);
     frames_.emplace_back();
     while (!IsPunct("}") && Peek().kind == TokKind::kIdent) {
-      Stmt s;
-      RETURN_IF_ERROR(ParseStmt(&s));
-      body->push_back(std::move(s));
+      if (++statements_ > kMaxStatements) return TooManyStatements();
+      // Parsed in place: a Stmt is large, and this frame is on the recursion
+      // path of nested blocks. Nothing else appends to `body` meanwhile.
+      RETURN_IF_ERROR(ParseStmt(&body->emplace_back()));
     }
     if (!IsPunct("}") && Peek().kind != TokKind::kEof) return Expected("a statement or '}'");
     RETURN_IF_ERROR(ExpectClose(open, what));
     frames_.pop_back();
     return absl::OkStatus();
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status TooManyStatements() const {
+    return Error(Peek(), absl::StrCat("too many statements (more than ", kMaxStatements, ")"));
   }
 
   // `name=value` flags in any order, each at most once.
@@ -784,9 +866,20 @@ class Parser {
     return out;
   }
 
+  // Nested blocks recurse through here, ParseFor/ParseIf and ParseBlock, so
+  // the other statements are parsed out of line (ParseSimpleStmt) and their
+  // locals do not widen the frames of a deep nest.
   absl::Status ParseStmt(Stmt* s) {
+    s->loc = Peek().loc;
+    if (!IsPunct("[", 1)) {
+      if (IsWord("for")) return ParseFor(s);
+      if (IsWord("if")) return ParseIf(s);
+    }
+    return ParseSimpleStmt(s);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseSimpleStmt(Stmt* s) {
     const Token& first = Peek();
-    s->loc = first.loc;
     std::string kw = S(first.text);
     if (IsPunct("[", 1)) {
       RETURN_IF_ERROR(ParseStore(s));
@@ -858,10 +951,6 @@ class Parser {
       } else {
         return Expected("',' or '<-'");
       }
-    } else if (kw == "for") {
-      return ParseFor(s);
-    } else if (kw == "if") {
-      return ParseIf(s);
     } else if (kw == "annotate_layout") {
       Next();
       s->kind = StmtKind::kAnnotateLayout;
@@ -1006,7 +1095,7 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseFor(Stmt* s) {
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseFor(Stmt* s) {
     Next();
     s->kind = StmtKind::kFor;
     Frame frame;
@@ -1055,7 +1144,7 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseIf(Stmt* s) {
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseIf(Stmt* s) {
     Next();
     s->kind = StmtKind::kIf;
     ASSIGN_OR_RETURN(s->cond, ParseExpr());
@@ -1073,7 +1162,8 @@ class Parser {
   size_t pos_ = 0;
   std::string file_;
   std::vector<Frame> frames_;
-  int depth_ = 0; // current recursion depth (blocks, unary operators)
+  int depth_ = 0;      // current recursion depth (blocks, unary operators)
+  int statements_ = 0; // statements parsed so far, nested ones included
 };
 
 } // namespace

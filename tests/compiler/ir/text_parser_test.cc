@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
@@ -1010,6 +1011,42 @@ TEST(TextParserTest, NestingIsBounded) {
   ASSERT_FALSE(blocks.ok());
   EXPECT_NE(blocks.status().message().find("nesting too deep"), std::string::npos);
   EXPECT_TRUE(Parse(WithBody({Repeat("if true { ", 200) + Repeat("} ", 200)})).ok());
+}
+
+// Long texts: a 16 MB text of one-byte tokens took 2.7 GB and 5 s to lex
+// before the parser saw its first error; a program may hold at most 2^18
+// tokens and 2^15 statements, and the error is located at the first one too
+// many.
+TEST(TextParserTest, LengthIsBounded) {
+  // 15,000 statements of 20 tokens (`A[0] = 1.0 + 1.0 ...`): past the token
+  // limit. The header is 30 tokens; the 262,145th token is then on line
+  // 5 + (262144 - 30) / 20 of the text, its token (262144 - 30) % 20 = 14:
+  // the `+` at column 40.
+  const int first_line = 5; // the body's first line
+  const std::string sum = "A[0] = 1.0" + Repeat(" + 1.0", 7);
+  absl::StatusOr<Program> tokens = Parse(WithBody(std::vector<std::string>(15000, sum)));
+  ASSERT_FALSE(tokens.ok());
+  EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(tokens.status().message()),
+            absl::StrCat("t.kir:", first_line + (262144 - 30) / 20,
+                         ":40: program text too long (more than 262144 tokens)"));
+  EXPECT_TRUE(Parse(WithBody(std::vector<std::string>(13000, sum))).ok());
+  // 40,000 one-token statements: past the statement limit, at the 32769th.
+  std::vector<std::string> swizzles(40000, "use_swizzle");
+  absl::StatusOr<Program> statements = Parse(WithBody(swizzles));
+  ASSERT_FALSE(statements.ok());
+  EXPECT_EQ(
+      std::string(statements.status().message()),
+      absl::StrCat("t.kir:", first_line + 32768, ":5: too many statements (more than 32768)"));
+  // Nested statements count too.
+  std::vector<std::string> nested(20000, "if true { use_swizzle }");
+  absl::StatusOr<Program> nested_statements = Parse(WithBody(nested));
+  ASSERT_FALSE(nested_statements.ok());
+  EXPECT_EQ(
+      std::string(nested_statements.status().message()),
+      absl::StrCat("t.kir:", first_line + 16384, ":5: too many statements (more than 32768)"));
+  // At the limit, programs parse.
+  EXPECT_TRUE(Parse(WithBody(std::vector<std::string>(32768, "use_swizzle"))).ok());
 }
 
 // Parsing arbitrary bytes never crashes; whatever parses prints and parses
