@@ -42,6 +42,8 @@ absl::Status QueueFull(const std::string& message) {
 
 } // namespace
 
+absl::Status QueueFullError(const std::string& message) { return QueueFull(message); }
+
 bool IsQueueFull(const absl::Status& status) {
   return status.code() == absl::StatusCode::kResourceExhausted &&
          status.GetPayload(kQueueFullPayload).has_value();

@@ -98,5 +98,8 @@ class CompilePool {
 // bound or a client's fair share): the work was not looked at, and may be
 // submitted again once the queue drains.
 bool IsQueueFull(const absl::Status& status);
+// ResourceExhausted(message) that IsQueueFull recognizes (the prepare pool's
+// refusals are these too).
+absl::Status QueueFullError(const std::string& message);
 
 } // namespace kiln::server

@@ -1,6 +1,7 @@
 #include "server/compile_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -62,17 +63,21 @@ bool CompileService::Pending::Complete(absl::StatusOr<CompileReply> reply) {
 
 void CompileService::Pending::Cancel() {
   std::shared_ptr<Job> job;
+  std::shared_ptr<PreparePool::Task> prepare;
   {
     absl::MutexLock lock(&mu_);
     job = job_;
+    prepare = prepare_;
   }
+  if (prepare) prepare->Cancel(); // the evaluation stops at its next budget check
   if (Complete(absl::CancelledError("the request was cancelled")) && job) job->Detach();
 }
 
 // --- CompileService ----------------------------------------------------------
 
-CompileService::CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool)
-    : store_(store), jobs_(jobs), pool_(pool) {}
+CompileService::CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool,
+                               PreparePool* prepare)
+    : store_(store), jobs_(jobs), pool_(pool), prepare_(prepare) {}
 
 std::string CompileService::MemoKey(const CompileCall& call) {
   // The request itself, fields length-prefixed: the memo's hash map hashes
@@ -287,16 +292,46 @@ absl::Status CompileService::LookupStore(const std::string& key, HitEntry* entry
   return absl::NotFoundError(absl::StrCat("artifact ", key, " has no metadata"));
 }
 
+driver::ProgramInput CompileService::BudgetedProgram(const CompileCall& call) const {
+  driver::ProgramInput program = call.program;
+  program.limits = eval_limits_;
+  program.limits.deadline = std::min(eval_limits_.deadline, call.deadline);
+  return program;
+}
+
 absl::StatusOr<std::string> CompileService::KeyOf(const CompileCall& call) {
   const bool memoizable = call.program.kind != driver::ProgramInput::Kind::kProgram;
   const std::string memo = memoizable ? MemoKey(call) : "";
   if (memoizable) {
     if (std::optional<std::string> key = MemoGet(memo)) return *key;
   }
-  absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
-  if (!p.ok()) return p.status();
-  if (memoizable) MemoPut(memo, p->key);
-  return p->key;
+  struct Slot {
+    driver::ProgramInput program;
+    absl::Notification done;
+    absl::StatusOr<driver::Prepared> prepared = absl::UnknownError("not prepared");
+  };
+  auto slot = std::make_shared<Slot>();
+  slot->program = BudgetedProgram(call);
+  const driver::BuildOptions options = call.options;
+  auto run = [slot, options](const std::atomic<bool>* cancelled) {
+    slot->program.limits.cancelled = cancelled;
+    slot->prepared = driver::Prepare(slot->program, options);
+    slot->done.Notify();
+  };
+  if (prepare_ == nullptr) {
+    run(nullptr);
+  } else {
+    absl::StatusOr<std::shared_ptr<PreparePool::Task>> task =
+        prepare_->Submit(call.client, call.deadline, run, [slot](absl::Status why) {
+          slot->prepared = std::move(why);
+          slot->done.Notify();
+        });
+    if (!task.ok()) return task.status();
+    slot->done.WaitForNotification();
+  }
+  if (!slot->prepared.ok()) return slot->prepared.status();
+  if (memoizable) MemoPut(memo, slot->prepared->key);
+  return slot->prepared->key;
 }
 
 std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall& call, Done done) {
@@ -308,43 +343,80 @@ std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall
   const std::string memo = memoizable ? MemoKey(call) : "";
   std::optional<std::string> key;
   if (memoizable) key = MemoGet(memo);
-  std::optional<driver::Prepared> prepared;
   if (key) {
+    // A request seen before: answered here, without the frontend.
     counters_.memo_hits.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
-    if (!p.ok()) {
-      pending->Complete(p.status());
+    absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(*key);
+    if (hit.ok()) {
+      counters_.hits.fetch_add(1, std::memory_order_relaxed);
+      CompileReply reply;
+      reply.metadata = *std::move(hit);
+      reply.outcome = kiln::v1::CACHE_OUTCOME_HIT;
+      reply.server_seconds = SecondsSince(start);
+      pending->Complete(std::move(reply));
       return pending;
     }
-    key = p->key;
-    prepared = *std::move(p);
-    if (memoizable) MemoPut(memo, *key);
-  }
-
-  absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(*key);
-  if (hit.ok()) {
-    counters_.hits.fetch_add(1, std::memory_order_relaxed);
-    CompileReply reply;
-    reply.metadata = *std::move(hit);
-    reply.outcome = kiln::v1::CACHE_OUTCOME_HIT;
-    reply.server_seconds = SecondsSince(start);
-    pending->Complete(std::move(reply));
-    return pending;
-  }
-  if (hit.status().code() != absl::StatusCode::kNotFound) {
-    pending->Complete(hit.status());
-    return pending;
-  }
-  if (!prepared) {
+    if (hit.status().code() != absl::StatusCode::kNotFound) {
+      pending->Complete(hit.status());
+      return pending;
+    }
     // The memo knew the key, but the artifact is gone (evicted): the build
     // needs the program again.
-    absl::StatusOr<driver::Prepared> p = driver::Prepare(call.program, call.options);
+  }
+
+  // The frontend runs the client's Python: on the prepare pool, never on
+  // the caller's (gRPC) thread.
+  auto owned = std::make_shared<CompileCall>(call);
+  owned->program = BudgetedProgram(call);
+  const bool looked_up = key.has_value();
+  auto run = [this, pending, owned, memo, looked_up, start](const std::atomic<bool>* cancelled) {
+    owned->program.limits.cancelled = cancelled;
+    absl::StatusOr<driver::Prepared> p = driver::Prepare(owned->program, owned->options);
     if (!p.ok()) {
       pending->Complete(p.status());
-      return pending;
+      return;
     }
-    prepared = *std::move(p);
+    if (!looked_up && !memo.empty()) MemoPut(memo, p->key);
+    Continue(pending, *owned, *std::move(p), looked_up, start);
+  };
+  if (prepare_ == nullptr) {
+    run(nullptr);
+    return pending;
+  }
+  absl::StatusOr<std::shared_ptr<PreparePool::Task>> task =
+      prepare_->Submit(call.client, call.deadline, std::move(run),
+                       [pending](absl::Status why) { pending->Complete(std::move(why)); });
+  if (!task.ok()) {
+    pending->Complete(task.status());
+    return pending;
+  }
+  {
+    absl::MutexLock lock(&pending->mu_);
+    pending->prepare_ = *task;
+  }
+  if (pending->completed_.load()) (*task)->Cancel(); // cancelled before the task was noted
+  return pending;
+}
+
+void CompileService::Continue(const std::shared_ptr<Pending>& pending, const CompileCall& call,
+                              driver::Prepared prepared_in, bool looked_up, absl::Time start) {
+  const std::optional<std::string> key = prepared_in.key;
+  std::optional<driver::Prepared> prepared = std::move(prepared_in);
+  if (!looked_up) {
+    absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(*key);
+    if (hit.ok()) {
+      counters_.hits.fetch_add(1, std::memory_order_relaxed);
+      CompileReply reply;
+      reply.metadata = *std::move(hit);
+      reply.outcome = kiln::v1::CACHE_OUTCOME_HIT;
+      reply.server_seconds = SecondsSince(start);
+      pending->Complete(std::move(reply));
+      return;
+    }
+    if (hit.status().code() != absl::StatusCode::kNotFound) {
+      pending->Complete(hit.status());
+      return;
+    }
   }
 
   JobManager::Joined joined =
@@ -360,7 +432,7 @@ std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall
     if (!queued.ok()) {
       job->Fail(queued);
       pending->Complete(queued);
-      return pending;
+      return;
     }
   }
   const kiln::v1::CacheOutcome outcome =
@@ -371,10 +443,9 @@ std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall
     reply.job_id = job->id();
     reply.server_seconds = SecondsSince(start);
     pending->Complete(std::move(reply));
-    return pending;
+    return;
   }
   Wait(pending, job, outcome, start);
-  return pending;
 }
 
 void CompileService::Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,

@@ -19,6 +19,10 @@
 //     goes one step further (TryRequestHitEncoded): a digest of the request's
 //     serialized bytes, before any parse, answered with the stored
 //     metadata's own bytes.
+//  1a. The frontend runs the client's program at compile time, bounded by
+//     the evaluation budget; it runs on the prepare pool (never on the
+//     caller's thread, which is a gRPC thread that also answers hits), with
+//     the call's deadline, and Cancel() stops it.
 //  4. Waiting. Start() never blocks a caller's thread: `done` runs once,
 //     at once for hits and errors, else in the pool thread that finishes the
 //     job. Cancel() (the RPC was cancelled or timed out) detaches the caller;
@@ -46,6 +50,7 @@
 #include "server/artifact_store.h"
 #include "server/compile_pool.h"
 #include "server/job_manager.h"
+#include "server/prepare_pool.h"
 
 namespace kiln::server {
 
@@ -56,6 +61,9 @@ struct CompileCall {
   Priority priority = Priority::kInteractive;
   // Return once the job is queued; the job runs without waiters.
   bool async = false;
+  // The caller's deadline (the RPC's): the frontend's evaluation stops
+  // with DeadlineExceeded past it.
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 struct CompileReply {
@@ -75,7 +83,14 @@ class CompileService {
  public:
   using Done = std::function<void(absl::StatusOr<CompileReply>)>;
 
-  CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool);
+  // `prepare`: where the frontend of requests runs (prepare_pool.h);
+  // null: on the caller's thread (tests, tools).
+  CompileService(ArtifactStore* store, JobManager* jobs, CompilePool* pool,
+                 PreparePool* prepare = nullptr);
+
+  // The budget of each request's compile-time evaluation (the request's
+  // deadline is added per call). Set before the first Start.
+  void set_eval_limits(const frontend::EvalLimits& limits) { eval_limits_ = limits; }
 
   // A caller's interest in one compile.
   class Pending {
@@ -89,6 +104,8 @@ class CompileService {
     std::atomic<bool> completed_{false};
     Done done_;
     std::shared_ptr<Job> job_; // set once the caller waits on a job
+    // The frontend's task while it is queued or runs: Cancel stops it.
+    std::shared_ptr<PreparePool::Task> prepare_;
     absl::Mutex mu_;
   };
 
@@ -98,7 +115,8 @@ class CompileService {
   absl::StatusOr<CompileReply> CompileSync(const CompileCall& call,
                                            absl::Time deadline = absl::InfiniteFuture());
 
-  // The key of a request (memo, else Prepare) without compiling.
+  // The key of a request (memo, else Prepare on the prepare pool, waited
+  // for) without compiling.
   absl::StatusOr<std::string> KeyOf(const CompileCall& call);
 
   // The request fast path (step 1 above). `digest` is DigestOf(request).
@@ -143,6 +161,14 @@ class CompileService {
   // The two fast paths: a learned digest whose artifact is stored, counted.
   bool LearnedHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata,
                   std::string* encoded);
+  // The call's program with the service's evaluation budget and the
+  // call's deadline (the cancellation flag is the prepare task's).
+  driver::ProgramInput BudgetedProgram(const CompileCall& call) const;
+  // Start after the frontend (on a prepare thread, or the caller's): the
+  // store (unless `looked_up`: the memo's key was looked up already), then
+  // the job.
+  void Continue(const std::shared_ptr<Pending>& pending, const CompileCall& call,
+                driver::Prepared prepared_in, bool looked_up, absl::Time start);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
   void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
@@ -151,6 +177,8 @@ class CompileService {
   ArtifactStore* const store_;
   JobManager* const jobs_;
   CompilePool* const pool_;
+  PreparePool* const prepare_;
+  frontend::EvalLimits eval_limits_;
   CompileCounters counters_;
   std::function<void(const std::string&, double, bool)> on_build_;
 

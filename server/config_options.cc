@@ -206,6 +206,26 @@ std::vector<ConfigOption> BuildOptions() {
       "on threads of one process contend inside NVRTC). 0: one per compile thread; "
       "-1: none, builds run on kilnd's compile threads.",
       [](auto& c) -> auto& { return c.compile_helpers; }, -1, 4096, "0 (one per compile thread)"));
+  o.push_back(IntOption(
+      "compile.prepare_threads",
+      "Threads that run the frontend of compile requests (parse and compile-time evaluation of "
+      "the program), off the gRPC threads. 0: two.",
+      [](auto& c) -> auto& { return c.prepare_threads; }, 0, 4096, "0 (two)"));
+  o.push_back(IntOption(
+      "compile.eval_max_steps",
+      "Budget of one program's compile-time evaluation, in steps (statements, loop iterations, "
+      "items compared or copied); past it the request fails RESOURCE_EXHAUSTED.",
+      [](auto& c) -> auto& { return c.eval_max_steps; }, 1000, int64_t{1} << 50));
+  o.push_back(SizeOption(
+      "compile.eval_max_memory",
+      "Budget of one program's compile-time evaluation, in bytes of values allocated in all; "
+      "past it the request fails RESOURCE_EXHAUSTED.",
+      [](auto& c) -> auto& { return c.eval_max_bytes; }, uint64_t{1} << 20, uint64_t{1} << 50));
+  o.push_back(DurationOption(
+      "compile.eval_max_time",
+      "Budget of one program's compile-time evaluation, in wall time (the request's own deadline "
+      "applies too); past it the request fails RESOURCE_EXHAUSTED.",
+      [](auto& c) -> auto& { return c.eval_max_time; }, absl::Milliseconds(10)));
 
   o.push_back(IntOption(
       "queue.max_interactive",

@@ -199,7 +199,16 @@ absl::Status Daemon::Start() {
   }
   pool_ = std::make_unique<CompilePool>(po);
   store_ = std::make_unique<CacheArtifactStore>(cache_.get());
-  compile_ = std::make_unique<CompileService>(store_.get(), jobs_.get(), pool_.get());
+  PreparePoolOptions prepare;
+  prepare.threads = config_.prepare_threads > 0 ? config_.prepare_threads : 2;
+  prepare_pool_ = std::make_unique<PreparePool>(prepare);
+  compile_ =
+      std::make_unique<CompileService>(store_.get(), jobs_.get(), pool_.get(), prepare_pool_.get());
+  frontend::EvalLimits eval_limits;
+  eval_limits.max_steps = config_.eval_max_steps;
+  eval_limits.max_bytes = static_cast<int64_t>(config_.eval_max_bytes);
+  eval_limits.max_seconds = absl::ToDoubleSeconds(config_.eval_max_time);
+  compile_->set_eval_limits(eval_limits);
   if (metrics_ != nullptr) {
     compile_->set_on_build([m = metrics_](const std::string& target, double seconds, bool ok) {
       m->ObserveCompile(target, ok, seconds);
@@ -405,6 +414,8 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   }
   if (measure_pool_) measure_pool_->Shutdown(); // benchmarks end: their jobs are cancelled
   if (pool_) pool_->Shutdown();
+  // Evaluations still running stop at their next budget check.
+  if (prepare_pool_) prepare_pool_->Shutdown();
   if (server_ != nullptr) {
     server_->Wait();
     server_.reset();
@@ -417,6 +428,7 @@ void Daemon::Shutdown(std::optional<absl::Duration> grace) {
   if (devices_) devices_->Shutdown(); // kills the workers; jobs are already cancelled
   devices_.reset();
   compile_.reset();
+  prepare_pool_.reset();
   store_.reset();
   pool_.reset();
   // Later builds run in process; the helpers go once no build holds them.

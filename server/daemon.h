@@ -40,6 +40,7 @@
 #include "server/job_manager.h"
 #include "server/kiln_service.h"
 #include "server/nvrtc_helpers.h"
+#include "server/prepare_pool.h"
 #include "server/server_config.h"
 
 namespace kiln::server {
@@ -87,6 +88,8 @@ class Daemon {
   std::unique_ptr<JobStore> job_store_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<CompilePool> pool_;
+  // The frontend of compile requests, off the gRPC threads.
+  std::unique_ptr<PreparePool> prepare_pool_;
   // Where NVRTC builds run (null: in this process); installed as the
   // toolchain's runner under nvrtc_runner_. Shared with builds in flight.
   std::shared_ptr<NvrtcHelpers> nvrtc_helpers_;

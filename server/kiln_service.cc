@@ -614,6 +614,8 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(request->program(), config);
   if (!program.ok()) return FinishNow(ctx, program.status());
   CompileCall call;
+  // The frontend's evaluation stops at the RPC's deadline (and on cancel).
+  call.deadline = absl::FromChrono(ctx->deadline());
   call.program = *std::move(program);
   call.options = OptionsFromProto(request->target(), request->options());
   call.client = *who;

@@ -118,6 +118,14 @@ struct ServerConfig {
   // 0: one per compile thread; -1: none, builds run on kilnd's compile
   // threads (where they contend inside NVRTC).
   int compile_helpers = 0;
+  // The frontend of compile requests (server/prepare_pool.h): its threads
+  // (0: two) and the budget of one request's compile-time evaluation
+  // (compiler/frontend/eval_budget.h); past it the request fails
+  // RESOURCE_EXHAUSTED with the program's location.
+  int prepare_threads = 0;
+  int64_t eval_max_steps = 2'000'000;
+  uint64_t eval_max_bytes = uint64_t{256} << 20;
+  absl::Duration eval_max_time = absl::Seconds(10);
   QueueLimits max_queued;
   FairShareConfig fair_share;
   WorkerTimeouts worker;

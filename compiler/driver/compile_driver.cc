@@ -129,6 +129,7 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
     fo.file_name = in.file_name;
     fo.entry = in.entry;
     fo.bindings = in.bindings;
+    fo.limits = in.limits;
     absl::StatusOr<ir::Program> p = frontend::CompileSource(in.text, fo);
     if (!p.ok()) return p.status();
     out.program = *std::move(p);

@@ -18,8 +18,10 @@
 // compiles run in their own directories and processes).
 //
 // Errors: InvalidArgument with "file:line:col: message" for bad programs
-// and for options that do not apply to the target; the toolchain's errors
-// from Build (DeadlineExceeded / ResourceExhausted for a subprocess past its
+// and for options that do not apply to the target; ResourceExhausted,
+// DeadlineExceeded or Cancelled (located too) from Prepare when the
+// program's compile-time evaluation runs out of ProgramInput::limits; the
+// toolchain's errors from Build (DeadlineExceeded / ResourceExhausted for a subprocess past its
 // limits); FailedPrecondition when the target's toolchain is not installed.
 #pragma once
 
@@ -45,6 +47,9 @@ struct ProgramInput {
   std::string file_name = "<request>";
   std::string entry; // TileLang: the kernel function; empty: the only one
   std::vector<std::pair<std::string, frontend::BindingValue>> bindings;
+  // TileLang: the budget of the compile-time evaluation (deadline and
+  // cancellation included); not part of the key.
+  frontend::EvalLimits limits;
 };
 
 struct BuildOptions {
