@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace kiln::server {
 namespace {
@@ -21,7 +22,51 @@ std::string Metadata(const grpc::ServerContextBase& ctx, const char* name) {
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
+// The token named by an "authorization" value, or why there is none (absent,
+// malformed, unknown).
+absl::StatusOr<const BearerToken*> BearerOf(const std::vector<BearerToken>& tokens,
+                                            std::string_view header) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() <= kScheme.size() ||
+      absl::AsciiStrToLower(absl::string_view(header.data(), kScheme.size())) != kScheme) {
+    return absl::UnauthenticatedError(
+        "this kilnd requires a bearer token (metadata \"authorization: Bearer TOKEN\")");
+  }
+  const BearerToken* t = FindBearerToken(tokens, header.substr(kScheme.size()));
+  if (t == nullptr) return absl::UnauthenticatedError("the bearer token is not accepted");
+  return t;
+}
+
 } // namespace
+
+absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) const {
+  Caller caller;
+  const BearerToken* token = nullptr;
+  if (!tokens_.empty()) {
+    absl::StatusOr<const BearerToken*> t = BearerOf(tokens_, Metadata(ctx, "authorization"));
+    if (!t.ok()) return t.status();
+    token = *t;
+    caller.identity = token->client;
+    caller.role = token->role;
+  }
+  caller.client = FairShareClient(token, key_, PeerHost(ctx), Metadata(ctx, "x-kiln-client"));
+  return caller;
+}
+
+absl::StatusOr<Caller> Authenticator::Authorize(const grpc::ServerContextBase& ctx, Role need,
+                                                std::string_view rpc) const {
+  absl::StatusOr<Caller> caller = Authenticate(ctx);
+  if (!caller.ok() || caller->Allows(need)) return caller;
+  return absl::PermissionDeniedError(absl::StrCat(
+      std::string(rpc), " needs role ", std::string(RoleName(need)), " or above; client '",
+      caller->identity, "' has role ", std::string(RoleName(caller->role)),
+      " (the role= field of its line in the daemon's token file)"));
+}
+
+absl::Status Authenticator::CheckBearer(std::string_view authorization) const {
+  if (tokens_.empty()) return absl::OkStatus();
+  return BearerOf(tokens_, authorization).status();
+}
 
 absl::StatusOr<std::unique_ptr<Authenticator>>
 Authenticator::Create(const AuthConfig& auth, const FairShareConfig& fair_share) {
@@ -38,19 +83,9 @@ Authenticator::Authenticator(std::vector<BearerToken> tokens, FairShareConfig::C
     : tokens_(std::move(tokens)), key_(key) {}
 
 absl::StatusOr<std::string> Authenticator::Check(const grpc::ServerContextBase& ctx) const {
-  if (!tokens_.empty()) {
-    const std::string header = Metadata(ctx, "authorization");
-    constexpr char kBearer[] = "bearer ";
-    if (header.size() <= sizeof(kBearer) - 1 ||
-        absl::AsciiStrToLower(header.substr(0, sizeof(kBearer) - 1)) != kBearer) {
-      return absl::UnauthenticatedError(
-          "this kilnd requires a bearer token (metadata \"authorization: Bearer TOKEN\")");
-    }
-    const BearerToken* t = FindBearerToken(tokens_, header.substr(sizeof(kBearer) - 1));
-    if (t == nullptr) return absl::UnauthenticatedError("the bearer token is not accepted");
-    return FairShareClient(t, key_, PeerHost(ctx), Metadata(ctx, "x-kiln-client"));
-  }
-  return FairShareClient(nullptr, key_, PeerHost(ctx), Metadata(ctx, "x-kiln-client"));
+  absl::StatusOr<Caller> caller = Authenticate(ctx);
+  if (!caller.ok()) return caller.status();
+  return std::move(caller->client);
 }
 
 std::string FairShareClient(const BearerToken* token, FairShareConfig::ClientKey key,

@@ -27,6 +27,20 @@
 
 namespace kiln::server {
 
+// Who a call comes from (Authenticator::Authenticate).
+struct Caller {
+  // The identity that owns the jobs the call creates: the token's client
+  // name, or "" (one anonymous identity) when the daemon has no tokens.
+  std::string identity;
+  // What the call may do; every caller is an admin without tokens.
+  Role role = Role::kAdmin;
+  // The name fair share counts the call against (Check's answer).
+  std::string client;
+
+  bool Allows(Role need) const { return RoleAllows(role, need); }
+  bool admin() const { return role == Role::kAdmin; }
+};
+
 class Authenticator {
  public:
   // Loads the token file, if any. Errors: those of LoadTokenFile.
@@ -38,6 +52,19 @@ class Authenticator {
   // The caller's client name, or Unauthenticated.
   absl::StatusOr<std::string> Check(const grpc::ServerContextBase& ctx) const;
   bool tokens_required() const { return !tokens_.empty(); }
+
+  // The caller: Check's client plus the token's identity and role. Errors:
+  // those of Check (Unauthenticated).
+  absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& ctx) const;
+  // Authenticate, then PermissionDenied ("... `rpc` needs role compile ...",
+  // naming the caller's client and role, never the token) unless the
+  // caller's role allows `need`.
+  absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& ctx, Role need,
+                                   std::string_view rpc) const;
+  // For calls outside kiln.v1.Kiln (reflection), from the value of their
+  // "authorization" metadata ("": none): OK when the daemon has no tokens or
+  // the bearer token is one of them; Unauthenticated otherwise.
+  absl::Status CheckBearer(std::string_view authorization) const;
 
  private:
   std::vector<BearerToken> tokens_;

@@ -212,7 +212,8 @@ std::shared_ptr<BenchmarkService::Pending> BenchmarkService::Start(const Benchma
                  ? r.artifact_key()
                  : (r.program().file_name().empty() ? std::string("<request>")
                                                     : r.program().file_name()));
-  std::shared_ptr<Job> job = jobs_->Create(kiln::v1::JOB_KIND_BENCHMARK, series, /*held=*/false);
+  std::shared_ptr<Job> job =
+      jobs_->Create(kiln::v1::JOB_KIND_BENCHMARK, series, /*held=*/false, call.identity);
   pending->job_ = job;
   pending->job_id_ = job->id();
   job->Attach();
@@ -295,6 +296,7 @@ BenchmarkService::ArtifactFor(const std::shared_ptr<Job>& job, const BenchmarkCa
   compile.program = *std::move(program);
   compile.options = OptionsFromProto(r.target(), r.options());
   compile.client = call.client;
+  compile.identity = call.identity;
   compile.priority = Priority::kBenchmark;
   job->SetProgress(0.05, "compiling");
   struct Slot {

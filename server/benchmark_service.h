@@ -51,6 +51,7 @@ namespace kiln::server {
 struct BenchmarkCall {
   kiln::v1::BenchmarkRequest request;
   std::string client = "anonymous";
+  std::string identity; // owns the benchmark job and its compiles (Caller::identity)
 };
 
 struct BenchmarkLimits {

@@ -420,7 +420,7 @@ void CompileService::Continue(const std::shared_ptr<Pending>& pending, const Com
   }
 
   JobManager::Joined joined =
-      jobs_->JoinOrCreate(kiln::v1::JOB_KIND_COMPILE, *key, /*held=*/call.async);
+      jobs_->JoinOrCreate(kiln::v1::JOB_KIND_COMPILE, *key, /*held=*/call.async, call.identity);
   std::shared_ptr<Job> job = joined.job;
   if (joined.created) {
     auto shared_prepared = std::make_shared<driver::Prepared>(*std::move(prepared));

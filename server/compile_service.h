@@ -58,6 +58,7 @@ struct CompileCall {
   driver::ProgramInput program;
   driver::BuildOptions options;
   std::string client = "anonymous"; // fair share between clients
+  std::string identity; // owns, or joins, the call's job (Caller::identity; "": anonymous)
   Priority priority = Priority::kInteractive;
   // Return once the job is queued; the job runs without waiters.
   bool async = false;

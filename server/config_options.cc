@@ -302,9 +302,16 @@ std::vector<ConfigOption> BuildOptions() {
 
   o.push_back(StringOption(
       "auth.tokens_file", "FILE",
-      "Bearer tokens, one per line as TOKEN [CLIENT_NAME]; when set, every "
-      "call needs \"authorization: Bearer TOKEN\". Empty: no tokens.",
+      "Bearer tokens, one per line as TOKEN [CLIENT_NAME] [role=read|compile|tune|admin] "
+      "(default role tune: all but other clients' jobs); when set, every call needs "
+      "\"authorization: Bearer TOKEN\". Empty: no tokens.",
       [](auto& c) -> auto& { return c.auth.tokens_file; }));
+  o.push_back(BoolOption(
+      "auth.open_reflection",
+      "Serve gRPC server reflection (grpcurl's list/describe) without a token. false: with "
+      "auth.tokens_file set, reflection needs a token like every other call (UNAUTHENTICATED "
+      "without one).",
+      [](auto& c) -> auto& { return c.auth.open_reflection; }));
 
   o.push_back(EnumOption(
       "log.format", "text|json", "Log lines as text, or one JSON object per line.",

@@ -17,6 +17,8 @@
 #include "absl/time/clock.h"
 #include "compiler/toolchain/nvrtc.h"
 #include "server/cache_job_store.h"
+#include "server/call_policy.h"
+#include "server/library_logs.h"
 #include "server/roller_planner.h"
 #include "server/rpc_observer.h"
 #include "server/version.h"
@@ -146,6 +148,10 @@ std::string Daemon::address() const {
 }
 
 absl::Status Daemon::Start() {
+  // protobuf's and gRPC's own lines go into the structured log (one JSON
+  // object per line in JSON mode), before the server's threads use them.
+  static std::once_flag route_library_logs;
+  std::call_once(route_library_logs, RouteLibraryLogs);
   absl::StatusOr<std::unique_ptr<Authenticator>> auth =
       Authenticator::Create(config_.auth, config_.fair_share);
   if (!auth.ok()) return auth.status();
@@ -321,7 +327,14 @@ absl::Status Daemon::Start() {
   builder.AddListeningPort(config_.listen_address, *creds, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
-  builder.experimental().SetInterceptorCreators(RpcObserverFactories(metrics_));
+  {
+    // The call policy first: the observer then records the status it set.
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(CallPolicyFactory(auth_.get(), config_.auth.open_reflection));
+    for (auto& f : RpcObserverFactories(metrics_)) interceptors.push_back(std::move(f));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || (port_ == 0 && config_.listen_address.rfind("unix:", 0) != 0)) {

@@ -15,8 +15,9 @@ bool IsFinal(kiln::v1::JobState state) {
          state == kiln::v1::JOB_STATE_CANCELLED;
 }
 
-Job::Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held)
-    : id_(std::move(id)), kind_(kind), key_(std::move(key)), created_unix_ms_(NowUnixMs()) {
+Job::Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held, std::string owner)
+    : id_(std::move(id)), kind_(kind), key_(std::move(key)), owner_(std::move(owner)),
+      created_unix_ms_(NowUnixMs()) {
   held_ = held;
   message_ = "queued";
 }
@@ -27,7 +28,9 @@ kiln::v1::Job Job::Snapshot() const {
   out.set_kind(kind_);
   out.set_key(key_);
   out.set_created_unix_ms(created_unix_ms_);
+  out.set_owner(owner_);
   absl::MutexLock lock(&mu_);
+  for (const std::string& identity : joined_by_) out.add_joined_by(identity);
   out.set_state(state_);
   out.set_progress(progress_);
   out.set_message(message_);
@@ -209,6 +212,38 @@ bool Job::Detach() {
     cancel = waiters_ == 0 && !held_ && !IsFinal(state_);
   }
   Notify();
+  if (cancel) RequestCancel();
+  return cancel;
+}
+
+void Job::Join(const std::string& identity) {
+  absl::MutexLock lock(&mu_);
+  std::erase(withdrawn_, identity);
+  if (identity != owner_ &&
+      std::find(joined_by_.begin(), joined_by_.end(), identity) == joined_by_.end()) {
+    joined_by_.push_back(identity);
+  }
+}
+
+bool Job::HasParty(const std::string& identity) const {
+  if (identity == owner_) return true;
+  absl::MutexLock lock(&mu_);
+  return std::find(joined_by_.begin(), joined_by_.end(), identity) != joined_by_.end();
+}
+
+bool Job::Withdraw(const std::string& identity) {
+  bool cancel = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const bool party = identity == owner_ || std::find(joined_by_.begin(), joined_by_.end(),
+                                                       identity) != joined_by_.end();
+    if (IsFinal(state_) || !party) return false;
+    if (std::find(withdrawn_.begin(), withdrawn_.end(), identity) == withdrawn_.end()) {
+      withdrawn_.push_back(identity);
+    }
+    // Every party (the owner and each joiner) has withdrawn.
+    cancel = withdrawn_.size() >= joined_by_.size() + 1;
+  }
   if (cancel) RequestCancel();
   return cancel;
 }

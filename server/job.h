@@ -14,6 +14,13 @@
 // waiter leaves, so a client that gives up does not leave work behind that
 // no one wants, while work someone else shares goes on.
 //
+// Ownership: a job belongs to the identity that created it (its owner: a
+// token's client name, "" for the one anonymous identity of a daemon without
+// tokens); an identity whose identical request joined it (singleflight) is a
+// party to it too. Parties see the job; each may withdraw (CancelJob), and
+// the job is cancelled when its last party withdraws, so that no identity
+// can cancel work another still wants (an admin's cancel is RequestCancel).
+//
 // Thread-safe: all methods may be called from any thread.
 #pragma once
 
@@ -34,13 +41,24 @@ namespace kiln::server {
 
 class Job {
  public:
-  Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held);
+  // `owner`: the identity that creates it ("": anonymous).
+  Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held, std::string owner = "");
 
   const std::string& id() const { return id_; }
   kiln::v1::JobKind kind() const { return kind_; }
   const std::string& key() const { return key_; }
+  const std::string& owner() const { return owner_; }
 
-  // The job as the API shows it (waiters filled in).
+  // Makes `identity` a party (it joined the job); the owner already is one.
+  void Join(const std::string& identity);
+  // Whether `identity` is the owner or joined.
+  bool HasParty(const std::string& identity) const;
+  // `identity` no longer wants the job: when no other party still does, the
+  // job's cancellation is requested (returns true). A party that withdrew
+  // still sees the job; joining again makes it want the job again.
+  bool Withdraw(const std::string& identity);
+
+  // The job as the API shows it (waiters, owner and joined_by filled in).
   kiln::v1::Job Snapshot() const;
   uint64_t version() const;
   bool done() const;
@@ -111,6 +129,7 @@ class Job {
   const std::string id_;
   const kiln::v1::JobKind kind_;
   const std::string key_;
+  const std::string owner_;
   const int64_t created_unix_ms_;
   std::atomic<bool> cancel_{false};
   std::stop_source stop_;
@@ -130,6 +149,10 @@ class Job {
   std::vector<std::function<void(const Job&)>> listeners_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<uint64_t, std::function<void()>>> watchers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_watcher_ ABSL_GUARDED_BY(mu_) = 1;
+  // Identities other than the owner that joined, in joining order, and the
+  // parties (owner included) that withdrew.
+  std::vector<std::string> joined_by_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> withdrawn_ ABSL_GUARDED_BY(mu_);
   kiln::v1::TuneProgress tune_progress_ ABSL_GUARDED_BY(mu_);
   bool has_tune_progress_ ABSL_GUARDED_BY(mu_) = false;
 };

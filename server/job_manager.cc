@@ -40,17 +40,32 @@ absl::StatusOr<std::vector<kiln::v1::Job>> MemoryJobStore::List(int64_t limit) {
   return out;
 }
 
-// --- JobManager ------------------------------------------------------------
-
 JobManager::JobManager(JobStore* store, size_t keep_finished)
     : store_(store), keep_finished_(std::max<size_t>(keep_finished, 1)) {}
 
 JobManager::~JobManager() { CancelAll(); }
 
-std::shared_ptr<Job> JobManager::NewJob(kiln::v1::JobKind kind, const std::string& key, bool held) {
+// --- JobViewer -------------------------------------------------------------
+
+bool JobViewer::Sees(const kiln::v1::Job& record) const {
+  return admin || record.owner() == identity ||
+         std::find(record.joined_by().begin(), record.joined_by().end(), identity) !=
+             record.joined_by().end();
+}
+
+void JobViewer::Redact(kiln::v1::Job* record) const {
+  if (admin) return;
+  record->clear_joined_by();
+  if (record->owner() != identity) record->clear_owner();
+}
+
+// --- JobManager ------------------------------------------------------------
+
+std::shared_ptr<Job> JobManager::NewJob(kiln::v1::JobKind kind, const std::string& key, bool held,
+                                        const std::string& identity) {
   std::string id = NewJobId();
   while (by_id_.count(id)) id = NewJobId();
-  auto job = std::make_shared<Job>(id, kind, key, held);
+  auto job = std::make_shared<Job>(id, kind, key, held, identity);
   job->set_on_final([this](const Job& j) { OnFinal(j); });
   if (observer_) {
     job->set_on_transition([obs = observer_, kind](kiln::v1::JobState from, kiln::v1::JobState to) {
@@ -63,7 +78,7 @@ std::shared_ptr<Job> JobManager::NewJob(kiln::v1::JobKind kind, const std::strin
 }
 
 JobManager::Joined JobManager::JoinOrCreate(kiln::v1::JobKind kind, const std::string& key,
-                                            bool held) {
+                                            bool held, const std::string& identity) {
   Joined out;
   {
     absl::MutexLock lock(&mu_);
@@ -73,24 +88,26 @@ JobManager::Joined JobManager::JoinOrCreate(kiln::v1::JobKind kind, const std::s
     if (it != inflight_.end() && !it->second->done()) {
       out.job = it->second;
     } else {
-      out.job = NewJob(kind, key, held);
+      out.job = NewJob(kind, key, held, identity);
       out.created = true;
       inflight_[{static_cast<int>(kind), key}] = out.job;
     }
   }
   if (out.created) {
     Persist(*out.job);
-  } else if (held) {
-    out.job->Hold();
+  } else {
+    out.job->Join(identity);
+    if (held) out.job->Hold();
   }
   return out;
 }
 
-std::shared_ptr<Job> JobManager::Create(kiln::v1::JobKind kind, const std::string& key, bool held) {
+std::shared_ptr<Job> JobManager::Create(kiln::v1::JobKind kind, const std::string& key, bool held,
+                                        const std::string& identity) {
   std::shared_ptr<Job> job;
   {
     absl::MutexLock lock(&mu_);
-    job = NewJob(kind, key, held);
+    job = NewJob(kind, key, held, identity);
   }
   Persist(*job);
   return job;
@@ -156,6 +173,51 @@ std::vector<kiln::v1::Job> JobManager::List(int64_t limit) {
   });
   if (limit > 0 && out.size() > static_cast<size_t>(limit)) out.resize(limit);
   return out;
+}
+
+std::shared_ptr<Job> JobManager::FindFor(const std::string& id, const JobViewer& viewer) {
+  std::shared_ptr<Job> job = Find(id);
+  return job != nullptr && viewer.Sees(*job) ? job : nullptr;
+}
+
+absl::StatusOr<kiln::v1::Job> JobManager::GetFor(const std::string& id, const JobViewer& viewer) {
+  absl::StatusOr<kiln::v1::Job> job = Get(id);
+  if (job.ok() && !viewer.Sees(*job)) return absl::NotFoundError("no job '" + id + "'");
+  if (job.ok()) viewer.Redact(&*job);
+  return job;
+}
+
+std::vector<kiln::v1::Job> JobManager::ListFor(int64_t limit, const JobViewer& viewer) {
+  if (viewer.admin) return List(limit);
+  // Another tenant's jobs may fill the newest `limit`: look further back,
+  // doubling, until enough are this viewer's or there are no more.
+  for (int64_t look = limit > 0 ? limit * 4 : 0;; look *= 2) {
+    std::vector<kiln::v1::Job> all = List(look);
+    const bool everything = look <= 0 || all.size() < static_cast<size_t>(look);
+    std::vector<kiln::v1::Job> out;
+    for (kiln::v1::Job& j : all) {
+      if (!viewer.Sees(j)) continue;
+      viewer.Redact(&j);
+      out.push_back(std::move(j));
+      if (limit > 0 && out.size() == static_cast<size_t>(limit)) return out;
+    }
+    if (everything) return out;
+  }
+}
+
+absl::StatusOr<kiln::v1::Job> JobManager::CancelFor(const std::string& id,
+                                                    const JobViewer& viewer) {
+  if (std::shared_ptr<Job> job = FindFor(id, viewer)) {
+    if (viewer.admin) {
+      job->RequestCancel();
+    } else {
+      job->Withdraw(viewer.identity);
+    }
+    kiln::v1::Job record = job->Snapshot();
+    viewer.Redact(&record);
+    return record;
+  }
+  return GetFor(id, viewer); // a stored record is final already
 }
 
 std::map<kiln::v1::JobState, int64_t> JobManager::CountByState() {

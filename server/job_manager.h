@@ -58,6 +58,19 @@ class MemoryJobStore final : public JobStore {
   std::map<std::string, kiln::v1::Job> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
+// Whose jobs a request may see, watch and cancel: those its identity owns
+// or joined, or every job (an admin). See Job for ownership.
+struct JobViewer {
+  std::string identity; // "": the anonymous identity of a daemon without tokens
+  bool admin = false;
+
+  bool Sees(const Job& job) const { return admin || job.HasParty(identity); }
+  bool Sees(const kiln::v1::Job& record) const;
+  // The record as this viewer may read it: other identities' names (the
+  // owner, when not the viewer, and joined_by) are an admin's to see.
+  void Redact(kiln::v1::Job* record) const;
+};
+
 class JobManager {
  public:
   // `store` must outlive the manager; nullptr: records are not persisted.
@@ -72,9 +85,13 @@ class JobManager {
   };
   // The unfinished job of `kind` for `key`, or a new QUEUED one (created).
   // `held`: a new job keeps running without waiters (async requests).
-  Joined JoinOrCreate(kiln::v1::JobKind kind, const std::string& key, bool held);
-  // Always a new job (work that is not shared, e.g. a benchmark).
-  std::shared_ptr<Job> Create(kiln::v1::JobKind kind, const std::string& key, bool held);
+  // `identity` owns a new job, or becomes a party to the joined one.
+  Joined JoinOrCreate(kiln::v1::JobKind kind, const std::string& key, bool held,
+                      const std::string& identity = "");
+  // Always a new job (work that is not shared, e.g. a benchmark), owned by
+  // `identity`.
+  std::shared_ptr<Job> Create(kiln::v1::JobKind kind, const std::string& key, bool held,
+                              const std::string& identity = "");
 
   // A job of this process (live or recently finished), or nullptr.
   std::shared_ptr<Job> Find(const std::string& id);
@@ -82,6 +99,19 @@ class JobManager {
   absl::StatusOr<kiln::v1::Job> Get(const std::string& id);
   // Recent jobs, newest first: this process's, then stored ones.
   std::vector<kiln::v1::Job> List(int64_t limit);
+  // The same for one viewer (GetJob, WatchJob, ListJobs, CancelJob): a job
+  // it may not see is answered exactly like one that does not exist
+  // (nullptr, NotFound "no job 'ID'"), so ids of other tenants' jobs leak
+  // nothing. Records are redacted (JobViewer::Redact).
+  std::shared_ptr<Job> FindFor(const std::string& id, const JobViewer& viewer);
+  absl::StatusOr<kiln::v1::Job> GetFor(const std::string& id, const JobViewer& viewer);
+  std::vector<kiln::v1::Job> ListFor(int64_t limit, const JobViewer& viewer);
+  // CancelJob: an admin cancels the job; a party withdraws from it (the job
+  // is cancelled when no party wants it any more, see Job::Withdraw). The
+  // job's record after that; NotFound as for GetFor. A finished job is
+  // answered as it is.
+  absl::StatusOr<kiln::v1::Job> CancelFor(const std::string& id, const JobViewer& viewer);
+
   // Live jobs by state (for metrics).
   std::map<kiln::v1::JobState, int64_t> CountByState();
 
@@ -106,8 +136,8 @@ class JobManager {
   void Persist(const Job& job);
 
  private:
-  std::shared_ptr<Job> NewJob(kiln::v1::JobKind kind, const std::string& key, bool held)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<Job> NewJob(kiln::v1::JobKind kind, const std::string& key, bool held,
+                              const std::string& identity) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnFinal(const Job& job);
 
   JobStore* const store_;

@@ -38,6 +38,9 @@ ServerUnaryReactor* FinishNow(CallbackServerContext* ctx, const absl::Status& st
   return reactor;
 }
 
+// Whose jobs a caller sees (JobManager's *For methods).
+JobViewer ViewerOf(const Caller& caller) { return {caller.identity, caller.admin()}; }
+
 bool IsHexKey(const std::string& key) {
   return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
            return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
@@ -285,7 +288,8 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
     JobWatcher* reactor ABSL_GUARDED_BY(mu) = nullptr;
   };
 
-  explicit JobWatcher(std::shared_ptr<Job> job) : job_(std::move(job)) {
+  JobWatcher(std::shared_ptr<Job> job, JobViewer viewer)
+      : job_(std::move(job)), viewer_(std::move(viewer)) {
     link_ = std::make_shared<Link>();
     {
       absl::MutexLock lock(&link_->mu);
@@ -361,10 +365,12 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
   }
   void Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     out_ = job_->Snapshot();
+    viewer_.Redact(&out_);
     final_sent_ = IsFinal(out_.state());
   }
 
   std::shared_ptr<Job> job_;
+  JobViewer viewer_;
   std::shared_ptr<Link> link_;
   uint64_t watcher_ = 0;
   absl::Mutex mu_;
@@ -558,7 +564,7 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
                                                const grpc::ByteBuffer* request_bytes,
                                                grpc::ByteBuffer* response_bytes) {
   const absl::Time received = absl::Now();
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kCompile, "Compile");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
@@ -618,7 +624,8 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   call.deadline = absl::FromChrono(ctx->deadline());
   call.program = *std::move(program);
   call.options = OptionsFromProto(request->target(), request->options());
-  call.client = *who;
+  call.client = who->client;
+  call.identity = who->identity;
   call.async = request->async();
   // A hit (or an error found before any job) completes inside Start: answer
   // it with the default reactor, which gRPC finishes inline, and create the
@@ -664,7 +671,8 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
 
 grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
 KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifactRequest* request) {
-  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
+  if (absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "GetArtifact");
+      !who.ok()) {
     return new FailedWriter<kiln::v1::ArtifactChunk>(who.status());
   }
   return new ArtifactWriter(deps_, *request);
@@ -672,15 +680,23 @@ KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifact
 
 grpc::ServerWriteReactor<kiln::v1::TuneEvent>*
 KilnService::Tune(CallbackServerContext* ctx, const kiln::v1::TuneRequest* request) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kTune, "Tune");
   if (!who.ok()) return new FailedWriter<kiln::v1::TuneEvent>(who.status());
   if (deps_.tune == nullptr) {
     return new FailedWriter<kiln::v1::TuneEvent>(absl::UnavailableError(
         "this daemon has no device workers (kiln-worker did not start), so it cannot tune"));
   }
+  if (!request->attach_job_id().empty()) {
+    // Only a job this caller may see; another tenant's is answered like a
+    // missing one.
+    absl::StatusOr<kiln::v1::Job> seen =
+        deps_.jobs->GetFor(request->attach_job_id(), ViewerOf(*who));
+    if (!seen.ok()) return new FailedWriter<kiln::v1::TuneEvent>(seen.status());
+  }
   TuneCall call;
   call.request = *request;
-  call.client = *who;
+  call.client = who->client;
+  call.identity = who->identity;
   absl::StatusOr<std::shared_ptr<Job>> job = deps_.tune->Start(call);
   if (!job.ok()) return new FailedWriter<kiln::v1::TuneEvent>(job.status());
   return new TuneWriter(*std::move(job));
@@ -689,7 +705,7 @@ KilnService::Tune(CallbackServerContext* ctx, const kiln::v1::TuneRequest* reque
 grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
                                                   const kiln::v1::LookupBestRequest* request,
                                                   kiln::v1::LookupBestResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "LookupBest");
   if (!who.ok()) return FinishNow(ctx, who.status());
   const std::string target = request->target().empty() ? "cpu" : request->target();
   response->set_program_key(BestKeyFor(request->program(), target, "").program_key);
@@ -730,7 +746,7 @@ grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
                                                  const kiln::v1::BenchmarkRequest* request,
                                                  kiln::v1::BenchmarkResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kCompile, "Benchmark");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.benchmark == nullptr) {
     return FinishNow(ctx, absl::UnavailableError(
@@ -739,16 +755,17 @@ grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
   }
   BenchmarkCall call;
   call.request = *request;
-  call.client = *who;
+  call.client = who->client;
+  call.identity = who->identity;
   return new BenchmarkReactor(deps_.benchmark, call, response);
 }
 
 grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
                                               const kiln::v1::GetJobRequest* request,
                                               kiln::v1::Job* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "GetJob");
   if (!who.ok()) return FinishNow(ctx, who.status());
-  absl::StatusOr<kiln::v1::Job> job = deps_.jobs->Get(request->job_id());
+  absl::StatusOr<kiln::v1::Job> job = deps_.jobs->GetFor(request->job_id(), ViewerOf(*who));
   if (!job.ok()) return FinishNow(ctx, job.status());
   *response = *std::move(job);
   return FinishNow(ctx, absl::OkStatus());
@@ -756,13 +773,13 @@ grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,
 
 grpc::ServerWriteReactor<kiln::v1::Job>*
 KilnService::WatchJob(CallbackServerContext* ctx, const kiln::v1::WatchJobRequest* request) {
-  if (absl::StatusOr<std::string> who = deps_.auth->Check(*ctx); !who.ok()) {
-    return new FailedWriter<kiln::v1::Job>(who.status());
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "WatchJob");
+  if (!who.ok()) return new FailedWriter<kiln::v1::Job>(who.status());
+  const JobViewer viewer = ViewerOf(*who);
+  if (std::shared_ptr<Job> job = deps_.jobs->FindFor(request->job_id(), viewer)) {
+    return new JobWatcher(std::move(job), viewer);
   }
-  if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
-    return new JobWatcher(std::move(job));
-  }
-  absl::StatusOr<kiln::v1::Job> stored = deps_.jobs->Get(request->job_id());
+  absl::StatusOr<kiln::v1::Job> stored = deps_.jobs->GetFor(request->job_id(), viewer);
   if (!stored.ok()) return new FailedWriter<kiln::v1::Job>(stored.status());
   return new JobWatcher(*stored);
 }
@@ -770,33 +787,30 @@ KilnService::WatchJob(CallbackServerContext* ctx, const kiln::v1::WatchJobReques
 grpc::ServerUnaryReactor* KilnService::CancelJob(CallbackServerContext* ctx,
                                                  const kiln::v1::CancelJobRequest* request,
                                                  kiln::v1::CancelJobResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "CancelJob");
   if (!who.ok()) return FinishNow(ctx, who.status());
-  if (std::shared_ptr<Job> job = deps_.jobs->Find(request->job_id())) {
-    job->RequestCancel();
-    *response->mutable_job() = job->Snapshot();
-    return FinishNow(ctx, absl::OkStatus());
-  }
-  absl::StatusOr<kiln::v1::Job> stored = deps_.jobs->Get(request->job_id());
-  if (!stored.ok()) return FinishNow(ctx, stored.status());
-  *response->mutable_job() = *std::move(stored); // already final
+  absl::StatusOr<kiln::v1::Job> job = deps_.jobs->CancelFor(request->job_id(), ViewerOf(*who));
+  if (!job.ok()) return FinishNow(ctx, job.status());
+  *response->mutable_job() = *std::move(job);
   return FinishNow(ctx, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* KilnService::ListJobs(CallbackServerContext* ctx,
                                                 const kiln::v1::ListJobsRequest* request,
                                                 kiln::v1::ListJobsResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "ListJobs");
   if (!who.ok()) return FinishNow(ctx, who.status());
   const int limit = request->limit() > 0 ? std::min(request->limit(), 10000) : 50;
-  for (kiln::v1::Job& j : deps_.jobs->List(limit)) *response->add_jobs() = std::move(j);
+  for (kiln::v1::Job& j : deps_.jobs->ListFor(limit, ViewerOf(*who))) {
+    *response->add_jobs() = std::move(j);
+  }
   return FinishNow(ctx, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* KilnService::ListDevices(CallbackServerContext* ctx,
                                                    const kiln::v1::ListDevicesRequest*,
                                                    kiln::v1::ListDevicesResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "ListDevices");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.devices) {
     for (kiln::v1::Device& d : deps_.devices()) *response->add_devices() = std::move(d);
@@ -829,8 +843,14 @@ KilnService::StatsCounters KilnService::ReadStatsCounters() const {
 grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
                                                   const kiln::v1::CacheStatsRequest* request,
                                                   kiln::v1::CacheStatsResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "CacheStats");
   if (!who.ok()) return FinishNow(ctx, who.status());
+  if (request->zero() && !who->admin()) {
+    // The baseline is every client's: moving it is an admin's act.
+    return FinishNow(ctx, absl::PermissionDeniedError(absl::StrCat(
+                              "CacheStats with zero needs role admin; client '", who->identity,
+                              "' has role ", std::string(RoleName(who->role)))));
+  }
   if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
   absl::StatusOr<cache::CacheStats> s = deps_.cache->Stats();
   if (!s.ok()) return FinishNow(ctx, s.status());
@@ -866,7 +886,7 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
   response->set_tune_configs_failed(now.tune_failed - base.tune_failed);
   response->set_benchmarks(now.benchmarks - base.benchmarks);
   if (request->zero()) {
-    util::LogInfo("statistics zeroed", {{"client", *who}});
+    util::LogInfo("statistics zeroed", {{"client", who->client}});
   }
   return FinishNow(ctx, absl::OkStatus());
 }
@@ -875,7 +895,7 @@ grpc::ServerUnaryReactor*
 KilnService::ListMeasurements(CallbackServerContext* ctx,
                               const kiln::v1::ListMeasurementsRequest* request,
                               kiln::v1::ListMeasurementsResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "ListMeasurements");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
   if (request->history_name().empty()) {
@@ -920,7 +940,7 @@ KilnService::ListMeasurements(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
                                             const kiln::v1::EchoRequest* request,
                                             kiln::v1::EchoResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "Echo");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (request->size() < 0 || request->size() > (16 << 20)) {
     return FinishNow(ctx, absl::InvalidArgumentError("Echo: size must be 0..16 MiB"));
@@ -932,7 +952,7 @@ grpc::ServerUnaryReactor* KilnService::Echo(CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* KilnService::GetVersion(CallbackServerContext* ctx,
                                                   const kiln::v1::GetVersionRequest*,
                                                   kiln::v1::GetVersionResponse* response) {
-  absl::StatusOr<std::string> who = deps_.auth->Check(*ctx);
+  absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "GetVersion");
   if (!who.ok()) return FinishNow(ctx, who.status());
   response->set_version(kKilnVersion);
   response->set_ir_version(kIrVersions);

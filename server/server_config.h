@@ -87,6 +87,8 @@ struct AuthConfig {
   // Bearer tokens accepted in "authorization: Bearer TOKEN" (server/token_file.h
   // describes the file). Empty: no token needed.
   std::string tokens_file;
+  // Serve gRPC server reflection without a token (development).
+  bool open_reflection = false;
   bool enabled() const { return !tokens_file.empty(); }
   bool operator==(const AuthConfig&) const = default;
 };

@@ -4,11 +4,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/sha256.h"
 
@@ -16,6 +18,7 @@ namespace kiln::server {
 namespace {
 
 constexpr size_t kMinTokenLength = 16;
+constexpr char kRolePrefix[] = "role=";
 
 bool IsB64Token(std::string_view token) {
   size_t i = 0;
@@ -41,6 +44,27 @@ std::array<uint8_t, 32> Digest(std::string_view bytes) {
 
 } // namespace
 
+std::string_view RoleName(Role role) {
+  switch (role) {
+  case Role::kRead:
+    return "read";
+  case Role::kCompile:
+    return "compile";
+  case Role::kTune:
+    return "tune";
+  case Role::kAdmin:
+    return "admin";
+  }
+  return "read";
+}
+
+std::optional<Role> ParseRole(std::string_view name) {
+  for (Role r : {Role::kRead, Role::kCompile, Role::kTune, Role::kAdmin}) {
+    if (name == RoleName(r)) return r;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::vector<BearerToken>> ParseTokenFile(std::string_view text,
                                                         std::string_view file_name) {
   std::vector<BearerToken> tokens;
@@ -61,12 +85,28 @@ absl::StatusOr<std::vector<BearerToken>> ParseTokenFile(std::string_view text,
     for (std::string word; words >> word;) fields.push_back(word);
     if (fields.empty()) continue;
     const std::string where = absl::StrCat(std::string(file_name), ":", line_number, ": ");
-    if (fields.size() > 2) {
+    // The role, where given, is the field that starts with "role=" (so a
+    // line written before roles existed reads as it did).
+    std::optional<std::string> role_name;
+    if (fields.size() > 1 && absl::StartsWith(fields.back(), kRolePrefix)) {
+      role_name = fields.back().substr(sizeof(kRolePrefix) - 1);
+      fields.pop_back();
+    }
+    if (fields.size() > 2 || (fields.size() == 2 && absl::StartsWith(fields[1], kRolePrefix))) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "expected TOKEN [CLIENT_NAME], found ", fields.size(), " fields"));
+          absl::StrCat(where, "expected TOKEN [CLIENT_NAME] [role=ROLE], found ",
+                       fields.size() + (role_name ? 1 : 0), " fields"));
     }
     BearerToken entry;
     entry.token = fields[0];
+    if (role_name) {
+      std::optional<Role> role = ParseRole(*role_name);
+      if (!role) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "unknown role '", *role_name,
+                                                       "' (roles: read, compile, tune, admin)"));
+      }
+      entry.role = *role;
+    }
     if (!IsB64Token(entry.token)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, "a token may only have the characters A-Z a-z 0-9 - . _ ~ + / "

@@ -302,7 +302,8 @@ absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
     r.SerializeToCodedStream(&coded);
   }
   const std::string job_key = absl::StrCat(TuneSeriesKey(key), ":", util::Sha256Hex(bytes));
-  JobManager::Joined joined = jobs_->JoinOrCreate(kiln::v1::JOB_KIND_TUNE, job_key, /*held=*/true);
+  JobManager::Joined joined =
+      jobs_->JoinOrCreate(kiln::v1::JOB_KIND_TUNE, job_key, /*held=*/true, call.identity);
   if (joined.created) {
     counters_.jobs.fetch_add(1, std::memory_order_relaxed);
     std::shared_ptr<Job> job = joined.job;
@@ -351,6 +352,7 @@ TuneService::ReferenceOutputs(const std::shared_ptr<Job>& job, const TuneCall& c
   compile.program = *std::move(program);
   compile.options = OptionsFromProto(target, r.options());
   compile.client = call.client;
+  compile.identity = call.identity;
   compile.priority = Priority::kTuning;
   absl::StatusOr<CompileReply> built = compile_->CompileSync(compile);
   if (!built.ok()) return built.status();
@@ -573,6 +575,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
       compile.program = *std::move(program);
       compile.options = OptionsFromProto(target, r.options());
       compile.client = call.client;
+      compile.identity = call.identity;
       compile.priority = Priority::kTuning;
       std::shared_ptr<CompileService::Pending> pending = compile_->Start(
           compile, [this, sweep, i, &fail, &submit_more](absl::StatusOr<CompileReply> reply) {

@@ -76,6 +76,7 @@ DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Devic
 struct TuneCall {
   kiln::v1::TuneRequest request;
   std::string client = "anonymous";
+  std::string identity; // owns, or joins, the tune job and its compiles (Caller::identity)
 };
 
 // The result a tune job stores (Job::result<TuneJobResult>()).

@@ -47,5 +47,35 @@ TEST(FairShareClientTest, TheTokensIdentityLeadsWhereThereIsOne) {
   }
 }
 
+// Issue 27, item 5: calls outside kiln.v1.Kiln (server reflection) are
+// checked on their "authorization" value alone.
+TEST(AuthenticatorTest, CheckBearerAcceptsOnlyATokenOfTheFile) {
+  const Authenticator with({{"0123456789abcdef0123", "ci", Role::kRead}}, Key::kAuto);
+  EXPECT_TRUE(with.CheckBearer("Bearer 0123456789abcdef0123").ok());
+  EXPECT_TRUE(with.CheckBearer("bearer 0123456789abcdef0123").ok());
+  for (const char* refused : {"", "Bearer ", "Bearer 0123456789abcdef0124",
+                              "Basic 0123456789abcdef0123", "0123456789abcdef0123"}) {
+    SCOPED_TRACE(refused);
+    absl::Status s = with.CheckBearer(refused);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(std::string(s.message()).find("0123456789abcdef"), std::string::npos);
+  }
+  const Authenticator without({}, Key::kAuto);
+  EXPECT_TRUE(without.CheckBearer("").ok()); // no tokens: everything is open
+}
+
+TEST(AuthenticatorTest, AnonymousCallersAreAdminsAndTokensCarryTheirRole) {
+  const Caller anonymous;
+  EXPECT_TRUE(anonymous.admin());
+  EXPECT_EQ(anonymous.identity, "");
+  const Caller reader{"viewer", Role::kRead, "viewer"};
+  EXPECT_TRUE(reader.Allows(Role::kRead));
+  EXPECT_FALSE(reader.Allows(Role::kCompile));
+  EXPECT_FALSE(reader.admin());
+  const Caller tuner{"ci", kDefaultRole, "ci"};
+  EXPECT_TRUE(tuner.Allows(Role::kTune));
+  EXPECT_FALSE(tuner.Allows(Role::kAdmin));
+}
+
 } // namespace
 } // namespace kiln::server

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -153,6 +154,129 @@ TEST(JobManager, KeepsABoundedNumberOfFinishedJobsInMemory) {
   EXPECT_NE(jobs.Find(ids[4]), nullptr);
   // Still answered from the store.
   EXPECT_TRUE(jobs.Get(ids[0]).ok());
+}
+
+// Issue 27, item 5: with two tokens, B could cancel A's queued job and every
+// client saw every job. A job is its owner's (and its joiners'); others get
+// NOT_FOUND exactly as for a job that does not exist; an admin sees all.
+TEST(JobManager, JobsAreSeenAndCancelledOnlyByTheirOwnerOrAnAdmin) {
+  MemoryJobStore store;
+  JobManager jobs(&store);
+  const JobViewer alice{"alice", false}, bob{"bob", false}, admin{"ops", true};
+  std::shared_ptr<Job> a = jobs.JoinOrCreate(JOB_KIND_COMPILE, "ka", /*held=*/true, "alice").job;
+  std::shared_ptr<Job> b = jobs.Create(JOB_KIND_BENCHMARK, "kb", /*held=*/false, "bob");
+  EXPECT_EQ(a->owner(), "alice");
+  EXPECT_EQ(a->Snapshot().owner(), "alice");
+
+  EXPECT_EQ(jobs.FindFor(a->id(), alice), a);
+  EXPECT_EQ(jobs.FindFor(a->id(), bob), nullptr);
+  EXPECT_EQ(jobs.FindFor(a->id(), admin), a);
+  absl::StatusOr<kiln::v1::Job> hidden = jobs.GetFor(a->id(), bob);
+  absl::StatusOr<kiln::v1::Job> missing = jobs.GetFor("j-0000000000000000", bob);
+  EXPECT_EQ(hidden.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(hidden.status().message(), "no job '" + a->id() + "'"); // as for a missing one
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(jobs.GetFor(a->id(), admin).ok());
+
+  // Bob cannot cancel Alice's queued job; it stays queued.
+  EXPECT_EQ(jobs.CancelFor(a->id(), bob).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(a->cancel_requested());
+  EXPECT_EQ(a->Snapshot().state(), kiln::v1::JOB_STATE_QUEUED);
+
+  auto ids = [](const std::vector<kiln::v1::Job>& list) {
+    std::vector<std::string> out;
+    for (const kiln::v1::Job& j : list) out.push_back(j.id());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(ids(jobs.ListFor(50, alice)), std::vector<std::string>{a->id()});
+  EXPECT_EQ(ids(jobs.ListFor(50, bob)), std::vector<std::string>{b->id()});
+  EXPECT_EQ(jobs.ListFor(50, admin).size(), 2u);
+  EXPECT_TRUE(jobs.ListFor(50, JobViewer{"carol", false}).empty());
+
+  // The owner cancels; so may an admin.
+  absl::StatusOr<kiln::v1::Job> cancelled = jobs.CancelFor(a->id(), alice);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), kiln::v1::JOB_STATE_CANCELLED);
+  ASSERT_TRUE(jobs.CancelFor(b->id(), admin).ok());
+  EXPECT_EQ(b->Snapshot().state(), kiln::v1::JOB_STATE_CANCELLED);
+}
+
+TEST(JobManager, ListingLooksPastOtherTenantsJobs) {
+  MemoryJobStore store;
+  JobManager jobs(&store);
+  std::shared_ptr<Job> mine = jobs.Create(JOB_KIND_COMPILE, "k", false, "alice");
+  mine->Succeed(0);
+  // Newer jobs of another tenant fill more than the first page.
+  for (int i = 0; i < 30; ++i) jobs.Create(JOB_KIND_COMPILE, "k", true, "bob")->Succeed(i);
+  std::vector<kiln::v1::Job> list = jobs.ListFor(2, JobViewer{"alice", false});
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id(), mine->id());
+  EXPECT_EQ(jobs.ListFor(2, JobViewer{"bob", false}).size(), 2u);
+}
+
+// Two identities compiling the same key share one job: each sees it, a
+// joiner's cancel withdraws only that joiner, and the job is cancelled when
+// the last party withdraws. Records keep the parties across a restart.
+TEST(JobManager, AJoinedJobIsEveryJoinersAndCancelledWhenNoneWantsIt) {
+  MemoryJobStore store;
+  std::string id;
+  {
+    JobManager jobs(&store);
+    JobManager::Joined first = jobs.JoinOrCreate(JOB_KIND_COMPILE, "same", true, "alice");
+    JobManager::Joined second = jobs.JoinOrCreate(JOB_KIND_COMPILE, "same", true, "bob");
+    ASSERT_FALSE(second.created);
+    std::shared_ptr<Job> job = first.job;
+    id = job->id();
+    ASSERT_TRUE(job->Start("compiling"));
+    const JobViewer alice{"alice", false}, bob{"bob", false}, carol{"carol", false};
+    EXPECT_NE(jobs.FindFor(id, alice), nullptr);
+    EXPECT_NE(jobs.FindFor(id, bob), nullptr);
+    EXPECT_EQ(jobs.FindFor(id, carol), nullptr);
+    // Names of other tenants are an admin's to see.
+    absl::StatusOr<kiln::v1::Job> as_bob = jobs.GetFor(id, bob);
+    ASSERT_TRUE(as_bob.ok());
+    EXPECT_EQ(as_bob->owner(), "");
+    EXPECT_EQ(as_bob->joined_by_size(), 0);
+    absl::StatusOr<kiln::v1::Job> as_admin = jobs.GetFor(id, JobViewer{"ops", true});
+    ASSERT_TRUE(as_admin.ok());
+    EXPECT_EQ(as_admin->owner(), "alice");
+    ASSERT_EQ(as_admin->joined_by_size(), 1);
+    EXPECT_EQ(as_admin->joined_by(0), "bob");
+
+    // The creator's cancel does not take the work from Bob, who still wants it.
+    absl::StatusOr<kiln::v1::Job> after = jobs.CancelFor(id, alice);
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->state(), kiln::v1::JOB_STATE_RUNNING);
+    EXPECT_FALSE(job->cancel_requested());
+    EXPECT_NE(jobs.FindFor(id, alice), nullptr); // still visible to the one who withdrew
+    EXPECT_EQ(jobs.CancelFor(id, carol).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_FALSE(job->cancel_requested());
+    // The last party's cancel stops it.
+    ASSERT_TRUE(jobs.CancelFor(id, bob).ok());
+    EXPECT_TRUE(job->cancel_requested());
+    job->Fail(absl::CancelledError("stopped"));
+  }
+  JobManager restarted(&store);
+  EXPECT_TRUE(restarted.GetFor(id, JobViewer{"alice", false}).ok());
+  EXPECT_TRUE(restarted.GetFor(id, JobViewer{"bob", false}).ok());
+  EXPECT_EQ(restarted.GetFor(id, JobViewer{"carol", false}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(Job, WithdrawingTwiceOrAsAStrangerCountsOnce) {
+  Job job("j-9", JOB_KIND_COMPILE, "k", /*held=*/true, "alice");
+  job.Join("bob");
+  job.Join("alice"); // the owner joining again is not a second party
+  EXPECT_FALSE(job.Withdraw("carol"));
+  EXPECT_FALSE(job.Withdraw("bob"));
+  EXPECT_FALSE(job.Withdraw("bob"));
+  EXPECT_FALSE(job.cancel_requested());
+  job.Join("bob"); // wants it again
+  EXPECT_FALSE(job.Withdraw("alice"));
+  EXPECT_FALSE(job.cancel_requested());
+  EXPECT_TRUE(job.Withdraw("bob"));
+  EXPECT_TRUE(job.cancel_requested());
 }
 
 } // namespace

@@ -39,7 +39,14 @@ TEST(TokenFileTest, RefusesBadFilesWithTheLine) {
       {"", "f: no tokens"},
       {"# only a comment\n\n", "f: no tokens"},
       {"short\n", "f:1: the token is shorter than 16 characters"},
-      {"\n0123456789abcdef0123 a b\n", "f:2: expected TOKEN [CLIENT_NAME], found 3 fields"},
+      {"\n0123456789abcdef0123 a b\n",
+       "f:2: expected TOKEN [CLIENT_NAME] [role=ROLE], found 3 fields"},
+      {"0123456789abcdef0123 a b role=read\n",
+       "f:1: expected TOKEN [CLIENT_NAME] [role=ROLE], found 4 fields"},
+      {"0123456789abcdef0123 role=read a\n",
+       "f:1: expected TOKEN [CLIENT_NAME] [role=ROLE], found 3 fields"},
+      {"0123456789abcdef0123 a role=root\n", "f:1: unknown role 'root'"},
+      {"0123456789abcdef0123 a role=\n", "f:1: unknown role ''"},
       {"0123456789abcdef!123\n", "f:1: a token may only have"},
       {"0123456789abcdef==12\n", "f:1: a token may only have"},
       {"0123456789abcdef0123 a\n0123456789abcdef0123 b\n", "f:2: the same token is listed twice"},
@@ -52,6 +59,38 @@ TEST(TokenFileTest, RefusesBadFilesWithTheLine) {
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(tokens.status().message(), HasSubstr(c.message));
   }
+}
+
+// Issue 27, item 5: a token's role says which RPCs it may call; a line
+// written before roles existed gets the default role.
+TEST(TokenFileTest, ReadsRolesWithADefault) {
+  absl::StatusOr<std::vector<BearerToken>> tokens =
+      ParseTokenFile("0123456789abcdef0001 reader role=read\n"
+                     "0123456789abcdef0002 builder role=compile\n"
+                     "0123456789abcdef0003 tuner role=tune\n"
+                     "0123456789abcdef0004 role=admin # name derived\n"
+                     "0123456789abcdef0005 old-style\n"
+                     "0123456789abcdef0006\n",
+                     "f");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  ASSERT_EQ(tokens->size(), 6u);
+  EXPECT_EQ((*tokens)[0].role, Role::kRead);
+  EXPECT_EQ((*tokens)[1].role, Role::kCompile);
+  EXPECT_EQ((*tokens)[2].role, Role::kTune);
+  EXPECT_EQ((*tokens)[3].role, Role::kAdmin);
+  EXPECT_EQ((*tokens)[3].client, "token-" + util::Sha256Hex("0123456789abcdef0004").substr(0, 8));
+  EXPECT_EQ((*tokens)[4].role, kDefaultRole);
+  EXPECT_EQ((*tokens)[4].client, "old-style");
+  EXPECT_EQ((*tokens)[5].role, kDefaultRole);
+  EXPECT_EQ(kDefaultRole, Role::kTune);
+  EXPECT_TRUE(RoleAllows(Role::kAdmin, Role::kRead));
+  EXPECT_TRUE(RoleAllows(Role::kTune, Role::kCompile));
+  EXPECT_FALSE(RoleAllows(Role::kRead, Role::kCompile));
+  EXPECT_FALSE(RoleAllows(Role::kTune, Role::kAdmin));
+  for (Role r : {Role::kRead, Role::kCompile, Role::kTune, Role::kAdmin}) {
+    EXPECT_EQ(ParseRole(RoleName(r)), r);
+  }
+  EXPECT_EQ(ParseRole("Admin"), std::nullopt);
 }
 
 TEST(TokenFileTest, LoadsAFile) {

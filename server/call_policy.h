@@ -1,0 +1,29 @@
+// A gRPC server interceptor for what no kiln.v1.Kiln handler can do itself:
+//  - Reflection (grpc.reflection.*) is behind the bearer tokens like every
+//    other RPC: without an accepted token the call ends UNAUTHENTICATED and
+//    no reflection response leaves the daemon (each one is dropped before it
+//    is sent). `open_reflection` (auth.open_reflection) serves it to anyone,
+//    for development; a daemon without tokens serves it to anyone anyway.
+//  - A request that does not parse as its kiln.v1 message (truncated bytes, a
+//    string field that is not UTF-8, ...) is answered INVALID_ARGUMENT
+//    naming the message type. gRPC's callback handlers answer it
+//    UNIMPLEMENTED with an empty message, which a client cannot tell from
+//    "this daemon lacks the method"; the Kiln handlers never answer
+//    UNIMPLEMENTED without a message, so that pair means a parse failure.
+// Health checks are untouched (probes carry no token).
+// Thread-safe; one interceptor object per call, as gRPC requires.
+#pragma once
+
+#include <memory>
+
+#include <grpcpp/support/server_interceptor.h>
+
+#include "server/authenticator.h"
+
+namespace kiln::server {
+
+// `auth` must outlive the server.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+CallPolicyFactory(const Authenticator* auth, bool open_reflection);
+
+} // namespace kiln::server
