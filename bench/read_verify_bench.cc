@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "absl/strings/str_cat.h"
 #include "cache/cache.h"
 #include "util/sha256.h"
 #include "util/temp_dir.h"
@@ -88,7 +89,7 @@ std::string ReadPlain(const std::string& path) {
 }
 
 [[noreturn]] void Fail(const absl::Status& s, const char* what) {
-  std::fprintf(stderr, "read_verify_bench: %s: %s\n", what, std::string(s.message()).c_str());
+  std::fprintf(stderr, "read_verify_bench: %s: %s\n", what, absl::StrCat(s.message()).c_str());
   std::exit(1);
 }
 
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
       if (absl::Status s = checksum->PutArtifact(keys.back(), a); !s.ok()) Fail(s, "put");
       if (absl::Status s = full->PutArtifact(keys.back(), a); !s.ok()) Fail(s, "put");
       const std::string digest = kiln::util::Sha256Hex(a.files[0].bytes);
-      paths.push_back(base + "-sha256/blobs/" + digest.substr(0, 2) + "/" + digest);
+      paths.push_back(absl::StrCat(base, "-sha256/blobs/", digest.substr(0, 2), "/", digest));
     }
     uint64_t sink = 0;
     auto row = [&](const char* what, std::pair<double, double> r, double plain_p50) {

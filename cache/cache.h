@@ -225,8 +225,8 @@ class Cache {
   // artifact uses them, so nothing valid is lost. Counts corrupt_artifacts,
   // warns. OK when the row is gone or changed meanwhile.
   absl::Status EvictMismatched(std::string_view key, std::string_view digest, std::string_view why);
-  // Changes whenever this process removes or replaces an artifact (eviction,
-  // damage, RemoveArtifact, a put over an existing key, gc, verify). A reader
+  // Changes whenever this process stores, removes or replaces an artifact
+  // (a put, eviction, damage, RemoveArtifact, gc, verify). A reader
   // that keeps what it read (a hit memo) notes the value before reading and
   // trusts its copy only while the value is unchanged. Removals by other
   // processes are not seen here.
