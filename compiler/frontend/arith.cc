@@ -458,7 +458,7 @@ absl::StatusOr<Value> ApplyCompare(const ArithContext& ctx, std::string_view op,
       RETURN_IF_ERROR(ChargeSteps(ctx, b.s.size() * std::max<size_t>(a.s.size(), 1) / 64));
       found = b.s.find(a.s) != std::string::npos;
     } else if (b.is_sequence() || b.kind == ValueKind::kDict) {
-      RETURN_IF_ERROR(Charge(ctx, b.elts().size()));
+      RETURN_IF_ERROR(ChargeSteps(ctx, b.elts().size()));
       for (const Value& item : b.elts()) {
         bool known = true;
         bool eq = PyEquals(a, item, &known, ctx.budget, ctx.loc);

@@ -101,7 +101,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
       ASSIGN_OR_RETURN(Value key, Eval(e.elts[k]));
       ASSIGN_OR_RETURN(Value val, Eval(e.values[k]));
       bool replaced = false;
-      RETURN_IF_ERROR(ChargeItems(e.elts[k].loc, d.items->size()));
+      RETURN_IF_ERROR(ChargeScan(e.elts[k].loc, d.items->size()));
       for (size_t j = 0; j < d.items->size(); ++j) {
         bool known = true;
         ASSIGN_OR_RETURN(bool eq, Equals((*d.items)[j], key, &known, e.elts[k].loc));
@@ -466,7 +466,7 @@ absl::StatusOr<Value> Evaluator::EvalSubscript(const PyExpr& e) {
 
 absl::StatusOr<Value> Evaluator::IndexSequence(const Value& seq, const Value& index, Loc loc) {
   if (seq.kind == ValueKind::kDict) {
-    RETURN_IF_ERROR(ChargeItems(loc, seq.items->size()));
+    RETURN_IF_ERROR(ChargeScan(loc, seq.items->size()));
     for (size_t k = 0; k < seq.items->size(); ++k) {
       bool known = true;
       ASSIGN_OR_RETURN(bool eq, Equals((*seq.items)[k], index, &known, loc));

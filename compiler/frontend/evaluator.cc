@@ -353,7 +353,7 @@ absl::Status Evaluator::Assign(const PyExpr& target, const Value& v) {
     }
     if (obj.kind == ValueKind::kDict) {
       ASSIGN_OR_RETURN(Value key, EvalScalar(target.elts[1]));
-      RETURN_IF_ERROR(ChargeItems(target.loc, obj.items->size()));
+      RETURN_IF_ERROR(ChargeScan(target.loc, obj.items->size()));
       for (size_t k = 0; k < obj.items->size(); ++k) {
         bool known = true;
         ASSIGN_OR_RETURN(bool eq, Equals((*obj.items)[k], key, &known, target.loc));

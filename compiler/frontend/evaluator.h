@@ -207,6 +207,10 @@ class Evaluator {
     return budget_.Charge(loc, static_cast<int64_t>(items),
                           static_cast<int64_t>(items * sizeof(Value) + bytes));
   }
+  // Charges a scan that walks `items` values without copying them.
+  absl::Status ChargeScan(Loc loc, size_t items) {
+    return budget_.Charge(loc, static_cast<int64_t>(items));
+  }
   // PyEquals charged to the budget: the budget's error when it ran out.
   absl::StatusOr<bool> Equals(const Value& a, const Value& b, bool* known, Loc loc);
 

@@ -41,7 +41,7 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
   }
   if (name == "get") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "get", args, {"key", "default"}, 1));
-    RETURN_IF_ERROR(ChargeItems(loc, self.items->size()));
+    RETURN_IF_ERROR(ChargeScan(loc, self.items->size()));
     for (size_t k = 0; k < self.items->size(); ++k) {
       bool known = true;
       ASSIGN_OR_RETURN(bool eq, Equals((*self.items)[k], *m[0], &known, loc));
@@ -233,7 +233,7 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
       // n log n comparisons.
       size_t log_n = 1;
       while ((size_t{1} << log_n) < items.size()) ++log_n;
-      RETURN_IF_ERROR(ChargeItems(loc, items.size() * log_n));
+      RETURN_IF_ERROR(ChargeScan(loc, items.size() * log_n));
       absl::Status st;
       std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
         absl::StatusOr<Value> r = ApplyCompare(Ctx(loc), "<", a, b);
