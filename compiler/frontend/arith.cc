@@ -201,6 +201,16 @@ bool IsScalarOperand(const Value& v) { return v.is_number() || v.is_expr(); }
 ir::Expr Literal(const Value& v, DType dtype, ir::Loc loc) {
   if (ir::IsFloat(dtype)) return ir::FloatImm(AsDouble(v), dtype, loc);
   if (ir::IsBool(dtype)) return ir::BoolImm(AsDouble(v) != 0, loc);
+  if (!v.is_int()) {
+    // A float outside the integer type has no value there (C leaves the
+    // conversion undefined, the device saturates): keep the conversion.
+    const int bits = ir::DTypeBits(dtype);
+    const double lo = ir::IsUnsigned(dtype) ? 0.0 : -std::ldexp(1.0, bits - 1);
+    const double hi = std::ldexp(1.0, ir::IsUnsigned(dtype) ? bits : bits - 1);
+    if (!(std::trunc(v.f) >= lo && std::trunc(v.f) < hi)) {
+      return ir::Cast(dtype, ir::FloatImm(v.f, DType::kFloat64, loc), loc);
+    }
+  }
   int64_t iv = v.is_int() ? v.i : static_cast<int64_t>(v.f);
   return ir::IntImm(iv, dtype, loc);
 }
@@ -231,7 +241,7 @@ ir::Expr CastExpr(ir::Expr e, DType dtype, ir::Loc loc) {
     // Rebuild literals in the target type rather than wrapping a cast.
     Value v = e.kind == ir::ExprKind::kInt ? Value::Int(e.ival) : Value::Float(e.fval);
     if (e.kind == ir::ExprKind::kFloat && !ir::IsFloat(dtype) && !ir::IsBool(dtype)) {
-      if (!std::isfinite(e.fval)) return ir::Cast(dtype, std::move(e), loc);
+      if (!(std::fabs(e.fval) < 9223372036854775808.0)) return ir::Cast(dtype, std::move(e), loc);
       v = Value::Int(static_cast<int64_t>(e.fval)); // truncation, as a cast does
     }
     return Literal(v, dtype, e.loc);

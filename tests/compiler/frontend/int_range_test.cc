@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -238,6 +239,39 @@ TEST(IntRangeTest, TileOpIntegersAreRangeChecked) {
        "", "2**32 + 1)", "T.gemm k_pack must be 1 or 2"},
   };
   for (const Case& c : cases) ExpectLocatedError(c, Source(c));
+}
+
+// A Python float stored to an integer buffer became the literal
+// static_cast<int64_t>(1e30): undefined behaviour in the compiler, which gave
+// -9223372036854775808 on x86. Beyond the type it stays a conversion (what
+// the device does with it); within the type it is still a literal.
+TEST(IntRangeTest, FloatsBeyondAnIntegerTypeStayConversions) {
+  Case c{"float to int", R"(        for i in T.Parallel(4):
+            B[i] = 1e30
+            B[i + 4] = -1e300
+            B[i + 8] = 2.0**40
+            B[i + 12] = 7.9)",
+         "", "", ""};
+  std::string source = absl::StrReplaceAll(
+      Source(c), {{"    A: T.Tensor((1024,), T.float16)\n",
+                   "    A: T.Tensor((1024,), T.float16)\n    B: T.Tensor((64,), T.int32)\n"},
+                  {"def kern(A,", "def kern(A, B,"}});
+  FrontendOptions o;
+  o.file_name = "t.py";
+  absl::StatusOr<ir::Program> p = CompileSource(source, o);
+  ASSERT_TRUE(p.ok()) << p.status() << "\n" << source;
+  std::vector<const ir::Stmt*> stores;
+  ir::ForEachStmt(p->kernel.body, [&](const ir::Stmt& s) {
+    if (s.kind == ir::StmtKind::kStore) stores.push_back(&s);
+  });
+  ASSERT_EQ(stores.size(), 4u);
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(stores[k]->value.kind, ir::ExprKind::kCast);
+    EXPECT_EQ(stores[k]->value.dtype, ir::DType::kInt32);
+  }
+  EXPECT_EQ(stores[3]->value.kind, ir::ExprKind::kInt);
+  EXPECT_EQ(stores[3]->value.ival, 7);
 }
 
 } // namespace
