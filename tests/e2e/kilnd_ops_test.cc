@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -190,6 +191,35 @@ TEST(KilndOpsTest, MetricsPortInUseIsAClearError) {
       RunKilnd({"--listen=127.0.0.1:0", "--metrics-listen=" + taken, "--cache-dir=" + CacheDir()});
   EXPECT_EQ(status, 1);
   EXPECT_THAT(output, HasSubstr("cannot listen on " + taken));
+}
+
+// Issue 27, item 6: 64 idle sockets on the metrics port made /healthz answer
+// 503 until they timed out; a probe must still get 200, at once.
+TEST(KilndOpsTest, IdleSocketsOnTheMetricsPortDoNotStarveHealthz) {
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                    "--cache-dir", CacheDir()}))
+      << daemon.output();
+  const int port = MetricsPort(daemon.output());
+  ASSERT_GT(port, 0) << daemon.output();
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // all accepted
+  for (int probe = 0; probe < 3; ++probe) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THAT(HttpGet(port, "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  }
+  for (int fd : idle) close(fd);
+  EXPECT_EQ(daemon.Stop(), 0);
 }
 
 // The gemm example for the CPU target at its test size, with M = m (each M
