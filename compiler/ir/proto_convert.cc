@@ -33,6 +33,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/diagnostic.h"
+#include "compiler/ir/limits.h"
 #include "util/status_macros.h"
 
 namespace kiln::ir {
@@ -489,9 +490,36 @@ class Decoder {
   absl::Status CheckStmtOperands(const Stmt& s, const pb::Stmt& in);
   absl::Status DecodeKernel(const pb::Kernel& in, Kernel* out);
 
+  // Count `n` more statements (symbols and params included) or expression
+  // nodes (regions, ranges and loop variables included) before they are
+  // allocated: an empty element is ~2 bytes on the wire and ~100 to 700
+  // bytes in the IR.
+  absl::Status CountStmts(int n, const char* field);
+  absl::Status CountExprs(int n, const char* field);
+
   std::string file_;
   std::vector<Segment> path_;
+  int stmts_ = 0;
+  int exprs_ = 0;
 };
+
+absl::Status Decoder::CountStmts(int n, const char* field) {
+  if (n > kMaxStatements - stmts_) {
+    return Error(
+        absl::StrCat("program has more than ", kMaxStatements, " statements and declarations"),
+        field);
+  }
+  stmts_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::CountExprs(int n, const char* field) {
+  if (n > kMaxExprNodes - exprs_) {
+    return Error(absl::StrCat("program has more than ", kMaxExprNodes, " expression nodes"), field);
+  }
+  exprs_ += n;
+  return absl::OkStatus();
+}
 
 std::string Decoder::Path(const char* field) const {
   // The path of a node 256 levels down is mostly "args[0]." repeated; keep
@@ -669,6 +697,7 @@ absl::Status Decoder::DecodeExpr(const pb::Expr& in, int depth, Expr* out) {
                               in.args_size()),
                  "args");
   }
+  RETURN_IF_ERROR(CountExprs(in.args_size(), "args"));
   out->args.resize(in.args_size());
   for (int i = 0; i < in.args_size(); ++i) {
     Enter enter(this, "args", i);
@@ -679,6 +708,7 @@ absl::Status Decoder::DecodeExpr(const pb::Expr& in, int depth, Expr* out) {
 
 absl::Status Decoder::DecodeExprs(const google::protobuf::RepeatedPtrField<pb::Expr>& in,
                                   const char* field, std::vector<Expr>* out) {
+  RETURN_IF_ERROR(CountExprs(in.size(), field));
   out->resize(in.size());
   for (int i = 0; i < in.size(); ++i) {
     Enter enter(this, field, i);
@@ -714,6 +744,7 @@ absl::Status Decoder::DecodeRegion(const pb::Region& in, Region* out) {
   SetLoc(out->loc);
   RETURN_IF_ERROR(CheckName(in.buffer(), true, "buffer", "buffer name"));
   out->buffer = in.buffer();
+  RETURN_IF_ERROR(CountExprs(in.ranges_size(), "ranges"));
   out->ranges.resize(in.ranges_size());
   for (int i = 0; i < in.ranges_size(); ++i) {
     Enter enter(this, "ranges", i);
@@ -728,6 +759,7 @@ absl::Status Decoder::DecodeRegion(const pb::Region& in, Region* out) {
 
 absl::Status Decoder::DecodeStmts(const google::protobuf::RepeatedPtrField<pb::Stmt>& in,
                                   const char* field, int depth, std::vector<Stmt>* out) {
+  RETURN_IF_ERROR(CountStmts(in.size(), field));
   out->resize(in.size());
   for (int i = 0; i < in.size(); ++i) {
     Enter enter(this, field, i);
@@ -750,6 +782,7 @@ absl::Status Decoder::DecodeStmt(const pb::Stmt& in, int depth, Stmt* out) {
     Enter enter(this, "buffer");
     RETURN_IF_ERROR(DecodeBuffer(in.buffer(), kind == StmtKind::kAlloc, &out->buffer));
   }
+  RETURN_IF_ERROR(CountExprs(in.regions_size(), "regions"));
   out->regions.resize(in.regions_size());
   for (int i = 0; i < in.regions_size(); ++i) {
     Enter enter(this, "regions", i);
@@ -773,6 +806,7 @@ absl::Status Decoder::DecodeStmt(const pb::Stmt& in, int depth, Stmt* out) {
 
   RETURN_IF_ERROR(
       DecodeEnum(kForKinds, in.for_kind(), kind == StmtKind::kFor, "for_kind", &out->for_kind));
+  RETURN_IF_ERROR(CountExprs(in.loop_vars_size(), "loop_vars"));
   out->loop_vars.reserve(in.loop_vars_size());
   for (int i = 0; i < in.loop_vars_size(); ++i) {
     Enter enter(this, "loop_vars", i);
@@ -914,6 +948,7 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
   out->name = in.name();
   out->source_name = in.source_name();
 
+  RETURN_IF_ERROR(CountStmts(in.symbols_size(), "symbols"));
   out->symbols.resize(in.symbols_size());
   for (int i = 0; i < in.symbols_size(); ++i) {
     Enter enter(this, "symbols", i);
@@ -928,6 +963,7 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
     if (sym.user_name() != s.name) s.user_name = sym.user_name();
   }
 
+  RETURN_IF_ERROR(CountStmts(in.params_size(), "params"));
   out->params.resize(in.params_size());
   for (int i = 0; i < in.params_size(); ++i) {
     Enter enter(this, "params", i);

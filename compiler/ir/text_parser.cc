@@ -39,6 +39,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/intrinsics.h"
+#include "compiler/ir/limits.h"
 #include "compiler/ir/text_lexer.h"
 #include "util/status_macros.h"
 
@@ -49,11 +50,6 @@ using text::Token;
 using text::TokKind;
 
 constexpr int kMaxDepth = 256;
-// Most statements in one program, nested ones included. A statement is 728
-// bytes before its operands, and `use_swizzle` is one token, so without this
-// the token limit alone would let a text cost ~190 MiB of statements. Real
-// programs hold a few hundred (flash attention lowered to thread IR: ~1,500).
-constexpr int kMaxStatements = 1 << 15;
 // Placeholder for "take the parent's location"; never survives parsing.
 constexpr Loc kInherit{-1, -1};
 

@@ -182,6 +182,57 @@ TEST(DeepIrTest, DeepestAcceptedIrCompilesInASmallStack) {
   }
 }
 
+// FromProto accepts 256 levels of statements with an expression 256 levels
+// high inside (the verifier then rejects the statements past 200 levels).
+// Over gRPC, protobuf's recursion limit of 100 stops such a message earlier;
+// this is for the library's other callers.
+TEST(DeepIrTest, DeepestWireIrDecodesInASmallStack) {
+  kiln::v1::Program proto;
+  absl::StatusOr<kiln::v1::Program> base = ToProto(*ParseProgramText(ProgramText(""), "w.kir"));
+  ASSERT_TRUE(base.ok()) << base.status();
+  proto = *base;
+  google::protobuf::RepeatedPtrField<kiln::v1::Stmt>* body = proto.mutable_kernel()->mutable_body();
+  for (int i = 0; i < 255; ++i) {
+    kiln::v1::Stmt* s = body->Add();
+    s->set_kind(kiln::v1::STMT_KIND_IF);
+    s->mutable_cond()->set_kind(kiln::v1::EXPR_KIND_INT);
+    s->mutable_cond()->set_dtype(kiln::v1::DTYPE_BOOL);
+    body = s->mutable_body();
+  }
+  kiln::v1::Stmt* store = body->Add();
+  store->set_kind(kiln::v1::STMT_KIND_STORE);
+  store->set_name("B");
+  store->add_indices()->set_kind(kiln::v1::EXPR_KIND_INT);
+  store->mutable_indices(0)->set_dtype(kiln::v1::DTYPE_INT32);
+  kiln::v1::Expr* e = store->mutable_value();
+  for (int i = 0; i < 255; ++i) {
+    e->set_kind(kiln::v1::EXPR_KIND_UNARY);
+    e->set_dtype(kiln::v1::DTYPE_FLOAT32);
+    e->set_un_op(kiln::v1::UN_OP_NEG);
+    e = e->add_args();
+  }
+  e->set_kind(kiln::v1::EXPR_KIND_FLOAT);
+  e->set_dtype(kiln::v1::DTYPE_FLOAT32);
+  RunOnStack(kIrStack, [&] {
+    absl::StatusOr<ir::Program> p = FromProto(proto);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_THAT(std::string(Verify(*p).message()),
+                HasSubstr("statements are nested too deeply (more than 200 levels)"));
+    kiln::v1::Program back;
+    ToProto(*p, &back);
+    EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
+  });
+  // One more level of either is an error.
+  e->set_kind(kiln::v1::EXPR_KIND_UNARY);
+  e->set_un_op(kiln::v1::UN_OP_NEG);
+  e->add_args()->set_kind(kiln::v1::EXPR_KIND_FLOAT);
+  e->mutable_args(0)->set_dtype(kiln::v1::DTYPE_FLOAT32);
+  RunOnStack(kIrStack, [&] {
+    EXPECT_THAT(std::string(FromProto(proto).status().message()),
+                HasSubstr("expression nesting is deeper than 256 levels"));
+  });
+}
+
 // One level past each limit, and far past it (10^5 links or levels): a
 // located error, on the same small stack.
 TEST(DeepIrTest, DeeperIrIsALocatedError) {

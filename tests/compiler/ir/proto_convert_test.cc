@@ -819,6 +819,77 @@ TEST(ProtoConvertTest, NestingLimitIsExactly256) {
   EXPECT_FALSE(FromProto(WithDeepStmts(257)).ok());
 }
 
+// --- Size --------------------------------------------------------------------
+
+// An empty element is ~2 bytes on the wire and up to 728 in the IR: 40,000
+// statements, params or expression nodes past the limits are an error before
+// they are allocated, naming the field.
+TEST(ProtoConvertTest, SizeIsBounded) {
+  struct Case {
+    std::string name;
+    std::function<void(pb::Program*)> grow;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"statements",
+       [](pb::Program* p) {
+         for (int i = 0; i < 40000; ++i) p->mutable_kernel()->add_body();
+       },
+       "kernel.body: program has more than 32768 statements and declarations"},
+      {"nested statements",
+       [](pb::Program* p) {
+         for (int i = 0; i < 20; ++i) {
+           pb::Stmt* s = p->mutable_kernel()->add_body();
+           s->set_kind(pb::STMT_KIND_IF);
+           s->mutable_cond()->set_kind(pb::EXPR_KIND_INT);
+           s->mutable_cond()->set_dtype(pb::DTYPE_BOOL);
+           for (int j = 0; j < 2000; ++j) {
+             pb::Stmt* inner = s->add_body();
+             inner->set_kind(pb::STMT_KIND_USE_SWIZZLE);
+             inner->set_swizzle_order("row");
+           }
+         }
+       },
+       ".body: program has more than 32768 statements and declarations"},
+      {"params",
+       [](pb::Program* p) {
+         for (int i = 0; i < 40000; ++i) p->add_params();
+       },
+       "params: program has more than 32768 statements and declarations"},
+      {"load indices",
+       [](pb::Program* p) {
+         pb::Stmt* s = p->mutable_kernel()->add_body();
+         s->set_kind(pb::STMT_KIND_STORE);
+         s->set_name("v");
+         pb::Expr* e = s->mutable_value();
+         e->set_kind(pb::EXPR_KIND_LOAD);
+         e->set_dtype(pb::DTYPE_FLOAT32);
+         e->set_name("A");
+         for (int i = 0; i < 300000; ++i) e->add_args();
+       },
+       "kernel.body[16].value.args: program has more than 262144 expression nodes"},
+      {"store indices",
+       [](pb::Program* p) {
+         pb::Stmt* s = p->mutable_kernel()->add_body();
+         s->set_kind(pb::STMT_KIND_STORE);
+         s->set_name("v");
+         s->mutable_value()->set_kind(pb::EXPR_KIND_INT);
+         s->mutable_value()->set_dtype(pb::DTYPE_FLOAT32);
+         for (int i = 0; i < 300000; ++i) s->add_indices();
+       },
+       "kernel.body[16].indices: program has more than 262144 expression nodes"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    pb::Program proto = EverythingProto();
+    c.grow(&proto);
+    absl::StatusOr<Program> result = FromProto(proto);
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(result.status().message()), HasSubstr(c.message));
+  }
+}
+
 // --- Arbitrary input ---------------------------------------------------------
 
 // What the fuzzer does, briefly: any message that parses either converts or
