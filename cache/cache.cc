@@ -165,6 +165,12 @@ absl::StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, Cache
   std::unique_ptr<Cache> cache(new Cache(dir, std::move(options), std::move(index)));
   for (const std::string& w : warnings) cache->Warn(w);
   cache->RestoreReserve();
+  if (const uint64_t overhead = cache->LimitedOverheadBytes();
+      cache->options_.max_size_bytes != 0 && overhead >= cache->options_.max_size_bytes) {
+    cache->Warn(absl::StrCat("the cache's size limit of ", cache->options_.max_size_bytes,
+                             " bytes is not above what its index and reserve file take (", overhead,
+                             " bytes): everything but pinned entries will be evicted"));
+  }
   if (cache->options_.background) {
     cache->maintenance_ = std::thread([c = cache.get()] { c->MaintenanceLoop(); });
   }

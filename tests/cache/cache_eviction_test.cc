@@ -109,6 +109,22 @@ TEST_F(CacheEvictionTest, IndexFilesAndReserveCountAgainstTheLimit) {
   EXPECT_TRUE(Has(*c, 119)) << "the newest stays";
 }
 
+// A limit that the index and the reserve alone reach is told at open.
+TEST_F(CacheEvictionTest, ALimitBelowTheOverheadIsAWarning) {
+  CacheOptions o = Options(500000);
+  o.limits_count_overhead = true;
+  o.reserve_bytes = 1 << 20;
+  std::vector<std::string> warnings;
+  o.on_warning = [&warnings](const std::string& w) { warnings.push_back(w); };
+  std::unique_ptr<Cache> c = Open(o);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("size limit of 500000 bytes is not above"));
+  o.max_size_bytes = 16 << 20;
+  warnings.clear();
+  c = Open(o);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST_F(CacheEvictionTest, AccessTimesAreBatchedNotWrittenPerHit) {
   std::unique_ptr<Cache> reader = Open(Options(0));
   std::unique_ptr<Cache> observer = Open(Options(0));
