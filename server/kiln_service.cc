@@ -845,11 +845,12 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
                                                   kiln::v1::CacheStatsResponse* response) {
   absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "CacheStats");
   if (!who.ok()) return FinishNow(ctx, who.status());
-  if (request->zero() && !who->admin()) {
-    // The baseline is every client's: moving it is an admin's act.
+  if (request->zero() && !who->Allows(Role::kTune)) {
+    // The baseline is every client's: a read-only or compile-only token
+    // does not move it (tune, the default role, does, as before roles).
     return FinishNow(ctx, absl::PermissionDeniedError(absl::StrCat(
-                              "CacheStats with zero needs role admin; client '", who->identity,
-                              "' has role ", std::string(RoleName(who->role)))));
+                              "CacheStats with zero needs role tune or above; client '",
+                              who->identity, "' has role ", std::string(RoleName(who->role)))));
   }
   if (deps_.cache == nullptr) return FinishNow(ctx, absl::UnavailableError("no cache"));
   absl::StatusOr<cache::CacheStats> s = deps_.cache->Stats();

@@ -15,8 +15,8 @@
 //            ListDevices, GetVersion, Echo) and its own jobs (GetJob,
 //            WatchJob, ListJobs, CancelJob)
 //   compile  + Compile and Benchmark
-//   tune     + Tune
-//   admin    + every client's jobs, and CacheStats' zero
+//   tune     + Tune, and CacheStats' zero (every client's statistics baseline)
+//   admin    + every client's jobs (see, watch, list, cancel)
 // A line without role= gets kDefaultRole (tune): everything a token could
 // do before roles existed except another client's jobs, so that a token
 // file written then keeps working. Pure functions; thread-safe.
