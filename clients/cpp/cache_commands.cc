@@ -169,6 +169,7 @@ int Stats(cache::Cache& c, const Flags& flags, CommandIo io) {
                    {"misses", s->misses},
                    {"evictions", s->evictions},
                    {"corrupt_blobs", s->corrupt_blobs},
+                   {"corrupt_artifacts", s->corrupt_artifacts},
                    {"warnings", s->warnings}}
                   .dump(2)
            << "\n";
@@ -187,7 +188,8 @@ int Stats(cache::Cache& c, const Flags& flags, CommandIo io) {
          << "measurements     " << s->measurements << "\n"
          << "hits / misses    " << s->hits << " / " << s->misses << "\n"
          << "evictions        " << s->evictions << "\n"
-         << "corrupt blobs    " << s->corrupt_blobs << "\n";
+         << "corrupt blobs    " << s->corrupt_blobs << "\n"
+         << "corrupt entries  " << s->corrupt_artifacts << " (sound blobs under the wrong key)\n";
   for (const std::string& w : s->warnings) io.out << "warning: " << w << "\n";
   return kExitOk;
 }
@@ -248,6 +250,7 @@ int Verify(cache::Cache& c, const Flags& flags, CommandIo io) {
                    {"checked_bytes", r->checked_bytes},
                    {"corrupt_blobs", r->corrupt_blobs},
                    {"missing_blobs", r->missing_blobs},
+                   {"mismatched_artifacts", r->mismatched_artifacts},
                    {"evicted_artifacts", r->evicted_artifacts},
                    {"orphan_files", r->orphan_files},
                    {"index_findings", r->index_findings}}
@@ -255,7 +258,8 @@ int Verify(cache::Cache& c, const Flags& flags, CommandIo io) {
            << "\n";
   } else {
     io.out << "checked " << r->checked_blobs << " blob(s), " << Bytes(r->checked_bytes) << ": "
-           << r->corrupt_blobs << " corrupt, " << r->missing_blobs << " missing (removed with "
+           << r->corrupt_blobs << " corrupt, " << r->missing_blobs << " missing, "
+           << r->mismatched_artifacts << " artifact(s) naming another's blobs (removed with "
            << r->evicted_artifacts << " artifact(s)), " << r->orphan_files << " orphan file(s)\n";
     if (!r->index_findings.empty()) io.out << "index: " << r->index_findings;
     io.out << (r->ok() ? "ok\n" : "damage found\n");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "cache/cache.h"
@@ -130,6 +131,34 @@ TEST_F(KilnCliTest, VerifyReportsDamageWithExitCode3) {
   EXPECT_EQ(j["ok"], false);
   EXPECT_EQ(j["corrupt_blobs"], 1);
   // The damage was removed: the next verify is clean.
+  EXPECT_EQ(Kiln({"cache", "verify", "--cache-dir", root_}).exit_code, 0);
+}
+
+TEST_F(KilnCliTest, VerifyReportsARowNamingAnotherArtifactsBlob) {
+  // alpha's row points at beta's cubin: every blob is sound, only the
+  // manifest says whose it is.
+  std::string beta_cubin;
+  {
+    absl::StatusOr<std::unique_ptr<Cache>> c = Cache::Open(root_);
+    ASSERT_TRUE(c.ok());
+    absl::StatusOr<Artifact> beta = (*c)->GetArtifact("beta", {"cubin"});
+    ASSERT_TRUE(beta.ok());
+    beta_cubin = beta->files[0].digest;
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((root_ + "/index.sqlite").c_str(), &db), SQLITE_OK);
+  const std::string sql = "UPDATE artifact_files SET digest = '" + beta_cubin +
+                          "' WHERE key = 'alpha' AND kind = 'cubin'";
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  util::SubprocessResult verify = Kiln({"cache", "verify", "--cache-dir", root_, "--json"});
+  EXPECT_EQ(verify.exit_code, 3) << verify.stdout_data << verify.stderr_data;
+  nlohmann::json j = Json(verify);
+  EXPECT_EQ(j["mismatched_artifacts"], 1);
+  EXPECT_EQ(j["corrupt_blobs"], 0);
+  nlohmann::json stats = Json(Kiln({"cache", "stats", "--cache-dir", root_, "--json"}));
+  EXPECT_EQ(stats["corrupt_artifacts"], 1);
+  EXPECT_EQ(stats["artifacts"], 2) << "only alpha's row went";
   EXPECT_EQ(Kiln({"cache", "verify", "--cache-dir", root_}).exit_code, 0);
 }
 
