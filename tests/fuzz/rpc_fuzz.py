@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""A mutating gRPC client that fuzzes a real kilnd process (issue 27, "Also").
+
+Every method of kiln.v1.Kiln (and grpc.health.v1.Health/Check) is called with
+requests made three ways, chosen per execution:
+  raw      random bytes, or a valid seed's bytes mutated (bit flips, cut,
+           repeated, spliced, a field tag or length varint rewritten): the
+           daemon's protobuf parsing of malformed input;
+  message  a seed message whose fields are set from descriptors to edge
+           values (int64 and int32 extremes, NaN, long and invalid strings,
+           repeated fields grown, nested messages filled) and whose program
+           source, if any, is a generated hostile TileLang program (70,000-link
+           chains, deep nesting, `l = (l, l)` growth, 2**31 tile sizes);
+  seed     a valid seed as is (a compile of a small program, a job lookup).
+Each call carries a deadline (--deadline); a streaming call is read to its end
+or cancelled after a few messages. After every batch (--batch executions) the
+daemon must still run (same PID) and answer Health/Check and GetVersion within
+5 s. Findings: the daemon died (crash), a call got no answer within its
+deadline (hang: DEADLINE_EXCEEDED), the health check failed; a batch with a
+finding is written to --findings as one file per request (method, mode, bytes)
+and the daemon is restarted. Status codes are counted per method; UNKNOWN and
+INTERNAL answers are listed too (`--strict` counts them as findings).
+
+  rpc_fuzz.py --kilnd build/kilnd --runs 1000000 [--seconds S] [--seed N]
+              [--concurrency 4] [--findings DIR] [--json OUT]
+Exit status: 0 without findings, 1 with findings, 2 on a usage or start error.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "clients" / "python"))
+
+import grpc  # noqa: E402
+from google.protobuf import descriptor  # noqa: E402
+from google.protobuf.internal import api_implementation  # noqa: E402,F401
+
+from kiln._proto.v1 import service_pb2 as pb  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# Hostile program text (a small cousin of frontend_structured_fuzzer.cc).
+# ---------------------------------------------------------------------------
+INTS = ["0", "1", "64", "-1", "2**31", "2**31 - 1", "2**32 + 32", "2**63 - 1", "2**63", "10**400",
+        "9223372036854775808", "2**20 + 1"]
+CHAIN_LINKS = [1, 10, 199, 200, 201, 1999, 2000, 2001, 5000, 70000]
+CHAIN_SHAPES = ["+1", "[0]", "()", ".a", " < x", " and x", " or x", "[0:1]", "*x", " if x else x"]
+NEST_SHAPES = [("(", ")"), ("[", "]"), ("f(", ")"), ("-", ""), ("not ", ""), ("lambda: ", "")]
+SMALL_KERNEL = '''import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def scale(A, block_M=32, dtype=T.float32):
+    M = T.const("M")
+    A: T.Tensor((M,), dtype)
+    B = T.empty((M,), dtype)
+    with T.Kernel(T.ceildiv(M, block_M), threads=block_M) as bx:
+        for i in T.Parallel(block_M):
+            if bx * block_M + i < M:
+                B[bx * block_M + i] = A[bx * block_M + i] * 2.0
+    return B
+'''
+
+
+def hostile_program(rng):
+    """A TileLang file with one hostile statement inside an otherwise ordinary kernel."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        n = rng.choice(CHAIN_LINKS)
+        stmt = "x = x" + rng.choice(CHAIN_SHAPES) * n
+    elif kind == 1:
+        n = rng.choice([10, 199, 200, 201, 1000])
+        pre, post = rng.choice(NEST_SHAPES)
+        stmt = "x = " + pre * n + "1" + post * n
+    elif kind == 2:
+        n = rng.choice([10, 30, 64, 100])
+        stmt = "l = ()\n    " + "l = (l, l)\n    " * n + rng.choice(
+            ["x = l == l", "x = str(l)", "x = l < l", "x = hash(l)"])
+    elif kind == 3:
+        stmt = rng.choice(["x = [0] * ", "x = 'ab' * ", "x = sum(range(", "x = list(range("]) + \
+            rng.choice(INTS) + ""
+        if "(" in stmt:
+            stmt += "))"
+    elif kind == 4:
+        stmt = rng.choice(["while True:\n        x = 1", "def f(n):\n        return f(n) + f(n)\n    x = f(1)",
+                           "for i in range(2**62):\n        x = i"])
+    elif kind == 5:
+        depth = rng.choice([10, 100, 200, 201, 500])
+        stmt = "".join("    " * i + "if x:\n    " for i in range(depth)) + "    " * depth + "pass"
+    else:
+        stmt = "x = '" + "a" * rng.choice([10, 10000, 1 << 20]) + "'"
+    block = rng.choice(INTS)
+    src = SMALL_KERNEL.replace("block_M=32", "block_M=" + block)
+    return src.replace('    M = T.const("M")\n', '    M = T.const("M")\n    x = 1\n    ' + stmt + "\n")
+
+
+def strings(rng):
+    """Edge strings: empty, long, invalid UTF-8 (as bytes), paths, keys, programs."""
+    return rng.choice([
+        "", "x" * rng.choice([1, 255, 4096, 1 << 20]), "\x00", "\udcff", "../../etc/passwd",
+        "cuda:sm_80", "cpu", "hip:gfx942", "cuda:sm_" + "9" * 30, "0" * 64, "f" * 64, "g" * 64,
+        "job-" + "9" * 40, "M", "float16", "T.float16", "nvrtc", "cc", "gemm=wgmma", "a=b=c",
+        "\u202e", "%s%n%x", "{}", hostile_program(rng),
+    ])
+
+
+INT64S = [0, 1, -1, 2**31 - 1, 2**31, -2**31, 2**32 + 32, 2**63 - 1, -2**63, 1 << 40]
+INT32S = [0, 1, -1, 2**31 - 1, -2**31, 1000000, 3]
+FLOATS = [0.0, -0.0, 1e308, float("inf"), float("-inf"), float("nan"), 5e-324]
+FD = descriptor.FieldDescriptor
+
+
+def scalar(rng, field):
+    t = field.type
+    if t in (FD.TYPE_INT64, FD.TYPE_SINT64, FD.TYPE_SFIXED64):
+        return rng.choice(INT64S)
+    if t in (FD.TYPE_UINT64, FD.TYPE_FIXED64):
+        return rng.choice([0, 1, 2**64 - 1, 2**63])
+    if t in (FD.TYPE_INT32, FD.TYPE_SINT32, FD.TYPE_SFIXED32):
+        return rng.choice(INT32S)
+    if t in (FD.TYPE_UINT32, FD.TYPE_FIXED32):
+        return rng.choice([0, 1, 2**32 - 1])
+    if t in (FD.TYPE_DOUBLE, FD.TYPE_FLOAT):
+        return rng.choice(FLOATS)
+    if t == FD.TYPE_BOOL:
+        return rng.random() < 0.5
+    if t == FD.TYPE_ENUM:
+        values = [v.number for v in field.enum_type.values]
+        return rng.choice(values + [len(values) + 7])  # an unknown value too
+    if t == FD.TYPE_BYTES:
+        return rng.randbytes(rng.choice([0, 1, 64, 65536]))
+    return strings(rng)
+
+
+def mutate_message(rng, msg, depth=0):
+    """Sets a few fields of msg (recursively) to edge values."""
+    fields = msg.DESCRIPTOR.fields
+    if not fields:
+        return
+    for _ in range(rng.randrange(1, 4)):
+        f = rng.choice(fields)
+        if f.message_type is not None and f.message_type.GetOptions().map_entry:
+            m = getattr(msg, f.name)
+            key_f, val_f = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+            for _ in range(rng.choice([1, 2, 100])):
+                k = scalar(rng, key_f) if key_f.type != FD.TYPE_STRING else rng.choice(
+                    ["M", "N", "K", "block_M", "threads", "", "x" * 300, str(rng.random())])
+                if val_f.message_type is not None:
+                    if depth < 4:
+                        mutate_message(rng, m[k], depth + 1)
+                else:
+                    m[k] = scalar(rng, val_f)
+        elif f.label == FD.LABEL_REPEATED:
+            r = getattr(msg, f.name)
+            for _ in range(rng.choice([1, 3, 1000])):
+                if f.message_type is not None:
+                    if depth < 4:
+                        mutate_message(rng, r.add(), depth + 1)
+                    else:
+                        r.add()
+                else:
+                    try:
+                        r.append(scalar(rng, f))
+                    except (ValueError, TypeError):
+                        pass
+        elif f.message_type is not None:
+            if depth < 4:
+                mutate_message(rng, getattr(msg, f.name), depth + 1)
+        else:
+            try:
+                setattr(msg, f.name, scalar(rng, f))
+            except (ValueError, TypeError):
+                pass  # e.g. a lone surrogate in a string field: the raw mode sends those
+
+
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def mutate_bytes(rng, data):
+    data = bytearray(data)
+    for _ in range(rng.randrange(1, 5)):
+        op = rng.randrange(8)
+        if op == 0 and data:  # bit flip
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and data:  # cut
+            del data[rng.randrange(len(data)):]
+        elif op == 2:  # insert random bytes
+            i = rng.randrange(len(data) + 1)
+            data[i:i] = rng.randbytes(rng.randrange(1, 16))
+        elif op == 3 and data:  # repeat a slice
+            i = rng.randrange(len(data))
+            j = min(len(data), i + rng.randrange(1, 64))
+            data[i:i] = data[i:j] * rng.choice([2, 10, 1000])
+        elif op == 4:  # a field with a huge or wrong length
+            tag = (rng.randrange(1, 20) << 3) | rng.choice([0, 1, 2, 3, 4, 5, 6, 7])
+            data += varint(tag) + varint(rng.choice([2**31, 2**63, 2**64 - 1, 1 << 20, 5]))
+        elif op == 5:  # deep group / message nesting
+            data = bytearray(b"\x0a\x7f" * rng.choice([10, 100, 1000])) + data
+        elif op == 6 and data:  # overwrite a byte with a varint continuation
+            data[rng.randrange(len(data))] = 0xFF
+        else:  # splice random bytes
+            data += rng.randbytes(rng.randrange(1, 64))
+    return bytes(data)
+
+
+def seeds():
+    """Per method: (full name, streaming, request class, valid seed messages)."""
+    prog = pb.ProgramSource(tilelang_source=SMALL_KERNEL, file_name="fuzz.py")
+    prog.bindings["M"].int_value = 64
+    return [
+        ("Compile", False, pb.CompileRequest, [pb.CompileRequest(program=prog, target="cpu"),
+                                              pb.CompileRequest(program=prog, target="cuda:sm_80")]),
+        ("GetArtifact", True, pb.GetArtifactRequest, [pb.GetArtifactRequest(key="0" * 64)]),
+        ("Tune", True, pb.TuneRequest, [pb.TuneRequest(program=prog, target="cpu")]),
+        ("LookupBest", False, pb.LookupBestRequest, [pb.LookupBestRequest(program=prog, target="cpu")]),
+        ("Benchmark", False, pb.BenchmarkRequest, [pb.BenchmarkRequest(program=prog, target="cpu", trials=1)]),
+        ("GetJob", False, pb.GetJobRequest, [pb.GetJobRequest(job_id="job-1")]),
+        ("WatchJob", True, pb.WatchJobRequest, [pb.WatchJobRequest(job_id="job-1")]),
+        ("CancelJob", False, pb.CancelJobRequest, [pb.CancelJobRequest(job_id="job-1")]),
+        ("ListJobs", False, pb.ListJobsRequest, [pb.ListJobsRequest(limit=5)]),
+        ("ListDevices", False, pb.ListDevicesRequest, [pb.ListDevicesRequest()]),
+        ("ListMeasurements", False, pb.ListMeasurementsRequest, [pb.ListMeasurementsRequest(history_name="h")]),
+        ("CacheStats", False, pb.CacheStatsRequest, [pb.CacheStatsRequest()]),
+        ("GetVersion", False, pb.GetVersionRequest, [pb.GetVersionRequest()]),
+        ("Echo", False, pb.EchoRequest, [pb.EchoRequest(size=16)]),
+    ]
+
+
+class Daemon:
+    def __init__(self, kilnd, extra):
+        self.cache_dir = tempfile.mkdtemp(prefix="kiln-rpcfuzz-")
+        self.log_path = os.path.join(self.cache_dir, "kilnd.log")
+        self.log = open(self.log_path, "w+")
+        self.proc = subprocess.Popen(
+            [kilnd, "--listen", "127.0.0.1:0", "--cache-dir", os.path.join(self.cache_dir, "cache"),
+             "--devices", "none", "--grace-period", "2s", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        self.address = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(r"listening on (\S+)", open(self.log_path).read())
+            if m:
+                self.address = m.group(1)
+                break
+            time.sleep(0.05)
+        if self.address is None:
+            raise RuntimeError("kilnd did not start:\n" + open(self.log_path).read()[-4000:])
+
+    def tail(self, n=3000):
+        return open(self.log_path, errors="replace").read()[-n:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kilnd", default=str(REPO / "build" / "kilnd"))
+    ap.add_argument("--runs", type=int, default=10000)
+    ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: no limit)")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--deadline", type=float, default=10.0, help="seconds a call may take")
+    ap.add_argument("--findings", default=None, help="folder for the requests of a batch with a finding")
+    ap.add_argument("--json", default=None, help="write the summary here")
+    ap.add_argument("--strict", action="store_true", help="UNKNOWN and INTERNAL answers are findings")
+    ap.add_argument("kilnd_args", nargs="*", help="extra kilnd flags (after --)")
+    args = ap.parse_args()
+    if not os.access(args.kilnd, os.X_OK):
+        print(f"rpc_fuzz: no kilnd at {args.kilnd}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    methods = seeds()
+    try:
+        daemon = Daemon(args.kilnd, args.kilnd_args)
+    except RuntimeError as e:
+        print(f"rpc_fuzz: {e}", file=sys.stderr)
+        return 2
+    counts = {}  # (method, code) -> n
+    findings = []
+    lock = threading.Lock()
+    start = time.monotonic()
+    executed = 0
+    restarts = 0
+    opts = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+
+    def one(channel, rng, index):
+        name, streaming, cls, seed_msgs = methods[rng.randrange(len(methods))]
+        mode = rng.choices(["raw", "message", "seed"], weights=[45, 45, 10])[0]
+        if mode == "raw":
+            base = rng.choice(seed_msgs).SerializeToString()
+            body = rng.randbytes(rng.randrange(0, 256)) if rng.random() < 0.2 else mutate_bytes(rng, base)
+        else:
+            msg = cls()
+            msg.CopyFrom(rng.choice(seed_msgs))
+            if mode == "message":
+                mutate_message(rng, msg)
+            body = msg.SerializeToString()
+        path = f"/kiln.v1.Kiln/{name}"
+        t0 = time.monotonic()
+        code = "OK"
+        try:
+            if streaming:
+                call = channel.unary_stream(path)(body, timeout=args.deadline)
+                for i, _ in enumerate(call):
+                    if i >= 20:
+                        call.cancel()
+                        break
+            else:
+                channel.unary_unary(path)(body, timeout=args.deadline)
+        except grpc.RpcError as e:
+            code = e.code().name if e.code() is not None else "NONE"
+        elapsed = time.monotonic() - t0
+        return name, mode, body, code, elapsed
+
+    def health(channel):
+        try:
+            resp = channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=5)
+            channel.unary_unary("/kiln.v1.Kiln/GetVersion")(b"", timeout=5)
+            return resp == b"\x08\x01", f"health answer {resp!r}"
+        except grpc.RpcError as e:
+            return False, f"health check: {e.code()} {e.details()}"
+
+    master = random.Random(seed)
+    pool = concurrent.futures.ThreadPoolExecutor(args.concurrency)
+    channel = grpc.insecure_channel(daemon.address, options=opts)
+    batch_no = 0
+    try:
+        while executed < args.runs and not (args.seconds and time.monotonic() - start > args.seconds):
+            n = min(args.batch, args.runs - executed)
+            rngs = [random.Random(master.getrandbits(64)) for _ in range(n)]
+            results = list(pool.map(lambda ir: one(channel, ir[1], ir[0]), enumerate(rngs)))
+            executed += n
+            batch_no += 1
+            problems = []
+            for name, mode, body, code, elapsed in results:
+                with lock:
+                    counts[(name, code)] = counts.get((name, code), 0) + 1
+                if code == "DEADLINE_EXCEEDED":
+                    problems.append(f"hang: {name} ({mode}, {len(body)} bytes) had no answer in {elapsed:.1f} s")
+                elif code in ("UNKNOWN", "INTERNAL") and args.strict:
+                    problems.append(f"{code}: {name} ({mode}, {len(body)} bytes)")
+                elif code == "UNAVAILABLE" and daemon.proc.poll() is not None:
+                    pass  # reported below as the crash
+            pid_alive = daemon.proc.poll() is None
+            ok, why = health(channel) if pid_alive else (False, f"kilnd exited with {daemon.proc.returncode}")
+            if not ok:
+                problems.append(("crash: " if not pid_alive else "unhealthy: ") + why)
+            if problems:
+                record = {"batch": batch_no, "seed": seed, "problems": problems[:20], "log_tail": daemon.tail()}
+                findings.append(record)
+                print(f"rpc_fuzz: FINDING in batch {batch_no}: " + "; ".join(problems[:5]), file=sys.stderr)
+                if args.findings:
+                    d = pathlib.Path(args.findings) / f"batch-{seed}-{batch_no}"
+                    d.mkdir(parents=True, exist_ok=True)
+                    (d / "finding.json").write_text(json.dumps(record, indent=1))
+                    for i, (name, mode, body, code, elapsed) in enumerate(results):
+                        (d / f"{i:05d}-{name}-{mode}-{code}.bin").write_bytes(body)
+                if not pid_alive or not ok:
+                    channel.close()
+                    daemon.stop()
+                    daemon = Daemon(args.kilnd, args.kilnd_args)
+                    channel = grpc.insecure_channel(daemon.address, options=opts)
+                    restarts += 1
+            rate = executed / max(time.monotonic() - start, 1e-9)
+            print(f"rpc_fuzz: {executed} executions, {rate:.0f}/s, {len(findings)} findings", flush=True)
+    finally:
+        pool.shutdown(wait=True)
+        channel.close()
+        t0 = time.monotonic()
+        daemon.stop()
+        stop_s = time.monotonic() - t0
+    elapsed = time.monotonic() - start
+    by_code = {}
+    for (name, code), n in sorted(counts.items()):
+        by_code.setdefault(code, 0)
+        by_code[code] += n
+    summary = {
+        "seed": seed, "executions": executed, "seconds": round(elapsed, 1),
+        "exec_per_s": round(executed / max(elapsed, 1e-9), 1), "findings": len(findings),
+        "restarts": restarts, "sigterm_exit_s": round(stop_s, 2), "codes": by_code,
+        "per_method": {f"{n}/{c}": k for (n, c), k in sorted(counts.items())},
+        "problems": [p for f in findings for p in f["problems"]][:50],
+    }
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(summary, indent=1))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
