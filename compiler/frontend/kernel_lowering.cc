@@ -30,6 +30,7 @@ bool IsIrLoop(const std::string& name) {
 // Loop variables are int32 (ir::VarRef below), so an extent beyond int32
 // could not be iterated: lowering would wrap it (2**32 + 32 runs 32 times).
 constexpr char kInt32Loops[] = "loop variables are int32";
+constexpr char kInt32Spread[] = "lowering spreads it over the threads with int32 indices";
 
 // The trip count of range(start, stop, step) over constants, computed without
 // overflow (stop - start may not fit int64), or nullopt when it exceeds
@@ -282,17 +283,17 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
         return Error(a.loc, absl::StrCat("T.Parallel extent must be positive, got ", e.i));
       }
       if (e.kind == ValueKind::kInt) {
-        RETURN_IF_ERROR(ir::CheckIntRange(e.i, 1, ir::kInt32Max, file, a.loc, "T.Parallel extent",
-                                          kInt32Loops));
         // Lowering spreads the whole iteration space over the threads with
-        // int32 index arithmetic, so the product must fit int32 too.
+        // int32 indices that run into the layout's padding (kMaxTileSpace).
+        RETURN_IF_ERROR(ir::CheckIntRange(e.i, 1, ir::kMaxTileSpace, file, a.loc,
+                                          "T.Parallel extent", kInt32Spread));
         std::optional<int64_t> space = ir::CheckedMul(parallel_space, e.i);
-        if (!space || *space > ir::kInt32Max) {
+        if (!space || *space > ir::kMaxTileSpace) {
           return Error(a.loc,
                        absl::StrCat("T.Parallel iteration space (the product of its extents) "
                                     "must be at most ",
-                                    ir::kInt32Max, ", got ", parallel_space, " x ", e.i,
-                                    " (lowering indexes it with int32)"));
+                                    ir::kMaxTileSpace, ", got ", parallel_space, " x ", e.i, " (",
+                                    kInt32Spread, ")"));
         }
         parallel_space = *space;
       }
@@ -344,6 +345,12 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       }
     }
     ASSIGN_OR_RETURN(Dim d, range_dim(m[0], m[1], std::nullopt, ArgLoc(args, names, 0, loc)));
+    // The pipeline indexes the iterations it loads ahead with int32.
+    if (std::optional<int64_t> n = ir::ConstInt(d.extent)) {
+      RETURN_IF_ERROR(ir::CheckIntRange(*n, 0, ir::kMaxTileSpace, file, ArgLoc(args, names, 0, loc),
+                                        "T.Pipelined trip count",
+                                        "the pipeline loads iterations ahead with int32 indices"));
+    }
     dims.push_back(std::move(d));
   } else if (kind == "range") {
     st.for_kind = ir::ForKind::kSerial;

@@ -144,9 +144,10 @@ absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::str
                                          b.name, "'"));
     }
     if (c) {
-      // Tile ops are lowered to int32 loops over the region.
+      // Tile ops are lowered to int32 loops over the region, spread over
+      // the threads (ir::kMaxTileSpace).
       RETURN_IF_ERROR(
-          ir::CheckIntRange(*c, 1, ir::kInt32Max, options_.file_name, arg.loc,
+          ir::CheckIntRange(*c, 1, ir::kMaxTileSpace, options_.file_name, arg.loc,
                             absl::StrCat("slice extent in dimension ", d, " of '", b.name, "'"),
                             "tile ops loop over regions with int32 indices"));
     }

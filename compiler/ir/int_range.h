@@ -25,6 +25,13 @@ namespace kiln::ir {
 inline constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 inline constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 
+// The most iterations of a loop or region that lowering spreads over the
+// threads or pipelines: their int32 indices go past the extent, to the
+// thread layout's padding (r * threads + tid up to extent + threads - 1,
+// times a vector width) or to the stages a pipeline loads ahead (up to 64),
+// so the extent keeps a factor of two of headroom below int32's limit.
+inline constexpr int64_t kMaxTileSpace = int64_t{1} << 30;
+
 // OK when lo <= v <= hi; otherwise
 //   "file:line:col: <what> must be in [lo, hi], got v[ (<why>)]".
 absl::Status CheckIntRange(int64_t v, int64_t lo, int64_t hi, std::string_view file, Loc loc,

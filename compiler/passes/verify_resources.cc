@@ -7,10 +7,10 @@
 //    int32 arithmetic, so: the integer literals of extents, shapes and the
 //    grid fit their dtype (the simplifier would wrap int32 2**32 + 32 to 32);
 //    constant loop, region and grid extents fit int32; the iteration space
-//    of a parallel loop and the element count of a tile op's region fit
-//    int32; num_stages is in [0, 64] (the frontend's limit); a global
-//    tensor's constant size in bytes fits int64. This runs before the
-//    simplify pass (codegen's pipeline) so it sees the literals as sent.
+//    of a parallel or pipelined loop and the element count of a tile op's
+//    region are at most 2**30 (ir::kMaxTileSpace: headroom for padding); num_stages is in [0, 64]
+//    (the frontend's limit); a global tensor's constant size in bytes fits int64. This runs before
+//    the simplify pass (codegen's pipeline) so it sees the literals as sent.
 // 1. Threads per block and grid extents (y and z at most 65535).
 // 2. Shared memory: every shared/shared.dyn buffer must have a constant
 //    shape; a buffer written by a copy inside a Pipelined loop with
@@ -130,8 +130,10 @@ class IntRangeCheck {
     return absl::OkStatus();
   }
 
-  // A product of constant extents (a parallel loop's iterations, a region's
-  // elements) must fit int32.
+  // A product of constant extents (a parallel or pipelined loop's
+  // iterations, a region's elements) must be at most ir::kMaxTileSpace:
+  // lowering spreads them over the threads, or loads them ahead, with int32
+  // indices that run past the extent.
   absl::Status Space(const std::vector<std::optional<int64_t>>& extents, ir::Loc loc,
                      const std::string& what) const {
     int64_t n = 1;
@@ -140,11 +142,11 @@ class IntRangeCheck {
       if (!e) continue;
       absl::StrAppend(&text, text.empty() ? "" : " x ", *e);
       std::optional<int64_t> next = ir::CheckedMul(n, *e);
-      n = next && *next <= ir::kInt32Max ? *next : ir::kInt32Max + 1;
+      n = next && *next <= ir::kMaxTileSpace ? *next : ir::kMaxTileSpace + 1;
     }
-    if (n <= ir::kInt32Max) return absl::OkStatus();
+    if (n <= ir::kMaxTileSpace) return absl::OkStatus();
     return ir::ErrorAt(file_, loc,
-                       absl::StrCat(what, " (", text, ") must be at most ", ir::kInt32Max,
+                       absl::StrCat(what, " (", text, ") must be at most ", ir::kMaxTileSpace,
                                     " (lowering indexes it with int32)"));
   }
 
@@ -176,6 +178,7 @@ class IntRangeCheck {
         RETURN_IF_ERROR(Space(extents, s.loc, "the iteration space of a parallel loop"));
       }
       if (s.for_kind == ir::ForKind::kPipelined) {
+        RETURN_IF_ERROR(Space(extents, s.loc, "the trip count of a pipelined loop"));
         RETURN_IF_ERROR(ir::CheckIntRange(s.num_stages, 0, 64, file_, s.loc, "num_stages"));
       }
     }

@@ -95,7 +95,7 @@ TEST_F(IntRangeE2ETest, TileSizeBeyondInt32InABindingIsALocatedError) {
     EXPECT_THAT(s.error_message(), StartsWith(at));
     EXPECT_THAT(
         s.error_message(),
-        HasSubstr(absl::StrCat("T.Parallel extent must be in [1, 2147483647], got ", block_m)));
+        HasSubstr(absl::StrCat("T.Parallel extent must be in [1, 1073741824], got ", block_m)));
   }
   // The daemon goes on serving the same program at a valid size.
   kiln::v1::CompileResponse ok;
@@ -118,7 +118,7 @@ TEST_F(IntRangeE2ETest, TileSizeBeyondInt32InTheSourceIsALocatedError) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
     EXPECT_THAT(s.error_message(),
                 StartsWith(absl::StrCat(kExample, ":", LineCol(source, literal + ", block_N)"),
-                                        ": T.Parallel extent must be in [1, 2147483647], got ")));
+                                        ": T.Parallel extent must be in [1, 1073741824], got ")));
   }
 }
 

@@ -86,10 +86,10 @@ constexpr char kParallelBody[] = R"(        for i in T.Parallel(block_M):
 // The tile size of issue 27 item 3, from a binding: every shape of bad value.
 TEST(IntRangeTest, ParallelExtentFromBinding) {
   const std::vector<std::pair<std::string, std::string>> values = {
-      {"2147483648", "T.Parallel extent must be in [1, 2147483647], got 2147483648"},
-      {"4294967328", "T.Parallel extent must be in [1, 2147483647], got 4294967328"},
+      {"2147483648", "T.Parallel extent must be in [1, 1073741824], got 2147483648"},
+      {"4294967328", "T.Parallel extent must be in [1, 1073741824], got 4294967328"},
       {"9223372036854775807",
-       "T.Parallel extent must be in [1, 2147483647], got 9223372036854775807"},
+       "T.Parallel extent must be in [1, 1073741824], got 9223372036854775807"},
       {"-1", "T.Parallel extent must be positive, got -1"},
       {"0", "T.Parallel extent must be positive, got 0"},
   };
@@ -100,10 +100,10 @@ TEST(IntRangeTest, ParallelExtentFromBinding) {
 }
 
 TEST(IntRangeTest, ParallelExtentAtTheLimitCompiles) {
-  Case c{"block_M=2**31-1", kParallelBody, "2147483647", "", ""};
+  Case c{"block_M=2**30", kParallelBody, "1073741824", "", ""};
   FrontendOptions o;
   o.file_name = "t.py";
-  o.bindings.emplace_back("block_M", ParseBindingText("2147483647"));
+  o.bindings.emplace_back("block_M", ParseBindingText("1073741824"));
   o.bindings.emplace_back("n", ParseBindingText("8"));
   EXPECT_TRUE(CompileSource(Source(c), o).ok());
 }
@@ -112,21 +112,30 @@ TEST(IntRangeTest, EachSiteRejectsOutOfRangeValues) {
   const std::vector<Case> cases = {
       // Loop extents written in the source.
       {"parallel literal 2**31", "        for i in T.Parallel(2**31):\n            A[i] = 0", "",
-       "2**31)", "T.Parallel extent must be in [1, 2147483647], got 2147483648"},
+       "2**31)", "T.Parallel extent must be in [1, 1073741824], got 2147483648"},
       {"parallel literal 2**32+32",
        "        for i in T.Parallel(2**32 + 32):\n            A[i] = 0", "", "2**32 + 32)",
-       "got 4294967328 (loop variables are int32)"},
+       "got 4294967328 (lowering spreads it over the threads with int32 indices)"},
       {"parallel second extent",
        "        for i, j in T.Parallel(4, 9223372036854775807):\n            A[i] = 0", "",
        "9223372036854775807)",
-       "T.Parallel extent must be in [1, 2147483647], got 9223372036854775807"},
+       "T.Parallel extent must be in [1, 1073741824], got 9223372036854775807"},
       {"parallel product", "        for i, j in T.Parallel(65536, 65536):\n            A[i] = 0",
        "", "65536)",
-       "iteration space (the product of its extents) must be at most 2147483647, got "
+       "iteration space (the product of its extents) must be at most 1073741824, got "
        "65536 x 65536"},
       {"parallel product of bindings",
        "        for i, j, k in T.Parallel(block_M, 1024, 1024):\n            A[i] = 0", "4096",
        "1024):", "got 4194304 x 1024"},
+      // Just below int32: r * threads + tid runs past the extent into the
+      // thread layout's padding (2147483647 at 1000 threads reached
+      // 2147484000 and wrote A[negative]).
+      {"parallel 2**31-1 padded over 1000 threads",
+       "        for i in T.Parallel(2**31 - 1):\n            A[i] = 0", "", "2**31 - 1)",
+       "T.Parallel extent must be in [1, 1073741824], got 2147483647", "(1024,)", "1", "1000"},
+      {"pipelined 2**31-1 (loads ahead past it)",
+       "        for k in T.Pipelined(2**31 - 1, num_stages=3):\n            A[0] = 0", "",
+       "2**31 - 1,", "T.Pipelined trip count must be in [0, 1073741824], got 2147483647"},
       {"serial 2**31", "        for i in T.serial(2**31):\n            A[0] = 0", "", "2**31)",
        "T.serial(0, 2147483648, 1) runs more than 2147483647 iterations"},
       {"serial from binding 2**32+32", "        for i in T.serial(block_M):\n            A[0] = 0",
@@ -187,7 +196,7 @@ TEST(IntRangeTest, EachSiteRejectsOutOfRangeValues) {
       // Regions of tile ops.
       {"slice extent 2**31",
        "        S = T.alloc_shared((64,), T.float16)\n        T.copy(A[0:2**31], S)", "", "A[0:",
-       "slice extent in dimension 0 of 'A' must be in [1, 2147483647], got 2147483648", "(2**33,)"},
+       "slice extent in dimension 0 of 'A' must be in [1, 1073741824], got 2147483648", "(2**33,)"},
       {"slice extent from binding",
        "        S = T.alloc_shared((64,), T.float16)\n        T.copy(A[0:block_M], S)",
        "4294967328", "A[0:", "got 4294967328 (tile ops loop over regions with int32 indices)",
