@@ -47,8 +47,11 @@ namespace kiln::server {
 
 struct PreparePoolOptions {
   int threads = 2; // at least 1
-  int64_t max_queued = 256;
-  int64_t max_queued_per_client = 32; // 0: only max_queued
+  // Bounds on waiting tasks. Not small: identical requests each wait for
+  // their own (fast) frontend run before they join one compile job, and a
+  // burst of 64 such calls from one client is normal (CI fan-out).
+  int64_t max_queued = 1024;
+  int64_t max_queued_per_client = 256; // 0: only max_queued
 };
 
 class PreparePool {
