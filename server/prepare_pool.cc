@@ -8,7 +8,7 @@
 
 namespace kiln::server {
 
-PreparePool::PreparePool(PreparePoolOptions options) : options_(std::move(options)) {
+PreparePool::PreparePool(PreparePoolOptions options) : options_(options) {
   const int n = std::max(options_.threads, 1);
   threads_.reserve(n);
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
