@@ -29,7 +29,9 @@
 //     a job that no caller waits for and nobody holds (async requests) is
 //     cancelled, one others share goes on.
 //
-// Thread-safe. The store, job manager and pool must outlive the service.
+// Thread-safe. The store, job manager and pools must outlive the service;
+// the prepare pool is shut down before the service goes (its tasks call
+// back into it).
 #pragma once
 
 #include <atomic>
