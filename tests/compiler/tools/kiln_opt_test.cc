@@ -118,5 +118,87 @@ TEST(KilnOptTest, ListsTheSupportedTargets) {
   EXPECT_EQ(run->stdout_data, expected);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Hostile textual IR (issue 27, item 1): the deepest program the IR accepts
+// compiles with a 1 MiB stack (half the smallest thread stack kilnd gets),
+// and deeper or longer ones are a located error (exit 1), in bounded time
+// and memory. A 16 MB text of one-byte tokens took 2.7 GB and 5 s before
+// its first error.
+TEST(KilnOptTest, HostileIrTextIsALocatedErrorInBoundedStackAndMemory) {
+  absl::StatusOr<util::TempDir> dir = util::TempDir::Create("kiln-opt-deep");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  auto program = [](const std::string& body) {
+    return "program @deep {\n  sym M: int32\n  param A: global float32[M]\n"
+           "  param B: global float32[M] out\n"
+           "  kernel grid((M + 63) // 64) threads(64) as (bx) {\n" +
+           body + "\n  }\n}\n";
+  };
+  std::string nest_open, nest_close;
+  for (int i = 0; i < 200; ++i) {
+    nest_open += i % 2 ? "if bx < " + std::to_string(i) + " { "
+                       : "for i" + std::to_string(i) + " in serial(2) { ";
+    nest_close += " }";
+  }
+  const std::string chain = "A[0]" + Repeat(" + A[0]", 254); // 256 levels
+  struct Case {
+    std::string name;
+    std::string text;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"deepest accepted",
+       program(nest_open + "B[0] = " + Repeat("(", 560) + chain + Repeat(")", 560) + nest_close), 0,
+       ""},
+      {"chain of 10^5 operators", program("B[0] = A[0]" + Repeat(" + A[0]", 100000)), 1,
+       "deep.kir:6:1791: nesting too deep (more than 256 levels)"},
+      {"10^5 nested blocks", program(Repeat("for i in serial(2) { ", 100000)), 1,
+       "deep.kir:6:5375: nesting too deep (more than 256 levels)"},
+      // One load with 5.6 million indices: shallow, 16 MB, 11 million tokens.
+      {"16 MB of tokens", program("B[0] = A[" + Repeat("0, ", 5600000) + "0]"), 1,
+       "deep.kir:6:393148: program text too long (more than 262144 tokens)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string file = dir->path() + "/deep.kir";
+    {
+      std::ofstream out(file, std::ios::binary);
+      out << c.text;
+    }
+    util::SubprocessOptions options;
+    options.timeout = std::chrono::seconds(120);
+    if (!kSanitized) options.memory_limit_bytes = int64_t{1} << 30;
+    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(
+        {"/bin/sh", "-c", "ulimit -s 1024 && exec \"$0\" \"$@\"",
+         std::string(KILN_BINARY_DIR) + "/kiln-opt", file, "--emit=cpp", "--target", "cpu"},
+        options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->exited) << "signal " << run->term_signal;
+    EXPECT_EQ(run->exit_code, c.exit_code) << run->stderr_data.substr(0, 2000);
+    if (c.exit_code != 0) {
+      EXPECT_EQ(run->stderr_data, file.substr(0, file.size() - 8) + c.message + "\n");
+    } else {
+      EXPECT_THAT(run->stdout_data, HasSubstr("B[0]"));
+    }
+  }
+}
+
 } // namespace
 } // namespace kiln::tools
