@@ -2,6 +2,7 @@
 // T.Pipelined, T.serial, T.unroll, T.vectorized (or range() inside a kernel)
 // become IR loops over [0, count); the Python loop variable is bound to
 // `start + i * step`. Other for loops run at compile time (outside kernels).
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,6 +225,10 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       if (a2->kind != ValueKind::kInt || a2->i == 0) {
         return Error(aloc, absl::StrCat(kind, " step must be a non-zero compile-time integer"));
       }
+      // -2**63 has no magnitude in int64 (the trip count divides by it).
+      RETURN_IF_ERROR(ir::CheckIntRange(a2->i, -std::numeric_limits<int64_t>::max(),
+                                        std::numeric_limits<int64_t>::max(), file, aloc,
+                                        absl::StrCat(kind, " step")));
       step = a2->i;
     }
     if (!int_like(start) || !int_like(stop)) {

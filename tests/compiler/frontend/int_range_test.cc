@@ -156,6 +156,9 @@ TEST(IntRangeTest, EachSiteRejectsOutOfRangeValues) {
       {"pipelined from binding",
        "        for k in T.Pipelined(block_M, num_stages=2):\n            A[0] = 0", "2147483648",
        "block_M,", "T.Pipelined(0, 2147483648, 1) runs more than"},
+      {"serial step -2**63 over a symbolic stop",
+       "        for i in T.serial(0, bx, -9223372036854775807 - 1):\n            A[0] = 0", "",
+       "0, bx,", "T.serial step must be in [-9223372036854775807, 9223372036854775807]"},
       // The loop variable's values: i * step and start + i * step are int32
       // arithmetic where step and start fit int32.
       {"serial step product beyond int32",
