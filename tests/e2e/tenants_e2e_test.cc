@@ -230,6 +230,42 @@ TEST_F(TenantsE2ETest, ATenantNeitherSeesNorCancelsAnothersJob) {
   EXPECT_EQ(job.id(), id);
 }
 
+// Two tenants compiling the same program share one job (singleflight): both
+// see it, and the creator's cancel only withdraws the creator, so the other
+// still gets the work done.
+TEST_F(TenantsE2ETest, ASharedJobIsEveryJoinersAndOneCancelDoesNotStopIt) {
+  constexpr char kCarol[] = "kiln-test-token-carol-0123456789";
+  ASSERT_TRUE(Start(std::string(kAlice) + " alice\n" + kBob + " bob\n" + kCarol + " carol\n",
+                    {"--compile-threads=1"}))
+      << daemon_->output();
+  // One compile thread: Alice's second job waits behind her first.
+  const std::string first = StartCompile(kAlice, 3005);
+  const std::string shared = StartCompile(kAlice, 3006);
+  ASSERT_FALSE(shared.empty());
+  kiln::v1::CompileRequest same = GemmRequest(3006);
+  same.set_async(true);
+  kiln::v1::CompileResponse joined;
+  ASSERT_TRUE(stub_->Compile(As(kBob).get(), same, &joined).ok());
+  ASSERT_EQ(joined.outcome(), kiln::v1::CACHE_OUTCOME_JOINED);
+  EXPECT_EQ(joined.job_id(), shared);
+
+  kiln::v1::Job job;
+  EXPECT_TRUE(GetJob(kBob, shared, &job).ok());
+  EXPECT_EQ(job.owner(), ""); // Alice's name is not Bob's to see
+  EXPECT_EQ(job.joined_by_size(), 0);
+  EXPECT_THAT(ListJobIds(kBob), ::testing::Contains(shared));
+  EXPECT_THAT(ListJobIds(kBob), Not(::testing::Contains(first)));
+  EXPECT_EQ(GetJob(kCarol, shared, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // Alice withdraws; Bob still wants the job, so it runs to its end.
+  grpc::Status cancel = CancelJob(kAlice, shared, &job);
+  ASSERT_TRUE(cancel.ok()) << cancel.error_message();
+  EXPECT_NE(job.state(), kiln::v1::JOB_STATE_CANCELLED);
+  kiln::v1::Job last;
+  ASSERT_TRUE(WatchJob(kBob, shared, &last).ok());
+  EXPECT_EQ(last.state(), kiln::v1::JOB_STATE_SUCCEEDED) << last.message();
+}
+
 TEST_F(TenantsE2ETest, RolesLimitWhatATokenMayCallAndAdminsSeeEveryJob) {
   ASSERT_TRUE(Start(std::string(kAlice) + " alice\n" + kOps + " ops role=admin\n" + kViewer +
                         " viewer role=read\n",
