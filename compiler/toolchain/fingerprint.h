@@ -23,7 +23,8 @@ namespace kiln::toolchain {
 // 5: the wgmma path's operand writers fence toward the async proxy before
 // the barrier. 6: the wgmma main loop's last iteration waits for every
 // group (ptxas hoisted the epilogue above the wait after the loop).
-inline constexpr int kKilnCodegenVersion = 6;
+// 7: swizzled block indices are computed in 64 bits (panel * blocks wrapped).
+inline constexpr int kKilnCodegenVersion = 7;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
