@@ -371,10 +371,13 @@ TEST(KilndOpsTest, AFullCacheDiskRefusesCompilesBeforeBuilding) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("cache.min_free"));
   EXPECT_THAT(s.error_message(), Not(HasSubstr(dir)));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500))
-      << "refused before the build, not after it";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(daemon.Stop(), 0);
-  EXPECT_THAT(daemon.output(), HasSubstr(dir)); // the log names the directory
+  // Refused before the build (no "compiled" record), and the log names the
+  // directory.
+  EXPECT_THAT(daemon.output(), HasSubstr("compile refused: no room to store its artifact"));
+  EXPECT_THAT(daemon.output(), Not(HasSubstr(" compiled ")));
+  EXPECT_THAT(daemon.output(), HasSubstr(dir));
   std::filesystem::remove_all(dir);
 }
 
