@@ -112,6 +112,11 @@ class Parser {
   Parser(std::string_view text, std::string_view file) : tokens_(text::Lex(text)), file_(file) {}
 
   absl::StatusOr<Program> Run() {
+    // A text past the token limit is reported as such before anything else:
+    // looking ahead at its last token could otherwise read as a syntax error.
+    if (tokens_.size() > text::kMaxTokens && tokens_.back().kind == TokKind::kError) {
+      return Error(tokens_.back(), "");
+    }
     Program p;
     p.source_name = file_;
     RETURN_IF_ERROR(ExpectWord("program"));

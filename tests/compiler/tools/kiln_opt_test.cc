@@ -167,9 +167,9 @@ TEST(KilnOptTest, HostileIrTextIsALocatedErrorInBoundedStackAndMemory) {
       {"deepest accepted",
        program(nest_open + "B[0] = " + Repeat("(", 560) + chain + Repeat(")", 560) + nest_close), 0,
        ""},
-      {"chain of 10^5 operators", program("B[0] = A[0]" + Repeat(" + A[0]", 100000)), 1,
-       "deep.kir:6:1791: nesting too deep (more than 256 levels)"},
-      {"10^5 nested blocks", program(Repeat("for i in serial(2) { ", 100000)), 1,
+      {"chain of 10^5 operators", program("B[0] = A[0]" + Repeat(" + 1.0", 100000)), 1,
+       "deep.kir:6:1537: nesting too deep (more than 256 levels)"},
+      {"25,000 nested blocks", program(Repeat("for i in serial(2) { ", 25000)), 1,
        "deep.kir:6:5375: nesting too deep (more than 256 levels)"},
       // One load with 5.6 million indices: shallow, 16 MB, 11 million tokens.
       {"16 MB of tokens", program("B[0] = A[" + Repeat("0, ", 5600000) + "0]"), 1,
