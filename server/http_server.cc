@@ -400,16 +400,18 @@ bool Service(Connection& c, short revents, Clock::time_point now,
   return true;
 }
 
-// At the connection limit, a new connection takes the slot of the one that
-// has waited longest without completing a request: one that was answered and
-// is only draining, else one that has sent nothing, else one with a partial
-// request (told 503). So idle or trickling sockets cannot starve a health
-// probe, which sends its whole request at once; only responses being written
-// hold their slot. Returns false when every slot is writing.
+// At the connection limit, a new connection takes the slot of the oldest one
+// that has not completed a request: one that has sent nothing, else one that
+// was answered and is only draining (closing it early risks a reset only for
+// a client that is slow to read), else one with a partial request (told
+// 503). So idle or trickling sockets cannot starve a health probe, which
+// sends its whole request at once; only responses being written hold their
+// slot. Returns false when every slot is writing.
 bool DisplaceOne(std::vector<Connection>& connections) {
   auto rank = [](const Connection& c) {
-    if (c.phase == Connection::Phase::kDraining) return 0;
-    if (c.phase == Connection::Phase::kReading) return c.in.empty() ? 1 : 2;
+    if (c.phase == Connection::Phase::kReading && c.in.empty()) return 0;
+    if (c.phase == Connection::Phase::kDraining) return 1;
+    if (c.phase == Connection::Phase::kReading) return 2;
     return 3;
   };
   auto victim = connections.end();

@@ -8,7 +8,7 @@
 // max_request_bytes (else 408 / 431, then close), the response must be taken
 // within write_timeout, and at most max_connections are open. At the limit a
 // new connection displaces the oldest one that has not completed a request
-// (a finished one still draining first, then one that sent nothing, then one
+// (one that sent nothing first, then a finished one still draining, then one
 // with a partial request, which gets 503), so idle sockets cannot starve
 // /healthz probes; only when every slot is writing a response is the new one
 // answered 503 and closed. Malformed requests get 400, unknown paths 404, methods

@@ -311,6 +311,26 @@ TEST_F(HttpServerTest, ConnectionsPastTheLimitDisplaceTheOldestUnfinished) {
   EXPECT_THAT(b.ReadAll(), StartsWith("HTTP/1.1 200 OK"));
 }
 
+// A connection that has sent nothing goes before an older one that is
+// mid-request.
+TEST_F(HttpServerTest, SilentConnectionsAreDisplacedFirst) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  options.routes = OpsHttpRoutes(registry_, nullptr);
+  StartServer(options);
+  Client partial(server_->port());
+  ASSERT_TRUE(partial.Send("GET"));
+  std::this_thread::sleep_for(milliseconds(100)); // accepted first
+  Client silent(server_->port());
+  ASSERT_TRUE(silent.connected());
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_THAT(Exchange("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_EQ(silent.ReadAll(milliseconds(2000)), ""); // closed without a word
+  EXPECT_TRUE(silent.closed());
+  ASSERT_TRUE(partial.Send(" /healthz HTTP/1.0\r\n\r\n"));
+  EXPECT_THAT(partial.ReadAll(), StartsWith("HTTP/1.1 200 OK"));
+}
+
 // Issue 27, item 6: 64 idle sockets (the default limit) made /healthz answer
 // 503 "too many connections" until they timed out. Idle sockets, and more of
 // them than the limit, must not starve a probe.
