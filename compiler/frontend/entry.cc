@@ -179,6 +179,7 @@ absl::StatusOr<ir::Program> Evaluator::Run() {
   ASSIGN_OR_RETURN(const PyStmt* entry, SelectEntry());
   entry_ = entry;
   RETURN_IF_ERROR(RunEntry(*entry));
+  RETURN_IF_ERROR(budget_.status()); // a charge no later step reported (Emit's)
   program_.name = entry->str;
   program_.source_name = options_.file_name;
   return std::move(program_);

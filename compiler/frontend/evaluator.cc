@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -39,6 +40,45 @@ absl::Status Evaluator::EnterNesting(Loc loc) {
     return Error(loc, absl::StrCat("program nesting too deep (limit ", kMaxDepth, ")"));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The expression nodes a statement holds itself (its body's statements are
+// emitted, and charged, one by one). Iterative: no recursion on client data.
+int64_t OwnExprNodes(const ir::Stmt& s) {
+  std::vector<const ir::Expr*> todo;
+  auto add = [&todo](const ir::Expr& e) { todo.push_back(&e); };
+  for (const ir::Expr& e : s.buffer.shape) add(e);
+  add(s.buffer.init);
+  for (const ir::Region& r : s.regions) {
+    for (const ir::Range& range : r.ranges) {
+      add(range.min);
+      add(range.extent);
+    }
+  }
+  add(s.value);
+  for (const ir::Expr& e : s.extents) add(e);
+  add(s.cond);
+  for (const ir::Expr& e : s.indices) add(e);
+  int64_t nodes = 0;
+  while (!todo.empty()) {
+    const ir::Expr* e = todo.back();
+    todo.pop_back();
+    ++nodes;
+    for (const ir::Expr& a : e->args) todo.push_back(&a);
+  }
+  return nodes;
+}
+
+} // namespace
+
+void Evaluator::Emit(ir::Stmt s) {
+  const int64_t nodes = OwnExprNodes(s);
+  (void)budget_.Charge(s.loc, 1 + nodes / 16,
+                       static_cast<int64_t>(sizeof(ir::Stmt)) +
+                           nodes * static_cast<int64_t>(sizeof(ir::Expr)));
+  sink_->push_back(std::move(s));
 }
 
 absl::StatusOr<bool> Evaluator::Equals(const Value& a, const Value& b, bool* known, Loc loc) {

@@ -197,7 +197,11 @@ class Evaluator {
   // and `ir_name` in the IR: "" when the two agree. The user's spelling is
   // kept unless another symbol or parameter already shows it.
   std::string UserNameFor(std::string_view hint, const std::string& ir_name);
-  void Emit(ir::Stmt s) { sink_->push_back(std::move(s)); }
+  // Appends `s` to the current IR statement list, charging the budget for
+  // the expression nodes it holds (the next Step reports a budget run out
+  // here): inlining a function that stores a 2,000-node expression is one
+  // step per call but a deep copy of the expression each time.
+  void Emit(ir::Stmt s);
   absl::Status EnterNesting(Loc loc);
   void LeaveNesting() { --depth_; }
   absl::Status Step(Loc loc) { return budget_.Charge(loc, 1); }

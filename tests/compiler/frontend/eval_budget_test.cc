@@ -44,10 +44,17 @@ absl::StatusOr<ir::Program> Evaluate(const std::string& body, EvalLimits limits 
   return CompileSource(Program(body), o);
 }
 
+std::string Repeat(const std::string& line, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += line;
+  return out;
+}
+
 struct Shape {
   const char* name;
   std::string body;
   std::string where; // "t.py:line:col" of the operation that runs out
+  std::string what = "2000000 steps";
 };
 
 // Each of these runs for hours (or forever) in CPython.
@@ -86,6 +93,12 @@ TEST(EvalBudgetTest, EveryUnboundedShapeEndsWithALocatedBudgetError) {
        "    d = {}\n    for i in range(1500):\n        d[i] = i\n"
        "    for i in range(1500):\n        for j in range(1500):\n            x = d.get(j)\n",
        ""},
+      {"a 1,024-node expression stored by an inlined function 2^40 times",
+       "    def f(n, x):\n        if n > 0:\n            f(n - 1, x)\n            f(n - 1, x)\n"
+       "        else:\n            A[0] = x\n"
+       "    with T.Kernel(1, threads=32) as bx:\n        y = A[1]\n" +
+           Repeat("        y = y + y\n", 9) + "        f(40, y)\n",
+       "t.py:13:13", "268435456 bytes"},
       {"exponential recursion",
        "    def f(n):\n        return 0 if n == 0 else f(n - 1) + f(n - 1)\n    x = f(25)\n", ""},
   };
@@ -97,7 +110,7 @@ TEST(EvalBudgetTest, EveryUnboundedShapeEndsWithALocatedBudgetError) {
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted) << p.status();
     EXPECT_THAT(p.status().message(),
-                HasSubstr("compile-time evaluation exceeded its budget of 2000000 steps"));
+                HasSubstr("compile-time evaluation exceeded its budget of " + shape.what));
     EXPECT_THAT(p.status().message(), HasSubstr(shape.where.empty() ? "t.py:" : shape.where + ":"));
     // Default budget, RelWithDebInfo: tens of milliseconds; the bound is
     // generous for sanitizer builds and a loaded machine.
