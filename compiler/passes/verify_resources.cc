@@ -5,7 +5,8 @@
 // 0. Integer ranges (every input: source, text IR, proto). Loop, block and
 //    thread variables are int32 and lowering indexes loops and regions with
 //    int32 arithmetic, so: the integer literals of extents, shapes and the
-//    grid fit their dtype (the simplifier would wrap int32 2**32 + 32 to 32);
+//    grid, and each constant step of their arithmetic, fit their dtype (the
+//    simplifier would wrap int32 2**32 + 32 to 32, 65536 * 65536 to 0);
 //    constant loop, region and grid extents fit int32; the iteration space
 //    of a parallel or pipelined loop and the element count of a tile op's
 //    region are at most 2**30 (ir::kMaxTileSpace: headroom for padding); num_stages is in [0, 64]
@@ -86,15 +87,68 @@ class IntRangeCheck {
   }
 
  private:
-  // Every integer literal of `e` must be a value of its dtype.
-  absl::Status Literals(const ir::Expr& e, ir::Loc at) const {
-    if (e.kind == ir::ExprKind::kInt && !ir::FitsDType(e.ival, e.dtype)) {
-      return ir::ErrorAt(file_, Or(e.loc, at),
+  // Every integer literal of `e` is a value of its dtype, and no constant
+  // sub-expression (literals under + - * // % min max, negation, casts)
+  // leaves its dtype: the simplifier would wrap it, and an extent such as
+  // int32 65536 * 65536 would silently become 0.
+  absl::Status Literals(const ir::Expr& e, ir::Loc at) const { return Exact(e, at).status(); }
+
+  // The exact value of a constant integer expression, nullopt where `e` is
+  // not one, or the located error of the first step that leaves its dtype.
+  absl::StatusOr<std::optional<int64_t>> Exact(const ir::Expr& e, ir::Loc at) const {
+    const ir::Loc loc = Or(e.loc, at);
+    std::vector<std::optional<int64_t>> args;
+    for (const ir::Expr& a : e.args) {
+      absl::StatusOr<std::optional<int64_t>> v = Exact(a, at);
+      if (!v.ok()) return v.status();
+      args.push_back(*v);
+    }
+    if (e.kind == ir::ExprKind::kInt) {
+      if (ir::FitsDType(e.ival, e.dtype)) return std::optional<int64_t>(e.ival);
+      return ir::ErrorAt(file_, loc,
                          absl::StrCat("integer literal ", e.ival, " does not fit ",
                                       std::string(ir::DTypeName(e.dtype))));
     }
-    for (const ir::Expr& a : e.args) RETURN_IF_ERROR(Literals(a, at));
-    return absl::OkStatus();
+    if (!ir::IsInteger(e.dtype)) return std::optional<int64_t>();
+    for (const std::optional<int64_t>& a : args) {
+      if (!a) return std::optional<int64_t>();
+    }
+    std::optional<int64_t> v;
+    if (e.kind == ir::ExprKind::kCast && args.size() == 1 && ir::IsInteger(e.args[0].dtype)) {
+      v = args[0];
+    } else if (e.kind == ir::ExprKind::kUnary && e.uop == ir::UnOp::kNeg && args.size() == 1) {
+      v = ir::CheckedMul(*args[0], -1);
+    } else if (e.kind == ir::ExprKind::kBinary && args.size() == 2) {
+      const int64_t a = *args[0], b = *args[1];
+      switch (e.bop) {
+      case ir::BinOp::kAdd:
+        v = ir::CheckedAdd(a, b);
+        break;
+      case ir::BinOp::kSub:
+        v = b == std::numeric_limits<int64_t>::min() ? std::nullopt : ir::CheckedAdd(a, -b);
+        break;
+      case ir::BinOp::kMul:
+        v = ir::CheckedMul(a, b);
+        break;
+      case ir::BinOp::kMin:
+        return std::optional<int64_t>(std::min(a, b));
+      case ir::BinOp::kMax:
+        return std::optional<int64_t>(std::max(a, b));
+      default:
+        // Division and the rest cannot leave the range of their operands
+        // (but INT_MIN / -1, which the folder leaves alone).
+        return std::optional<int64_t>();
+      }
+    } else {
+      return std::optional<int64_t>();
+    }
+    if (v && ir::FitsDType(*v, e.dtype)) return v;
+    const std::string what = e.kind == ir::ExprKind::kCast ? "conversion" : "constant arithmetic";
+    return ir::ErrorAt(
+        file_, loc,
+        absl::StrCat(what, " in an extent or shape leaves ", std::string(ir::DTypeName(e.dtype)),
+                     v ? absl::StrCat(" (exact value ", *v, ")") : std::string(" (beyond int64)"),
+                     "; the simplifier would wrap it"));
   }
 
   // An extent: literals in range, and a constant value in [lo, INT32_MAX].
