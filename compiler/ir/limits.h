@@ -10,7 +10,7 @@ namespace kiln::ir {
 
 // Statements in one program, nested ones included. A Stmt is 728 bytes
 // before its operands: 2^15 of them are ~23 MiB. Real programs hold a few
-// hundred (flash attention lowered to thread IR: ~1,500).
+// hundred (flash attention lowered to thread IR: ~500).
 inline constexpr int kMaxStatements = 1 << 15;
 
 // Expression nodes in one program (~96 bytes each: 2^18 are ~24 MiB). The

@@ -41,7 +41,7 @@ struct Token {
 // token and the lexer keeps every token (80 bytes each), so this caps what a
 // hostile text costs before anything is built: about 20 MiB of tokens and
 // 25 MiB of expressions. The largest real programs (flash attention lowered
-// to thread IR, ~70 KB) hold about 20,000 tokens.
+// to thread IR, ~70 KB) hold about 24,000 tokens.
 constexpr size_t kMaxTokens = size_t{1} << 18;
 
 // Lexes all of `input`; the result ends with exactly one kEof or kError.

@@ -19,7 +19,12 @@
 //    walk the result. The factor three is what printing can add: with
 //    locations, each negation of a chain prints as `(-(...)@L:C)`, three
 //    frames per tree level, and whatever parses must parse again after
-//    printing.
+//    printing. The recursive path keeps small frames (cold cases out of
+//    line, statements and operands parsed in place): docs/design/ir-text.md
+//    (Limits) gives the stack the deepest accepted text needs.
+// 5. Size: at most text::kMaxTokens tokens (a longer text is refused before
+//    parsing) and kMaxStatements statements (limits.h), so that what a text
+//    costs is bounded before anything is built.
 #include "compiler/ir/text_parser.h"
 
 #include <algorithm>
