@@ -292,11 +292,10 @@ absl::Status CompileService::LookupStore(const std::string& key, HitEntry* entry
   return absl::NotFoundError(absl::StrCat("artifact ", key, " has no metadata"));
 }
 
-driver::ProgramInput CompileService::BudgetedProgram(const CompileCall& call) const {
-  driver::ProgramInput program = call.program;
-  program.limits = eval_limits_;
-  program.limits.deadline = std::min(eval_limits_.deadline, call.deadline);
-  return program;
+frontend::EvalLimits CompileService::LimitsFor(const CompileCall& call) const {
+  frontend::EvalLimits limits = eval_limits_;
+  limits.deadline = std::min(eval_limits_.deadline, call.deadline);
+  return limits;
 }
 
 absl::StatusOr<std::string> CompileService::KeyOf(const CompileCall& call) {
@@ -311,7 +310,8 @@ absl::StatusOr<std::string> CompileService::KeyOf(const CompileCall& call) {
     absl::StatusOr<driver::Prepared> prepared = absl::UnknownError("not prepared");
   };
   auto slot = std::make_shared<Slot>();
-  slot->program = BudgetedProgram(call);
+  slot->program = call.program;
+  slot->program.limits = LimitsFor(call);
   const driver::BuildOptions options = call.options;
   auto run = [slot, options](const std::atomic<bool>* cancelled) {
     slot->program.limits.cancelled = cancelled;
@@ -367,7 +367,7 @@ std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall
   // The frontend runs the client's Python: on the prepare pool, never on
   // the caller's (gRPC) thread.
   auto owned = std::make_shared<CompileCall>(call);
-  owned->program = BudgetedProgram(call);
+  owned->program.limits = LimitsFor(call);
   const bool looked_up = key.has_value();
   auto run = [this, pending, owned, memo, looked_up, start](const std::atomic<bool>* cancelled) {
     owned->program.limits.cancelled = cancelled;

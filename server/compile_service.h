@@ -164,9 +164,9 @@ class CompileService {
   // The two fast paths: a learned digest whose artifact is stored, counted.
   bool LearnedHit(const RequestDigest& digest, kiln::v1::ArtifactMetadata* metadata,
                   std::string* encoded);
-  // The call's program with the service's evaluation budget and the
-  // call's deadline (the cancellation flag is the prepare task's).
-  driver::ProgramInput BudgetedProgram(const CompileCall& call) const;
+  // The service's evaluation budget with the call's deadline (the
+  // cancellation flag is the prepare task's).
+  frontend::EvalLimits LimitsFor(const CompileCall& call) const;
   // Start after the frontend (on a prepare thread, or the caller's): the
   // store (unless `looked_up`: the memo's key was looked up already), then
   // the job.
