@@ -173,6 +173,35 @@ TEST_F(EvalBudgetE2ETest, HitsAreFastWhileHostileProgramsRunAndSigtermEndsThem) 
   for (const grpc::Status& h : hostile) EXPECT_FALSE(h.ok());
 }
 
+// With the default budget, a new (cold) program sent while eight hostile
+// ones from the same address evaluate waits for at most their budgets.
+TEST_F(EvalBudgetE2ETest, AColdProgramWaitsAtMostForTheBudgetsAhead) {
+  StartDaemon({});
+  std::vector<std::thread> threads;
+  std::vector<grpc::Status> hostile(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      kiln::v1::CompileResponse resp;
+      hostile[i] = Compile(Request(Hostile(i % 2 ? kEqualityBody : kRepetitionBody),
+                                   "hostile" + std::to_string(i) + ".py"),
+                           &resp, std::chrono::seconds(60));
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kiln::v1::CompileResponse fresh;
+  const Clock::time_point t0 = Clock::now();
+  grpc::Status s = Compile(AddRequest(91), &fresh, std::chrono::seconds(60));
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(seconds, 20);
+  std::printf("a cold program behind 8 hostile ones (default budget): compiled in %.2f s\n",
+              seconds);
+  for (const grpc::Status& h : hostile) {
+    EXPECT_EQ(h.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << h.error_message();
+  }
+}
+
 // A client's deadline stops its evaluation on the server: with two prepare
 // threads and four hostile requests past their deadline, a new program is
 // still compiled at once instead of after the minute they would run.
