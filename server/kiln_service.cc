@@ -314,30 +314,41 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
-      return;
-    }
     bool finish = false, again = false;
+    grpc::Status status = grpc::Status::OK;
     {
       absl::MutexLock lock(&mu_);
-      if (final_sent_) {
-        finish = true;
+      writing_ = false;
+      if (!ok || cancelled_) {
+        status = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+        finish = TakeFinish();
+      } else if (final_sent_) {
+        finish = TakeFinish();
       } else if (dirty_) {
         dirty_ = false;
-        again = true;
+        again = writing_ = true;
         Fill();
-      } else {
-        writing_ = false;
       }
     }
     if (finish) {
-      Finish(grpc::Status::OK);
+      Finish(status);
     } else if (again) {
       StartWrite(&out_);
     }
   }
-  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+  // A write in flight completes (not ok) after a cancel and finishes in
+  // OnWriteDone: Finish while a write is outstanding, or a write started
+  // after Finish, is a use after free in gRPC (the daemon aborted or
+  // crashed when clients cancelled streams).
+  void OnCancel() override {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      if (!writing_) finish = TakeFinish();
+    }
+    if (finish) Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
   void OnDone() override {
     if (link_) {
       {
@@ -350,10 +361,16 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
   }
 
  private:
+  // True once: the caller finishes the stream (Finish is called once).
+  bool TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return false;
+    finished_ = true;
+    return true;
+  }
   void Changed() {
     {
       absl::MutexLock lock(&mu_);
-      if (final_sent_) return;
+      if (final_sent_ || cancelled_ || finished_) return;
       if (writing_) {
         dirty_ = true;
         return;
@@ -378,6 +395,8 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false; // Finish was called
 };
 
 // --- Tune ----------------------------------------------------------------------
@@ -408,30 +427,42 @@ class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
-      return;
-    }
-    bool again = false;
-    std::optional<grpc::Status> finish;
+    bool again = false, finish = false;
+    grpc::Status status = grpc::Status::OK;
     {
       absl::MutexLock lock(&mu_);
-      if (final_written_) {
-        finish = grpc::Status::OK;
+      writing_ = false;
+      if (!ok || cancelled_) {
+        status = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+        finish = TakeFinish();
+      } else if (final_written_) {
+        finish = TakeFinish();
       } else if (dirty_) {
         dirty_ = false;
-        again = Fill(&finish);
-      } else {
-        writing_ = false;
+        std::optional<grpc::Status> end;
+        again = writing_ = Fill(&end);
+        if (end) {
+          status = *end;
+          finish = TakeFinish();
+        }
       }
     }
     if (finish) {
-      Finish(*finish);
+      Finish(status);
     } else if (again) {
       StartWrite(&out_);
     }
   }
-  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+  // As JobWatcher's: a write in flight finishes in OnWriteDone.
+  void OnCancel() override {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      if (!writing_) finish = TakeFinish();
+    }
+    if (finish) Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
   void OnDone() override {
     {
       absl::MutexLock lock(&link_->mu);
@@ -442,21 +473,28 @@ class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
   }
 
  private:
+  // True once: the caller finishes the stream (Finish is called once).
+  bool TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return false;
+    finished_ = true;
+    return true;
+  }
   void Changed() {
-    std::optional<grpc::Status> finish;
-    bool write = false;
+    std::optional<grpc::Status> end;
+    bool write = false, finish = false;
     {
       absl::MutexLock lock(&mu_);
-      if (final_written_ || finishing_) return;
+      if (final_written_ || finishing_ || cancelled_ || finished_) return;
       if (writing_) {
         dirty_ = true;
         return;
       }
-      write = Fill(&finish);
+      write = Fill(&end);
       writing_ = write;
+      if (end) finish = TakeFinish();
     }
     if (finish) {
-      Finish(*finish);
+      Finish(*end);
     } else if (write) {
       StartWrite(&out_);
     }
@@ -489,6 +527,8 @@ class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool final_written_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false; // Finish was called
 };
 
 template <typename Message>

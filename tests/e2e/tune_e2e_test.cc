@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -257,6 +258,59 @@ TEST(TuneE2ETest, AWorkerLostMidSweepMakesTheReferenceAgain) {
   daemon.Stop();
   EXPECT_NE(daemon.output().find("tune reference made again"), std::string::npos)
       << daemon.output();
+}
+
+// Clients that cancel Tune and WatchJob streams while a write is in flight
+// (issue 27, found by tests/fuzz/rpc_fuzz.py): the cancel and the failed
+// write both finished the call, and the second Finish (or a write started
+// after it) aborted or crashed the daemon within a few dozen such calls.
+TEST(TuneE2ETest, ClientsCancellingStreamsMidWriteLeaveTheDaemonUp) {
+  const std::string dir = ::testing::TempDir() + "tune_e2e_cancel";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(
+      daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir, "--grace-period=2s"}))
+      << daemon.output();
+  auto stub =
+      pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  pb::TuneRequest req = AddTune(64, 64, {16, 32}, {16, 32}, 128, 1);
+  req.set_remeasure(true);
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        auto reader = stub->Tune(&ctx, req);
+        pb::TuneEvent event;
+        for (int read = 0; read < (i + t) % 3 && reader->Read(&event); ++read) {
+        }
+        if (!event.job_id().empty() && i % 2 == 0) {
+          grpc::ClientContext wctx;
+          wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+          pb::WatchJobRequest watch;
+          watch.set_job_id(event.job_id());
+          auto watcher = stub->WatchJob(&wctx, watch);
+          pb::Job job;
+          watcher->Read(&job);
+          wctx.TryCancel();
+          watcher->Finish();
+        }
+        ctx.TryCancel();
+        reader->Finish();
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  int status = 0;
+  ASSERT_EQ(waitpid(daemon.pid(), &status, WNOHANG), 0)
+      << "kilnd died (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")\n"
+      << daemon.output();
+  grpc::ClientContext c;
+  c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  pb::GetVersionResponse version;
+  grpc::Status vs = stub->GetVersion(&c, pb::GetVersionRequest(), &version);
+  EXPECT_TRUE(vs.ok()) << vs.error_message();
 }
 
 } // namespace
