@@ -902,6 +902,8 @@ grpc::ServerUnaryReactor* KilnService::CacheStats(CallbackServerContext* ctx,
   response->set_misses(s->misses);
   response->set_evictions(s->evictions);
   response->set_corrupt_blobs_repaired(s->corrupt_blobs);
+  response->set_corrupt_artifacts_evicted(s->corrupt_artifacts);
+  response->set_overhead_bytes(static_cast<int64_t>(s->overhead_bytes));
   response->set_best_configs(s->best_configs);
   response->set_measurements(s->measurements);
   response->set_cache_dir(s->dir);

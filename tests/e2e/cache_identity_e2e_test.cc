@@ -171,6 +171,12 @@ TEST_F(CacheIdentityE2ETest, CopiedMetadataBlobIsRecompiledNotServedAsAHit) {
   EXPECT_EQ(a_again.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
   EXPECT_EQ(a_again.artifact().key(), a.artifact().key());
   ExpectFilesMatch(Fetch(a.artifact().key()), a.artifact());
+  // The damage shows in CacheStats (what `kiln stats` prints).
+  grpc::ClientContext ctx;
+  kiln::v1::CacheStatsResponse stats;
+  ASSERT_TRUE(stub_->CacheStats(&ctx, kiln::v1::CacheStatsRequest(), &stats).ok());
+  EXPECT_GE(stats.corrupt_blobs_repaired() + stats.corrupt_artifacts_evicted(), 1);
+  EXPECT_GT(stats.overhead_bytes(), 0) << "the index and the reserve take disk too";
 }
 
 TEST_F(CacheIdentityE2ETest, CopiedBinaryIsNeverFetchedAndTheHitMemoForgetsItAtOnce) {

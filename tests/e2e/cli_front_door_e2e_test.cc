@@ -199,6 +199,8 @@ TEST_F(CliFrontDoorTest, StatsCountAMissThenAHitAndZero) {
   nlohmann::json s = ParseJson(json.stdout_data);
   EXPECT_GE(s["entries"].get<int64_t>(), 1);
   EXPECT_GT(s["blob_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(s["overhead_bytes"].get<int64_t>(), 0); // the index and the reserve
+  EXPECT_EQ(s["corrupt_artifacts_evicted"], 0);
   EXPECT_EQ(s["compile_requests"], 2);
   EXPECT_EQ(s["compile_misses"], 1);
   EXPECT_EQ(s["compile_hits"], 1);

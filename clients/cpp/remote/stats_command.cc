@@ -74,6 +74,7 @@ void PrintText(const kiln::v1::CacheStatsResponse& s, const std::string& server,
   io.out << "\n";
   count("Cache entries", s.entries());
   line("Cache size", Size(s.blob_bytes()), true);
+  line("Index, WAL and reserve", Size(s.overhead_bytes()), true);
   line("Cache size limit", s.capacity_bytes() > 0 ? Size(s.capacity_bytes()) : "none", true);
   count("Best configs", s.best_configs());
   count("Measurements", s.measurements());
@@ -81,6 +82,7 @@ void PrintText(const kiln::v1::CacheStatsResponse& s, const std::string& server,
   count("Cache lookups missed (all time)", s.misses());
   count("Evictions (all time)", s.evictions());
   count("Corrupt blobs repaired (all time)", s.corrupt_blobs_repaired());
+  count("Damaged entries evicted (all time)", s.corrupt_artifacts_evicted());
 }
 
 OrderedJson ToJson(const kiln::v1::CacheStatsResponse& s, const std::string& server) {
@@ -102,13 +104,15 @@ OrderedJson ToJson(const kiln::v1::CacheStatsResponse& s, const std::string& ser
           {"benchmarks", s.benchmarks()},
           {"entries", s.entries()},
           {"blob_bytes", s.blob_bytes()},
+          {"overhead_bytes", s.overhead_bytes()},
           {"capacity_bytes", s.capacity_bytes()},
           {"best_configs", s.best_configs()},
           {"measurements", s.measurements()},
           {"hits", s.hits()},
           {"misses", s.misses()},
           {"evictions", s.evictions()},
-          {"corrupt_blobs_repaired", s.corrupt_blobs_repaired()}};
+          {"corrupt_blobs_repaired", s.corrupt_blobs_repaired()},
+          {"corrupt_artifacts_evicted", s.corrupt_artifacts_evicted()}};
 }
 
 } // namespace
