@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/ir/dtype.h"
@@ -80,7 +81,15 @@ class Printer {
     if (wrap) out->push_back('(');
     Bare(e, out);
     if (wrap) out->push_back(')');
-    if (annotate) absl::StrAppend(out, "@", LocText(e.loc));
+    if (annotate) Annotate(e.loc, out);
+  }
+
+  // The printer recurses over statements (Stmt_, Block) and expressions
+  // (Expr_, Bare, Operand, ExprList); what formats numbers and locations
+  // runs out of line so that those frames stay small (docs/design/ir-text.md,
+  // Limits).
+  ABSL_ATTRIBUTE_NOINLINE static void Annotate(Loc loc, std::string* out) {
+    absl::StrAppend(out, "@", LocText(loc));
   }
 
   void Region_(const Region& r, Loc parent, std::string* out) const {
@@ -171,6 +180,71 @@ class Printer {
 
   void Bare(const Expr& e, std::string* out) const {
     switch (e.kind) {
+    case ExprKind::kInt:
+    case ExprKind::kFloat:
+    case ExprKind::kThreadIdx:
+      Leaf(e, out);
+      return;
+    case ExprKind::kVar:
+      out->append(e.name);
+      return;
+    case ExprKind::kLoad:
+      out->append(e.name);
+      ExprList(e.args, e.loc, "[", "]", out);
+      return;
+    case ExprKind::kBinary: {
+      int p = BinOpPrecedence(e.bop);
+      if (p == 0) {
+        out->append(e.bop == BinOp::kMin ? "min" : "max");
+        Args(e, out);
+        return;
+      }
+      Operand(e, 0, p, out);
+      out->push_back(' ');
+      out->append(text::BinOpSpelling(e.bop));
+      out->push_back(' ');
+      Operand(e, 1, p + 1, out); // left-associative
+      return;
+    }
+    case ExprKind::kUnary:
+      if (e.uop == UnOp::kNeg) {
+        // Always parenthesised so that `-(5)` and the literal `-5` differ.
+        out->append("-(");
+        Operand(e, 0, 0, out);
+        out->push_back(')');
+      } else {
+        out->push_back(e.uop == UnOp::kNot ? '!' : '~');
+        Operand(e, 0, kUnaryPrecedence, out);
+      }
+      return;
+    case ExprKind::kCall:
+      out->append(text::IntrinsicName(e.fn));
+      Args(e, out);
+      return;
+    case ExprKind::kCast:
+      CastHeader(e.dtype, out);
+      Args(e, out);
+      return;
+    case ExprKind::kSelect:
+      out->append("select");
+      Args(e, out);
+      return;
+    case ExprKind::kAddress:
+      out->push_back('&');
+      out->append(e.name);
+      ExprList(e.args, e.loc, "[", "]", out);
+      return;
+    }
+    out->push_back('?');
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE static void CastHeader(DType dtype, std::string* out) {
+    absl::StrAppend(out, "cast<", DTypeText(dtype), ">");
+  }
+
+  // Literals and thread_idx (no operands).
+  ABSL_ATTRIBUTE_NOINLINE static void Leaf(const Expr& e, std::string* out) {
+    switch (e.kind) {
     case ExprKind::kInt: {
       if (e.dtype == DType::kInt32) {
         absl::StrAppend(out, e.ival);
@@ -188,55 +262,11 @@ class Printer {
         absl::StrAppend(out, DTypeText(e.dtype), "(", FloatText(e.fval), ")");
       }
       return;
-    case ExprKind::kVar:
-      out->append(e.name);
-      return;
-    case ExprKind::kLoad:
-      out->append(e.name);
-      ExprList(e.args, e.loc, "[", "]", out);
-      return;
-    case ExprKind::kBinary: {
-      int p = BinOpPrecedence(e.bop);
-      if (p == 0) {
-        out->append(e.bop == BinOp::kMin ? "min" : "max");
-        Args(e, out);
-        return;
-      }
-      Operand(e, 0, p, out);
-      absl::StrAppend(out, " ", S(text::BinOpSpelling(e.bop)), " ");
-      Operand(e, 1, p + 1, out); // left-associative
-      return;
-    }
-    case ExprKind::kUnary:
-      if (e.uop == UnOp::kNeg) {
-        // Always parenthesised so that `-(5)` and the literal `-5` differ.
-        out->append("-(");
-        Operand(e, 0, 0, out);
-        out->push_back(')');
-      } else {
-        out->push_back(e.uop == UnOp::kNot ? '!' : '~');
-        Operand(e, 0, kUnaryPrecedence, out);
-      }
-      return;
-    case ExprKind::kCall:
-      out->append(S(text::IntrinsicName(e.fn)));
-      Args(e, out);
-      return;
-    case ExprKind::kCast:
-      absl::StrAppend(out, "cast<", DTypeText(e.dtype), ">");
-      Args(e, out);
-      return;
-    case ExprKind::kSelect:
-      out->append("select");
-      Args(e, out);
-      return;
     case ExprKind::kThreadIdx:
       absl::StrAppend(out, "thread_idx(", e.ival, ")");
       return;
-    case ExprKind::kAddress:
-      absl::StrAppend(out, "&", e.name);
-      ExprList(e.args, e.loc, "[", "]", out);
-      return;
+    default:
+      break;
     }
     out->push_back('?');
   }
@@ -256,8 +286,55 @@ class Printer {
     return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
   }
 
+  // Statements with bodies recurse through here and Block; the others, and
+  // the headers of these, are printed out of line (see Annotate).
   void Stmt_(const Stmt& s, int level, std::string* out) {
     Indent(level, out);
+    if (s.kind == StmtKind::kFor) {
+      ForHeader(s, out);
+      Block(s.body, level + 1, out);
+      Indent(level, out);
+      out->append("}\n");
+      return;
+    }
+    if (s.kind == StmtKind::kIf) {
+      out->append("if ");
+      Expr_(s.cond, s.loc, out);
+      OpenBlock(s.loc, out);
+      Block(s.body, level + 1, out);
+      Indent(level, out);
+      out->push_back('}');
+      if (!s.else_body.empty()) {
+        out->append(" else {\n");
+        Block(s.else_body, level + 1, out);
+        Indent(level, out);
+        out->push_back('}');
+      }
+      out->push_back('\n');
+      return;
+    }
+    SimpleStmt(s, out);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE void OpenBlock(Loc l, std::string* out) const {
+    absl::StrAppend(out, StmtLoc(l), " {\n");
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE void ForHeader(const Stmt& s, std::string* out) const {
+    const Loc l = s.loc;
+    absl::StrAppend(out, "for ", absl::StrJoin(s.loop_vars, ", "), " in ",
+                    S(text::ForKindName(s.for_kind)));
+    ExprList(s.extents, l, "(", ")", out);
+    if (s.for_kind == ForKind::kPipelined) {
+      absl::StrAppend(out, " stages=", s.num_stages);
+      if (!s.order.empty()) absl::StrAppend(out, " order=", IntList(s.order));
+      if (!s.stage.empty()) absl::StrAppend(out, " stage=", IntList(s.stage));
+    }
+    OpenBlock(l, out);
+  }
+
+  // A statement without a body, on one line.
+  ABSL_ATTRIBUTE_NOINLINE void SimpleStmt(const Stmt& s, std::string* out) {
     Loc l = s.loc;
     // A corrupt kind prints as `?`; the switch below has no default, so
     // that -Wswitch points here when a statement kind is added.
@@ -319,34 +396,8 @@ class Printer {
       }
       break;
     case StmtKind::kFor:
-      absl::StrAppend(out, "for ", absl::StrJoin(s.loop_vars, ", "), " in ",
-                      S(text::ForKindName(s.for_kind)));
-      ExprList(s.extents, l, "(", ")", out);
-      if (s.for_kind == ForKind::kPipelined) {
-        absl::StrAppend(out, " stages=", s.num_stages);
-        if (!s.order.empty()) absl::StrAppend(out, " order=", IntList(s.order));
-        if (!s.stage.empty()) absl::StrAppend(out, " stage=", IntList(s.stage));
-      }
-      absl::StrAppend(out, StmtLoc(l), " {\n");
-      Block(s.body, level + 1, out);
-      Indent(level, out);
-      out->append("}\n");
-      return;
     case StmtKind::kIf:
-      out->append("if ");
-      Expr_(s.cond, l, out);
-      absl::StrAppend(out, StmtLoc(l), " {\n");
-      Block(s.body, level + 1, out);
-      Indent(level, out);
-      out->push_back('}');
-      if (!s.else_body.empty()) {
-        out->append(" else {\n");
-        Block(s.else_body, level + 1, out);
-        Indent(level, out);
-        out->push_back('}');
-      }
-      out->push_back('\n');
-      return;
+      return; // Stmt_ prints these
     case StmtKind::kStore:
       out->append(s.name);
       ExprList(s.indices, l, "[", "]", out);

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -478,7 +479,12 @@ class Decoder {
   absl::Status CheckName(const std::string& name, bool required, const char* field,
                          const std::string& what) const;
 
+  // The recursion (DecodeExpr, DecodeStmts, DecodeStmt) keeps small frames:
+  // each node's fields are decoded out of line (docs/design/ir-text.md,
+  // Limits).
   absl::Status DecodeExpr(const pb::Expr& in, int depth, Expr* out);
+  ABSL_ATTRIBUTE_NOINLINE absl::Status DecodeExprNode(const pb::Expr& in, Expr* out);
+  ABSL_ATTRIBUTE_NOINLINE absl::Status TooDeep(const char* what) const;
   absl::Status DecodeExprs(const google::protobuf::RepeatedPtrField<pb::Expr>& in,
                            const char* field, std::vector<Expr>* out);
   absl::Status DecodeExprField(bool has, const pb::Expr& in, const char* field, Expr* out);
@@ -487,6 +493,8 @@ class Decoder {
   absl::Status DecodeStmts(const google::protobuf::RepeatedPtrField<pb::Stmt>& in,
                            const char* field, int depth, std::vector<Stmt>* out);
   absl::Status DecodeStmt(const pb::Stmt& in, int depth, Stmt* out);
+  ABSL_ATTRIBUTE_NOINLINE absl::Status DecodeStmtHead(const pb::Stmt& in, Stmt* out);
+  ABSL_ATTRIBUTE_NOINLINE absl::Status DecodeStmtTail(const pb::Stmt& in, Stmt* out);
   absl::Status CheckStmtOperands(const Stmt& s, const pb::Stmt& in);
   absl::Status DecodeKernel(const pb::Kernel& in, Kernel* out);
 
@@ -653,10 +661,24 @@ std::string_view ExprKindName(ExprKind kind) {
   return "expression";
 }
 
+absl::Status Decoder::TooDeep(const char* what) const {
+  return Error(absl::StrCat(what, " nesting is deeper than ", kMaxDepth, " levels"));
+}
+
 absl::Status Decoder::DecodeExpr(const pb::Expr& in, int depth, Expr* out) {
-  if (depth > kMaxDepth) {
-    return Error(absl::StrCat("expression nesting is deeper than ", kMaxDepth, " levels"));
+  if (depth > kMaxDepth) return TooDeep("expression");
+  RETURN_IF_ERROR(DecodeExprNode(in, out));
+  RETURN_IF_ERROR(CountExprs(in.args_size(), "args"));
+  out->args.resize(in.args_size());
+  for (int i = 0; i < in.args_size(); ++i) {
+    Enter enter(this, "args", i);
+    RETURN_IF_ERROR(DecodeExpr(in.args(i), depth + 1, &out->args[i]));
   }
+  return absl::OkStatus();
+}
+
+// Everything of one expression but its operands.
+absl::Status Decoder::DecodeExprNode(const pb::Expr& in, Expr* out) {
   out->loc = DecodeLoc(in.has_loc(), in.loc());
   SetLoc(out->loc);
   RETURN_IF_ERROR(DecodeEnum(kExprKinds, in.kind(), true, "kind", &out->kind));
@@ -696,12 +718,6 @@ absl::Status Decoder::DecodeExpr(const pb::Expr& in, int depth, Expr* out) {
     return Error(absl::StrCat(what, " needs ", arity, arity == 1 ? " arg" : " args", ", got ",
                               in.args_size()),
                  "args");
-  }
-  RETURN_IF_ERROR(CountExprs(in.args_size(), "args"));
-  out->args.resize(in.args_size());
-  for (int i = 0; i < in.args_size(); ++i) {
-    Enter enter(this, "args", i);
-    RETURN_IF_ERROR(DecodeExpr(in.args(i), depth + 1, &out->args[i]));
   }
   return absl::OkStatus();
 }
@@ -769,9 +785,15 @@ absl::Status Decoder::DecodeStmts(const google::protobuf::RepeatedPtrField<pb::S
 }
 
 absl::Status Decoder::DecodeStmt(const pb::Stmt& in, int depth, Stmt* out) {
-  if (depth > kMaxDepth) {
-    return Error(absl::StrCat("statement nesting is deeper than ", kMaxDepth, " levels"));
-  }
+  if (depth > kMaxDepth) return TooDeep("statement");
+  RETURN_IF_ERROR(DecodeStmtHead(in, out));
+  RETURN_IF_ERROR(DecodeStmts(in.body(), "body", depth + 1, &out->body));
+  RETURN_IF_ERROR(DecodeStmts(in.else_body(), "else_body", depth + 1, &out->else_body));
+  return DecodeStmtTail(in, out);
+}
+
+// The fields decoded before the bodies, in the order errors are reported.
+absl::Status Decoder::DecodeStmtHead(const pb::Stmt& in, Stmt* out) {
   out->loc = DecodeLoc(in.has_loc(), in.loc());
   SetLoc(out->loc);
   RETURN_IF_ERROR(DecodeEnum(kStmtKinds, in.kind(), true, "kind", &out->kind));
@@ -833,9 +855,12 @@ absl::Status Decoder::DecodeStmt(const pb::Stmt& in, int depth, Stmt* out) {
 
   if (kind == StmtKind::kIf && !in.has_cond()) return Error("if statement without cond", "cond");
   RETURN_IF_ERROR(DecodeExprField(in.has_cond(), in.cond(), "cond", &out->cond));
-  RETURN_IF_ERROR(DecodeStmts(in.body(), "body", depth + 1, &out->body));
-  RETURN_IF_ERROR(DecodeStmts(in.else_body(), "else_body", depth + 1, &out->else_body));
+  return absl::OkStatus();
+}
 
+// The fields decoded after the bodies.
+absl::Status Decoder::DecodeStmtTail(const pb::Stmt& in, Stmt* out) {
+  const StmtKind kind = out->kind;
   bool names_buffer = kind == StmtKind::kStore || kind == StmtKind::kAnnotateLayout;
   RETURN_IF_ERROR(CheckName(in.name(), names_buffer, "name", "buffer name"));
   out->name = in.name();

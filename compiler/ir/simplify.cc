@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/const_fold.h"
 #include "compiler/ir/dtype.h"
@@ -263,6 +264,7 @@ Expr Rebuild(const Sum& s, Loc loc) {
 // The simplifier.
 
 Expr SimplifyImpl(const Expr& e);
+Expr Normalize(const Expr& e);
 
 // Integer +, -, *, unary - whose operands share its dtype.
 bool IsNormalizable(const Expr& e) {
@@ -470,10 +472,24 @@ Expr SimplifyBinary(Expr e) {
   return e;
 }
 
+Expr SimplifyNode(Expr out);
+
+// The recursion only descends; normalization and the per-node rules run out
+// of line, so that each level of a deep expression costs a small frame
+// (docs/design/ir-text.md, Limits).
 Expr SimplifyImpl(const Expr& e) {
-  if (IsNormalizable(e)) return Rebuild(Linearize(e, e.dtype, false), e.loc);
+  if (IsNormalizable(e)) return Normalize(e);
   Expr out = e;
   for (Expr& a : out.args) a = SimplifyImpl(a);
+  return SimplifyNode(std::move(out));
+}
+
+ABSL_ATTRIBUTE_NOINLINE Expr Normalize(const Expr& e) {
+  return Rebuild(Linearize(e, e.dtype, false), e.loc);
+}
+
+// The rules for one node whose operands are simplified already.
+ABSL_ATTRIBUTE_NOINLINE Expr SimplifyNode(Expr out) {
   switch (out.kind) {
   case ExprKind::kBinary:
     if (out.args.size() != 2) return out;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/ir/builder.h"
@@ -350,14 +351,27 @@ class Verifier {
     return absl::OkStatus();
   }
 
+  // The recursion over statements (CheckStmts, CheckStmt, CheckFor) and
+  // expressions (CheckExpr) only dispatches: each node's own checks, with
+  // their messages, run out of line, so that the frames a deep program
+  // stacks up stay small (under AddressSanitizer, whose frames hold every
+  // temporary's redzones, the inlined checks made 200 nested loops around a
+  // 256-level expression need 8 MiB; docs/design/ir-text.md, Limits).
   absl::Status CheckExpr(const Expr& e, Loc at, int depth) const {
     const Loc loc = Or(e.loc, at);
-    if (depth > kMaxExprDepth) {
-      return Err(loc, absl::StrCat("expression is nested too deeply (more than ", kMaxExprDepth,
-                                   " levels)"));
-    }
+    if (depth > kMaxExprDepth) return TooDeep(loc);
     RETURN_IF_ERROR(CheckDType(e.dtype, loc));
     for (const Expr& a : e.args) RETURN_IF_ERROR(CheckExpr(a, loc, depth + 1));
+    return CheckExprNode(e, loc);
+  }
+
+  ABSL_ATTRIBUTE_NOINLINE absl::Status TooDeep(Loc loc) const {
+    return Err(loc, absl::StrCat("expression is nested too deeply (more than ", kMaxExprDepth,
+                                 " levels)"));
+  }
+
+  // One expression node's checks; its operands are checked already.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckExprNode(const Expr& e, Loc loc) const {
     auto arity = [&](size_t n, const std::string& what) -> absl::Status {
       if (e.args.size() != n) {
         return Err(loc,
@@ -840,6 +854,17 @@ class Verifier {
   }
 
   absl::Status CheckFor(const Stmt& s, int depth) {
+    RETURN_IF_ERROR(CheckForHeader(s));
+    for (const std::string& v : s.loop_vars) {
+      RETURN_IF_ERROR(Bind(v, Def{Kind::kLoopVar, DType::kInt32, nullptr}));
+    }
+    RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
+    for (const std::string& v : s.loop_vars) scope_.erase(v);
+    return absl::OkStatus();
+  }
+
+  // A loop's kind, variables, extents and pipeline fields (not its body).
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckForHeader(const Stmt& s) const {
     if (static_cast<int>(s.for_kind) > static_cast<int>(ForKind::kPipelined)) {
       return Err(s.loc, "for: invalid loop kind");
     }
@@ -875,15 +900,22 @@ class Verifier {
     } else if (s.num_stages != 0 || !s.order.empty() || !s.stage.empty()) {
       return Err(s.loc, "num_stages, order and stage apply only to pipelined loops");
     }
-    for (const std::string& v : s.loop_vars) {
-      RETURN_IF_ERROR(Bind(v, Def{Kind::kLoopVar, DType::kInt32, nullptr}));
-    }
-    RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
-    for (const std::string& v : s.loop_vars) scope_.erase(v);
     return absl::OkStatus();
   }
 
   absl::Status CheckStmt(const Stmt& s, int depth, std::vector<std::string>* allocated) {
+    if (s.kind == StmtKind::kFor) return CheckFor(s, depth);
+    if (s.kind == StmtKind::kIf) {
+      RETURN_IF_ERROR(CheckBool(s.cond, s.loc, "if condition"));
+      RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
+      return CheckStmts(s.else_body, depth + 1);
+    }
+    return CheckSimpleStmt(s, allocated);
+  }
+
+  // A statement without a body.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckSimpleStmt(const Stmt& s,
+                                                       std::vector<std::string>* allocated) {
     switch (s.kind) {
     case StmtKind::kAlloc: {
       const Buffer& b = s.buffer;
@@ -940,11 +972,8 @@ class Verifier {
                           "source", "destination");
     }
     case StmtKind::kFor:
-      return CheckFor(s, depth);
     case StmtKind::kIf:
-      RETURN_IF_ERROR(CheckBool(s.cond, s.loc, "if condition"));
-      RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
-      return CheckStmts(s.else_body, depth + 1);
+      return absl::OkStatus(); // CheckStmt checks these
     case StmtKind::kStore: {
       ASSIGN_OR_RETURN(const Buffer* b, LookupBuffer(s.name, s.loc, "store"));
       if (s.indices.size() != b->shape.size()) {
