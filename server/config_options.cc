@@ -271,7 +271,8 @@ std::vector<ConfigOption> BuildOptions() {
       [](auto& c) -> auto& { return c.worker.request; }, absl::Milliseconds(1)));
   o.push_back(DurationOption(
       "worker.hang_timeout",
-      "A worker silent (no heartbeat) for this long is killed and restarted.",
+      "Deprecated; has no effect (workers send no heartbeat): worker.request_timeout bounds a "
+      "hung kernel or a stuck worker. Kept so that existing files load.",
       [](auto& c) -> auto& { return c.worker.hang; }, absl::Milliseconds(1)));
   o.push_back(BoolOption(
       "worker.microbench",

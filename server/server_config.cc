@@ -299,6 +299,11 @@ std::vector<std::string> Warnings(const ServerConfig& c) {
                                     " without TLS or tokens: anyone who can reach it can use "
                                     "this daemon (set tls.* and auth.tokens_file)"));
   }
+  if (c.worker.hang != WorkerTimeouts().hang) {
+    warnings.emplace_back(
+        "worker.hang_timeout has no effect: workers send no heartbeat; a hung kernel or a stuck "
+        "worker is killed and restarted after worker.request_timeout");
+  }
   return warnings;
 }
 

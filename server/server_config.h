@@ -70,7 +70,10 @@ struct FairShareConfig {
 struct WorkerTimeouts {
   absl::Duration start = absl::Seconds(30);  // spawn until the worker is ready
   absl::Duration request = absl::Minutes(5); // one measurement request, end to end
-  absl::Duration hang = absl::Seconds(30);   // no heartbeat for this long: killed
+  // Deprecated, no effect (kept so that existing files load; a value other
+  // than the default is warned about): workers send no heartbeat, and
+  // `request` bounds a hung kernel or a stuck worker.
+  absl::Duration hang = absl::Seconds(30);
   bool operator==(const WorkerTimeouts&) const = default;
 };
 
