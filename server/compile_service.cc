@@ -365,43 +365,92 @@ std::shared_ptr<CompileService::Pending> CompileService::Start(const CompileCall
   }
 
   // The frontend runs the client's Python: on the prepare pool, never on
-  // the caller's (gRPC) thread.
+  // the caller's (gRPC) thread; identical requests share one run.
   auto owned = std::make_shared<CompileCall>(call);
   owned->program.limits = LimitsFor(call);
-  const bool looked_up = key.has_value();
-  auto run = [this, pending, owned, memo, looked_up, start](const std::atomic<bool>* cancelled) {
-    owned->program.limits.cancelled = cancelled;
-    absl::StatusOr<driver::Prepared> p = driver::Prepare(owned->program, owned->options);
-    if (!p.ok()) {
-      pending->Complete(p.status());
+  StartPrepare(PrepareWaiter{pending, std::move(owned), key.has_value(), start}, memo);
+  return pending;
+}
+
+void CompileService::StartPrepare(PrepareWaiter w, const std::string& memo) {
+  if (!memo.empty()) {
+    absl::MutexLock lock(&prepare_mu_);
+    auto [it, started] = preparing_.try_emplace(memo);
+    if (!started) {
+      counters_.prepares_joined.fetch_add(1, std::memory_order_relaxed);
+      it->second.push_back(std::move(w));
       return;
     }
-    if (!looked_up && !memo.empty()) MemoPut(memo, p->key);
-    Continue(pending, *owned, *std::move(p), looked_up, start);
+  }
+  counters_.prepares.fetch_add(1, std::memory_order_relaxed);
+  auto leader = std::make_shared<PrepareWaiter>(std::move(w));
+  auto run = [this, leader, memo](const std::atomic<bool>* cancelled) {
+    leader->call->program.limits.cancelled = cancelled;
+    FinishPrepare(*leader, memo, driver::Prepare(leader->call->program, leader->call->options));
   };
   if (prepare_ == nullptr) {
     run(nullptr);
-    return pending;
+    return;
   }
-  absl::StatusOr<std::shared_ptr<PreparePool::Task>> task =
-      prepare_->Submit(call.client, call.deadline, std::move(run),
-                       [pending](absl::Status why) { pending->Complete(std::move(why)); });
+  absl::StatusOr<std::shared_ptr<PreparePool::Task>> task = prepare_->Submit(
+      leader->call->client, leader->call->deadline, std::move(run),
+      [this, leader, memo](absl::Status why) { FinishPrepare(*leader, memo, std::move(why)); });
   if (!task.ok()) {
-    pending->Complete(task.status());
-    return pending;
+    FinishPrepare(*leader, memo, task.status());
+    return;
   }
+  const std::shared_ptr<Pending>& pending = leader->pending;
   {
     absl::MutexLock lock(&pending->mu_);
     pending->prepare_ = *task;
   }
   if (pending->completed_.load()) (*task)->Cancel(); // cancelled before the task was noted
-  return pending;
+}
+
+void CompileService::FinishPrepare(const PrepareWaiter& leader, const std::string& memo,
+                                   absl::StatusOr<driver::Prepared> prepared) {
+  std::vector<PrepareWaiter> joined;
+  if (!memo.empty()) {
+    absl::MutexLock lock(&prepare_mu_);
+    auto it = preparing_.find(memo);
+    if (it != preparing_.end()) {
+      joined = std::move(it->second);
+      preparing_.erase(it);
+    }
+  }
+  if (!prepared.ok()) {
+    const absl::Status& why = prepared.status();
+    leader.pending->Complete(why);
+    // The leader's own cancel or deadline, or its client's full queue, says
+    // nothing about the program: those who joined start again (one of them
+    // leads). Anything else (a located error, the budget, shutdown) is the
+    // program's or the daemon's, and theirs too.
+    const bool leaders_own =
+        absl::IsCancelled(why) || absl::IsDeadlineExceeded(why) || IsQueueFull(why);
+    for (PrepareWaiter& w : joined) {
+      if (w.pending->completed_.load()) continue; // gave up while waiting
+      if (leaders_own) {
+        StartPrepare(std::move(w), memo);
+      } else {
+        w.pending->Complete(why);
+      }
+    }
+    return;
+  }
+  if (!leader.looked_up && !memo.empty()) MemoPut(memo, prepared->key);
+  auto shared = std::make_shared<const driver::Prepared>(*std::move(prepared));
+  if (!leader.pending->completed_.load()) {
+    Continue(leader.pending, *leader.call, shared, leader.looked_up, leader.start);
+  }
+  for (const PrepareWaiter& w : joined) {
+    if (!w.pending->completed_.load()) Continue(w.pending, *w.call, shared, w.looked_up, w.start);
+  }
 }
 
 void CompileService::Continue(const std::shared_ptr<Pending>& pending, const CompileCall& call,
-                              driver::Prepared prepared_in, bool looked_up, absl::Time start) {
-  const std::optional<std::string> key = prepared_in.key;
-  std::optional<driver::Prepared> prepared = std::move(prepared_in);
+                              std::shared_ptr<const driver::Prepared> prepared, bool looked_up,
+                              absl::Time start) {
+  const std::optional<std::string> key = prepared->key;
   if (!looked_up) {
     absl::StatusOr<kiln::v1::ArtifactMetadata> hit = Lookup(*key);
     if (hit.ok()) {
@@ -423,7 +472,7 @@ void CompileService::Continue(const std::shared_ptr<Pending>& pending, const Com
       jobs_->JoinOrCreate(kiln::v1::JOB_KIND_COMPILE, *key, /*held=*/call.async, call.identity);
   std::shared_ptr<Job> job = joined.job;
   if (joined.created) {
-    auto shared_prepared = std::make_shared<driver::Prepared>(*std::move(prepared));
+    std::shared_ptr<const driver::Prepared> shared_prepared = std::move(prepared);
     const driver::BuildOptions options = call.options;
     absl::Status queued = pool_->Submit(
         call.priority, call.client,

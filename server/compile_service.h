@@ -22,7 +22,12 @@
 //  1a. The frontend runs the client's program at compile time, bounded by
 //     the evaluation budget; it runs on the prepare pool (never on the
 //     caller's thread, which is a gRPC thread that also answers hits), with
-//     the call's deadline, and Cancel() stops it.
+//     the call's deadline, and Cancel() stops it. Identical requests (same
+//     memo key) share one run: the first starts it, the others wait for its
+//     result without taking a prepare slot, so a fan-out of hundreds of
+//     identical cold calls is one frontend run and one compile. When the
+//     run fails for a reason of its starter's own (its cancel, its
+//     deadline, its client's full queue), the waiters start again.
 //  4. Waiting. Start() never blocks a caller's thread: `done` runs once,
 //     at once for hits and errors, else in the pool thread that finishes the
 //     job. Cancel() (the RPC was cancelled or timed out) detaches the caller;
@@ -41,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -80,6 +86,9 @@ struct CompileReply {
 struct CompileCounters {
   std::atomic<int64_t> hits{0}, misses{0}, joined{0}, builds{0}, build_failures{0};
   std::atomic<int64_t> memo_hits{0};
+  // Frontend runs started, and identical requests that waited for one
+  // already running instead of starting their own.
+  std::atomic<int64_t> prepares{0}, prepares_joined{0};
 };
 
 class CompileService {
@@ -171,7 +180,21 @@ class CompileService {
   // store (unless `looked_up`: the memo's key was looked up already), then
   // the job.
   void Continue(const std::shared_ptr<Pending>& pending, const CompileCall& call,
-                driver::Prepared prepared_in, bool looked_up, absl::Time start);
+                std::shared_ptr<const driver::Prepared> prepared, bool looked_up, absl::Time start);
+  // A request waiting for its frontend run (1a).
+  struct PrepareWaiter {
+    std::shared_ptr<Pending> pending;
+    std::shared_ptr<CompileCall> call; // its limits carry the call's deadline
+    bool looked_up = false;            // Continue's
+    absl::Time start;
+  };
+  // Starts the frontend run for `w`, or joins the one running for `memo`
+  // (empty: not memoizable, never shared).
+  void StartPrepare(PrepareWaiter w, const std::string& memo);
+  // The run for `memo` that `leader` started ended: `leader` and every
+  // request that joined it go on (Continue) or fail.
+  void FinishPrepare(const PrepareWaiter& leader, const std::string& memo,
+                     absl::StatusOr<driver::Prepared> prepared);
   void RunJob(const std::shared_ptr<Job>& job, const driver::Prepared& prepared,
               const driver::BuildOptions& options);
   void Wait(const std::shared_ptr<Pending>& pending, const std::shared_ptr<Job>& job,
@@ -184,6 +207,12 @@ class CompileService {
   frontend::EvalLimits eval_limits_;
   CompileCounters counters_;
   std::function<void(const std::string&, double, bool)> on_build_;
+
+  // Frontend runs in progress by memo key, with the requests that joined
+  // each (1a). A leaf lock: nothing is called while it is held.
+  absl::Mutex prepare_mu_;
+  absl::flat_hash_map<std::string, std::vector<PrepareWaiter>>
+      preparing_ ABSL_GUARDED_BY(prepare_mu_);
 
   // Two generations: lookups see both, inserts go to `memo_`; when it is
   // full it becomes `memo_old_` (bounded memory, recent keys kept).

@@ -47,9 +47,8 @@ namespace kiln::server {
 
 struct PreparePoolOptions {
   int threads = 2; // at least 1
-  // Bounds on waiting tasks. Not small: identical requests each wait for
-  // their own (fast) frontend run before they join one compile job, and a
-  // burst of 64 such calls from one client is normal (CI fan-out).
+  // Bounds on waiting tasks. Identical requests share one task
+  // (CompileService, 1a), so these count distinct programs.
   int64_t max_queued = 1024;
   int64_t max_queued_per_client = 256; // 0: only max_queued
 };

@@ -155,6 +155,91 @@ TEST(CompileService, SixtyFourIdenticalConcurrentCompilesBuildOnce) {
   EXPECT_EQ(f.store.size(), 1u);
 }
 
+// Identical cold requests share one frontend run: with a prepare pool that
+// takes two programs per client, 64 identical calls from one client all
+// succeed (each running its own frontend, 62 were refused).
+TEST(CompileService, IdenticalRequestsShareOneFrontendRun) {
+  MemoryStore store;
+  MemoryJobStore job_store;
+  JobManager jobs{&job_store};
+  CompilePool pool(PoolOptions(2, 64));
+  PreparePoolOptions po;
+  po.threads = 1;
+  po.max_queued_per_client = 2;
+  PreparePool prepare(po);
+  {
+    CompileService service(&store, &jobs, &pool, &prepare);
+    constexpr int kCallers = 64;
+    std::vector<std::thread> threads;
+    std::vector<absl::StatusOr<CompileReply>> replies(kCallers, absl::UnknownError("not run"));
+    absl::Notification go;
+    for (int i = 0; i < kCallers; ++i) {
+      threads.emplace_back([&, i] {
+        go.WaitForNotification();
+        replies[i] = service.CompileSync(GemmCall());
+      });
+    }
+    go.Notify();
+    for (auto& t : threads) t.join();
+    for (const auto& r : replies) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->metadata.key(), replies[0]->metadata.key());
+    }
+    EXPECT_EQ(service.counters().builds.load(), 1);
+    EXPECT_GT(service.counters().prepares_joined.load(), 0);
+    EXPECT_LT(service.counters().prepares.load(), kCallers / 2);
+    prepare.Shutdown(); // its tasks call into the service
+  }
+}
+
+// A request that started the shared run and then left (cancelled) does not
+// take the others down with it: they run the frontend again.
+TEST(CompileService, TheFirstOfIdenticalRequestsLeavingDoesNotFailTheOthers) {
+  MemoryStore store;
+  MemoryJobStore job_store;
+  JobManager jobs{&job_store};
+  CompilePool pool(PoolOptions(1, 64));
+  PreparePoolOptions po;
+  po.threads = 1;
+  PreparePool prepare(po);
+  // Hold the prepare thread so both calls wait, the second joined to the first.
+  absl::Notification release, holding;
+  ASSERT_TRUE(prepare
+                  .Submit(
+                      "blocker", absl::InfiniteFuture(),
+                      [&](const std::atomic<bool>*) {
+                        holding.Notify();
+                        release.WaitForNotification();
+                      },
+                      [](absl::Status) {})
+                  .ok());
+  holding.WaitForNotification();
+  {
+    CompileService service(&store, &jobs, &pool, &prepare);
+    absl::Notification first_done, second_done;
+    absl::StatusOr<CompileReply> first = absl::UnknownError("not run");
+    absl::StatusOr<CompileReply> second = absl::UnknownError("not run");
+    auto a = service.Start(GemmCall(), [&](absl::StatusOr<CompileReply> r) {
+      first = std::move(r);
+      first_done.Notify();
+    });
+    auto b = service.Start(GemmCall(), [&](absl::StatusOr<CompileReply> r) {
+      second = std::move(r);
+      second_done.Notify();
+    });
+    EXPECT_EQ(service.counters().prepares_joined.load(), 1);
+    a->Cancel();
+    ASSERT_TRUE(first_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(first.status().code(), absl::StatusCode::kCancelled);
+    release.Notify();
+    ASSERT_TRUE(second_done.WaitForNotificationWithTimeout(absl::Seconds(120)));
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_EQ(second->outcome, kiln::v1::CACHE_OUTCOME_MISS);
+    EXPECT_EQ(service.counters().prepares.load(), 2);
+    prepare.Shutdown();
+  }
+}
+
 TEST(CompileService, BadProgramIsALocatedErrorAndNoJob) {
   Fixture f;
   CompileCall call = GemmCall();
