@@ -176,6 +176,9 @@ absl::StatusOr<Value> SequenceBinary(const ArithContext& ctx, std::string_view o
   if (op == "*" && (a.is_sequence() || a.kind == ValueKind::kString) && b.is_int()) {
     int64_t n = std::max<int64_t>(b.i, 0);
     size_t unit = a.kind == ValueKind::kString ? a.s.size() : a.elts().size();
+    // An empty sequence repeated is empty: without this, `[] * 2**63` looped
+    // 2**63 times adding nothing, charged nothing (found by fuzzing).
+    if (unit == 0) n = 0;
     if (unit != 0 && static_cast<uint64_t>(n) > kMaxLen / unit) {
       return Err(ctx, "sequence too long");
     }

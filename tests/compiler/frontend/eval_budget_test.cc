@@ -211,5 +211,21 @@ TEST(EvalBudgetTest, ChargesAreStickyAndCounted) {
   EXPECT_EQ(budget.steps(), 11);
 }
 
+// An empty sequence repeated 2**31 - 1 times is empty, answered at once, not
+// after 2**31 iterations that each add nothing and charge nothing (found by
+// frontend_structured_fuzzer: `block_M *= [...]` with block_M = 2**31 - 1).
+TEST(EvalBudgetTest, EmptySequenceTimesAHugeCountIsEmptyAtOnce) {
+  const absl::Time start = absl::Now();
+  for (const char* body : {"    x = [] * (2**31 - 1)\n    assert x == []\n",
+                           "    x = (2**31 - 1) * ()\n    assert x == ()\n",
+                           "    x = '' * (2**31 - 1)\n    assert x == ''\n",
+                           "    x = 2**31 - 1\n    x *= []\n    assert len(x) == 0\n"}) {
+    SCOPED_TRACE(body);
+    auto p = Evaluate(body);
+    EXPECT_TRUE(p.ok()) << p.status();
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
 } // namespace
 } // namespace kiln::frontend
