@@ -620,12 +620,18 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
             --sweep->callbacks_active;
             sweep->changed.notify_all();
           });
-      std::lock_guard<std::mutex> lock(sweep->mu);
-      sweep->items[i].compile = std::move(pending);
-      if (sweep->turned_away) {
-        sweep->turned_away = false;
-        break;
+      std::shared_ptr<CompileService::Pending> late; // started as the sweep stopped
+      {
+        std::lock_guard<std::mutex> lock(sweep->mu);
+        Sweep::Item& item = sweep->items[i];
+        if (sweep->stopping && !item.compiled) late = pending;
+        item.compile = std::move(pending);
+        if (sweep->turned_away) {
+          sweep->turned_away = false;
+          break;
+        }
       }
+      if (late) late->Cancel(); // stop_compiles ran before it was noted
     }
     t_submitting = false;
   };
@@ -668,6 +674,20 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
     stop_compiles();
     sweep->changed.notify_all();
   });
+  // The compile callbacks refer to this frame (fail, submit_more) and run on
+  // pool threads (the prepare pool's, for a program the frontend rejects):
+  // whatever way this function returns, it stops the compiles and waits
+  // until no callback can still run. A cancelled compile calls back at once;
+  // one that started as the sweep stopped is cancelled by its submitter.
+  struct SettleCompiles {
+    std::function<void()> settle;
+    ~SettleCompiles() { settle(); }
+  } settle_compiles{[&stop_compiles, sweep] {
+    stop_compiles();
+    std::unique_lock<std::mutex> lock(sweep->mu);
+    sweep->changed.wait(
+        lock, [&] { return sweep->compiles_outstanding == 0 && sweep->callbacks_active == 0; });
+  }};
 
   const int warmup = r.budget().warmup() > 0 ? r.budget().warmup() : 3;
   const int repeats = r.budget().repeats() > 0 ? r.budget().repeats() : 20;
@@ -1016,14 +1036,8 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   }
   measure_on(devices[0]);
   for (std::thread& t : others) t.join();
-  stop_compiles();
-  {
-    // Compiles that were cancelled finish their callbacks before we read.
-    std::unique_lock<std::mutex> lock(sweep->mu);
-    sweep->changed.wait_for(lock, std::chrono::seconds(30), [&] {
-      return sweep->compiles_outstanding == 0 && sweep->callbacks_active == 0;
-    });
-  }
+  // Compiles that were cancelled finish their callbacks before we read.
+  settle_compiles.settle();
   if (job->cancel_requested()) return absl::CancelledError("the tune was cancelled");
 
   // 6. The best, the result.

@@ -317,6 +317,39 @@ TEST_F(TuneServiceTest, CompileErrorsAndWrongResultsAreRecordedAndNeverBest) {
   }
 }
 
+// A reference program that fails ends the sweep while its candidates'
+// compiles still call back (here from the prepare pool, where the bad
+// toolchain fails each one at once): no callback may run after the call
+// returns, since they refer to the sweep's frame (kilnd died of
+// bad_function_call; found by tests/fuzz/rpc_fuzz.py).
+TEST_F(TuneServiceTest, AFailingReferenceEndsTheSweepOnlyOnceItsCompilesAreSettled) {
+  PreparePoolOptions prepare_options;
+  prepare_options.threads = 2;
+  PreparePool prepare(prepare_options);
+  {
+    CompileService compile(store_.get(), &jobs_, pool_.get(), &prepare);
+    TuneService tune(&compile, store_.get(), devices_.get(), &jobs_, measure_pool_.get(),
+                     cache_.get(), DeclaredSpacePlanner);
+    TuneCall call;
+    pb::TuneRequest& r = call.request;
+    *r.mutable_program() = Example("examples/elementwise/add.py", {{"M", 77}, {"N", 130}});
+    r.set_target("cpu");
+    r.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+    // More candidates than a sweep compiles at once: callbacks submit more.
+    AddAxis(&r, "block_M", {1, 2, 4, 8, 16, 32, 64, 128});
+    AddAxis(&r, "block_N", {1, 2, 4, 8, 16, 32, 64, 128});
+    r.mutable_options()->set_toolchain("a=b=c");
+    *r.mutable_validation()->mutable_reference_program() = r.program();
+    for (int round = 0; round < 40; ++round) {
+      r.mutable_budget()->set_repeats(round + 2); // a new request each round
+      absl::StatusOr<pb::TuneResult> result = tune.TuneSync(call);
+      ASSERT_FALSE(result.ok());
+      EXPECT_THAT(result.status().message(), HasSubstr("validation.reference_program"));
+    }
+    prepare.Shutdown(); // its tasks call into the services
+  }
+}
+
 // The first candidate to compile makes the reference. It is not validated
 // against its own run: the next candidate that matches it confirms it, so a
 // sweep of four runs three validations and no self-check.
