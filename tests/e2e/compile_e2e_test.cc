@@ -16,6 +16,7 @@
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
 #include "tests/support/example_loader.h"
+#include "tests/support/gemm_request.h"
 #include "util/sha256.h"
 
 namespace kiln {
@@ -25,23 +26,7 @@ using ::testing::HasSubstr;
 
 const std::string kKilnd = std::string(KILN_BINARY_DIR) + "/kilnd";
 
-kiln::v1::CompileRequest GemmRequest(int64_t m = 100) {
-  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
-  kiln::v1::CompileRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  for (const auto& [name, value] : ex.test_bind) {
-    kiln::v1::BindingValue v;
-    if (value.kind == frontend::BindingValue::Kind::kInt) {
-      v.set_int_value(name == "M" ? m : value.ival);
-    } else {
-      v.set_string_value(value.sval);
-    }
-    (*req.mutable_program()->mutable_bindings())[name] = v;
-  }
-  req.set_target("cpu");
-  return req;
-}
+kiln::v1::CompileRequest GemmRequest(int64_t m = 100) { return testing::GemmCpuRequest(m); }
 
 class CompileE2ETest : public ::testing::Test {
  protected:

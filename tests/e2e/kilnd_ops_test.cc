@@ -20,6 +20,7 @@
 #include "server/config_options.h"
 #include "tests/e2e/daemon_process.h"
 #include "tests/support/example_loader.h"
+#include "tests/support/gemm_request.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -225,20 +226,7 @@ TEST(KilndOpsTest, IdleSocketsOnTheMetricsPortDoNotStarveHealthz) {
 // The gemm example for the CPU target at its test size, with M = m (each M
 // is another program: about a second of host compiler each).
 kiln::v1::CompileRequest GemmRequest(int64_t m, bool async) {
-  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
-  kiln::v1::CompileRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  for (const auto& [name, value] : ex.test_bind) {
-    kiln::v1::BindingValue v;
-    if (value.kind == frontend::BindingValue::Kind::kInt) {
-      v.set_int_value(name == "M" ? m : value.ival);
-    } else {
-      v.set_string_value(value.sval);
-    }
-    (*req.mutable_program()->mutable_bindings())[name] = v;
-  }
-  req.set_target("cpu");
+  kiln::v1::CompileRequest req = testing::GemmCpuRequest(m);
   req.set_async(async);
   return req;
 }

@@ -29,6 +29,7 @@
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
 #include "tests/support/example_loader.h"
+#include "tests/support/gemm_request.h"
 
 namespace kiln {
 namespace {
@@ -46,23 +47,7 @@ constexpr char kBob[] = "kiln-test-token-bob-0123456789ab";
 constexpr char kOps[] = "kiln-test-token-ops-0123456789ab";
 constexpr char kViewer[] = "kiln-test-token-viewer-012345678";
 
-kiln::v1::CompileRequest GemmRequest(int64_t m) {
-  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
-  kiln::v1::CompileRequest req;
-  req.mutable_program()->set_tilelang_source(ex.source);
-  req.mutable_program()->set_file_name(ex.rel_path);
-  for (const auto& [name, value] : ex.test_bind) {
-    kiln::v1::BindingValue v;
-    if (value.kind == frontend::BindingValue::Kind::kInt) {
-      v.set_int_value(name == "M" ? m : value.ival);
-    } else {
-      v.set_string_value(value.sval);
-    }
-    (*req.mutable_program()->mutable_bindings())[name] = v;
-  }
-  req.set_target("cpu");
-  return req;
-}
+kiln::v1::CompileRequest GemmRequest(int64_t m) { return testing::GemmCpuRequest(m); }
 
 class TenantsE2ETest : public ::testing::Test {
  protected:
