@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/random_bytes.h"
 #include "cache/cache.h"
 #include "cache/zstd_codec.h"
 #include "util/sha256.h"
@@ -42,17 +43,7 @@ using kiln::cache::CacheOptions;
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::string s(n, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s[i] = static_cast<char>(x);
-  }
-  return s;
-}
+using kiln::bench::RandomBytes;
 
 std::string PtxLikeText(size_t n) {
   std::string s;

@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "absl/strings/str_cat.h"
+#include "bench/random_bytes.h"
 #include "cache/cache.h"
 #include "util/sha256.h"
 #include "util/temp_dir.h"
@@ -40,17 +41,7 @@ using kiln::cache::ReadVerify;
 
 constexpr int kArtifacts = 8;
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::string s(n, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s[i] = static_cast<char>(x);
-  }
-  return s;
-}
+using kiln::bench::RandomBytes;
 
 // p50, p99 of `op`'s latency (us) over `seconds` (at least 5 runs).
 template <typename Op>
