@@ -30,10 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string KilndBinary() {
-  const char* other = std::getenv("KILN_E2E_KILND");
-  return other != nullptr && *other != '\0' ? other : std::string(KILN_BINARY_DIR) + "/kilnd";
-}
+std::string KilndBinary() { return testing::KilndUnderTest(); }
 
 // The CPU-target GEMM example with M bound to `m`: two values of M are two
 // programs (two keys) whose files have the same kinds and similar sizes.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@
 #include <unistd.h>
 
 namespace kiln::testing {
+
+// The kilnd an e2e test starts: this build's, or the one KILN_E2E_KILND
+// names (an older build, to show that a test fails without its fix).
+inline std::string KilndUnderTest() {
+  const char* other = std::getenv("KILN_E2E_KILND");
+  return other != nullptr && *other != '\0' ? other : std::string(KILN_BINARY_DIR) + "/kilnd";
+}
 
 class DaemonProcess {
  public:

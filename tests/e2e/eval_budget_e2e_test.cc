@@ -33,9 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 // KILN_E2E_KILND runs the test against another kilnd (an older build, to
 // see it fail).
-const std::string kKilnd = std::getenv("KILN_E2E_KILND") != nullptr
-                               ? std::string(std::getenv("KILN_E2E_KILND"))
-                               : std::string(KILN_BINARY_DIR) + "/kilnd";
+const std::string kKilnd = testing::KilndUnderTest();
 
 // A kernel whose entry runs `body` first.
 std::string Hostile(const std::string& body) {

@@ -7,7 +7,7 @@
 // --log-format=json every line kilnd writes is a JSON object (protobuf's and
 // gRPC's own log lines included).
 //
-// KILN_TEST_KILND names another kilnd binary to run these against (to show
+// KILN_E2E_KILND names another kilnd binary to run these against (to show
 // that they fail on a build without the fix).
 #include <chrono>
 #include <cstdlib>
@@ -37,10 +37,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string Kilnd() {
-  const char* other = std::getenv("KILN_TEST_KILND");
-  return other != nullptr && *other != '\0' ? other : std::string(KILN_BINARY_DIR) + "/kilnd";
-}
+std::string Kilnd() { return testing::KilndUnderTest(); }
 
 constexpr char kAlice[] = "kiln-test-token-alice-0123456789";
 constexpr char kBob[] = "kiln-test-token-bob-0123456789ab";
