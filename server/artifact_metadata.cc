@@ -100,6 +100,12 @@ kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& l,
     p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.ir_name) > 0));
     for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
   }
+  for (const codegen::TensorMapSpec& m : l.tensor_maps) {
+    kiln::v1::TensorMap* t = info.add_tensor_maps();
+    t->set_param(l.args[static_cast<size_t>(m.arg)].name);
+    for (int64_t b : m.box) t->add_box(b);
+    t->set_swizzle_bytes(m.swizzle_bytes);
+  }
   return info;
 }
 

@@ -7,6 +7,13 @@
 // builds `void* args[]` where args[i] points at the i-th argument's value,
 // exactly as cuLaunchKernel's kernelParams.
 //
+// CUDA kernels that load tiles with the Tensor Memory Accelerator (Hopper
+// TMA) take, after the symbols, one CUtensorMap per LaunchSpec::tensor_maps
+// entry, by value (`const __grid_constant__`, 128 bytes, 64-byte aligned):
+// the launcher encodes it with the driver's cuTensorMapEncodeTiled for the
+// tensor argument it names, as TensorMapSpec says. CPU kernels never take
+// them (the CPU runtime builds its own descriptors from the pointers).
+//
 // CUDA: `extern "C" __global__ void <symbol>(...)`, launched with `grid`,
 // `block` and `dynamic_smem_bytes` of dynamic shared memory (callers set
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES when it exceeds 48 KiB).
@@ -39,12 +46,37 @@ struct KernelArg {
   std::vector<ir::Expr> shape; // tensors: extents, possibly over symbols
 };
 
+// One tensor map a CUDA kernel takes (see the argument convention above).
+// The launcher encodes, for the tensor argument args[arg] of rank r (1..5)
+// with its actual shape (s_0, ..., s_{r-1}), row-major and contiguous:
+//   globalAddress   the tensor's device pointer (must be 16-byte aligned)
+//   dataType        by element size: 1 byte UINT8, 2 UINT16, 4 UINT32,
+//                   8 UINT64 (TMA copies bits; the kernel knows the type)
+//   rank            r
+//   globalDim       (s_{r-1}, ..., s_0): innermost first
+//   globalStrides   bytes of dims 1..r-1 innermost first: stride of dim i
+//                   (innermost-first numbering) = s_{r-1}·…·s_{r-i}·size
+//   boxDim          `box` reversed (box is outermost first, like shape)
+//   elementStrides  all 1
+//   interleave      NONE; swizzle: NONE, 32B, 64B or 128B from
+//                   swizzle_bytes (0, 32, 64, 128); l2Promotion 128B;
+//                   oobFill NONE (out-of-bounds elements read as zero)
+// The compiler only emits maps whose strides are multiples of 16 bytes for
+// the shapes it was specialized on; the launcher still refuses an
+// unaligned pointer or stride with an error naming the tensor.
+struct TensorMapSpec {
+  int arg = 0;              // index into LaunchSpec::args (a tensor)
+  std::vector<int64_t> box; // elements per dimension, outermost first
+  int swizzle_bytes = 0;    // 0, 32, 64 or 128
+};
+
 struct LaunchSpec {
   std::string symbol = "kiln_kernel";
   std::vector<ir::Expr> grid;               // 3 extents, possibly over symbols
   std::array<int64_t, 3> block = {1, 1, 1}; // threads
   int64_t dynamic_smem_bytes = 0;
   std::vector<KernelArg> args;
+  std::vector<TensorMapSpec> tensor_maps; // CUDA only: after args (see above)
 };
 
 enum class EmitTarget : uint8_t { kCuda, kCpu };

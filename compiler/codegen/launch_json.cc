@@ -52,7 +52,20 @@ std::string LaunchJson(const EmittedKernel& kernel) {
                     ", \"symbol\": ", a.is_symbol ? "true" : "false",
                     ", \"output\": ", a.is_output ? "true" : "false", "}");
   }
-  return out + "]}\n";
+  absl::StrAppend(&out, "]");
+  if (!l.tensor_maps.empty()) {
+    absl::StrAppend(&out, ", \"tensor_maps\": [");
+    for (size_t i = 0; i < l.tensor_maps.size(); ++i) {
+      const TensorMapSpec& m = l.tensor_maps[i];
+      absl::StrAppend(&out, i ? ", " : "", "{\"arg\": ", m.arg,
+                      ", \"name\": ", Quote(l.args[static_cast<size_t>(m.arg)].name),
+                      ", \"box\": [");
+      for (size_t d = 0; d < m.box.size(); ++d) absl::StrAppend(&out, d ? ", " : "", m.box[d]);
+      absl::StrAppend(&out, "], \"swizzle_bytes\": ", m.swizzle_bytes, "}");
+    }
+    absl::StrAppend(&out, "]");
+  }
+  return out + "}\n";
 }
 
 } // namespace kiln::codegen

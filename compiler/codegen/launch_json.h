@@ -3,7 +3,12 @@
 //   {"symbol": "kiln_kernel", "target": "cuda", "arch": "sm_90",
 //    "grid": [3, 2, 1], "block": [128, 1, 1], "dynamic_smem_bytes": 12288,
 //    "args": [{"name": "A", "dtype": "float16", "shape": [100, 40],
-//              "scalar": false, "symbol": false, "output": false}, ...]}
+//              "scalar": false, "symbol": false, "output": false}, ...],
+//    "tensor_maps": [{"arg": 0, "name": "A", "box": [128, 64],
+//                     "swizzle_bytes": 128}, ...]}
+// "tensor_maps" appears only when the kernel takes tensor maps (CUDA TMA;
+// kernel_spec.h says how a launcher encodes them, in this order, after the
+// args).
 // Extents that depend on unbound symbols are strings in the IR's text
 // syntax ("(M + 63) // 64"); constant ones are numbers. Names are the
 // user's (kernel_spec.h), so a symbol may be called `max` or `in`: a name
