@@ -18,7 +18,8 @@ docs/python.md has the whole API.
 from . import events
 from .autotune import AutotuneResult, autotune
 from .client import (DEFAULT_ADDRESS, Artifact, BenchmarkResult, BestConfig, Client, Device,
-                     Job, LaunchInfo, Measurement, Param, TuneResult, program_source)
+                     Job, LaunchInfo, Measurement, Param, TensorMap, TuneResult,
+                     program_source)
 from .errors import (Aborted, AlreadyExists, BindingError, Cancelled, CompileError, DataLoss,
                      DeadlineExceeded, Diagnostic, FailedPrecondition, Internal, InvalidArgument,
                      KilnError, LaunchError, NotFound, OutOfRange, PermissionDenied,
@@ -40,5 +41,5 @@ __all__ = [
     "NotFound", "AlreadyExists", "FailedPrecondition", "ResourceExhausted", "Aborted",
     "DeadlineExceeded", "Unavailable", "Unauthenticated", "PermissionDenied", "Cancelled",
     "DataLoss", "Internal", "Unimplemented", "OutOfRange", "LaunchError", "BindingError",
-    "Diagnostic",
+    "Diagnostic", "TensorMap",
 ]

@@ -1,10 +1,14 @@
 """The argument block of one launch (compiler/codegen/kernel_spec.h's convention,
 shared by both targets): the kernel's params in order (a tensor as the address of
-its first element, a scalar by value), then one int32 per dynamic symbol; ``argv``
-is a void*[] whose i-th entry points at the i-th value, as cuLaunchKernel's
+its first element, a scalar by value), then one int32 per dynamic symbol, then (CUDA
+kernels that use TMA) one 128-byte CUtensorMap per LaunchInfo.tensor_maps entry;
+``argv`` is a void*[] whose i-th entry points at the i-th value, as cuLaunchKernel's
 kernelParams and the CPU entry point take it."""
 import ctypes
 import struct
+
+from ._tensor_map import TENSOR_MAP_ALIGN as _MAP_ALIGN
+from ._tensor_map import TENSOR_MAP_BYTES as _MAP_BYTES
 
 _PACK = {"bool": "<?", "int8": "<b", "int16": "<h", "int32": "<i", "int64": "<q",
          "uint8": "<B", "uint16": "<H", "uint32": "<I", "uint64": "<Q", "float16": "<e",
@@ -25,10 +29,12 @@ def pack_scalar(value, dtype):
 
 
 class ArgBlock:
-    """Slots (8 bytes each) and the pointer array into them; keep the object alive
-    until the launch has read its arguments (cuLaunchKernel copies them at once)."""
+    """Slots (8 bytes each), the tensor maps (each 128 bytes at a 64-byte aligned
+    address, as the kernel's `const __grid_constant__ CUtensorMap` is laid out) and
+    the pointer array into them; keep the object alive until the launch has read its
+    arguments (cuLaunchKernel copies them at once)."""
 
-    def __init__(self, pointers_and_scalars, symbol_values):
+    def __init__(self, pointers_and_scalars, symbol_values, tensor_maps=()):
         n = len(pointers_and_scalars) + len(symbol_values)
         self.slots = (ctypes.c_uint64 * max(n, 1))()
         for i, v in enumerate(pointers_and_scalars):
@@ -37,7 +43,16 @@ class ArgBlock:
         for j, s in enumerate(symbol_values):
             self.slots[base + j] = int(s) & 0xFFFFFFFF  # int32 in the low half
         addr = ctypes.addressof(self.slots)
-        self.argv = (ctypes.c_void_p * max(n, 1))(*(addr + 8 * i for i in range(n)))
+        pointers = [addr + 8 * i for i in range(n)]
+        # ctypes buffers are only 16-byte aligned: over-allocate and align by hand.
+        self.maps = (ctypes.c_uint8 * (_MAP_BYTES * len(tensor_maps) + _MAP_ALIGN))()
+        first = -ctypes.addressof(self.maps) % _MAP_ALIGN + ctypes.addressof(self.maps)
+        for k, raw in enumerate(tensor_maps):
+            if len(raw) != _MAP_BYTES:
+                raise ValueError(f"tensor map {k} is {len(raw)} bytes, not {_MAP_BYTES}")
+            ctypes.memmove(first + _MAP_BYTES * k, bytes(raw), _MAP_BYTES)
+            pointers.append(first + _MAP_BYTES * k)
+        self.argv = (ctypes.c_void_p * max(len(pointers), 1))(*pointers)
 
     @property
     def address(self):

@@ -8,11 +8,17 @@ ctypes. All three see the same primary context the CUDA runtime (torch, cupy) us
 A module is loaded once per (context, artifact) and kept for the life of the
 process. Kernels needing more than 48 KiB of dynamic shared memory get
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES set once, at load.
+
+Kernels that load tiles with TMA take CUtensorMaps after their symbols
+(_tensor_map.py): each backend encodes them with cuTensorMapEncodeTiled through
+its own binding (cupy has none: it uses libcuda.so.1 through ctypes, the same
+driver), once per launch, since they hold the tensors' pointers.
 """
 import ctypes
 import os
 import threading
 
+from ._tensor_map import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES, encode_failed
 from .errors import LaunchError
 
 _ATTR_MAX_DYNAMIC_SMEM = 8      # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -32,12 +38,15 @@ class _CudaPython:
         self.d = driver
         self._check(driver.cuInit(0), "cuInit")
 
+    def _describe(self, err):
+        _, text = self.d.cuGetErrorString(err)
+        text = text.decode() if isinstance(text, bytes) else text
+        return f"{getattr(err, 'name', err)} = {int(err)} ({text})"
+
     def _check(self, result, what):
         err, *rest = result if isinstance(result, tuple) else (result,)
         if int(err) != 0:
-            _, text = self.d.cuGetErrorString(err)
-            text = text.decode() if isinstance(text, bytes) else text
-            raise LaunchError(f"{what}: {getattr(err, 'name', err)} ({text})")
+            raise LaunchError(f"{what}: {self._describe(err)}")
         return rest[0] if len(rest) == 1 else rest
 
     def primary_context(self, ordinal):
@@ -73,9 +82,26 @@ class _CudaPython:
         self._check(self.d.cuLaunchKernel(func, *grid, *block, smem, self.d.CUstream(stream),
                                           argv, 0), "cuLaunchKernel")
 
+    def encode_tensor_map(self, enc):
+        d = self.d
+        u64, u32 = d.cuuint64_t, d.cuuint32_t
+        err, tmap = d.cuTensorMapEncodeTiled(
+            d.CUtensorMapDataType(enc.data_type), enc.rank, enc.global_address,
+            [u64(x) for x in enc.global_dim], [u64(x) for x in enc.global_strides],
+            [u32(x) for x in enc.box_dim], [u32(x) for x in enc.element_strides],
+            d.CUtensorMapInterleave(enc.interleave), d.CUtensorMapSwizzle(enc.swizzle),
+            d.CUtensorMapL2promotion(enc.l2_promotion),
+            d.CUtensorMapFloatOOBfill(enc.oob_fill))
+        if int(err) != 0:
+            raise encode_failed(enc, self._describe(err))
+        if hasattr(tmap, "getPtr"):
+            return ctypes.string_at(int(tmap.getPtr()), TENSOR_MAP_BYTES)
+        return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
+
 
 class _Cupy:
     name = "cupy"
+    _libcuda = None  # _Ctypes, for what cupy's driver module lacks
 
     def __init__(self):
         import cupy
@@ -118,8 +144,15 @@ class _Cupy:
         self._call("cuLaunchKernel", self.d.launchKernel, func, *grid, *block, smem, stream,
                    argv, 0)
 
+    def encode_tensor_map(self, enc):
+        # cupy.cuda.driver has no cuTensorMapEncodeTiled: call the driver cupy uses.
+        if self._libcuda is None:
+            self._libcuda = _Ctypes()
+        return self._libcuda.encode_tensor_map(enc)
+
 
 class _Ctypes:
+    """libcuda.so.1 through ctypes, with the signatures this module calls."""
     name = "ctypes"
 
     def __init__(self):
@@ -128,6 +161,7 @@ class _Ctypes:
         except OSError as e:
             raise LaunchError(f"cannot load libcuda.so.1: {e}") from None
         vp, u, i = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+        u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
         sig = {
             "cuInit": [u], "cuDeviceGet": [ctypes.POINTER(i), i],
             "cuDevicePrimaryCtxRetain": [ctypes.POINTER(vp), i],
@@ -138,17 +172,42 @@ class _Ctypes:
             "cuFuncSetAttribute": [vp, i, i],
             "cuLaunchKernel": [vp, u, u, u, u, u, u, u, vp, vp, vp],
             "cuGetErrorString": [i, ctypes.POINTER(ctypes.c_char_p)],
+            "cuTensorMapEncodeTiled": [vp, i, u, vp, u64p, u64p, u32p, u32p, i, i, i, i],
         }
         for name, args in sig.items():
-            f = getattr(self.lib, name)
+            f = getattr(self.lib, name, None)
+            if f is None:  # a driver older than CUDA 12 has no tensor maps
+                continue
             f.argtypes, f.restype = args, i
         self._check(self.lib.cuInit(0), "cuInit")
 
+    def _describe(self, rc):
+        text = ctypes.c_char_p()
+        self.lib.cuGetErrorString(rc, ctypes.byref(text))
+        return f"CUDA error {rc} ({(text.value or b'?').decode()})"
+
     def _check(self, rc, what):
         if rc != 0:
-            text = ctypes.c_char_p()
-            self.lib.cuGetErrorString(rc, ctypes.byref(text))
-            raise LaunchError(f"{what}: CUDA error {rc} ({(text.value or b'?').decode()})")
+            raise LaunchError(f"{what}: {self._describe(rc)}")
+
+    def encode_tensor_map(self, enc):
+        fn = getattr(self.lib, "cuTensorMapEncodeTiled", None)
+        if fn is None:
+            raise encode_failed(enc, "this libcuda.so.1 has no cuTensorMapEncodeTiled "
+                                "(a driver older than CUDA 12)")
+        # The driver writes a CUtensorMap, which is 64-byte aligned in cuda.h.
+        raw = (ctypes.c_uint8 * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
+        out = ctypes.addressof(raw) + (-ctypes.addressof(raw) % TENSOR_MAP_ALIGN)
+
+        def array(ctype, values):
+            return (ctype * max(len(values), 1))(*values)
+        rc = fn(out, enc.data_type, enc.rank, enc.global_address,
+                array(ctypes.c_uint64, enc.global_dim), array(ctypes.c_uint64, enc.global_strides),
+                array(ctypes.c_uint32, enc.box_dim), array(ctypes.c_uint32, enc.element_strides),
+                enc.interleave, enc.swizzle, enc.l2_promotion, enc.oob_fill)
+        if rc != 0:
+            raise encode_failed(enc, self._describe(rc))
+        return ctypes.string_at(out, TENSOR_MAP_BYTES)
 
     def primary_context(self, ordinal):
         dev, ctx = ctypes.c_int(), ctypes.c_void_p()
@@ -269,10 +328,12 @@ def capability(ordinal):
     return driver().capability(ordinal)
 
 
-def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream):
+def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream, tensor_maps=()):
     """Launches the artifact's kernel on device ``ordinal``. ``image_fn()`` returns the
     cubin bytes (fetched only when the module is not loaded yet); ``args`` are ints
-    (device addresses and scalar slots) followed by the symbols' values."""
+    (device addresses and scalar slots) followed by the symbols' values;
+    ``tensor_maps`` the TensorMapEncodings (_tensor_map.encoding) of the
+    LaunchInfo's tensor maps, in order, encoded here and passed after the symbols."""
     from ._launch import ArgBlock
     drv = driver()
     with _OnContext(drv, ordinal) as ctx:
@@ -287,6 +348,7 @@ def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream):
                         drv.set_max_dynamic_smem(func, launch_info.dynamic_shared_bytes)
                     entry = _modules[key] = (module, func)
         params, symbols = args
-        block = ArgBlock(params, symbols)
+        maps = [drv.encode_tensor_map(enc) for enc in tensor_maps]
+        block = ArgBlock(params, symbols, maps)
         drv.launch(entry[1], grid, launch_info.block, launch_info.dynamic_shared_bytes, stream,
                    block.address)

@@ -103,16 +103,28 @@ class Param:
 
 
 @dataclasses.dataclass(frozen=True)
+class TensorMap:
+    """A CUtensorMap (Hopper TMA) the kernel takes after its symbols, for the tensor
+    parameter ``param``: ``box`` elements per dimension (outermost first, like the
+    shape) and the shared-memory swizzle in bytes (0, 32, 64 or 128)."""
+    param: str
+    box: tuple
+    swizzle_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
 class LaunchInfo:
     """How to launch a compiled kernel: the symbol, the grid (expressions over the
     dynamic symbols), the block, dynamic shared memory, and the parameters; the kernel
-    takes the params in order, then one int32 per symbol."""
+    takes the params in order, then one int32 per symbol, then (CUDA kernels that use
+    TMA) one CUtensorMap per ``tensor_maps`` entry, which the launch encodes."""
     kernel_symbol: str
     grid: tuple
     block: tuple
     dynamic_shared_bytes: int
     params: tuple
     symbols: tuple
+    tensor_maps: tuple = ()
 
     @classmethod
     def from_proto(cls, m):
@@ -120,8 +132,9 @@ class LaunchInfo:
                              p.is_output, tuple(p.shape)) for p in m.params)
         block = tuple(m.block) + (1,) * (3 - len(m.block))
         grid = tuple(m.grid) + ("1",) * (3 - len(m.grid))
+        maps = tuple(TensorMap(t.param, tuple(t.box), t.swizzle_bytes) for t in m.tensor_maps)
         return cls(m.kernel_symbol, grid, block, m.dynamic_shared_bytes, params,
-                   tuple(m.symbols))
+                   tuple(m.symbols), maps)
 
 
 class Artifact:

@@ -28,6 +28,7 @@ import threading
 from . import _analysis, _tensors
 from ._expr import evaluate
 from ._launch import pack_scalar
+from ._tensor_map import launch_encodings
 from ._values import dtype_name
 from .client import Client
 from .errors import BindingError, LaunchError
@@ -445,22 +446,28 @@ class JitKernel:
 
     def _launch_cuda(self, compiled, device, values, symbols, grid):
         from . import _launch_cuda
+        lp = compiled.launch
         params, stream_view = [], None
-        for x in values:
+        for p, x in zip(lp.params, values):
             if isinstance(x, int):
                 params.append(x)
                 continue
             if not x.contiguous:
-                raise BindingError(f"{self.name}(): a tensor of shape {x.shape} is not contiguous; "
-                                   "pass .contiguous() (Kiln kernels take row-major tensors)")
+                raise BindingError(f"{self.name}(): {p.name} (shape {x.shape}) is not "
+                                   "contiguous; pass .contiguous() (Kiln kernels take row-major "
+                                   "tensors)")
             if x.ptr % 16:
-                raise BindingError(f"{self.name}(): a tensor of shape {x.shape} starts at an "
+                raise BindingError(f"{self.name}(): {p.name} (shape {x.shape}) starts at an "
                                    "address that is not 16-byte aligned; pass a copy (.clone())")
             stream_view = stream_view or x
             params.append(x.ptr)
+        try:
+            maps = launch_encodings(lp, values)
+        except (BindingError, LaunchError) as e:
+            raise type(e)(f"{self.name}(): {e}") from None
         stream = _launch_cuda.current_stream(stream_view) if stream_view else 0
         _launch_cuda.launch(compiled.artifact.key, lambda: compiled.artifact.file("cubin"),
-                            compiled.launch, device[1] or 0, (params, symbols), grid, stream)
+                            lp, device[1] or 0, (params, symbols), grid, stream, maps)
 
     def _results(self, allocated, provided):
         info = self.info
