@@ -103,6 +103,9 @@ class CompileService {
   // The budget of each request's compile-time evaluation (the request's
   // deadline is added per call). Set before the first Start.
   void set_eval_limits(const frontend::EvalLimits& limits) { eval_limits_ = limits; }
+  // Those limits, for the evaluations other services run themselves (a
+  // tune's planner).
+  const frontend::EvalLimits& eval_limits() const { return eval_limits_; }
 
   // A caller's interest in one compile.
   class Pending {

@@ -304,11 +304,12 @@ absl::Status Daemon::Start() {
     // Grid and random sweeps use what is known of the device model; only
     // the roller's ranking waits for a measurement.
     TunePlanner planner = [p = profiles_.get()](const kiln::v1::TuneRequest& r,
-                                                const kiln::v1::Device& device) {
+                                                const kiln::v1::Device& device,
+                                                const frontend::EvalLimits& limits) {
       const bool need = r.strategy() == kiln::v1::TUNE_STRATEGY_ROLLER ||
                         r.strategy() == kiln::v1::TUNE_STRATEGY_UNSPECIFIED;
       const kiln::v1::DeviceMeasurements measured = p->Get(device, need);
-      return RollerPlannerMeasured(r, device, &measured);
+      return RollerPlannerMeasured(r, device, &measured, limits);
     };
     tune_ = std::make_unique<TuneService>(compile_.get(), store_.get(), devices_.get(), jobs_.get(),
                                           measure_pool_.get(), cache_.get(), planner);

@@ -101,6 +101,9 @@ class Job {
 
   void RequestCancel();
   bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }
+  // The flag RequestCancel sets, for a compile-time evaluation the job runs
+  // itself (frontend::EvalLimits::cancelled); lives as long as the job.
+  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
   // Stopped by RequestCancel (for work that waits: device queues, workers).
   std::stop_token stop_token() const { return stop_.get_token(); }
 

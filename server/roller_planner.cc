@@ -14,15 +14,18 @@
 namespace kiln::server {
 
 absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
-                                                         const kiln::v1::Device& device) {
-  return RollerPlannerMeasured(request, device, nullptr);
+                                                         const kiln::v1::Device& device,
+                                                         const frontend::EvalLimits& limits) {
+  return RollerPlannerMeasured(request, device, nullptr, limits);
 }
 
 absl::StatusOr<std::vector<TuneCandidate>>
 RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
-                      const kiln::v1::DeviceMeasurements* measured) {
+                      const kiln::v1::DeviceMeasurements* measured,
+                      const frontend::EvalLimits& limits) {
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(request.program(), {});
   if (!program.ok()) return program.status();
+  program->limits = limits;
   absl::StatusOr<arch::ArchModel> model = arch::FromDevice(device);
   if (!model.ok()) {
     return absl::Status(model.status().code(),

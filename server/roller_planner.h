@@ -7,6 +7,9 @@
 //   TUNE_STRATEGY_RANDOM                    budget.max_candidates (10) points
 // The space is request.space where declared (integer values), the derived
 // domains elsewhere. Configs over a resource limit never reach the sweep.
+// Every compile-time evaluation (the analysis' probes, each candidate's
+// verification) runs with `limits` (see TunePlanner): a cancelled job or
+// a program past its budget ends the planning with that located status.
 // Thread-safe (a pure function).
 #pragma once
 
@@ -19,7 +22,8 @@
 namespace kiln::server {
 
 absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneRequest& request,
-                                                         const kiln::v1::Device& device);
+                                                         const kiln::v1::Device& device,
+                                                         const frontend::EvalLimits& limits = {});
 
 // The same with the device model's micro-benchmark results applied to the
 // arch model (arch::WithMeasured); null or nothing measured: the preset's
@@ -27,6 +31,7 @@ absl::StatusOr<std::vector<TuneCandidate>> RollerPlanner(const kiln::v1::TuneReq
 // TunePlanner value.)
 absl::StatusOr<std::vector<TuneCandidate>>
 RollerPlannerMeasured(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
-                      const kiln::v1::DeviceMeasurements* measured);
+                      const kiln::v1::DeviceMeasurements* measured,
+                      const frontend::EvalLimits& limits = {});
 
 } // namespace kiln::server

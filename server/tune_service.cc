@@ -147,12 +147,15 @@ std::map<std::string, kiln::v1::BindingValue> SweepValues(const kiln::v1::TuneRe
 // The launch of candidate `config` as the sweep will make it, from the
 // emitted kernel alone (no toolchain run): its arguments name the generated
 // inputs every candidate shares (the same shapes, inits and seed).
-absl::StatusOr<kiln::v1::LaunchSpec>
-InputsLaunch(const kiln::v1::TuneRequest& r, const std::string& target, const ConfigMap& config) {
+absl::StatusOr<kiln::v1::LaunchSpec> InputsLaunch(const kiln::v1::TuneRequest& r,
+                                                  const std::string& target,
+                                                  const ConfigMap& config,
+                                                  const frontend::EvalLimits& limits) {
   google::protobuf::Map<std::string, kiln::v1::BindingValue> bindings;
   for (const auto& [k, v] : config) bindings[k] = v;
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), bindings);
   if (!program.ok()) return program.status();
+  program->limits = limits;
   const driver::BuildOptions options = OptionsFromProto(target, r.options());
   absl::StatusOr<driver::Prepared> prepared = driver::Prepare(*program, options);
   if (!prepared.ok()) return prepared.status();
@@ -185,7 +188,8 @@ std::string TuneSeriesKey(const cache::BestConfigKey& key) {
 }
 
 absl::StatusOr<std::vector<TuneCandidate>>
-DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device&) {
+DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device&,
+                     const frontend::EvalLimits&) {
   if (request.space().candidates().empty()) {
     return absl::InvalidArgumentError(
         "space: empty; declare the tunables and their values (the Roller policy that derives "
@@ -354,7 +358,23 @@ TuneService::ReferenceOutputs(const std::shared_ptr<Job>& job, const TuneCall& c
   compile.client = call.client;
   compile.identity = call.identity;
   compile.priority = Priority::kTuning;
-  absl::StatusOr<CompileReply> built = compile_->CompileSync(compile);
+  // As CompileSync, but the job's cancellation stops the compile (its
+  // compile-time evaluation included) instead of waiting for it.
+  struct Slot {
+    absl::Notification done;
+    absl::StatusOr<CompileReply> reply = absl::UnknownError("no reply");
+  };
+  auto slot = std::make_shared<Slot>();
+  std::shared_ptr<CompileService::Pending> pending =
+      compile_->Start(compile, [slot](absl::StatusOr<CompileReply> reply) {
+        slot->reply = std::move(reply);
+        slot->done.Notify();
+      });
+  {
+    std::stop_callback on_cancel(job->stop_token(), [&pending] { pending->Cancel(); });
+    slot->done.WaitForNotification();
+  }
+  absl::StatusOr<CompileReply> built = std::move(slot->reply);
   if (!built.ok()) return built.status();
   const kiln::v1::ArtifactMetadata& meta = built->metadata;
   std::map<std::string, kiln::v1::BindingValue> values;
@@ -400,8 +420,14 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   const cache::BestConfigKey best_key = BestKeyFor(r.program(), target, model, r.options());
   const std::string label = TuneSeriesKey(best_key);
 
+  // The evaluations this function runs itself (planning, the inputs'
+  // launch): the daemon's budget, the job's cancellation, the tune's time.
+  frontend::EvalLimits limits = compile_->eval_limits();
+  limits.cancelled = job->cancel_flag();
+  limits.deadline = std::min(limits.deadline, deadline);
+
   // 2. Candidates, and what the history already knows.
-  absl::StatusOr<std::vector<TuneCandidate>> planned = planner_(r, devices[0]);
+  absl::StatusOr<std::vector<TuneCandidate>> planned = planner_(r, devices[0], limits);
   if (!planned.ok()) return planned.status();
   std::vector<TuneCandidate> candidates = *std::move(planned);
   if (r.budget().max_candidates() > 0 &&
@@ -643,7 +669,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
   if (!to_compile.empty()) {
     const absl::Time t0 = absl::Now();
     absl::StatusOr<kiln::v1::LaunchSpec> l =
-        InputsLaunch(r, target, sweep->items[to_compile.front()].candidate.config);
+        InputsLaunch(r, target, sweep->items[to_compile.front()].candidate.config, limits);
     if (l.ok()) {
       inputs_launch = *std::move(l);
     } else {

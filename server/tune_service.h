@@ -32,7 +32,11 @@
 //      after every step.
 // Budgets: max_candidates, and max_seconds (no new compile or measurement
 // starts after it; what runs finishes). Cancellation stops at the next step
-// and kills a kernel in flight.
+// and kills a kernel in flight. The compile-time evaluations the sweep runs
+// itself (the planner's, the inputs' launch, the reference program's
+// compile) have the daemon's evaluation budget, max_seconds as their
+// deadline and the job's cancellation: a cancel stops one within a few
+// thousand evaluation steps.
 //
 // Thread-safe. Everything passed in must outlive the service.
 #pragma once
@@ -62,16 +66,22 @@ struct TuneCandidate {
 };
 
 // Proposes the candidates of a request for a device (its description, for
-// the arch model). Errors end the job (e.g. a program the policy cannot
-// analyse, with the reason).
+// the arch model). Every compile-time evaluation it runs takes `limits`:
+// the daemon's evaluation budget (compile.eval_max_*), the job's
+// cancellation flag and the tune's time budget as the deadline, so a
+// cancelled job or a hostile program stops it. Errors end the job (e.g. a
+// program the policy cannot analyse, with the reason; Cancelled /
+// DeadlineExceeded / ResourceExhausted from the evaluation).
 using TunePlanner = std::function<absl::StatusOr<std::vector<TuneCandidate>>(
-    const kiln::v1::TuneRequest& request, const kiln::v1::Device& device)>;
+    const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
+    const frontend::EvalLimits& limits)>;
 
 // Grid (every point of request.space, in order) and random (budget
 // max_candidates points of it, seeded by validation.seed) over a declared
-// space; InvalidArgument for roller or an empty space.
+// space; InvalidArgument for roller or an empty space. Evaluates nothing.
 absl::StatusOr<std::vector<TuneCandidate>>
-DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device);
+DeclaredSpacePlanner(const kiln::v1::TuneRequest& request, const kiln::v1::Device& device,
+                     const frontend::EvalLimits& limits = {});
 
 struct TuneCall {
   kiln::v1::TuneRequest request;

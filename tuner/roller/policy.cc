@@ -242,6 +242,7 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
     fo.file_name = in.file_name;
     fo.entry = in.entry;
     fo.bindings = in.bindings;
+    fo.limits = in.limits;
     ASSIGN_OR_RETURN(program, frontend::CompileSource(in.text, fo));
     RETURN_IF_ERROR(ir::Verify(program));
   } else {
@@ -329,11 +330,22 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     ++out.compiler_rejected;
     if (out.rejections.size() < 8) out.rejections.emplace_back(s.message());
   };
+  // The first verification whose compile-time evaluation was cancelled,
+  // passed its deadline or ran out of its budget: it ends the proposal (the
+  // next config would run out the same way), and nothing more is verified.
+  absl::Status stopped;
   // Verifies and appends; false when the compiler rejects it.
   auto admit = [&](Candidate c) {
+    if (!stopped.ok()) return false;
     if (options.verify) {
       absl::StatusOr<std::string> key = VerifyConfig(a, c.config, target, options.pass_options);
       if (!key.ok()) {
+        const absl::StatusCode code = key.status().code();
+        if (code == absl::StatusCode::kCancelled || code == absl::StatusCode::kDeadlineExceeded ||
+            code == absl::StatusCode::kResourceExhausted) {
+          stopped = key.status();
+          return false;
+        }
         note_rejection(key.status());
         return false;
       }
@@ -369,7 +381,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
-      for (size_t i = 0; i < ranked.size() && out.candidates.size() < want; ++i) {
+      for (size_t i = 0; i < ranked.size() && out.candidates.size() < want && stopped.ok(); ++i) {
         if (used[i]) continue;
         Config shape;
         for (const auto& [name, v] : ranked[i].config) {
@@ -400,7 +412,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     SortByPrediction(&all);
     const size_t want = options.budget > 0 ? static_cast<size_t>(options.budget) : all.size();
     for (Candidate& c : all) {
-      if (out.candidates.size() >= want) break;
+      if (out.candidates.size() >= want || !stopped.ok()) break;
       admit(std::move(c));
     }
     break;
@@ -410,8 +422,9 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     std::mt19937_64 rng(options.seed);
     std::set<Config> seen;
     const int64_t attempts = std::min<int64_t>(50 * want + 100, 20 * size + 100);
-    for (int64_t i = 0; i < attempts && static_cast<int64_t>(out.candidates.size()) < want &&
-                        static_cast<int64_t>(seen.size()) < size;
+    for (int64_t i = 0;
+         i < attempts && stopped.ok() && static_cast<int64_t>(out.candidates.size()) < want &&
+         static_cast<int64_t>(seen.size()) < size;
          ++i) {
       Config c;
       for (const auto& [name, values] : out.space) {
@@ -427,6 +440,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     break;
   }
   }
+  if (!stopped.ok()) return stopped;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (out.candidates.empty()) {
     std::string why = out.rejections.empty() ? "" : absl::StrCat("; first: ", out.rejections[0]);

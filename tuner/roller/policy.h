@@ -19,7 +19,10 @@
 // Errors: the analysis's (InvalidArgument for a program that does not compile
 // at its defaults, undeclared defaults, unbound shapes); InvalidArgument for
 // a grid space of more than max_space configs; NotFound when no config
-// passes verification.
+// passes verification. Every compile-time evaluation runs with the input's
+// limits (ProgramInput::limits: budget, deadline, cancellation flag); one
+// that is Cancelled, DeadlineExceeded or ResourceExhausted ends the
+// proposal with its status instead of rejecting one config.
 // Thread-safety: pure functions (the compiler calls are thread-safe).
 #pragma once
 

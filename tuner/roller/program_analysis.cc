@@ -38,11 +38,23 @@ BindingValue Int(int64_t v) {
   return b;
 }
 
+// Whether a probe's failure ends the whole analysis: its evaluation was
+// cancelled, passed the caller's deadline or ran out of its budget. Another
+// probe of the same program would only run out the same way (a hostile
+// program would cost the budget once per probe), so these are not taken as
+// "this value does not compile".
+bool EndsAnalysis(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kCancelled ||
+         s.code() == absl::StatusCode::kDeadlineExceeded ||
+         s.code() == absl::StatusCode::kResourceExhausted;
+}
+
 absl::StatusOr<KernelSummary> CompileAndSummarize(const driver::ProgramInput& in) {
   frontend::FrontendOptions fo;
   fo.file_name = in.file_name;
   fo.entry = in.entry;
   fo.bindings = in.bindings;
+  fo.limits = in.limits;
   ASSIGN_OR_RETURN(ir::Program p, frontend::CompileSource(in.text, fo));
   return Summarize(p);
 }
@@ -236,6 +248,7 @@ absl::Status FitAround(const std::vector<Candidate>& cands, const std::vector<in
       std::vector<int64_t> values = base_values;
       values[i] = v;
       absl::StatusOr<KernelSummary> s = CompileAndSummarize(with(values));
+      if (!s.ok() && EndsAnalysis(s.status())) return s.status();
       if (s.ok() && s->signature == out.base.signature) {
         probe = *std::move(s);
         probe_value = v;
@@ -273,7 +286,9 @@ absl::Status FitAround(const std::vector<Candidate>& cands, const std::vector<in
       v1[i] = 1;
       v2[i] = 2;
       absl::StatusOr<KernelSummary> s1 = CompileAndSummarize(with(v1));
+      if (!s1.ok() && EndsAnalysis(s1.status())) return s1.status();
       absl::StatusOr<KernelSummary> s2 = CompileAndSummarize(with(v2));
+      if (!s2.ok() && EndsAnalysis(s2.status())) return s2.status();
       if (s1.ok() && s2.ok() && s1->signature == out.base.signature &&
           s2->signature == out.base.signature) {
         fit_all(*s1, *s2, 1, 2);
@@ -391,8 +406,9 @@ absl::Status FitAround(const std::vector<Candidate>& cands, const std::vector<in
 // and, where the kernel there is not what the fits predict, fits a second
 // analysis around that point. `depth` bounds the nesting (a region may
 // switch again on another tunable).
-void DetectSwitches(const std::vector<Candidate>& cands, const std::vector<int64_t>& base_values,
-                    const std::set<int64_t>& known, int depth, ProgramAnalysis* analysis) {
+absl::Status DetectSwitches(const std::vector<Candidate>& cands,
+                            const std::vector<int64_t>& base_values, const std::set<int64_t>& known,
+                            int depth, ProgramAnalysis* analysis) {
   ProgramAnalysis& out = *analysis;
   for (size_t i = 0; i < out.tunables.size() && i < cands.size(); ++i) {
     const Tunable& t = out.tunables[i];
@@ -402,6 +418,7 @@ void DetectSwitches(const std::vector<Candidate>& cands, const std::vector<int64
     Config at = out.defaults;
     at[t.name] = t.extent;
     absl::StatusOr<KernelSummary> real = CompileAndSummarize(BindConfig(out, at));
+    if (!real.ok() && EndsAnalysis(real.status())) return real.status();
     if (!real.ok()) continue;
     if (real->signature == out.base.signature) {
       // Same kernel: the fits hold there, or are inexact at the edge (a
@@ -422,19 +439,21 @@ void DetectSwitches(const std::vector<Candidate>& cands, const std::vector<int64
     region->input = out.input;
     absl::Status s =
         FitAround(cands, values, known, *std::move(real), static_cast<int>(i), region.get());
+    if (EndsAnalysis(s)) return s;
     if (!s.ok()) {
       out.notes.push_back(absl::StrCat(t.name, ": the kernel changes its ", why, " at ", t.name,
                                        " = ", t.extent, " but cannot be analysed there (",
                                        s.message(), "); configs there use the default's fits"));
       continue;
     }
-    if (depth > 0) DetectSwitches(cands, values, known, depth - 1, region.get());
+    if (depth > 0) RETURN_IF_ERROR(DetectSwitches(cands, values, known, depth - 1, region.get()));
     out.notes.push_back(absl::StrCat(
         t.name, ": the kernel changes its ", why, " at ", t.name, " = ", t.extent,
         " (one tile covers ", t.dim.empty() ? absl::StrCat(t.extent) : t.dim, "); configs with ",
         t.name, " >= ", t.extent, " are evaluated with an analysis fitted there"));
     out.switches.push_back({t.name, t.extent, why, std::move(region)});
   }
+  return absl::OkStatus();
 }
 
 } // namespace
@@ -450,6 +469,7 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
   frontend::FrontendOptions fo;
   fo.file_name = input.file_name;
   fo.entry = input.entry;
+  fo.limits = input.limits;
   ASSIGN_OR_RETURN(frontend::EntrySignature sig, frontend::DescribeEntry(input.text, fo));
   out.entry = sig.name;
   out.input.entry = sig.name;
@@ -525,7 +545,7 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
   std::vector<int64_t> base_values;
   for (const Candidate& c : cands) base_values.push_back(c.base);
   RETURN_IF_ERROR(FitAround(cands, base_values, known, std::nullopt, /*anchored=*/-1, &out));
-  DetectSwitches(cands, base_values, known, /*depth=*/1, &out);
+  RETURN_IF_ERROR(DetectSwitches(cands, base_values, known, /*depth=*/1, &out));
   return out;
 }
 

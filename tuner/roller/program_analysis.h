@@ -35,7 +35,13 @@
 //
 // Errors: the frontend's located InvalidArgument for a program that does not
 // compile at its defaults; InvalidArgument for a candidate without any
-// default, unbound shape symbols, or a non-TileLang input.
+// default, unbound shape symbols, or a non-TileLang input. Every evaluation
+// runs with input.limits (the budget, the caller's deadline and
+// cancellation flag); one that is Cancelled, DeadlineExceeded or
+// ResourceExhausted ends the analysis with its located status (it is not
+// taken as a probe value that does not compile). The analysis keeps a copy
+// of the input, limits included: a caller that keeps it past the life of
+// the cancellation flag clears limits.cancelled.
 // Thread-safety: pure functions; the result is plain data.
 #pragma once
 
