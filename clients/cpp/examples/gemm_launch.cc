@@ -9,9 +9,16 @@
 //       [--stages 3] [--threads 128] [--arch sm_90] [--device 0]
 //       [--cache-dir DIR] [--token T] [--fetch-only]
 //
+// Kernels that load tiles with Hopper TMA take, after their parameters and
+// symbols, one CUtensorMap per LaunchInfo.tensor_maps entry: this example
+// encodes each with the driver's cuTensorMapEncodeTiled from the tensor's
+// shape and device pointer (compiler/codegen/kernel_spec.h, TensorMapSpec;
+// docs/api.md has a worked example) and passes it by value after the others.
+//
 // Exit: 0 the result matched (or, with --fetch-only, the cubin was fetched
 // and is an ELF file), 1 a mismatch or a failed call (the message says
 // which), 2 usage, 77 no GPU or no CUDA driver here (nothing was launched).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +47,13 @@ using CUfunction = void*;
 using CUdeviceptr = unsigned long long;
 constexpr int kFuncAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
+// CUtensorMap: 128 opaque bytes, 64-byte aligned (cuda.h); the kernel takes it
+// by value as a `const __grid_constant__` parameter.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
+
 struct Driver {
   CUresult (*Init)(unsigned) = nullptr;
   CUresult (*DeviceGetCount)(int*) = nullptr;
@@ -58,6 +72,10 @@ struct Driver {
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, void*, void**, void**) = nullptr;
   CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
+  // CUDA 12 and newer; null on older drivers (then no kernel with tensor maps runs).
+  CUresult (*TensorMapEncodeTiled)(CUtensorMap*, int, unsigned, void*, const uint64_t*,
+                                   const uint64_t*, const uint32_t*, const uint32_t*, int, int, int,
+                                   int) = nullptr;
 
   std::string Error(CUresult r) const {
     const char* s = nullptr;
@@ -81,6 +99,8 @@ bool LoadDriver(Driver* d) {
                  dlerror());
     return false;
   }
+  d->TensorMapEncodeTiled =
+      reinterpret_cast<decltype(d->TensorMapEncodeTiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
   return Resolve(lib, "cuInit", &d->Init) && Resolve(lib, "cuDeviceGetCount", &d->DeviceGetCount) &&
          Resolve(lib, "cuDeviceGet", &d->DeviceGet) &&
          Resolve(lib, "cuDeviceGetName", &d->DeviceGetName) &&
@@ -135,6 +155,119 @@ float FromHalf(uint16_t h) {
   const uint32_t bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// The arguments of one cuTensorMapEncodeTiled call, dimensions innermost first.
+struct TensorMapArgs {
+  int data_type = 0; // CUtensorMapDataType: UINT8/16/32/64 by element size
+  unsigned rank = 0;
+  uint64_t dims[5] = {};
+  uint64_t strides[4] = {}; // bytes, dimensions 1..rank-1
+  uint32_t box[5] = {};
+  uint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  int swizzle = 0; // CUtensorMapSwizzle
+};
+constexpr int kTensorMapInterleaveNone = 0;
+constexpr int kTensorMapL2Promotion128B = 2;
+constexpr int kTensorMapOobFillNone = 0; // out-of-bounds elements read as zero
+
+// The encode arguments for `map` (a LaunchInfo.tensor_maps entry) over its
+// tensor of `shape` (outermost first, row-major and contiguous) with
+// `element_bytes` per element at device `address`, as TensorMapSpec says;
+// false with *error naming the tensor where TMA cannot take it.
+bool TensorMapArgsFor(const kiln::v1::TensorMap& map, const std::vector<int64_t>& shape,
+                      int element_bytes, CUdeviceptr address, TensorMapArgs* out,
+                      std::string* error) {
+  const std::string where = "tensor map of " + map.param() + ": ";
+  const int rank = static_cast<int>(shape.size());
+  if (rank < 1 || rank > 5) {
+    *error = where + "rank " + std::to_string(rank) + "; TMA takes ranks 1 to 5";
+    return false;
+  }
+  if (map.box_size() != rank) {
+    *error = where + "the box has " + std::to_string(map.box_size()) + " dimensions, the tensor " +
+             std::to_string(rank);
+    return false;
+  }
+  const int data_type = element_bytes == 1   ? 0
+                        : element_bytes == 2 ? 1
+                        : element_bytes == 4 ? 2
+                        : element_bytes == 8 ? 4
+                                             : -1;
+  const int swizzle = map.swizzle_bytes() == 0     ? 0
+                      : map.swizzle_bytes() == 32  ? 1
+                      : map.swizzle_bytes() == 64  ? 2
+                      : map.swizzle_bytes() == 128 ? 3
+                                                   : -1;
+  if (data_type < 0 || swizzle < 0) {
+    *error = where + "elements of " + std::to_string(element_bytes) + " bytes, swizzle " +
+             std::to_string(map.swizzle_bytes()) +
+             " bytes: TMA takes 1, 2, 4 or 8 and 0, 32, 64 or 128";
+    return false;
+  }
+  if (address % 16 != 0) {
+    *error = where + "the pointer is not 16-byte aligned";
+    return false;
+  }
+  out->data_type = data_type;
+  out->swizzle = swizzle;
+  out->rank = static_cast<unsigned>(rank);
+  uint64_t stride = static_cast<uint64_t>(element_bytes);
+  for (int i = 0; i < rank; ++i) {
+    const int64_t dim = shape[static_cast<size_t>(rank - 1 - i)];
+    const int64_t box = map.box(rank - 1 - i);
+    if (dim < 1 || dim > (int64_t{1} << 32) || box < 1 || box > 256) {
+      *error = where + "dimension " + std::to_string(rank - 1 - i) + " has extent " +
+               std::to_string(dim) + " and box " + std::to_string(box) +
+               " (TMA: 1 to 2^32, box 1 to 256)";
+      return false;
+    }
+    out->dims[i] = static_cast<uint64_t>(dim);
+    out->box[i] = static_cast<uint32_t>(box);
+    if (i > 0) {
+      stride *= out->dims[i - 1];
+      if (stride % 16 != 0 || stride >= (uint64_t{1} << 40)) {
+        *error = where + "the stride of dimension " + std::to_string(rank - 1 - i) + " is " +
+                 std::to_string(stride) + " bytes, not a multiple of 16 below 2^40";
+        return false;
+      }
+      out->strides[i - 1] = stride;
+    }
+  }
+  const uint64_t inner = out->box[0] * static_cast<uint64_t>(element_bytes);
+  if (inner % 16 != 0 ||
+      (map.swizzle_bytes() != 0 && inner > static_cast<uint64_t>(map.swizzle_bytes()))) {
+    *error = where + "the box's inner dimension is " + std::to_string(inner) +
+             " bytes: it must be a multiple of 16 within the swizzle span";
+    return false;
+  }
+  return true;
+}
+
+int ElementBytes(kiln::v1::DType t) {
+  switch (t) {
+  case kiln::v1::DTYPE_BOOL:
+  case kiln::v1::DTYPE_INT8:
+  case kiln::v1::DTYPE_UINT8:
+  case kiln::v1::DTYPE_FLOAT8_E4M3:
+  case kiln::v1::DTYPE_FLOAT8_E5M2:
+    return 1;
+  case kiln::v1::DTYPE_INT16:
+  case kiln::v1::DTYPE_UINT16:
+  case kiln::v1::DTYPE_FLOAT16:
+  case kiln::v1::DTYPE_BFLOAT16:
+    return 2;
+  case kiln::v1::DTYPE_INT32:
+  case kiln::v1::DTYPE_UINT32:
+  case kiln::v1::DTYPE_FLOAT32:
+    return 4;
+  case kiln::v1::DTYPE_INT64:
+  case kiln::v1::DTYPE_UINT64:
+  case kiln::v1::DTYPE_FLOAT64:
+    return 8;
+  default:
+    return 0;
+  }
 }
 
 struct Args {
@@ -348,9 +481,65 @@ int main(int argc, char** argv) {
   CU_CHECK(drv.MemcpyHtoD(da, ha.data(), ha.size() * 2), "copy A");
   CU_CHECK(drv.MemcpyHtoD(db, hb.data(), hb.size() * 2), "copy B");
   CU_CHECK(drv.MemcpyHtoD(dc, hc.data(), hc.size() * 2), "clear C");
-  void* params[3] = {&da, &db, &dc};
+  // The arguments in the metadata's order: the tensors by name, then one
+  // CUtensorMap per tensor_maps entry (this GEMM has no symbols).
+  struct Tensor {
+    CUdeviceptr* ptr;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<std::pair<std::string, Tensor>> tensors = {
+      {"A", {&da, {a.m, a.k}}}, {"B", {&db, {a.k, a.n}}}, {"C", {&dc, {a.m, a.n}}}};
+  auto tensor = [&](const std::string& param) -> const Tensor* {
+    for (const auto& [name, t] : tensors) {
+      if (name == param) return &t;
+    }
+    return nullptr;
+  };
+  std::vector<void*> params;
+  for (const kiln::v1::ParamInfo& p : launch.params()) {
+    const Tensor* t = tensor(p.name());
+    if (t == nullptr || p.is_scalar()) {
+      std::fprintf(stderr, "kiln-gemm-launch: the kernel's parameter '%s' is not A, B or C\n",
+                   p.name().c_str());
+      return 1;
+    }
+    params.push_back(t->ptr);
+  }
+  std::vector<CUtensorMap> maps(static_cast<size_t>(launch.tensor_maps_size()));
+  for (int i = 0; i < launch.tensor_maps_size(); ++i) {
+    const kiln::v1::TensorMap& map = launch.tensor_maps(i);
+    const Tensor* t = tensor(map.param());
+    const auto p =
+        std::find_if(launch.params().begin(), launch.params().end(),
+                     [&](const kiln::v1::ParamInfo& q) { return q.name() == map.param(); });
+    TensorMapArgs enc;
+    std::string error = "tensor map of " + map.param() + ": not a parameter of the kernel";
+    if (t == nullptr || p == launch.params().end() ||
+        !TensorMapArgsFor(map, t->shape, ElementBytes(p->dtype()), *t->ptr, &enc, &error)) {
+      std::fprintf(stderr, "kiln-gemm-launch: %s\n", error.c_str());
+      return 1;
+    }
+    if (drv.TensorMapEncodeTiled == nullptr) {
+      std::fprintf(stderr, "kiln-gemm-launch: the kernel takes tensor maps and this driver has "
+                           "no cuTensorMapEncodeTiled (CUDA 12 or newer has it)\n");
+      return 1;
+    }
+    void* address = nullptr; // the device address as the driver's void* globalAddress
+    static_assert(sizeof(address) == sizeof(CUdeviceptr), "64-bit device addresses");
+    std::memcpy(&address, t->ptr, sizeof(address));
+    const CUresult r = drv.TensorMapEncodeTiled(
+        &maps[static_cast<size_t>(i)], enc.data_type, enc.rank, address, enc.dims, enc.strides,
+        enc.box, enc.element_strides, kTensorMapInterleaveNone, enc.swizzle,
+        kTensorMapL2Promotion128B, kTensorMapOobFillNone);
+    if (r != 0) {
+      std::fprintf(stderr, "kiln-gemm-launch: cuTensorMapEncodeTiled for %s: %s (error %d)\n",
+                   map.param().c_str(), drv.Error(r).c_str(), r);
+      return 1;
+    }
+    params.push_back(&maps[static_cast<size_t>(i)]);
+  }
   CU_CHECK(drv.LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                            static_cast<unsigned>(smem), nullptr, params, nullptr),
+                            static_cast<unsigned>(smem), nullptr, params.data(), nullptr),
            "cuLaunchKernel");
   CU_CHECK(drv.CtxSynchronize(), "the kernel");
   CU_CHECK(drv.MemcpyDtoH(hc.data(), dc, hc.size() * 2), "copy C back");
@@ -360,7 +549,7 @@ int main(int argc, char** argv) {
   const auto t1 = std::chrono::steady_clock::now();
   for (int r = 0; r < reps; ++r) {
     CU_CHECK(drv.LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                              static_cast<unsigned>(smem), nullptr, params, nullptr),
+                              static_cast<unsigned>(smem), nullptr, params.data(), nullptr),
              "cuLaunchKernel");
   }
   CU_CHECK(drv.CtxSynchronize(), "the kernel");
