@@ -9,22 +9,29 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler/frontend/eval_budget.h"
+#include "compiler/frontend/value_heap.h"
 #include "compiler/ir/dtype.h"
 
 namespace kiln::frontend {
 namespace {
 
+thread_local int64_t live_lists = 0;
+
 // Frees a ValueList without recursion: a list freed while another is being
 // freed on this thread is queued, and the outermost call frees the queue.
+// A list leaves its heap (value_heap.h) at once, before it is queued.
 struct ValueListDeleter {
   void operator()(ValueList* list) const {
-    thread_local std::vector<ValueList*> queue;
+    auto* node = static_cast<ValueHeap::Node*>(list);
+    if (node->heap != nullptr) node->heap->Unlink(node);
+    --live_lists;
+    thread_local std::vector<ValueHeap::Node*> queue;
     thread_local bool draining = false;
-    queue.push_back(list);
+    queue.push_back(node);
     if (draining) return;
     draining = true;
     while (!queue.empty()) {
-      ValueList* next = queue.back();
+      ValueHeap::Node* next = queue.back();
       queue.pop_back();
       delete next; // its items' lists land in `queue`
     }
@@ -35,8 +42,13 @@ struct ValueListDeleter {
 } // namespace
 
 std::shared_ptr<ValueList> NewValueList(ValueList items) {
-  return std::shared_ptr<ValueList>(new ValueList(std::move(items)), ValueListDeleter());
+  auto* node = new ValueHeap::Node(std::move(items));
+  if (ValueHeap* heap = ValueHeap::Current()) heap->Link(node);
+  ++live_lists;
+  return std::shared_ptr<ValueList>(node, ValueListDeleter());
 }
+
+int64_t LiveValueLists() { return live_lists; }
 
 Value Value::Bool(bool b) {
   Value v;

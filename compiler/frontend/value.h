@@ -89,7 +89,9 @@ struct Value {
 
 // A new shared sequence (every Value's items and values come from here).
 // Freeing one is iterative, not recursive: a list nested a million deep
-// (`l = [l]` in a loop) is freed without a stack frame per level.
+// (`l = [l]` in a loop) is freed without a stack frame per level. Made
+// while a ValueHeap is current (value_heap.h), it is freed when that heap
+// ends at the latest, even when it is part of a reference cycle.
 std::shared_ptr<ValueList> NewValueList(ValueList items = {});
 
 // The number of items of range(start, stop, step) (step != 0).
