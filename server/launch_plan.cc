@@ -371,6 +371,7 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
     t->set_dtype(kiln::v1::DTYPE_INT32);
     t->mutable_scalar()->set_int_value(it->second);
   }
+  *spec.mutable_tensor_maps() = launch.tensor_maps(); // the worker encodes them
   return spec;
 }
 

@@ -14,7 +14,8 @@
 // the seeded uniform generator (so a benchmark and `kiln-run --seed S` see
 // the same data), outputs start as zeros, scalars take their value from
 // `values` (kernel scalars and dynamic shape symbols alike), and each
-// dynamic symbol is appended as an int32 after the parameters.
+// dynamic symbol is appended as an int32 after the parameters. The launch's
+// tensor maps (CUDA TMA) go along as they are: the worker encodes them.
 //
 // Errors: InvalidArgument naming the extent or parameter (an unknown symbol,
 // division by zero, a non-positive extent, a tensor over `max_tensor_bytes`).

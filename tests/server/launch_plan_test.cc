@@ -119,6 +119,26 @@ TEST(MakeLaunchPlan, GridTensorsScalarsAndSymbolsInKernelOrder) {
   EXPECT_EQ(plan->args(5).scalar().int_value(), 129);
 }
 
+// The worker encodes CUDA tensor maps (TMA) from the plan: they go along
+// unchanged, after the args.
+TEST(MakeLaunchPlan, CarriesTheTensorMaps) {
+  pb::LaunchInfo launch = GemmLaunch();
+  pb::TensorMap* map = launch.add_tensor_maps();
+  map->set_param("B");
+  map->add_box(32);
+  map->add_box(64);
+  map->set_swizzle_bytes(128);
+  pb::BindingValue alpha;
+  alpha.set_float_value(1);
+  absl::StatusOr<pb::LaunchSpec> plan =
+      MakeLaunchPlan(launch, {{"M", Int(30)}, {"N", Int(12)}, {"alpha", alpha}}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->tensor_maps_size(), 1);
+  EXPECT_EQ(plan->tensor_maps(0).param(), "B");
+  EXPECT_THAT(plan->tensor_maps(0).box(), ::testing::ElementsAre(32, 64));
+  EXPECT_EQ(plan->tensor_maps(0).swizzle_bytes(), 128);
+}
+
 TEST(MakeLaunchPlan, MissingValuesAndHugeTensorsAreClearErrors) {
   pb::BindingValue alpha;
   alpha.set_float_value(1);

@@ -38,6 +38,30 @@ absl::Status Classify(absl::Status status) {
   return MarkLaunchFailure(std::move(status));
 }
 
+// The launch's tensor maps (by parameter name) as kernel_spec.h's specs (by
+// argument index).
+absl::StatusOr<std::vector<codegen::TensorMapSpec>> TensorMapsOf(const pb::LaunchSpec& launch) {
+  std::vector<codegen::TensorMapSpec> maps;
+  for (const pb::TensorMap& m : launch.tensor_maps()) {
+    codegen::TensorMapSpec spec;
+    spec.arg = -1;
+    for (int i = 0; i < launch.args_size(); ++i) {
+      if (launch.args(i).name() == m.param()) {
+        spec.arg = i;
+        break;
+      }
+    }
+    if (spec.arg < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor map for '", m.param(), "': the launch has no such argument"));
+    }
+    spec.box.assign(m.box().begin(), m.box().end());
+    spec.swizzle_bytes = m.swizzle_bytes();
+    maps.push_back(std::move(spec));
+  }
+  return maps;
+}
+
 } // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Open(int ordinal,
@@ -263,6 +287,8 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
   }
   absl::StatusOr<Prepared> prepared = Prepare(launch);
   if (!prepared.ok()) return prepared.status();
+  absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps = TensorMapsOf(launch);
+  if (!maps.ok()) return maps.status();
   if (!origins.empty() && origins.size() != params.size()) {
     return absl::InvalidArgumentError("argument origins do not match the parameters");
   }
@@ -280,6 +306,9 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
         return StartBuffer(params[i], origins.empty() ? nullptr : &origins[i], bytes);
       });
   if (!args.ok()) return Classify(args.status());
+  if (absl::Status s = args->AddTensorMaps(device_->driver(), *maps, params); !s.ok()) {
+    return Classify(s);
+  }
   // The input copies ran on the legacy stream, which a non-blocking stream
   // does not wait for.
   if (absl::Status s = device_->Synchronize(); !s.ok()) return Classify(s);

@@ -1,5 +1,6 @@
 #include "tuner/measure/cuda_driver.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ struct CudaApi {
   CUresult (*GraphLaunch)(CUgraphExec, CUstream);
   CUresult (*GraphExecDestroy)(CUgraphExec);
   CUresult (*GraphDestroy)(CUgraph);
+  // Optional (Hopper TMA, CUDA 12.0): null when the driver lacks it.
+  CUresult (*TensorMapEncodeTiled)(CuTensorMap*, int, unsigned, void*,
+                                   const unsigned long long*, // NOLINT(google-runtime-int)
+                                   const unsigned long long*, // NOLINT(google-runtime-int)
+                                   const unsigned*, const unsigned*, int, int, int, int);
 };
 
 namespace {
@@ -185,6 +191,7 @@ absl::StatusOr<std::shared_ptr<CudaDriver>> CudaDriver::Load(const std::string& 
   Resolve(handle, {"cuGraphLaunch"}, a.GraphLaunch, &optional_missing);
   Resolve(handle, {"cuGraphExecDestroy"}, a.GraphExecDestroy, &optional_missing);
   Resolve(handle, {"cuGraphDestroy"}, a.GraphDestroy, &optional_missing);
+  Resolve(handle, {"cuTensorMapEncodeTiled"}, a.TensorMapEncodeTiled, &optional_missing);
   if (!missing.empty()) {
     return absl::UnavailableError(absl::StrCat("CUDA driver ", library, " lacks ",
                                                absl::StrJoin(missing, ", "), " (driver too old?)"));
@@ -234,6 +241,44 @@ bool CudaDriver::has_graphs() const {
   return api_->StreamBeginCapture != nullptr && api_->StreamEndCapture != nullptr &&
          api_->GraphInstantiateWithFlags != nullptr && api_->GraphLaunch != nullptr &&
          api_->GraphExecDestroy != nullptr && api_->GraphDestroy != nullptr;
+}
+
+bool CudaDriver::has_tensor_maps() const { return api_->TensorMapEncodeTiled != nullptr; }
+
+absl::StatusOr<CuTensorMap> EncodeTensorMap(const CudaDriver& driver, const std::string& name,
+                                            const TensorMapEncoding& e) {
+  if (!driver.has_tensor_maps()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "tensor map for '", name,
+        "': this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer is needed for "
+        "kernels that load tiles with the TMA)"));
+  }
+  if (e.rank < 1 || e.rank > static_cast<uint32_t>(kMaxTensorMapRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor map for '", name, "': rank ", e.rank, " is outside 1..5"));
+  }
+  static_assert(sizeof(unsigned long long) == sizeof(uint64_t)); // NOLINT(google-runtime-int)
+  std::array<unsigned long long, kMaxTensorMapRank> dims{};      // NOLINT(google-runtime-int)
+  std::array<unsigned long long, kMaxTensorMapRank> strides{};   // NOLINT(google-runtime-int)
+  std::copy(e.global_dim.begin(), e.global_dim.end(), dims.begin());
+  std::copy(e.global_strides.begin(), e.global_strides.end(), strides.begin());
+  CuTensorMap map;
+  const CUresult result = driver.api().TensorMapEncodeTiled(
+      &map, e.data_type, e.rank, reinterpret_cast<void*>(e.global_address), dims.data(),
+      strides.data(), e.box_dim.data(), e.element_strides.data(), e.interleave, e.swizzle,
+      e.l2_promotion, e.oob_fill);
+  if (absl::Status s = driver.Check(result, "cuTensorMapEncodeTiled"); !s.ok()) {
+    absl::Status out = absl::InvalidArgumentError(absl::StrCat(
+        "tensor map for '", name, "': ", s.message(), "; rank ", e.rank, ", dims [",
+        absl::StrJoin(e.global_dim.begin(), e.global_dim.begin() + e.rank, ", "), "], strides [",
+        absl::StrJoin(e.global_strides.begin(), e.global_strides.begin() + (e.rank - 1), ", "),
+        "], box [", absl::StrJoin(e.box_dim.begin(), e.box_dim.begin() + e.rank, ", "),
+        "], swizzle ", e.swizzle, " (innermost first)"));
+    if (auto payload = s.GetPayload(kCudaResultPayload))
+      out.SetPayload(kCudaResultPayload, *payload);
+    return out;
+  }
+  return map;
 }
 
 std::optional<int> CudaResultOf(const absl::Status& status) {

@@ -30,6 +30,9 @@
 // captures launches made on a stream into an executable CUDA graph. The graph
 // entry points are optional: Graph::Capture returns Unimplemented on a driver
 // that lacks them.
+//
+// Tensor maps (Hopper TMA): EncodeTensorMap runs cuTensorMapEncodeTiled, also
+// optional (CUDA 12.0): without it only kernels that take tensor maps fail.
 #pragma once
 
 #include <array>
@@ -42,6 +45,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tuner/measure/tensor_map.h"
 
 namespace kiln::measure {
 
@@ -59,6 +63,8 @@ class CudaDriver {
   int device_count() const { return device_count_; }
   // Whether the optional stream-capture and graph entry points exist.
   bool has_graphs() const;
+  // Whether the optional cuTensorMapEncodeTiled exists.
+  bool has_tensor_maps() const;
   // The driver's CUDA version, e.g. 12080 for 12.8.
   int version() const { return version_; }
 
@@ -255,6 +261,14 @@ class Graph {
   void* graph_ = nullptr; // CUgraph
   void* exec_ = nullptr;  // CUgraphExec
 };
+
+// Encodes the tensor map planned in `e` (PlanTensorMap) for tensor `name`.
+// Needs no current context. InvalidArgument "tensor map for 'NAME': ..." with
+// the driver's error name and the encoding when the driver refuses it
+// (carrying the CUresult like other driver errors); Unimplemented when the
+// driver has no cuTensorMapEncodeTiled.
+absl::StatusOr<CuTensorMap> EncodeTensorMap(const CudaDriver& driver, const std::string& name,
+                                            const TensorMapEncoding& e);
 
 // The CUresult a status from this file carries, if any.
 std::optional<int> CudaResultOf(const absl::Status& status);

@@ -231,6 +231,36 @@ absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::vector<HostParam>
   return out;
 }
 
+absl::Status CudaLaunchArgs::AddTensorMaps(const CudaDriver& driver,
+                                           const std::vector<kiln::codegen::TensorMapSpec>& maps,
+                                           const std::vector<HostParam>& params) {
+  if (tensor_maps_ != nullptr) {
+    return absl::FailedPreconditionError("AddTensorMaps: the tensor maps were already added");
+  }
+  if (maps.empty()) return absl::OkStatus();
+  auto encoded = std::make_unique<CuTensorMap[]>(maps.size());
+  for (size_t m = 0; m < maps.size(); ++m) {
+    const kiln::codegen::TensorMapSpec& spec = maps[m];
+    if (spec.arg < 0 || static_cast<size_t>(spec.arg) >= params.size() ||
+        params[static_cast<size_t>(spec.arg)].is_scalar) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor map ", m, " is for argument ", spec.arg, ", which is not a tensor parameter"));
+    }
+    const auto arg = static_cast<size_t>(spec.arg);
+    const HostParam& p = params[arg];
+    absl::StatusOr<TensorMapEncoding> plan =
+        PlanTensorMap(p.name, slots_[arg], p.before.shape, kiln::tools::DTypeBytes(p.dtype),
+                      spec.box, spec.swizzle_bytes);
+    if (!plan.ok()) return plan.status();
+    absl::StatusOr<CuTensorMap> map = EncodeTensorMap(driver, p.name, *plan);
+    if (!map.ok()) return map.status();
+    encoded[m] = *map;
+  }
+  tensor_maps_ = std::move(encoded);
+  for (size_t m = 0; m < maps.size(); ++m) args_.push_back(&tensor_maps_[m]);
+  return absl::OkStatus();
+}
+
 absl::Status CudaLaunchArgs::CopyOut(std::vector<HostParam>& params, bool outputs_only) const {
   size_t next = 0;
   for (HostParam& p : params) {
@@ -327,6 +357,10 @@ absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
 
   absl::StatusOr<CudaLaunchArgs> args = CudaLaunchArgs::Make(device, params, symbol_values);
   if (!args.ok()) return args.status();
+  if (absl::Status s = args->AddTensorMaps(device->driver(), kernel.launch.tensor_maps, params);
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<LaunchConfig> config =
       MakeLaunchConfig(grid, kernel.launch.block, kernel.launch.dynamic_smem_bytes);
   if (!config.ok()) return config.status();

@@ -92,7 +92,8 @@ class CpuLaunchArgs {
 
 // The same in device memory: tensors in DeviceBuffers (copied from
 // `before`), scalars and symbols in 8-byte slots, args() as cuLaunchKernel's
-// kernelParams.
+// kernelParams; after AddTensorMaps, the kernel's CUtensorMaps follow the
+// symbols (kernel_spec.h).
 class CudaLaunchArgs {
  public:
   static absl::StatusOr<CudaLaunchArgs> Make(const std::shared_ptr<Device>& device,
@@ -112,6 +113,16 @@ class CudaLaunchArgs {
   ~CudaLaunchArgs() = default;
 
   void** args() { return args_.data(); }
+  // Appends one CUtensorMap per entry of `maps` to args(), in order, each
+  // encoded with `driver` (tensor_map.h) for the tensor params[map.arg] at
+  // its buffer's address and its `before` shape. The maps live (64-byte
+  // aligned) as long as this object. Call at most once, after Make.
+  // InvalidArgument naming the tensor for a map the TMA cannot take or the
+  // driver refuses, or one whose `arg` is not a tensor parameter;
+  // Unimplemented when the driver has no cuTensorMapEncodeTiled.
+  absl::Status AddTensorMaps(const CudaDriver& driver,
+                             const std::vector<codegen::TensorMapSpec>& maps,
+                             const std::vector<tools::HostParam>& params);
   // Copies each tensor back into its parameter's `after` (synchronous); with
   // `outputs_only`, only the is_output tensors (the others' `after` is left
   // empty).
@@ -123,6 +134,7 @@ class CudaLaunchArgs {
   CudaLaunchArgs() = default;
   std::vector<DeviceBuffer> buffers_; // one per tensor parameter, in order
   std::vector<uint64_t> slots_;       // per parameter (a tensor: its address), then per symbol
+  std::unique_ptr<CuTensorMap[]> tensor_maps_; // args_ points into it: never reallocated
   std::vector<void*> args_;
 };
 
