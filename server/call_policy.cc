@@ -3,6 +3,7 @@
 #include <string>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -62,8 +63,11 @@ class CallPolicy final : public grpc::experimental::Interceptor {
           methods->ModifySendStatus(grpc::Status(
               grpc::StatusCode::INVALID_ARGUMENT,
               absl::StrCat("the request is not a valid ", RequestTypeOf(method_),
-                           " message (malformed protobuf: truncated or invalid bytes, or a "
-                           "string field that is not UTF-8)")));
+                           " message (malformed protobuf: truncated or invalid bytes, a "
+                           "string field that is not UTF-8, or messages nested deeper than "
+                           "protobuf's recursion limit of ",
+                           google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit(),
+                           " levels)")));
         }
       }
     }

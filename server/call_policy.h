@@ -5,8 +5,12 @@
 //    is sent). `open_reflection` (auth.open_reflection) serves it to anyone,
 //    for development; a daemon without tokens serves it to anyone anyway.
 //  - A request that does not parse as its kiln.v1 message (truncated bytes, a
-//    string field that is not UTF-8, ...) is answered INVALID_ARGUMENT
-//    naming the message type. gRPC's callback handlers answer it
+//    string field that is not UTF-8, messages nested deeper than protobuf's
+//    recursion limit of 100, ...) is answered INVALID_ARGUMENT naming the
+//    message type and these causes. gRPC parses these requests before any
+//    Kiln code sees their bytes, so the cause cannot be told apart here;
+//    Compile, which reads its own bytes, names the nesting case alone
+//    (wire_nesting.h). gRPC's callback handlers answer it
 //    UNIMPLEMENTED with an empty message, which a client cannot tell from
 //    "this daemon lacks the method"; the Kiln handlers never answer
 //    UNIMPLEMENTED without a message, so that pair means a parse failure.

@@ -24,6 +24,7 @@
 #include "server/grpc_status.h"
 #include "server/request_convert.h"
 #include "server/version.h"
+#include "server/wire_nesting.h"
 #include "util/log.h"
 
 namespace kiln::server {
@@ -630,6 +631,16 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   kiln::v1::CompileResponse* const response = messages->response();
   if (wire.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !request->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+    // Protobuf says only "no": tell the client when the reason is how deep
+    // the message nests (a deep wire IR), which it can fix.
+    if (NestsDeeperThan(*kiln::v1::CompileRequest::descriptor(), wire, ProtobufRecursionLimit())) {
+      return FinishNow(ctx, absl::InvalidArgumentError(absl::StrCat(
+                                "Compile: the request nests messages deeper than protobuf's "
+                                "recursion limit of ",
+                                ProtobufRecursionLimit(),
+                                " levels (e.g. a wire IR expression nested that deep); "
+                                "send such a program as ir_text or tilelang_source")));
+    }
     return FinishNow(ctx, absl::InvalidArgumentError(
                               absl::StrCat("Compile: the request's ", wire.size(),
                                            " bytes are not a kiln.v1.CompileRequest message")));

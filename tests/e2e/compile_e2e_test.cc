@@ -192,6 +192,67 @@ TEST_F(CompileE2ETest, MalformedRequestBytesAreInvalidArgument) {
   EXPECT_TRUE(Compile(GemmRequest(), &ok).ok());
 }
 
+// A request whose wire IR nests `levels` Exprs under the kernel's grid:
+// the Expr chain starts at level 4 (program, ir, kernel, grid).
+kiln::v1::CompileRequest DeepIrRequest(int levels) {
+  kiln::v1::CompileRequest req;
+  req.set_target("cpu");
+  kiln::v1::Program* ir = req.mutable_program()->mutable_ir();
+  ir->set_ir_version(1);
+  kiln::v1::Expr* e = ir->mutable_kernel()->add_grid();
+  for (int i = 1; i < levels; ++i) e = e->add_args();
+  e->set_int_value(1);
+  return req;
+}
+
+TEST_F(CompileE2ETest, WireIrNestedPastTheRecursionLimitSaysSo) {
+  // 120 Exprs: levels 4..123, past protobuf's limit of 100.
+  const std::string bytes = DeepIrRequest(120).SerializeAsString();
+  grpc::GenericStub generic(
+      grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext ctx;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&ctx, "/kiln.v1.Kiln/Compile", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) { done.set_value(s); });
+  const grpc::Status s = done.get_future().get();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("nests messages deeper than protobuf's recursion "
+                                           "limit of 100 levels"));
+
+  // Truncated bytes of the same request are still "not a message".
+  grpc::Slice cut(bytes.substr(0, 40));
+  grpc::ByteBuffer truncated(&cut, 1);
+  grpc::ClientContext ctx2;
+  std::promise<grpc::Status> done2;
+  generic.UnaryCall(&ctx2, "/kiln.v1.Kiln/Compile", grpc::StubOptions(), &truncated, &response,
+                    [&](grpc::Status st) { done2.set_value(st); });
+  const grpc::Status t = done2.get_future().get();
+  EXPECT_EQ(t.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(t.error_message(), HasSubstr("not a kiln.v1.CompileRequest"));
+
+  // Tune parses inside gRPC: its answer names the limit among the causes.
+  kiln::v1::TuneRequest tune;
+  *tune.mutable_program() = DeepIrRequest(120).program();
+  grpc::ClientContext tctx;
+  tctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = stub_->Tune(&tctx, tune);
+  kiln::v1::TuneEvent event;
+  while (reader->Read(&event)) {
+  }
+  const grpc::Status ts = reader->Finish();
+  EXPECT_EQ(ts.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(ts.error_message(), HasSubstr("not a valid kiln.v1.TuneRequest"));
+  EXPECT_THAT(ts.error_message(), HasSubstr("recursion limit of 100 levels"));
+
+  // At the limit the request parses: its IR is judged on its own terms.
+  kiln::v1::CompileResponse resp;
+  const grpc::Status at = Compile(DeepIrRequest(97), &resp);
+  EXPECT_THAT(at.error_message(), ::testing::Not(HasSubstr("recursion limit")));
+  EXPECT_THAT(at.error_message(), ::testing::Not(HasSubstr("not a kiln.v1.CompileRequest")));
+}
+
 TEST_F(CompileE2ETest, BadProgramIsInvalidArgumentWithItsLocation) {
   kiln::v1::CompileRequest req = GemmRequest();
   std::string text = req.program().tilelang_source();
