@@ -50,8 +50,8 @@ __device__ unsigned SharedAddress(const void* p) {
 extern "C" __global__ void tma_tile(const unsigned short* in, unsigned short* out,
                                     const __grid_constant__ TensorMap map) {
   // The 128-byte swizzle follows address bits: the tile is 1024-byte aligned.
-  __shared__ alignas(1024) unsigned short tile[512];
-  __shared__ alignas(8) unsigned long long barrier;
+  __shared__ __align__(1024) unsigned short tile[512];
+  __shared__ __align__(8) unsigned long long barrier;
   const unsigned bar = SharedAddress(&barrier);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
