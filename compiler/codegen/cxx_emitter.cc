@@ -211,11 +211,13 @@ class Emitter {
       const std::string name = CName(s.name);
       add_param(absl::StrCat(CType(s.dtype), " ", name), name, CType(s.dtype));
     }
+    RETURN_IF_ERROR(TensorMaps(&out));
     RETURN_IF_ERROR(BlockVars());
     RETURN_IF_ERROR(Stmts(p_.kernel.body, 1));
     out.body = std::move(text_);
     out.smem_bytes = smem_;
     out.uses_wgmma = uses_wgmma_;
+    out.uses_tma = uses_tma_ || !out.tma_maps.empty();
     return out;
   }
 
@@ -228,6 +230,49 @@ class Emitter {
     text_.append(static_cast<size_t>(indent) * 2, ' ');
     text_ += s;
     text_ += "\n";
+  }
+
+  // The tensor maps the lowering recorded (ir/tma_attr.h).
+  absl::Status TensorMaps(EmittedBody* out) {
+    std::optional<std::vector<ir::TmaMapAttr>> maps = ir::TmaMaps(p_.attrs);
+    if (!maps) return Error(p_.kernel.loc, "internal: a malformed kiln.tma attr");
+    for (size_t k = 0; k < maps->size(); ++k) {
+      const ir::TmaMapAttr& m = (*maps)[k];
+      int arg = -1;
+      for (size_t i = 0; i < p_.params.size(); ++i) {
+        if (!p_.params[i].is_scalar && p_.params[i].buffer.name == m.param) {
+          arg = static_cast<int>(i);
+        }
+      }
+      if (arg < 0) {
+        return Error(p_.kernel.loc,
+                     absl::StrCat("internal: tensor map ", k, " names no tensor '", m.param, "'"));
+      }
+      const ir::Buffer& b = p_.params[static_cast<size_t>(arg)].buffer;
+      if (b.shape.size() != m.box.size()) {
+        return Error(p_.kernel.loc, absl::StrCat("internal: tensor map ", k, " of '", m.param,
+                                                 "' has a box of another rank"));
+      }
+      const std::string name = absl::StrCat("kiln_tmap_", k);
+      absl::StrAppend(&out->tma_params, ", const __grid_constant__ kiln::rt::TmaDesc ", name);
+      // CPU: dims and box innermost first, padded with 1 to five.
+      std::string dims, box;
+      for (size_t d = 0; d < 5; ++d) {
+        std::string v = "1";
+        if (d < b.shape.size()) {
+          ASSIGN_OR_RETURN(v, E(b.shape[b.shape.size() - 1 - d]));
+        }
+        absl::StrAppend(&dims, ", (long long)(", v, ")");
+        absl::StrAppend(&box, ", ", d < m.box.size() ? m.box[m.box.size() - 1 - d] : 1);
+      }
+      absl::StrAppend(&out->tma_locals, "  const kiln::rt::TmaDesc ", name,
+                      " = kiln::rt::make_tma_desc(", CName(b.name), ", ",
+                      std::max(1, ir::DTypeBits(b.dtype) / 8), ", ", m.swizzle_bytes, ", ",
+                      m.box.size(), dims, box, ");\n");
+      out->tma_maps.push_back(m);
+      out->tma_map_args.push_back(arg);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status BlockVars() {
@@ -518,10 +563,20 @@ class Emitter {
       const ir::IntrinsicInfo* info = ir::FindIntrinsic(s.name);
       if (!info) return Error(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
       if (absl::StartsWith(s.name, "wgmma_") || s.name == "fence_proxy_async") uses_wgmma_ = true;
-      if (s.name == "cp_async_wait" || s.name == "wgmma_wait") {
+      const bool tma_load = absl::StartsWith(s.name, "tma_load_");
+      if (tma_load || absl::StartsWith(s.name, "mbarrier_") ||
+          absl::StartsWith(s.name, "setmaxnreg_") || s.name == "named_barrier_sync" ||
+          s.name == "fence_barrier_init" || s.name == "prefetch_tma_desc") {
+        uses_tma_ = true;
+      }
+      if (s.name == "cp_async_wait" || s.name == "wgmma_wait" ||
+          absl::StartsWith(s.name, "setmaxnreg_")) {
         Line(indent, absl::StrCat("kiln::rt::", s.name, "<", s.indices[0].ival, ">();"));
         return absl::OkStatus();
       }
+      // The tensor map operand is a kernel argument (CUDA) or a local (CPU)
+      // of the same name.
+      const size_t map_arg = tma_load ? 2 : s.name == "prefetch_tma_desc" ? 0 : s.indices.size();
       // wgmma's constants (transposes, descriptor offsets, swizzle modes)
       // are template arguments: they become PTX immediates.
       std::string targs;
@@ -536,6 +591,15 @@ class Emitter {
       for (size_t i = 0; i < s.indices.size(); ++i) {
         const Expr& a = s.indices[i];
         if (!targs.empty() && info->args[i] == ir::IntrinsicArg::kConstInt) continue;
+        if (i == map_arg) {
+          if (!ir::TmaMaps(p_.attrs) || a.ival < 0 ||
+              static_cast<size_t>(a.ival) >= ir::TmaMaps(p_.attrs)->size()) {
+            return Error(s.loc, absl::StrCat("internal: ", s.name, " names tensor map ", a.ival,
+                                             ", which the program does not declare"));
+          }
+          absl::StrAppend(&args, args.empty() ? "" : ", ", "kiln_tmap_", a.ival);
+          continue;
+        }
         ASSIGN_OR_RETURN(std::string x, E(a));
         absl::StrAppend(&args, args.empty() ? "" : ", ", x);
       }
@@ -561,6 +625,7 @@ class Emitter {
   std::string text_;
   int64_t smem_ = 0;
   bool uses_wgmma_ = false;
+  bool uses_tma_ = false;
 };
 
 } // namespace

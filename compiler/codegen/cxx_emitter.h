@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/tma_attr.h"
 
 namespace kiln::codegen {
 
@@ -20,6 +22,15 @@ struct EmittedBody {
   std::string body;        // block variables, then the statements
   int64_t smem_bytes = 0;  // dynamic shared memory
   bool uses_wgmma = false; // calls the Hopper wgmma intrinsics (their own header)
+  bool uses_tma = false;   // calls mbarrier/TMA/named-barrier intrinsics (kiln/cuda/tma.h)
+  // Tensor maps (ir/tma_attr.h), in index order. CUDA: `tma_params` declares
+  // them as kernel arguments after the others (", const __grid_constant__
+  // kiln::rt::TmaDesc kiln_tmap_0, ..."); CPU: `tma_locals` builds each
+  // from its tensor's pointer and shape at the top of the body.
+  std::vector<ir::TmaMapAttr> tma_maps;
+  std::vector<int> tma_map_args; // index of each map's tensor among the params
+  std::string tma_params;
+  std::string tma_locals;
 };
 
 // The C++ spelling of an IR dtype ("float", "kiln::rt::half_t", ...).

@@ -75,9 +75,12 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
         "emit_ptx, line_info and fast_math apply to CUDA targets only");
   }
   for (const std::string& p : o.pass_options) {
-    if (p != "gemm=wgmma" && p != "gemm=mma") {
+    if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
+        p != "pipeline=tma-ws") {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown pass option '", p, "' (Kiln defines gemm=wgmma and gemm=mma)"));
+          absl::StrCat("unknown pass option '", p,
+                       "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws and "
+                       "pipeline=cp.async)"));
     }
   }
   return absl::OkStatus();
@@ -91,6 +94,15 @@ bool GemmWgmma(const BuildOptions& o) {
   return wgmma;
 }
 
+// The last pipeline= pass option wins; the default is TMA + warp
+// specialization (it applies to wgmma programs only).
+bool CpAsyncPipeline(const BuildOptions& o) {
+  bool cp_async = false;
+  for (const std::string& p : o.pass_options)
+    cp_async = p == "pipeline=cp.async" ? true : (p == "pipeline=tma-ws" ? false : cp_async);
+  return cp_async && GemmWgmma(o);
+}
+
 std::string KernelVariant(const BuildOptions& o) {
   BuildOptions defaults;
   defaults.target = o.target;
@@ -99,6 +111,9 @@ std::string KernelVariant(const BuildOptions& o) {
   if (OptLevel(o) != OptLevel(defaults)) absl::StrAppend(&out, ";opt=", OptLevel(o));
   if (o.fast_math) absl::StrAppend(&out, ";fast_math=1");
   if (GemmWgmma(o) && passes::TargetUsesWgmma(o.target)) absl::StrAppend(&out, ";gemm=wgmma");
+  if (CpAsyncPipeline(o) && passes::TargetUsesWgmma(o.target)) {
+    absl::StrAppend(&out, ";pipeline=cp.async");
+  }
   return out;
 }
 
@@ -109,7 +124,8 @@ std::string CanonicalOptions(const BuildOptions& o) {
   // not, and `--emit cpp` after a build of the same program is a hit.
   return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
-                      ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "");
+                      ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
+                      CpAsyncPipeline(o) ? ";pipeline=cp.async" : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -168,7 +184,8 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
 
 absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
-  return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options));
+  return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options),
+                               CpAsyncPipeline(options));
 }
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {

@@ -63,8 +63,8 @@ struct BuildOptions {
   bool emit_source = false; // no effect: every artifact keeps its generated source
   bool emit_ptx = false;    // CUDA only
   bool line_info = false;   // CUDA only
-  // Kiln pass options "name=value"; none are defined yet, so any is an
-  // InvalidArgument (never silently ignored).
+  // Kiln pass options "name=value": gemm=wgmma|mma, pipeline=tma-ws|cp.async;
+  // any other is an InvalidArgument (never silently ignored).
   std::vector<std::string> pass_options;
 };
 
@@ -78,6 +78,10 @@ std::string FingerprintFor(const BuildOptions& options);
 // True when the options ask for wgmma (the last gemm= pass option is
 // gemm=wgmma); it takes effect on cuda:sm_90a only.
 bool GemmWgmma(const BuildOptions& options);
+// True when a wgmma build asks for the cp.async main loop (the last
+// pipeline= pass option is pipeline=cp.async) instead of TMA + warp
+// specialization.
+bool CpAsyncPipeline(const BuildOptions& options);
 // What of the options changes the kernel a config compiles to, beyond the
 // target: "" for the defaults, else ";"-separated name=value items
 // (";toolchain=nvcc;opt=2;fast_math=1;gemm=wgmma"). Tuning results are

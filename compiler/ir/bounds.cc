@@ -36,11 +36,25 @@ std::optional<IntBounds> BoundContext::Var(const std::string& name) const {
   return it->second.back();
 }
 
+void BoundContext::PopThread(int64_t dim) {
+  auto it = thread_ranges_.find(dim);
+  if (it == thread_ranges_.end()) return;
+  it->second.pop_back();
+  if (it->second.empty()) thread_ranges_.erase(it);
+}
+
 std::optional<IntBounds> BoundContext::Thread(int64_t dim) const {
   if (dim < 0 || dim >= static_cast<int64_t>(threads_.size()) || threads_[dim] < 1) {
     return std::nullopt;
   }
-  return IntBounds{0, threads_[dim] - 1};
+  IntBounds b{0, threads_[dim] - 1};
+  auto it = thread_ranges_.find(dim);
+  if (it != thread_ranges_.end() && !it->second.empty()) {
+    b.lo = std::max(b.lo, it->second.back().lo);
+    b.hi = std::min(b.hi, it->second.back().hi);
+    if (b.lo > b.hi) return std::nullopt; // a branch no thread takes: claim nothing
+  }
+  return b;
 }
 
 namespace {

@@ -34,6 +34,11 @@ class BoundContext {
  public:
   // Thread index d runs over [0, extents[d]).
   void SetThreadExtents(std::vector<int64_t> extents) { threads_ = std::move(extents); }
+  // Within a branch that only some threads take (`if thread_idx(d) < c`):
+  // thread index `dim` lies in `b` (intersected with its extent) until the
+  // matching PopThread.
+  void PushThread(int64_t dim, IntBounds b) { thread_ranges_[dim].push_back(b); }
+  void PopThread(int64_t dim);
   void Push(const std::string& var, IntBounds b) { vars_[var].push_back(b); }
   void Pop(const std::string& var);
 
@@ -43,6 +48,7 @@ class BoundContext {
  private:
   std::map<std::string, std::vector<IntBounds>> vars_;
   std::vector<int64_t> threads_;
+  std::map<int64_t, std::vector<IntBounds>> thread_ranges_;
 };
 
 // Bounds of a signed integer expression, or nullopt when they are unknown

@@ -53,6 +53,23 @@ std::vector<IntrinsicInfo> MakeTable() {
       t.push_back({wgmma_names().back(), std::move(args), true});
     }
   }
+  // Hopper asynchronous data movement (kiln/{cuda,cpu}/tma.h).
+  t.push_back({"mbarrier_init", {A::kAddress, A::kConstInt}, false});
+  t.push_back({"fence_barrier_init", {}, false});
+  t.push_back({"mbarrier_arrive", {A::kAddress}, false});
+  t.push_back({"mbarrier_arrive_expect_tx", {A::kAddress, A::kConstInt}, false});
+  t.push_back({"mbarrier_wait", {A::kAddress, A::kValue}, false});
+  t.push_back({"prefetch_tma_desc", {A::kConstInt}, false});
+  for (int rank = 1; rank <= 5; ++rank) {
+    static constexpr std::string_view kTma[] = {"tma_load_1d", "tma_load_2d", "tma_load_3d",
+                                                "tma_load_4d", "tma_load_5d"};
+    std::vector<A> args = {A::kAddress, A::kAddress, A::kConstInt};
+    args.insert(args.end(), static_cast<size_t>(rank), A::kValue);
+    t.push_back({kTma[rank - 1], std::move(args), false});
+  }
+  t.push_back({"named_barrier_sync", {A::kConstInt, A::kConstInt}, false});
+  t.push_back({"setmaxnreg_inc", {A::kConstInt}, true});
+  t.push_back({"setmaxnreg_dec", {A::kConstInt}, true});
   t.push_back({"shfl_xor", {A::kAddress, A::kValue, A::kConstInt}, true});
   for (std::string_view n : {"atomic_add", "atomic_max", "atomic_min"}) {
     t.push_back({n, {A::kAddress, A::kValue}, false});

@@ -43,6 +43,17 @@ struct IntrinsicInfo {
 //   wgmma_m64n{8..256}k16_{f16,bf16}(d, a, b, tA, tB, lboA, sboA, swzA, lboB, sboB, swzB)
 //                                                   wgmma.mma_async, shared-memory descriptors
 //                                                   (sm_90a; warpgroup-collective)
+//   mbarrier_init(bar, count), fence_barrier_init(), mbarrier_arrive(bar),
+//   mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity)
+//                                                   the shared-memory transaction barrier
+//   tma_load_{1..5}d(dst, bar, map, c0, ...)        cp.async.bulk.tensor: a box of tensor
+//                                                   map `map` (an index into the program's
+//                                                   kiln.tma.<map> attrs) at element
+//                                                   coordinates c0 (innermost) ..., bytes
+//                                                   completed on `bar`
+//   prefetch_tma_desc(map)                          prefetch.tensormap
+//   named_barrier_sync(id, threads)                 bar.sync id, threads
+//   setmaxnreg_{inc,dec}(N)                         warpgroup register reallocation (sm_90a)
 //   shfl_xor(dst, value, lane_mask)                 *dst = shfl.sync.bfly(value)
 //   atomic_{add,max,min}(dst, value)                global/shared atomics
 const std::vector<IntrinsicInfo>& AllIntrinsics();

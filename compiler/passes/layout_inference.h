@@ -34,6 +34,14 @@ inline constexpr char kSwizzleLayout[] = "swizzle128";
 inline constexpr char kWgmmaLayoutPrefix[] = "wgmma";
 // Program attr "kiln.gemm" = "wgmma": every gemm lowers to wgmma.
 inline constexpr char kGemmAttr[] = "kiln.gemm";
+// Program attr "kiln.pipeline": how a wgmma program's GEMM main loop is
+// fed. Before lowering, "cp.async" asks for the cp.async pipeline (pass
+// option pipeline=cp.async); absent, lowering uses TMA and warp
+// specialization where it can (warp_specialize.cc) and records
+// "tma-ws" when it did.
+inline constexpr char kPipelineAttr[] = "kiln.pipeline";
+inline constexpr char kPipelineCpAsync[] = "cp.async";
+inline constexpr char kPipelineWarpSpecialized[] = "tma-ws";
 
 using LayoutMap = std::map<std::string, FragmentLayout>;
 

@@ -253,10 +253,13 @@ absl::Status Lowering::Run() {
     bufs_[b.name] = b;
   }
 
+  ws_ = WarpSpecializable();
+
   std::vector<Stmt> body;
   RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
   std::vector<Stmt> full = std::move(top_allocs_);
   for (Stmt& s : body) full.push_back(std::move(s));
+  if (!ws_producer_.empty()) SplitWarpGroups(&full);
   program_.kernel.body = std::move(full);
   program_.attrs["kiln.level"] = "thread";
   return absl::OkStatus();

@@ -84,6 +84,18 @@ struct WgmmaGemm {
   std::function<void(int64_t, std::vector<ir::Stmt>*)> issue;
 };
 
+// A producer copy that TMA serves (warp_specialize.cc): `blocks` loads of a
+// (rows x block) box of tensor map `map`, column block j at j * rows *
+// block elements of the destination stage.
+struct TmaCopy {
+  const ir::Stmt* copy = nullptr;
+  std::string dst;
+  int row_dim = 0, col_dim = 0; // the source dimensions of the tile's rows and columns
+  int64_t rows = 0, block = 0, blocks = 0;
+  int64_t bytes = 0; // per stage, out-of-bounds elements included
+  int64_t map = 0;   // index of its kiln.tma.<map> attr
+};
+
 class Lowering {
  public:
   Lowering(ir::Program& program, const Target& target, LayoutMap layouts);
@@ -158,6 +170,23 @@ class Lowering {
                  const std::set<std::string>& dsts, const ir::Expr& n,
                  const std::function<absl::Status(const ir::Expr&, std::vector<ir::Stmt>*)>& issue,
                  std::vector<ir::Stmt>* out);
+  // --- warp_specialize.cc ---------------------------------------------------
+  // Whether the program may run its main loop warp-specialized with TMA
+  // (decided once the buffers are known; the loop itself may still decline).
+  bool WarpSpecializable() const;
+  // The TMA plan of a producer copy (registers its tensor map), or nullopt.
+  std::optional<TmaCopy> PlanTmaCopy(const ir::Stmt& s);
+  // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`.
+  absl::Status IssueTma(const TmaCopy& plan, const ir::Expr& stage, const ir::Expr& bar,
+                        std::vector<ir::Stmt>* out);
+  // The consumers' main loop into `out`, the producer's into ws_producer_;
+  // false when `s` is not a loop this path takes.
+  absl::StatusOr<bool> LowerWarpSpecializedLoop(const ir::Stmt& s,
+                                                const std::vector<size_t>& producers,
+                                                const std::set<std::string>& dsts,
+                                                const ir::Expr& n, std::vector<ir::Stmt>* out);
+  // Wraps the lowered kernel body into the producer/consumer split.
+  void SplitWarpGroups(std::vector<ir::Stmt>* body);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // Issues a pipeline's producers for iteration `iter` (pipeline.cc).
@@ -188,9 +217,13 @@ class Lowering {
   std::optional<LoopCtx> loop_;
   std::set<std::string> dirty_, read_;
   std::map<std::string, ir::Expr> stage_;
-  bool producer_ = false;            // lowering a pipeline's producer copies
-  bool wgmma_ = false;               // attr kiln.gemm = "wgmma" (sm_90a thread program)
-  std::vector<ir::Stmt> top_allocs_; // scratch buffers declared at the kernel top
+  bool producer_ = false;             // lowering a pipeline's producer copies
+  bool wgmma_ = false;                // attr kiln.gemm = "wgmma" (sm_90a thread program)
+  std::vector<ir::Stmt> top_allocs_;  // scratch buffers declared at the kernel top
+  bool ws_ = false;                   // WarpSpecializable()
+  std::vector<ir::Stmt> ws_producer_; // the producer thread's code, once the loop is lowered
+  std::string ws_bars_;               // the mbarriers: full[stages], then empty[stages]
+  int64_t ws_stages_ = 0;
 };
 
 // Buffers a pipeline multi-buffers -> their stage count (pipeline.cc).

@@ -322,6 +322,12 @@ absl::Status Lowering::LowerPipelined(const Stmt& s, std::vector<Stmt>* out) {
 
   if (wgmma_) {
     const std::set<std::string> dirty0 = dirty_, read0 = read_;
+    ASSIGN_OR_RETURN(bool ws, LowerWarpSpecializedLoop(s, producers, dsts, n, out));
+    if (ws) {
+      dirty_.insert(dirty0.begin(), dirty0.end());
+      read_.insert(read0.begin(), read0.end());
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(bool done, LowerWgmmaLoop(s, producers, dsts, n, issue, out));
     if (done) {
       dirty_.insert(dirty0.begin(), dirty0.end());

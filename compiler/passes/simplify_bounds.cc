@@ -1,7 +1,9 @@
 // Pass "simplify-bounds": "simplify" plus what is known where each expression
 // stands (ir::SimplifyWithBounds): thread indices below the kernel's thread
 // extents, block indices below constant grid extents, loop variables below
-// their loops' constant extents. An `if` whose condition becomes a literal is
+// their loops' constant extents, and within `if thread_idx(d) < c` (or
+// `== c`) the range its branches leave the thread index. An `if` whose
+// condition becomes a literal is
 // replaced by the branch taken when that branch declares nothing (so no
 // declaration changes scope). Names and locations of statements are kept.
 //
@@ -33,6 +35,37 @@ bool DeclaresAnything(const std::vector<ir::Stmt>& stmts) {
 
 void SimplifyStmts(std::vector<ir::Stmt>* stmts, BoundContext* ctx);
 
+// For `if thread_idx(d) < c` and `if thread_idx(d) == c`: the thread
+// dimension and its range in the then and else branches (a warp-specialized
+// kernel's consumer and producer branches).
+struct ThreadSplit {
+  int64_t dim = 0;
+  ir::IntBounds then_range, else_range;
+};
+
+std::optional<ThreadSplit> SplitOf(const ir::Expr& cond, const BoundContext& ctx) {
+  if (cond.kind != ir::ExprKind::kBinary || cond.args.size() != 2 ||
+      cond.args[0].kind != ir::ExprKind::kThreadIdx) {
+    return std::nullopt;
+  }
+  std::optional<int64_t> c = ir::ConstInt(cond.args[1]);
+  std::optional<ir::IntBounds> t = ctx.Thread(cond.args[0].ival);
+  if (!c || !t) return std::nullopt;
+  ThreadSplit s;
+  s.dim = cond.args[0].ival;
+  if (cond.bop == ir::BinOp::kLt) {
+    s.then_range = {t->lo, std::min(t->hi, *c - 1)};
+    s.else_range = {std::max(t->lo, *c), t->hi};
+    return s;
+  }
+  if (cond.bop == ir::BinOp::kEq) {
+    s.then_range = {*c, *c};
+    s.else_range = *t; // two pieces; the hull is all one range can say
+    return s;
+  }
+  return std::nullopt;
+}
+
 // Simplifies `s`; appends it, or the statements that replace it, to `out`.
 void SimplifyStmt(ir::Stmt s, BoundContext* ctx, std::vector<ir::Stmt>* out) {
   if (s.kind == ir::StmtKind::kAlloc) SimplifyBuffer(&s.buffer, *ctx);
@@ -47,8 +80,15 @@ void SimplifyStmt(ir::Stmt s, BoundContext* ctx, std::vector<ir::Stmt>* out) {
   for (ir::Expr& e : s.indices) SimplifyInPlace(&e, *ctx);
   if (s.kind == ir::StmtKind::kIf) {
     SimplifyInPlace(&s.cond, *ctx);
+    const std::optional<ThreadSplit> split = SplitOf(s.cond, *ctx);
+    if (split) ctx->PushThread(split->dim, split->then_range);
     SimplifyStmts(&s.body, ctx);
+    if (split) {
+      ctx->PopThread(split->dim);
+      ctx->PushThread(split->dim, split->else_range);
+    }
     SimplifyStmts(&s.else_body, ctx);
+    if (split) ctx->PopThread(split->dim);
     if (std::optional<int64_t> c = ir::ConstInt(s.cond)) {
       std::vector<ir::Stmt>& taken = *c != 0 ? s.body : s.else_body;
       if (!DeclaresAnything(taken)) {

@@ -24,7 +24,9 @@ namespace kiln::toolchain {
 // the barrier. 6: the wgmma main loop's last iteration waits for every
 // group (ptxas hoisted the epilogue above the wait after the loop).
 // 7: swizzled block indices are computed in 64 bits (panel * blocks wrapped).
-inline constexpr int kKilnCodegenVersion = 7;
+// 8: wgmma main loops take TMA loads, an mbarrier ring and a producer
+// warpgroup (warp_specialize.cc) unless pass option pipeline=cp.async.
+inline constexpr int kKilnCodegenVersion = 8;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -48,7 +48,7 @@ constexpr char kUsage[] =
     "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
-    "                [--lower-for T] [--gemm=wgmma|mma]\n"
+    "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -61,6 +61,7 @@ struct Args {
   std::string target = "cpu";
   std::string lower_for;   // build this target's thread program (cpu + cuda:sm_90a)
   bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
+  bool cp_async = false;   // --pipeline=cp.async: wgmma main loops without TMA
   std::string out;
   bool hash = false;
   bool print_locs = false;
@@ -124,6 +125,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (TakeValue(argc, argv, i, "--gemm", &value)) {
       if (value != "wgmma" && value != "mma") return UsageError("--gemm must be wgmma or mma");
       args->gemm_wgmma = value == "wgmma";
+    } else if (TakeValue(argc, argv, i, "--pipeline", &value)) {
+      if (value != "tma-ws" && value != "cp.async") {
+        return UsageError("--pipeline must be tma-ws or cp.async");
+      }
+      args->cp_async = value == "cp.async";
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
       args->out = kiln::util::ExpandHome(value); // `-o=~/x`: no shell expands that ~
     } else if (arg == "--hash") {
@@ -230,6 +236,7 @@ int main(int argc, char** argv) {
   ctx.target = args.target;
   if (args.lower_for != args.target) ctx.lower_for = args.lower_for;
   ctx.gemm_wgmma = args.gemm_wgmma;
+  ctx.cp_async_pipeline = args.cp_async;
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 1;
@@ -258,7 +265,8 @@ int main(int argc, char** argv) {
       }
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
-      kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma);
+      kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma,
+                                           args.cp_async);
     }
     if (!kernel.ok()) {
       std::cerr << kernel.status().message() << "\n";

@@ -5,7 +5,8 @@
 // after another on the calling OS thread; the threads of a block are fibers
 // with their own stacks (KILN_CPU_FIBER_STACK_BYTES, 64 KiB unless defined
 // before the first include), scheduled round robin. A fiber runs until it
-// waits: at sync_threads (a barrier of the whole block) or at a warp
+// waits: at sync_threads (a barrier of the whole block), at a named barrier
+// (bar.sync id, count), for an mbarrier phase (kiln/cpu/tma.h) or at a warp
 // collective (a barrier of the lanes of its warp, after which the last lane
 // to arrive computes the result for all of them; see WarpCollective). All
 // per-block state lives in a BlockState reached through a thread_local
@@ -65,7 +66,10 @@ constexpr int kMaxBlockThreads = 1024;
 // bits (as the GPU, whose dynamic shared memory starts at window offset 0).
 constexpr std::size_t kSmemAlign = 1024;
 
-enum class FiberState : uint8_t { kRunnable, kAtBarrier, kAtWarp, kDone };
+enum class FiberState : uint8_t { kRunnable, kAtBarrier, kAtWarp, kAtMbarrier, kDone };
+
+// Named barriers (bar.sync id, count): ids 0..15; 0 is sync_threads.
+constexpr int kNamedBarriers = 16;
 
 struct Fiber {
   Context ctx;
@@ -73,6 +77,8 @@ struct Fiber {
   int x = 0, y = 0, z = 0;
   int warp = 0, lane = 0;
   FiberState state = FiberState::kRunnable;
+  int barrier_id = 0;             // kAtBarrier: which named barrier
+  const void* mbarrier = nullptr; // kAtMbarrier: the barrier it waits on
 };
 
 // What one lane hands to a warp collective. The pointers are the lane's own
@@ -103,10 +109,13 @@ struct BlockState {
   std::size_t smem_bytes = 0; // usable bytes at smem (the launch's, rounded up to kSmemAlign)
   Fiber* fibers = nullptr;
   WarpExchange* warps = nullptr;
-  int current = 0;    // the running fiber
-  int at_barrier = 0; // fibers waiting in sync_threads
-  int done = 0;       // fibers that returned from the body
-  Context scheduler;  // the OS thread's context while fibers run
+  int current = 0;                      // the running fiber
+  int at_barrier = 0;                   // fibers waiting in sync_threads
+  int named_at[kNamedBarriers] = {};    // fibers waiting at named barrier id (1..15)
+  int named_count[kNamedBarriers] = {}; // its thread count while some wait
+  int at_mbarrier = 0;                  // fibers waiting for an mbarrier phase
+  int done = 0;                         // fibers that returned from the body
+  Context scheduler;                    // the OS thread's context while fibers run
   void (*invoke)(void* body) = nullptr;
   void* body = nullptr;
   bool failed = false;
@@ -176,11 +185,66 @@ inline void BlockBarrier() {
   if (++b->at_barrier == b->threads) {
     b->at_barrier = 0;
     for (int i = 0; i < b->threads; ++i)
-      if (b->fibers[i].state == FiberState::kAtBarrier) b->fibers[i].state = FiberState::kRunnable;
+      if (b->fibers[i].state == FiberState::kAtBarrier && b->fibers[i].barrier_id == 0)
+        b->fibers[i].state = FiberState::kRunnable;
     return;
   }
   b->self().state = FiberState::kAtBarrier;
+  b->self().barrier_id = 0;
   Suspend(b);
+}
+
+// bar.sync id, threads: returns once `threads` threads (a multiple of 32, at
+// most the block's) have called it with this id. Id 0 is sync_threads (all
+// threads). Calls with one id and different counts while some wait fail the
+// block. Outside launch_grid it does nothing.
+inline void NamedBarrier(int id, int threads) {
+  BlockState* b = CurrentBlock();
+  if (b == nullptr) return;
+  if (id < 0 || id >= kNamedBarriers || threads <= 0 || threads % 32 != 0 || threads > b->threads)
+    FailBlock(b,
+              "thread %d: bar.sync %d, %d: the id must be 0..15 and the count a multiple of 32 "
+              "up to the block's %d threads",
+              b->self().tid, id, threads, b->threads);
+  if (id == 0 && threads == b->threads) {
+    BlockBarrier();
+    return;
+  }
+  if (id == 0) FailBlock(b, "thread %d: bar.sync 0 counts the whole block", b->self().tid);
+  if (b->named_at[id] > 0 && b->named_count[id] != threads)
+    FailBlock(b, "thread %d: bar.sync %d with %d threads while %d wait there for %d", b->self().tid,
+              id, threads, b->named_at[id], b->named_count[id]);
+  b->named_count[id] = threads;
+  if (++b->named_at[id] == threads) {
+    b->named_at[id] = 0;
+    for (int i = 0; i < b->threads; ++i)
+      if (b->fibers[i].state == FiberState::kAtBarrier && b->fibers[i].barrier_id == id)
+        b->fibers[i].state = FiberState::kRunnable;
+    return;
+  }
+  b->self().state = FiberState::kAtBarrier;
+  b->self().barrier_id = id;
+  Suspend(b);
+}
+
+// Parks the running fiber until WakeMbarrier(bar) (an mbarrier phase of
+// `bar` completed); the caller re-checks its condition after it returns.
+inline void WaitMbarrier(BlockState* b, const void* bar) {
+  b->self().state = FiberState::kAtMbarrier;
+  b->self().mbarrier = bar;
+  ++b->at_mbarrier;
+  Suspend(b);
+}
+
+inline void WakeMbarrier(BlockState* b, const void* bar) {
+  for (int i = 0; i < b->threads; ++i) {
+    Fiber& f = b->fibers[i];
+    if (f.state == FiberState::kAtMbarrier && f.mbarrier == bar) {
+      f.state = FiberState::kRunnable;
+      f.mbarrier = nullptr;
+      --b->at_mbarrier;
+    }
+  }
 }
 
 // One lane's part of the warp collective `name` (a string literal; lanes
@@ -257,6 +321,26 @@ inline void DescribeDeadlock(BlockState* b) {
       std::snprintf(out + len, room - static_cast<std::size_t>(len),
                     "; %d wait in a warp collective (%s)", at_warp, ex->name);
     }
+    return;
+  }
+  for (int id = 1; id < kNamedBarriers; ++id) {
+    if (b->named_at[id] == 0) continue;
+    std::snprintf(out, room,
+                  "bar.sync %d reached by %d of its %d threads (%d exited, %d wait on "
+                  "an mbarrier)",
+                  id, b->named_at[id], b->named_count[id], b->done, b->at_mbarrier);
+    return;
+  }
+  if (b->at_mbarrier > 0) {
+    const Fiber* f = nullptr;
+    for (int i = 0; f == nullptr; ++i)
+      if (b->fibers[i].state == FiberState::kAtMbarrier) f = &b->fibers[i];
+    std::snprintf(out, room,
+                  "%d thread(s) wait for an mbarrier phase that never completes (thread %d at "
+                  "shared offset %ld); %d exited",
+                  b->at_mbarrier, f->tid,
+                  static_cast<long>(static_cast<const unsigned char*>(f->mbarrier) - b->smem),
+                  b->done);
     return;
   }
   for (int w = 0; w * 32 < b->threads; ++w) {
@@ -366,12 +450,14 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
     for (int y = 0; y < gy && rc == 0; ++y) {
       for (int x = 0; x < gx && rc == 0; ++x) {
         b.block_x = x, b.block_y = y, b.block_z = z;
-        b.current = 0, b.at_barrier = 0, b.done = 0;
+        b.current = 0, b.at_barrier = 0, b.done = 0, b.at_mbarrier = 0;
+        for (int id = 0; id < fiber::kNamedBarriers; ++id) b.named_at[id] = b.named_count[id] = 0;
         std::memset(b.smem, 0, smem_alloc);
         for (int w = 0; w < warps; ++w) exchanges[w].arrived = 0, exchanges[w].name = nullptr;
         for (int i = 0; i < n; ++i) {
           stacks.WriteCanary(i);
           fibers[i].state = fiber::FiberState::kRunnable;
+          fibers[i].mbarrier = nullptr;
           if (!fiber::MakeContext(&fibers[i].ctx, stacks.lo(i), stacks.size(),
                                   &fiber::detail::FiberMain, &b))
             return fiber::detail::Report(error, error_len, "cannot create a fiber context");

@@ -14,6 +14,7 @@
 #include "kiln/cpu/mma.h"
 #include "kiln/cpu/scalar_math.h"
 #include "kiln/cpu/thread_ops.h"
+#include "kiln/cpu/tma.h"
 #include "kiln/cpu/types.h"
 #include "kiln/cpu/warp.h"
 #include "kiln/cpu/wgmma.h"

@@ -60,6 +60,26 @@ TEST(BoundsTest, ContextScopesShadowAndPop) {
   EXPECT_EQ(ctx.Thread(0), std::nullopt);
 }
 
+// A branch taken by some threads only (a warp-specialized kernel's
+// consumers, `if thread_idx(0) < 256` in a 384-thread block) narrows the
+// thread index until it is popped; an empty range claims nothing.
+TEST(BoundsTest, ThreadRangesOfABranchNarrowAndPop) {
+  BoundContext ctx;
+  ctx.SetThreadExtents({384});
+  EXPECT_EQ(ctx.Thread(0), (IntBounds{0, 383}));
+  ctx.PushThread(0, {0, 255});
+  EXPECT_EQ(ctx.Thread(0), (IntBounds{0, 255}));
+  ctx.PushThread(0, {256, 1000});
+  EXPECT_EQ(ctx.Thread(0), (IntBounds{256, 383}));
+  ctx.PushThread(0, {400, 500});
+  EXPECT_EQ(ctx.Thread(0), std::nullopt);
+  ctx.PopThread(0);
+  ctx.PopThread(0);
+  EXPECT_EQ(ctx.Thread(0), (IntBounds{0, 255}));
+  ctx.PopThread(0);
+  EXPECT_EQ(ctx.Thread(0), (IntBounds{0, 383}));
+}
+
 TEST(BoundsTest, RedundantOperationsDisappear) {
   const BoundContext ctx = Context();
   struct Case {

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Hopper GEMM benchmark of issue 28: the same TileLang source (examples/gemm/gemm.py) with the
+same tile config through Kiln's code paths, through TileLang itself and against cuBLAS
+(torch.matmul), in one run on one GPU.
+
+Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API):
+  mma     cuda:sm_90, mma.sync + cp.async pipeline
+  cpasync cuda:sm_90a --gemm=wgmma --pipeline=cp.async: wgmma fed by the cp.async pipeline
+  tma-ws  cuda:sm_90a --gemm=wgmma: TMA loads, mbarrier ring, producer warpgroup (default)
+TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
+"not installed" when it cannot be imported, and the rest still runs.
+
+Every Kiln output is checked against torch.matmul (fp32 accumulation, then the output dtype)
+before it is timed; a wrong result is reported as such and not timed. Timing: CUDA events
+around `--batch` back-to-back launches (arguments and tensor maps prepared once), median of
+`--reps`, TFLOP/s = 2 M N K / time.
+
+    python3 bench/hopper_gemm.py --kiln-opt build/kiln-opt [--quick] [--json out.json]
+        [--shapes 4096x4096x4096,...] [--configs 128x256x64s3t256,...] [--dtypes float16,bfloat16]
+        [--variants mma,cpasync,tma-ws,tilelang]
+"""
+
+import argparse
+import ctypes
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import kiln_gpu  # noqa: E402
+
+GEMM = os.path.join(ROOT, "examples", "gemm", "gemm.py")
+SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "4096x4096x14336",
+          "128x14336x4096", "16x4096x4096"]
+CONFIGS = ["128x256x64s3t256", "128x128x32s3t128", "64x128x64s4t128", "128x256x64s4t256",
+           "256x128x64s3t256"]
+VARIANTS = ["mma", "cpasync", "tma-ws", "tilelang"]
+
+
+def parse_config(c):
+    tile, rest = c.split("s")
+    stages, threads = rest.split("t")
+    bm, bn, bk = (int(x) for x in tile.split("x"))
+    return {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": int(stages),
+            "threads": int(threads)}
+
+
+def compile_kiln(kiln_opt, variant, binds, workdir):
+    arch = "sm_90" if variant == "mma" else "sm_90a"
+    extra = [] if variant == "mma" else ["--gemm=wgmma"]
+    if variant == "cpasync":
+        extra.append("--pipeline=cp.async")
+    tag = variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
+    cubin = os.path.join(workdir, tag + ".cubin")
+    launch = os.path.join(workdir, tag + ".json")
+    t0 = time.perf_counter()
+    r = subprocess.run([kiln_opt, GEMM, *kiln_gpu.bind_args(binds), "--emit=cubin", "--target",
+                        f"cuda:{arch}", "-o", cubin, "--launch-json", launch, *extra],
+                       capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[-2000:])
+    with open(launch) as f:
+        return kiln_gpu.Compiled(cubin, json.load(f), dt)
+
+
+class PreparedLaunch:
+    """One kernel's launch with its arguments (and tensor maps) encoded once."""
+
+    def __init__(self, compiled, tensors):
+        self.fn = compiled.function()
+        self.drv = kiln_gpu._CudaDriver.get()
+        self.launch = compiled.launch
+        self.keep, params = [], []
+        for t in tensors:
+            v = ctypes.c_uint64(t.data_ptr())
+            self.keep.append(v)
+            params.append(ctypes.addressof(v))
+        if compiled.launch.get("tensor_maps"):
+            for m, e in zip(compiled.launch["tensor_maps"], compiled.tensor_map_encodings(tensors)):
+                buf, address = self.drv.encode_tensor_map(m.get("name", str(m["arg"])), e)
+                self.keep.append(buf)
+                params.append(address)
+        self.argv = (ctypes.c_void_p * len(params))(*params)
+        self.grid = [int(g) for g in compiled.launch["grid"]]
+        self.block = list(compiled.launch["block"])
+        self.smem = int(compiled.launch["dynamic_smem_bytes"])
+
+    def __call__(self, stream):
+        code = self.drv.launch(self.fn.ptr, *self.grid, *self.block, self.smem, stream, self.argv,
+                               None)
+        if code != 0:
+            raise RuntimeError(self.drv.error(f"cuLaunchKernel({self.launch['symbol']})", code))
+
+
+def time_it(run, torch, batch, reps):
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(batch):
+            run()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / batch / 1e3)
+    return statistics.median(times)
+
+
+def load_tilelang_module():
+    try:
+        import tilelang  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any import failure means "not available"
+        return None, f"not installed ({type(e).__name__}: {str(e)[:200]})"
+    spec = importlib.util.spec_from_file_location("kiln_example_gemm", GEMM)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, tilelang.__version__
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln-opt", required=True)
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--dtypes", default="float16,bfloat16")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--batch", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="4096^3 fp16, two configs")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    if args.quick:
+        args.shapes, args.configs, args.dtypes = "4096x4096x4096", "128x256x64s3t256,128x128x32s3t128", "float16"
+
+    import torch
+
+    workdir = tempfile.mkdtemp(prefix="hopper_gemm_")
+    variants = args.variants.split(",")
+    tl_mod, tl_version = (None, "not requested")
+    if "tilelang" in variants:
+        tl_mod, tl_version = load_tilelang_module()
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, TileLang: {tl_version}")
+    stream = torch.cuda.current_stream().cuda_stream
+    results = []
+    for dtype in args.dtypes.split(","):
+        tdt = kiln_gpu.torch_dtype(dtype)
+        for shape in args.shapes.split(","):
+            M, N, K = (int(x) for x in shape.split("x"))
+            torch.manual_seed(0)
+            A = (torch.randn(M, K, device="cuda") * 0.1).to(tdt)
+            B = (torch.randn(K, N, device="cuda") * 0.1).to(tdt)
+            ref = torch.matmul(A.float(), B.float()).to(tdt)
+            flops = 2.0 * M * N * K
+            t_cublas = time_it(lambda: torch.matmul(A, B), torch, args.batch, args.reps)
+            row = {"dtype": dtype, "shape": shape, "cublas_tflops": flops / t_cublas / 1e12,
+                   "configs": {}}
+            print(f"\n{dtype} {shape}: cuBLAS {row['cublas_tflops']:.0f} TFLOP/s")
+            for cfg in args.configs.split(","):
+                binds = {"M": M, "N": N, "K": K, **parse_config(cfg), "dtype": dtype}
+                out = {}
+                for v in variants:
+                    if v == "tilelang":
+                        if tl_mod is None:
+                            out[v] = {"error": tl_version}
+                            continue
+                        try:
+                            t0 = time.perf_counter()
+                            kern = tl_mod.gemm.compile(**{k: val for k, val in binds.items()
+                                                          if k != "dtype"},
+                                                       dtype=dtype)
+                            ct = time.perf_counter() - t0
+                            C = kern(A, B)
+                            ok = torch.allclose(C.float(), ref.float(), rtol=2e-2, atol=2e-2)
+                            if not ok:
+                                out[v] = {"error": "wrong result", "compile_s": ct}
+                                continue
+                            t = time_it(lambda: kern(A, B), torch, args.batch, args.reps)
+                            out[v] = {"tflops": flops / t / 1e12, "compile_s": ct}
+                        except Exception as e:  # noqa: BLE001
+                            out[v] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+                        continue
+                    try:
+                        comp = compile_kiln(args.kiln_opt, v, binds, workdir)
+                        C = torch.empty(M, N, device="cuda", dtype=tdt)
+                        C.fill_(float("nan"))
+                        run = PreparedLaunch(comp, [A, B, C])
+                        run(stream)
+                        torch.cuda.synchronize()
+                        ok = torch.allclose(C.float(), ref.float(), rtol=2e-2, atol=2e-2)
+                        info = {"compile_s": comp.compile_s, "block": comp.launch["block"][0],
+                                "tma": bool(comp.launch.get("tensor_maps"))}
+                        if not ok:
+                            bad = (~torch.isclose(C.float(), ref.float(), rtol=2e-2,
+                                                  atol=2e-2)).sum().item()
+                            out[v] = {**info, "error": f"wrong result ({bad} of {M * N} differ)"}
+                            continue
+                        t = time_it(lambda: run(stream), torch, args.batch, args.reps)
+                        out[v] = {**info, "tflops": flops / t / 1e12}
+                    except Exception as e:  # noqa: BLE001
+                        out[v] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+                row["configs"][cfg] = out
+                cells = []
+                for v in variants:
+                    o = out[v]
+                    cells.append(f"{v} {o['tflops']:.0f}" if "tflops" in o else f"{v} ERR({o['error'][:80]})")
+                print(f"  {cfg}: " + " | ".join(cells), flush=True)
+            results.append(row)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"tilelang": tl_version, "device": torch.cuda.get_device_name(),
+                       "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

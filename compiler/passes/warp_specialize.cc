@@ -1,0 +1,371 @@
+// Tile-op lowering, part 6: the Hopper GEMM main loop with TMA loads, an
+// mbarrier ring and warp specialization (sm_90a, with wgmma).
+//
+// A kernel whose only T.Pipelined loop sits at the top of the kernel body,
+// holds nothing but producer copies and one wgmma gemm, and whose producers
+// TMA can serve (PlanTmaCopy) runs with one extra warpgroup of 128 threads,
+// threads T..T+127 after the program's T:
+//
+//   shared:  the operand stages as before, then 2S mbarriers: full[s]
+//            (count 1 + the stage's bytes) and empty[s] (one arrival per
+//            consumer warp)
+//   all:     thread 0 initializes the barriers; fence; sync_threads
+//   tid >= T (producer warpgroup; setmaxnreg_dec where it pays):
+//            thread T: for ko < n: s = ko % S
+//              wait empty[s] for the phase of parity (ko / S + 1) % 2 (the
+//              first round passes at once), arrive on full[s] expecting the
+//              stage's bytes, issue the TMA loads of tile ko into stage s
+//   tid < T  (consumers; setmaxnreg_inc where it pays): the program with
+//            every sync_threads replaced by bar.sync 1, T; its main loop:
+//              wait full[s] for parity (ko / S) % 2, wgmma_fence, the
+//              tile's wgmmas, commit; wait until F groups are pending (F =
+//              1 from 3 stages on, 0 in the last iteration); lane 0 of each
+//              warp then releases the stage whose group completed (empty of
+//              stage (ko - F) % S).
+//
+// TMA writes the operands through the async proxy that wgmma reads them
+// with, and the full barrier's completion makes them visible, so no proxy
+// fence and no block barrier remain in the main loop. A load's box is
+// (rows, W) of the operand tile's column block: W = 64, 32 or 16 16-bit
+// elements is exactly one 128/64/32-byte swizzle row, so the box lands in
+// the wgmma layout SharedPhys describes (column block j at j * rows * W),
+// and out-of-bounds elements arrive as zeros, as the cp.async path's zero
+// fill gives them.
+//
+// setmaxnreg: the launch gives every thread 65536 / (T + 128) registers
+// (rounded down to 8); the producer needs few, so it drops to 40 and the
+// consumers rise to what the rest allows (at most 240). Only where one block
+// fills the SM's shared memory: a second resident block could hold the
+// registers an increase waits for.
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/int_range.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/ir/tma_attr.h"
+#include "compiler/passes/lowering.h"
+#include "util/status_macros.h"
+
+namespace kiln::passes::lowering {
+
+using ir::Expr;
+using ir::Stmt;
+using ir::StmtKind;
+
+namespace {
+
+constexpr int64_t kProducerThreads = 128;
+constexpr int64_t kProducerRegs = 40;
+constexpr int64_t kMaxConsumerRegs = 240;
+constexpr int64_t kRegisterFile = 65536;
+constexpr int64_t kSm90SharedBytes = 232448;
+constexpr int kConsumerBarrier = 1; // named barrier id of the consumers
+
+Expr Eq(Expr a, Expr b) { return ir::Binary(ir::BinOp::kEq, std::move(a), std::move(b)); }
+
+void ReplaceBarriers(std::vector<Stmt>* body, int64_t threads) {
+  for (Stmt& s : *body) {
+    if (s.kind == StmtKind::kCall && s.name == "sync_threads") {
+      s = Call("named_barrier_sync", {I(kConsumerBarrier), I(threads)});
+      continue;
+    }
+    ReplaceBarriers(&s.body, threads);
+    ReplaceBarriers(&s.else_body, threads);
+  }
+}
+
+int CountPipelined(const std::vector<Stmt>& body) {
+  int n = 0;
+  ir::ForEachStmt(body, [&](const Stmt& s) {
+    n += s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined;
+  });
+  return n;
+}
+
+} // namespace
+
+bool Lowering::WarpSpecializable() const {
+  if (!wgmma_ || program_.kernel.threads.size() != 1) return false;
+  auto p = program_.attrs.find(kPipelineAttr);
+  if (p != program_.attrs.end() && p->second == kPipelineCpAsync) return false;
+  if (threads_ % 128 != 0 || threads_ + kProducerThreads > 1024) return false;
+  int top = 0;
+  for (const Stmt& s : program_.kernel.body) {
+    top += s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined && s.num_stages >= 2;
+  }
+  if (top != 1 || CountPipelined(program_.kernel.body) != 1) return false;
+  // Room for the barriers in shared memory, with each buffer's alignment.
+  int64_t bytes = 0;
+  for (const auto& [name, b] : bufs_) {
+    if (b.scope != ir::Scope::kShared) continue;
+    const int64_t align = b.wgmma_block > 0 ? 1024 : 128;
+    bytes = (bytes + align - 1) / align * align;
+    bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
+  }
+  return bytes + 1024 <= kSm90SharedBytes;
+}
+
+std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
+  if (s.kind != StmtKind::kCopy || s.regions.size() != 2) return std::nullopt;
+  const Buf* src = FindBuf(s.regions[0].buffer);
+  const Buf* dst = FindBuf(s.regions[1].buffer);
+  if (!src || !dst || src->scope != ir::Scope::kGlobal || dst->scope != ir::Scope::kShared ||
+      dst->wgmma_block == 0 || dst->shape.size() != 2 || src->dtype != dst->dtype) {
+    return std::nullopt;
+  }
+  const int64_t elem = std::max(1, ir::DTypeBits(src->dtype) / 8);
+  const size_t rank = src->shape_expr.size();
+  if (rank < 2 || rank > 5) return std::nullopt;
+  // Constant global extents whose row strides TMA can take (16-byte
+  // multiples) and whose coordinates fit int32.
+  std::vector<int64_t> shape;
+  for (const Expr& e : src->shape_expr) {
+    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+    if (!v || *v < 1 || *v > ir::kInt32Max) return std::nullopt;
+    shape.push_back(*v);
+  }
+  if (shape.back() * elem % 16 != 0) return std::nullopt;
+  // The destination is the whole tile; the source's non-unit dimensions
+  // are (rows, columns) in order, the columns innermost.
+  const ir::Region& dr = s.regions[1];
+  for (size_t d = 0; d < 2; ++d) {
+    std::optional<int64_t> mn = ir::ConstInt(ir::Simplify(dr.ranges[d].min));
+    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(dr.ranges[d].extent));
+    if (!mn || *mn != 0 || !ex || *ex != dst->shape[d]) return std::nullopt;
+  }
+  const ir::Region& sr = s.regions[0];
+  if (sr.ranges.size() != rank) return std::nullopt;
+  std::vector<int> dims;
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(sr.ranges[d].extent));
+    if (!ex) return std::nullopt;
+    if (*ex != 1) dims.push_back(static_cast<int>(d));
+  }
+  const int64_t rows = dst->shape[0], cols = dst->shape[1], w = dst->wgmma_block;
+  if (dims.size() != 2 || dims[1] != static_cast<int>(rank) - 1 ||
+      ir::ConstInt(ir::Simplify(sr.ranges[dims[0]].extent)) != rows ||
+      ir::ConstInt(ir::Simplify(sr.ranges[dims[1]].extent)) != cols || rows > 256 ||
+      cols % w != 0) {
+    return std::nullopt;
+  }
+  ir::TmaMapAttr map;
+  map.param = src->name;
+  map.box.assign(rank, 1);
+  map.box[static_cast<size_t>(dims[0])] = rows;
+  map.box[static_cast<size_t>(dims[1])] = w;
+  map.swizzle_bytes = static_cast<int>(w * elem);
+  if (map.swizzle_bytes != 32 && map.swizzle_bytes != 64 && map.swizzle_bytes != 128) {
+    return std::nullopt;
+  }
+  TmaCopy plan;
+  plan.copy = &s;
+  plan.dst = dst->name;
+  plan.row_dim = dims[0];
+  plan.col_dim = dims[1];
+  plan.rows = rows;
+  plan.block = w;
+  plan.blocks = cols / w;
+  plan.bytes = rows * cols * elem;
+  // One map per (tensor, box, swizzle).
+  const std::string text = ir::FormatTmaAttr(map);
+  for (size_t k = 0;; ++k) {
+    auto it = program_.attrs.find(ir::TmaAttrKey(k));
+    if (it == program_.attrs.end()) {
+      program_.attrs[ir::TmaAttrKey(k)] = text;
+      plan.map = static_cast<int64_t>(k);
+      break;
+    }
+    if (it->second == text) {
+      plan.map = static_cast<int64_t>(k);
+      break;
+    }
+  }
+  return plan;
+}
+
+absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Expr& bar,
+                                std::vector<Stmt>* out) {
+  const Buf& dst = bufs_.at(plan.dst);
+  const ir::Region& sr = plan.copy->regions[0];
+  std::vector<Expr> coords;
+  for (const ir::Range& r : sr.ranges) {
+    ASSIGN_OR_RETURN(Expr c, LowerExpr(r.min));
+    coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
+  }
+  const size_t rank = coords.size();
+  for (int64_t j = 0; j < plan.blocks; ++j) {
+    std::vector<Expr> args;
+    args.push_back(Address(dst, Add(Mul(stage, I(dst.size)), I(j * plan.rows * plan.block))));
+    args.push_back(bar);
+    args.push_back(I(plan.map));
+    for (size_t d = rank; d-- > 0;) {
+      Expr c = coords[d];
+      if (static_cast<int>(d) == plan.col_dim && j > 0) c = Add(c, I(j * plan.block));
+      args.push_back(ir::Simplify(c));
+    }
+    out->push_back(Call(absl::StrCat("tma_load_", rank, "d"), std::move(args)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
+                                                        const std::vector<size_t>& producers,
+                                                        const std::set<std::string>& dsts,
+                                                        const Expr& n, std::vector<Stmt>* out) {
+  if (!ws_) return false;
+  const Stmt* gemm = nullptr;
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
+    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
+    gemm = &s.body[i];
+  }
+  if (!gemm) return false;
+  ASSIGN_OR_RETURN(std::optional<WgmmaGemm> g, PlanWgmmaGemm(*gemm));
+  if (!g) return false;
+  const std::map<std::string, std::string> attrs0 = program_.attrs;
+  std::vector<TmaCopy> plans;
+  int64_t bytes = 0;
+  for (size_t i : producers) {
+    std::optional<TmaCopy> p = PlanTmaCopy(s.body[i]);
+    if (!p) {
+      program_.attrs = attrs0; // no tensor maps after all
+      return false;
+    }
+    bytes += p->bytes;
+    plans.push_back(*p);
+  }
+  if (bytes >= (int64_t{1} << 20)) { // the barrier's transaction count
+    program_.attrs = attrs0;
+    return false;
+  }
+
+  const int64_t stages = s.num_stages;
+  const int64_t inflight = stages >= 3 ? 1 : 0;
+  const std::string ko = s.loop_vars[0];
+  const std::string bars = Fresh("bars");
+  Buf bb;
+  bb.name = bars;
+  bb.dtype = ir::DType::kUInt64;
+  bb.scope = ir::Scope::kShared;
+  bb.shape = {2 * stages};
+  bb.shape_expr = {I(2 * stages)};
+  bb.size = 2 * stages;
+  bufs_[bars] = bb;
+  auto full = [&](const Expr& st) { return Address(bufs_.at(bars), st); };
+  auto empty = [&](const Expr& st) { return Address(bufs_.at(bars), Add(st, I(stages))); };
+  const std::optional<int64_t> n_const = MaxOf(n);
+  if (n_const) var_max_[ko] = *n_const - 1;
+  const Expr st = ir::Simplify(Mod(Var(ko), stages));
+  const Expr round = ir::Simplify(Mod(Div(Var(ko), stages), 2));
+
+  // Consumers.
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  loop.body.push_back(Call("mbarrier_wait", {full(st), round}));
+  for (const std::string& d : dsts) stage_[d] = st;
+  loop.body.push_back(Call("wgmma_fence", {}));
+  for (int64_t step = 0; step < g->steps; ++step) g->issue(step, &loop.body);
+  loop.body.push_back(Call("wgmma_commit", {}));
+  for (const std::string& d : dsts) stage_.erase(d);
+  const Expr lane0 = Eq(Mod(Tid(), 32), I(0));
+  if (inflight == 0) {
+    loop.body.push_back(Call("wgmma_wait", {I(0)}));
+    Guarded(lane0, {Call("mbarrier_arrive", {empty(st)})}, &loop.body);
+  } else {
+    // As in LowerWgmmaLoop: the last iteration drains every group itself.
+    Stmt wait;
+    wait.kind = StmtKind::kIf;
+    wait.cond = ir::Simplify(Lt(Add(Var(ko), I(1)), n));
+    wait.body.push_back(Call("wgmma_wait", {I(inflight)}));
+    wait.else_body.push_back(Call("wgmma_wait", {I(0)}));
+    loop.body.push_back(std::move(wait));
+    const Expr prev = ir::Simplify(Mod(Add(Var(ko), I(stages - 1)), stages));
+    Guarded(And(lane0, Lt(I(0), Var(ko))), {Call("mbarrier_arrive", {empty(prev)})}, &loop.body);
+  }
+  out->push_back(std::move(loop));
+  out->push_back(Call("wgmma_wait", {I(0)}));
+  read_.insert(g->reads.begin(), g->reads.end());
+  dirty_.insert(dsts.begin(), dsts.end());
+
+  // The producer (thread T).
+  std::vector<Stmt> producer;
+  for (const TmaCopy& p : plans) producer.push_back(Call("prefetch_tma_desc", {I(p.map)}));
+  Stmt ploop = For(ko, n, ir::ForKind::kSerial, {});
+  ploop.loc = s.loc;
+  ploop.body.push_back(
+      Call("mbarrier_wait", {empty(st), ir::Simplify(Mod(Add(Div(Var(ko), stages), I(1)), 2))}));
+  ploop.body.push_back(Call("mbarrier_arrive_expect_tx", {full(st), I(bytes)}));
+  {
+    std::map<std::string, Expr> saved_env = env_;
+    env_.erase(ko); // the producer loop's own variable
+    for (const TmaCopy& p : plans) RETURN_IF_ERROR(IssueTma(p, st, full(st), &ploop.body));
+    env_ = std::move(saved_env);
+  }
+  producer.push_back(std::move(ploop));
+  ws_producer_ = std::move(producer);
+  ws_bars_ = bars;
+  ws_stages_ = stages;
+  return true;
+}
+
+void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
+  const int64_t t = threads_;
+  std::vector<Stmt> pre, consumer;
+  for (Stmt& s : *body) {
+    // Shared buffers are carved for both branches; the block rasterization
+    // (the emitter reads it at the top level) holds for both too.
+    const bool shared = s.kind == StmtKind::kAlloc && (s.buffer.scope == ir::Scope::kSharedDyn ||
+                                                       s.buffer.scope == ir::Scope::kShared);
+    (shared || s.kind == StmtKind::kUseSwizzle ? pre : consumer).push_back(std::move(s));
+  }
+  ReplaceBarriers(&consumer, t);
+
+  Stmt alloc;
+  alloc.kind = StmtKind::kAlloc;
+  alloc.buffer.name = ws_bars_;
+  alloc.buffer.dtype = ir::DType::kUInt64;
+  alloc.buffer.scope = ir::Scope::kSharedDyn;
+  alloc.buffer.shape = {I(2 * ws_stages_)};
+  pre.push_back(std::move(alloc));
+  std::vector<Stmt> init;
+  for (int64_t s = 0; s < ws_stages_; ++s) {
+    init.push_back(Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(s)), I(1)}));
+    init.push_back(
+        Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(ws_stages_ + s)), I(t / 32)}));
+  }
+  init.push_back(Call("fence_barrier_init", {}));
+  Guarded(Eq(Tid(), I(0)), std::move(init), &pre);
+  pre.push_back(Call("sync_threads", {}));
+
+  // Register reallocation where only one block fits on the SM.
+  int64_t smem = 0;
+  for (const auto& [name, b] : bufs_) {
+    if (b.scope == ir::Scope::kShared) {
+      smem += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
+    }
+  }
+  const int64_t launch_regs =
+      std::min<int64_t>(kRegisterFile / (t + kProducerThreads) / 8 * 8, 248);
+  const int64_t consumer_regs = std::min<int64_t>(
+      (kRegisterFile - kProducerThreads * kProducerRegs) / t / 8 * 8, kMaxConsumerRegs);
+  const bool realloc = consumer_regs > launch_regs && smem * 2 > kSm90SharedBytes;
+
+  Stmt split;
+  split.kind = StmtKind::kIf;
+  split.cond = Lt(Tid(), I(t));
+  if (realloc) split.body.push_back(Call("setmaxnreg_inc", {I(consumer_regs)}));
+  for (Stmt& s : consumer) split.body.push_back(std::move(s));
+  if (realloc) split.else_body.push_back(Call("setmaxnreg_dec", {I(kProducerRegs)}));
+  Guarded(Eq(Tid(), I(t)), std::move(ws_producer_), &split.else_body);
+  pre.push_back(std::move(split));
+  *body = std::move(pre);
+  program_.kernel.threads = {t + kProducerThreads};
+  program_.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
+}
+
+} // namespace kiln::passes::lowering

@@ -1,0 +1,124 @@
+// Kiln CUDA runtime: Hopper's asynchronous data movement (sm_90; the
+// register reallocation needs sm_90a). The CPU twin is kiln/cpu/tma.h.
+//
+//  - TmaDesc: a CUtensorMap (128 bytes, 64-byte aligned). Kernels take one
+//    by value per tensor they load with TMA (`const __grid_constant__`,
+//    after the symbols); the launcher encodes it (codegen/kernel_spec.h).
+//  - mbarrier_init(bar, count), mbarrier_arrive(bar),
+//    mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity):
+//    the shared-memory transaction barrier (8 bytes). A phase completes when
+//    `count` arrivals and every expected transaction byte have arrived;
+//    mbarrier_wait(bar, p) returns once the phase of parity p has completed
+//    (the phase before the first, parity 1, counts as completed).
+//  - fence_barrier_init(): makes the initialized barriers visible to the
+//    async proxy (TMA) and to the other threads (with the barrier after it).
+//  - tma_load_{1..5}d(dst, bar, map, c0, ...): one box of `map` at element
+//    coordinates (c0 innermost) into shared memory at dst (128-byte
+//    aligned; 1024 for the 128-byte swizzle, whose pattern follows address
+//    bits), completing its bytes on `bar`. Out-of-bounds elements are zero.
+//  - prefetch_tma_desc(map): prefetches the descriptor.
+//  - named_barrier_sync(id, threads): bar.sync on barrier `id` (1..15) for
+//    `threads` threads (a multiple of 32): the consumers of a
+//    warp-specialized kernel synchronize without the producer warps.
+//  - setmaxnreg_inc<N>(), setmaxnreg_dec<N>(): warpgroup register
+//    reallocation (sm_90a; every thread of the warpgroup calls it).
+#ifndef KILN_CUDA_TMA_H_
+#define KILN_CUDA_TMA_H_
+
+#include "kiln/cuda/types.h"
+
+namespace kiln {
+namespace rt {
+
+struct alignas(64) TmaDesc {
+  unsigned long long opaque[16];
+};
+
+KILN_DEVICE void mbarrier_init(void* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+KILN_DEVICE void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+KILN_DEVICE void mbarrier_arrive(void* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+KILN_DEVICE void mbarrier_arrive_expect_tx(void* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+KILN_DEVICE void mbarrier_wait(void* bar, int parity) {
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                 "selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+KILN_DEVICE void prefetch_tma_desc(const TmaDesc& map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
+}
+
+KILN_DEVICE void tma_load_1d(void* dst, void* bar, const TmaDesc& map, int c0) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3}], [%2];" ::"r"(smem_addr(dst)),
+               "l"(&map), "r"(smem_addr(bar)), "r"(c0)
+               : "memory");
+}
+KILN_DEVICE void tma_load_2d(void* dst, void* bar, const TmaDesc& map, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3, %4}], [%2];" ::"r"(smem_addr(dst)),
+               "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+               : "memory");
+}
+KILN_DEVICE void tma_load_3d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_addr(dst)),
+               "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+KILN_DEVICE void tma_load_4d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2,
+                             int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(smem_addr(dst)),
+               "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+KILN_DEVICE void tma_load_5d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2,
+                             int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3, %4, %5, %6, %7}], [%2];" ::"r"(smem_addr(dst)),
+               "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+}
+
+KILN_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <int N>
+KILN_DEVICE void setmaxnreg_inc() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+KILN_DEVICE void setmaxnreg_dec() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+} // namespace rt
+} // namespace kiln
+
+#endif // KILN_CUDA_TMA_H_
