@@ -614,6 +614,11 @@ class Emitter {
     case StmtKind::kFill:
     case StmtKind::kReduce:
     case StmtKind::kAtomic:
+    case StmtKind::kWarpSpecialize:
+    case StmtKind::kTmaCopy:
+    case StmtKind::kBarrierArrive:
+    case StmtKind::kBarrierWait:
+    case StmtKind::kBarrierExpectTx:
       return Error(s.loc, "internal: tile op left after lowering");
     }
     return Error(s.loc, "internal: unknown statement kind");

@@ -591,8 +591,11 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecWith(const PyStmt& s) {
       static const PyExpr kNoTarget;
       return LowerKernel(s, cm, s.targets.empty() ? kNoTarget : s.targets[0]);
     }
+    if (callee.kind == ValueKind::kBuiltin && callee.s == "T.ws") {
+      return LowerWarpSpecialize(s, cm);
+    }
   }
-  return Error(cm.loc, "only 'with T.Kernel(...)' is supported");
+  return Error(cm.loc, "only 'with T.Kernel(...)' and 'with T.ws(...)' are supported");
 }
 
 absl::StatusOr<Evaluator::Flow> Evaluator::ExecFunctionDef(const PyStmt& s) {

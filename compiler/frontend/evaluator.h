@@ -178,6 +178,11 @@ class Evaluator {
   absl::StatusOr<Value> LowerAtomic(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> LowerAnnotateLayout(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> LowerUseSwizzle(std::vector<Arg>& args, Loc loc);
+
+  // ---- hopper_ops.cc: T.alloc_barrier, T.ws, T.tma_copy, mbarrier calls.
+  absl::StatusOr<Value> CallHopperOp(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<ir::Region> BarrierOperand(const Value& v, Loc loc, const std::string& op);
+  absl::StatusOr<Flow> LowerWarpSpecialize(const PyStmt& with, const PyExpr& call);
   absl::StatusOr<ir::Expr> LoadOf(const Value& access, Loc loc);
   absl::StatusOr<std::vector<ir::Expr>> ScalarIndices(const Value& access, Loc loc);
 

@@ -46,6 +46,9 @@ constexpr std::array<std::string_view, 58> kReserved = {"program",       "attr",
                                                         "cos",           "round",
                                                         "trunc",         "sigmoid",
                                                         "loc",           "out"};
+// The statement words of TileLang's Hopper synchronization (ir-text.md).
+constexpr std::array<std::string_view, 5> kReservedHopper = {"ws", "tma_copy", "barrier_arrive",
+                                                             "barrier_wait", "barrier_expect_tx"};
 
 constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = {{
     {"float", ir::DType::kFloat32},
@@ -88,7 +91,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 75> kTBuiltins = {
+constexpr std::array<std::string_view, 89> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -107,7 +110,11 @@ constexpr std::array<std::string_view, 75> kTBuiltins = {
     "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
     "make_quarter_bank_swizzled_layout",
     // Aliases.
-    "ceil_div", "if_then_else_", "Cast", "device_assert"};
+    "ceil_div", "if_then_else_", "Cast", "device_assert",
+    // Hopper synchronization (hopper_ops.cc).
+    "ws", "alloc_barrier", "tma_copy", "mbarrier_wait_parity", "barrier_wait", "mbarrier_arrive",
+    "barrier_arrive", "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "set_max_nreg",
+    "inc_max_nreg", "dec_max_nreg", "disable_warp_group_reg_alloc", "no_set_max_nreg"};
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kLayouts = {{
     {"make_swizzled_layout", "swizzled"},
@@ -162,7 +169,7 @@ bool IsIdentifier(std::string_view s) {
   return true;
 }
 
-bool IsReservedIrName(std::string_view s) { return In(kReserved, s); }
+bool IsReservedIrName(std::string_view s) { return In(kReserved, s) || In(kReservedHopper, s); }
 
 std::optional<ir::DType> ParseDTypeAlias(std::string_view name) {
   if (std::optional<ir::DType> t = ir::ParseDType(name)) return t;

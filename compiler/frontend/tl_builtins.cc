@@ -21,6 +21,9 @@
 #include "util/status_macros.h"
 
 namespace kiln::frontend {
+
+bool IsHopperOp(std::string_view fn); // hopper_ops.cc
+
 namespace {
 
 bool IsLoopBuiltin(std::string_view fn) {
@@ -403,6 +406,7 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
   }
   std::string fn = name.substr(2);
   if (IsTileOp(fn)) return CallTileOp(fn, args, loc);
+  if (IsHopperOp(fn)) return CallHopperOp(fn, args, loc);
   if (fn.rfind("alloc_", 0) == 0) return Allocate(name, args, loc);
   if (fn == "const" || fn == "dynamic" || fn == "symbolic") {
     return DeclareSymbols(absl::StrCat("T.", fn), args, loc);

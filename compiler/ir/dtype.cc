@@ -31,13 +31,14 @@ constexpr std::array<DTypeInfo, 15> kDTypes = {{
     {DType::kFloat8E5M2, "float8_e5m2", 8},
 }};
 
-constexpr std::array<std::pair<Scope, std::string_view>, 6> kScopes = {{
+constexpr std::array<std::pair<Scope, std::string_view>, 7> kScopes = {{
     {Scope::kGlobal, "global"},
     {Scope::kShared, "shared"},
     {Scope::kSharedDyn, "shared.dyn"},
     {Scope::kFragment, "fragment"},
     {Scope::kLocal, "local"},
     {Scope::kVar, "var"},
+    {Scope::kBarrier, "barrier"},
 }};
 
 const DTypeInfo& Info(DType t) { return kDTypes[static_cast<size_t>(t)]; }

@@ -58,6 +58,7 @@ std::vector<IntrinsicInfo> MakeTable() {
   t.push_back({"fence_barrier_init", {}, false});
   t.push_back({"mbarrier_arrive", {A::kAddress}, false});
   t.push_back({"mbarrier_arrive_expect_tx", {A::kAddress, A::kConstInt}, false});
+  t.push_back({"mbarrier_expect_tx", {A::kAddress, A::kValue}, false});
   t.push_back({"mbarrier_wait", {A::kAddress, A::kValue}, false});
   t.push_back({"prefetch_tma_desc", {A::kConstInt}, false});
   for (int rank = 1; rank <= 5; ++rank) {

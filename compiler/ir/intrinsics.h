@@ -44,7 +44,8 @@ struct IntrinsicInfo {
 //                                                   wgmma.mma_async, shared-memory descriptors
 //                                                   (sm_90a; warpgroup-collective)
 //   mbarrier_init(bar, count), fence_barrier_init(), mbarrier_arrive(bar),
-//   mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity)
+//   mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity),
+//   mbarrier_expect_tx(bar, bytes) (expects bytes without arriving)
 //                                                   the shared-memory transaction barrier
 //   tma_load_{1..5}d(dst, bar, map, c0, ...)        cp.async.bulk.tensor: a box of tensor
 //                                                   map `map` (an index into the program's

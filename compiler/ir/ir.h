@@ -129,6 +129,10 @@ enum class Scope : uint8_t {
   kFragment,
   kLocal,
   kVar, // a mutable scalar (T.alloc_var): shape {1}
+  // Hopper transaction barriers (T.alloc_barrier): dtype uint64, shape {n};
+  // the kAlloc statement's `indices` hold the n arrival counts (integer
+  // literals). Only barrier statements and tma_copy may name them.
+  kBarrier,
 };
 
 struct Buffer {
@@ -172,6 +176,15 @@ enum class StmtKind : uint8_t {
   kStore,          // name = buffer, indices, value
   kAnnotateLayout, // name = buffer, layout = layout kind (e.g. "swizzled")
   kUseSwizzle,     // panel_size, swizzle_order ("row"|"col"), enable
+  // Explicit Hopper synchronization (TileLang's T.ws, T.tma_copy and the
+  // mbarrier calls; docs/design/ir-text.md). A barrier operand is a
+  // one-element region of a kBarrier buffer.
+  kWarpSpecialize,  // indices = warpgroup ids (distinct integer literals); body
+                    // runs on threads [128 g, 128 g + 128) of each listed g
+  kTmaCopy,         // regions = {src (global), dst (shared), barrier}
+  kBarrierArrive,   // regions = {barrier}: each executing thread arrives
+  kBarrierWait,     // regions = {barrier}; value = parity (0/1) of the phase
+  kBarrierExpectTx, // regions = {barrier}; value = transaction bytes
   // Thread IR only (after lowering; never on the wire): a call of one of
   // the runtime's thread-level intrinsics (barrier, ldmatrix, mma, cp.async,
   // shuffles, vector copies, atomics; see compiler/ir/intrinsics.h).

@@ -23,7 +23,7 @@ std::string DTypeText(DType t) {
 }
 
 std::string ScopeText(Scope s) {
-  if (static_cast<size_t>(s) > static_cast<size_t>(Scope::kVar)) return "?";
+  if (static_cast<size_t>(s) > static_cast<size_t>(Scope::kBarrier)) return "?";
   return std::string(ScopeName(s));
 }
 
@@ -297,6 +297,15 @@ class Printer {
       out->append("}\n");
       return;
     }
+    if (s.kind == StmtKind::kWarpSpecialize) {
+      out->append("ws");
+      ExprList(s.indices, s.loc, "(", ")", out);
+      OpenBlock(s.loc, out);
+      Block(s.body, level + 1, out);
+      Indent(level, out);
+      out->append("}\n");
+      return;
+    }
     if (s.kind == StmtKind::kIf) {
       out->append("if ");
       Expr_(s.cond, s.loc, out);
@@ -353,6 +362,10 @@ class Printer {
         out->append(" = ");
         Expr_(b.init, b.loc, out);
       }
+      if (b.scope == Scope::kBarrier) {
+        out->append(" arrive");
+        ExprList(s.indices, l, "(", ")", out);
+      }
       break;
     }
     case StmtKind::kCopy:
@@ -397,7 +410,27 @@ class Printer {
       break;
     case StmtKind::kFor:
     case StmtKind::kIf:
+    case StmtKind::kWarpSpecialize:
       return; // Stmt_ prints these
+    case StmtKind::kTmaCopy:
+      out->append("tma_copy ");
+      Region_(RegionAt(s, 0), l, out);
+      out->append(" -> ");
+      Region_(RegionAt(s, 1), l, out);
+      out->append(", ");
+      Region_(RegionAt(s, 2), l, out);
+      break;
+    case StmtKind::kBarrierArrive:
+      out->append("barrier_arrive ");
+      Region_(RegionAt(s, 0), l, out);
+      break;
+    case StmtKind::kBarrierWait:
+    case StmtKind::kBarrierExpectTx:
+      out->append(s.kind == StmtKind::kBarrierWait ? "barrier_wait " : "barrier_expect_tx ");
+      Region_(RegionAt(s, 0), l, out);
+      out->append(", ");
+      Expr_(s.value, l, out);
+      break;
     case StmtKind::kStore:
       out->append(s.name);
       ExprList(s.indices, l, "[", "]", out);

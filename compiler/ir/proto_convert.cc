@@ -157,17 +157,18 @@ constexpr EnumTable<ExprKind, pb::ExprKind, 10> kExprKinds = {{
 }};
 static_assert(IndexedByOrdinal(kExprKinds));
 
-constexpr EnumTable<Scope, pb::Scope, 6> kScopes = {{
+constexpr EnumTable<Scope, pb::Scope, 7> kScopes = {{
     {Scope::kGlobal, pb::SCOPE_GLOBAL},
     {Scope::kShared, pb::SCOPE_SHARED},
     {Scope::kSharedDyn, pb::SCOPE_SHARED_DYN},
     {Scope::kFragment, pb::SCOPE_FRAGMENT},
     {Scope::kLocal, pb::SCOPE_LOCAL},
     {Scope::kVar, pb::SCOPE_VAR},
+    {Scope::kBarrier, pb::SCOPE_BARRIER},
 }};
 static_assert(IndexedByOrdinal(kScopes));
 
-constexpr EnumTable<StmtKind, pb::StmtKind, 11> kStmtKinds = {{
+constexpr EnumTable<StmtKind, pb::StmtKind, 16> kStmtKinds = {{
     {StmtKind::kAlloc, pb::STMT_KIND_ALLOC},
     {StmtKind::kCopy, pb::STMT_KIND_COPY},
     {StmtKind::kGemm, pb::STMT_KIND_GEMM},
@@ -179,6 +180,11 @@ constexpr EnumTable<StmtKind, pb::StmtKind, 11> kStmtKinds = {{
     {StmtKind::kStore, pb::STMT_KIND_STORE},
     {StmtKind::kAnnotateLayout, pb::STMT_KIND_ANNOTATE_LAYOUT},
     {StmtKind::kUseSwizzle, pb::STMT_KIND_USE_SWIZZLE},
+    {StmtKind::kWarpSpecialize, pb::STMT_KIND_WARP_SPECIALIZE},
+    {StmtKind::kTmaCopy, pb::STMT_KIND_TMA_COPY},
+    {StmtKind::kBarrierArrive, pb::STMT_KIND_BARRIER_ARRIVE},
+    {StmtKind::kBarrierWait, pb::STMT_KIND_BARRIER_WAIT},
+    {StmtKind::kBarrierExpectTx, pb::STMT_KIND_BARRIER_EXPECT_TX},
 }};
 static_assert(IndexedByOrdinal(kStmtKinds));
 
@@ -920,6 +926,16 @@ absl::Status Decoder::CheckStmtOperands(const Stmt& s, const pb::Stmt& in) {
                  "regions");
   case StmtKind::kStore:
     return value();
+  case StmtKind::kTmaCopy:
+    return regions(3, "src, dst, barrier");
+  case StmtKind::kBarrierArrive:
+    return regions(1, "barrier");
+  case StmtKind::kBarrierWait:
+  case StmtKind::kBarrierExpectTx:
+    RETURN_IF_ERROR(regions(1, "barrier"));
+    return value();
+  case StmtKind::kWarpSpecialize:
+    return absl::OkStatus(); // the verifier checks the warpgroup ids
   case StmtKind::kFor:
   case StmtKind::kIf:
   case StmtKind::kAnnotateLayout:

@@ -880,6 +880,7 @@ class Parser {
     if (!IsPunct("[", 1)) {
       if (IsWord("for")) return ParseFor(s);
       if (IsWord("if")) return ParseIf(s);
+      if (IsWord("ws") && IsPunct("(", 1)) return ParseWarpSpecialize(s);
     }
     return ParseSimpleStmt(s);
   }
@@ -965,6 +966,26 @@ class Parser {
       ASSIGN_OR_RETURN(s->layout, ExpectWordOrString("a layout name"));
     } else if (kw == "call") {
       RETURN_IF_ERROR(ParseCallStmt(s));
+    } else if (kw == "tma_copy") {
+      Next();
+      s->kind = StmtKind::kTmaCopy;
+      RETURN_IF_ERROR(ParseRegionsSeparated(s, 2, "->"));
+      RETURN_IF_ERROR(ExpectPunct(","));
+      ASSIGN_OR_RETURN(Region bar, ParseRegion());
+      s->regions.push_back(std::move(bar));
+    } else if (kw == "barrier_arrive") {
+      Next();
+      s->kind = StmtKind::kBarrierArrive;
+      ASSIGN_OR_RETURN(Region bar, ParseRegion());
+      s->regions.push_back(std::move(bar));
+    } else if (kw == "barrier_wait" || kw == "barrier_expect_tx") {
+      Next();
+      s->kind = kw == "barrier_wait" ? StmtKind::kBarrierWait : StmtKind::kBarrierExpectTx;
+      ASSIGN_OR_RETURN(Region bar, ParseRegion());
+      s->regions.push_back(std::move(bar));
+      RETURN_IF_ERROR(ExpectPunct(","));
+      s->has_value = true;
+      ASSIGN_OR_RETURN(s->value, ParseExpr());
     } else if (kw == "use_swizzle") {
       Next();
       s->kind = StmtKind::kUseSwizzle;
@@ -1097,6 +1118,11 @@ class Parser {
       b.has_init = true;
       ASSIGN_OR_RETURN(b.init, ParseExpr());
     }
+    if (b.scope == Scope::kBarrier) {
+      // The arrival count of each barrier (the verifier checks them).
+      RETURN_IF_ERROR(ExpectWord("arrive"));
+      RETURN_IF_ERROR(ParseExprList("(", ")", &s->indices, &depth));
+    }
     frames_.back().buffers[b.name] = BufferInfo{b.dtype, b.scope};
     return absl::OkStatus();
   }
@@ -1148,6 +1174,17 @@ class Parser {
     RETURN_IF_ERROR(ParseBlock(&s->body, "loop body"));
     frames_.pop_back();
     return absl::OkStatus();
+  }
+
+  // ws(G, ...) { ... }: a region run by the listed warpgroups only.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseWarpSpecialize(Stmt* s) {
+    Next();
+    s->kind = StmtKind::kWarpSpecialize;
+    int depth = 0;
+    RETURN_IF_ERROR(ParseExprList("(", ")", &s->indices, &depth));
+    RETURN_IF_ERROR(ParseStmtLoc(&s->loc));
+    ResolveStmtLocs(s);
+    return ParseBlock(&s->body, "ws body");
   }
 
   ABSL_ATTRIBUTE_NOINLINE absl::Status ParseIf(Stmt* s) {

@@ -35,7 +35,7 @@ constexpr int kMaxStmtDepth = 200;
 constexpr int64_t kMaxThreads = 1024;
 
 bool ValidDType(DType t) { return static_cast<int>(t) <= static_cast<int>(DType::kFloat8E5M2); }
-bool ValidScope(Scope s) { return static_cast<int>(s) <= static_cast<int>(Scope::kVar); }
+bool ValidScope(Scope s) { return static_cast<int>(s) <= static_cast<int>(Scope::kBarrier); }
 
 std::string DT(DType t) {
   return ValidDType(t) ? std::string(DTypeName(t)) : absl::StrCat("dtype#", static_cast<int>(t));
@@ -107,6 +107,12 @@ const std::set<std::string>& Keywords() {
                                                        "sigmoid",
                                                        "loc"};
   return *words;
+}
+
+// The statement words of TileLang's Hopper synchronization.
+bool IsHopperKeyword(const std::string& name) {
+  return name == "ws" || name == "tma_copy" || name == "barrier_arrive" || name == "barrier_wait" ||
+         name == "barrier_expect_tx";
 }
 
 bool IsIdentifier(const std::string& s) {
@@ -246,7 +252,7 @@ class Verifier {
                                    "' is not a valid identifier (letters, digits and '_', "
                                    "not starting with a digit)"));
     }
-    if (Keywords().count(name)) {
+    if (Keywords().count(name) || IsHopperKeyword(name)) {
       return Err(loc,
                  absl::StrCat(what, " name '", name, "' is reserved in the tile IR; rename it"));
     }
@@ -395,6 +401,7 @@ class Verifier {
       return CheckVar(e, loc);
     case ExprKind::kLoad: {
       ASSIGN_OR_RETURN(const Buffer* buf, LookupBuffer(e.name, loc, "load"));
+      RETURN_IF_ERROR(NotBarrier(*buf, loc, "a load"));
       if (e.args.size() != buf->shape.size()) {
         return Err(loc,
                    absl::StrCat("load of '", e.name, "' has ", Plural(e.args.size(), "index"),
@@ -651,6 +658,7 @@ class Verifier {
                                             const std::string& role) const {
     const Loc loc = Or(r.loc, at);
     ASSIGN_OR_RETURN(const Buffer* buf, LookupBuffer(r.buffer, loc, op));
+    RETURN_IF_ERROR(NotBarrier(*buf, loc, op));
     if (r.ranges.size() != buf->shape.size()) {
       return Err(loc, absl::StrCat(op, ": ", role, " region of '", r.buffer, "' has ",
                                    Plural(r.ranges.size(), "range"), " but the buffer has ",
@@ -740,6 +748,104 @@ class Verifier {
                  absl::StrCat(op, " takes ", Plural(n, "operand"), ", got ", s.regions.size()));
     }
     return absl::OkStatus();
+  }
+
+  // Barrier buffers hold mbarrier state: only the barrier statements and
+  // tma_copy may name them.
+  absl::Status NotBarrier(const Buffer& b, Loc loc, const std::string& op) const {
+    if (b.scope != Scope::kBarrier) return absl::OkStatus();
+    return Err(loc, absl::StrCat(op, " cannot use barrier '", b.name,
+                                 "'; barriers are only for T.mbarrier_* / T.barrier_* calls and "
+                                 "T.tma_copy's barrier="));
+  }
+
+  // A barrier operand: one element of a barrier buffer.
+  absl::Status CheckBarrierOperand(const Region& r, Loc at, const std::string& op) const {
+    const Loc loc = Or(r.loc, at);
+    ASSIGN_OR_RETURN(const Buffer* buf, LookupBuffer(r.buffer, loc, op));
+    if (buf->scope != Scope::kBarrier) {
+      return Err(loc, absl::StrCat(op, ": '", r.buffer, "' is a ", SC(buf->scope),
+                                   " buffer, not a barrier (allocate it with T.alloc_barrier)"));
+    }
+    if (r.ranges.size() != 1 || !ProvablyOne(r.ranges[0].extent)) {
+      return Err(loc, absl::StrCat(op, ": takes one barrier of '", r.buffer,
+                                   "' (index it: ", r.buffer, "[i])"));
+    }
+    RETURN_IF_ERROR(CheckIntegral(r.ranges[0].min, loc, absl::StrCat(op, ": barrier index")));
+    std::optional<int64_t> i = ConstInt(r.ranges[0].min);
+    std::optional<int64_t> n = ConstInt(buf->shape[0]);
+    if (i && n && (*i < 0 || *i >= *n)) {
+      return Err(loc, absl::StrCat(op, ": barrier index ", *i, " is outside '", r.buffer, "' (",
+                                   Plural(*n, "barrier"), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckHopperStmt(const Stmt& s) const {
+    const char* op = s.kind == StmtKind::kTmaCopy         ? "tma_copy"
+                     : s.kind == StmtKind::kBarrierArrive ? "barrier_arrive"
+                     : s.kind == StmtKind::kBarrierWait   ? "barrier_wait"
+                                                          : "barrier_expect_tx";
+    if (s.kind == StmtKind::kTmaCopy) {
+      RETURN_IF_ERROR(Operands(s, 3, op));
+      ASSIGN_OR_RETURN(const Buffer* src, CheckRegion(s.regions[0], s.loc, op, "source"));
+      ASSIGN_OR_RETURN(const Buffer* dst, CheckRegion(s.regions[1], s.loc, op, "destination"));
+      if (src->scope != Scope::kGlobal) {
+        return Err(s.loc, absl::StrCat("tma_copy: the source '", src->name,
+                                       "' must be a global tensor, not ", SC(src->scope)));
+      }
+      if (dst->scope != Scope::kShared && dst->scope != Scope::kSharedDyn) {
+        return Err(s.loc, absl::StrCat("tma_copy: the destination '", dst->name,
+                                       "' must be a shared buffer, not ", SC(dst->scope)));
+      }
+      if (src->dtype != dst->dtype) {
+        return Err(s.loc, absl::StrCat("tma_copy: source holds ", DT(src->dtype),
+                                       " but destination holds ", DT(dst->dtype)));
+      }
+      RETURN_IF_ERROR(MatchExtents(Extents(s.regions[0]), Iota(s.regions[0].ranges.size()),
+                                   Extents(s.regions[1]), Iota(s.regions[1].ranges.size()), s.loc,
+                                   op, "source", "destination"));
+      return CheckBarrierOperand(s.regions[2], s.loc, op);
+    }
+    RETURN_IF_ERROR(Operands(s, 1, op));
+    RETURN_IF_ERROR(CheckBarrierOperand(s.regions[0], s.loc, op));
+    if (s.kind == StmtKind::kBarrierArrive) {
+      if (s.has_value) return Err(s.loc, "barrier_arrive takes no value");
+      return absl::OkStatus();
+    }
+    if (!s.has_value) return Err(s.loc, absl::StrCat(op, ": missing value"));
+    return CheckIntegral(s.value, s.loc,
+                         s.kind == StmtKind::kBarrierWait ? "barrier_wait: parity"
+                                                          : "barrier_expect_tx: byte count");
+  }
+
+  // ws(G, ...): distinct warpgroups of the block, not nested, not inside a
+  // T.Parallel loop.
+  absl::Status CheckWarpSpecialize(const Stmt& s, int depth) {
+    if (ws_depth_ > 0) return Err(s.loc, "T.ws regions cannot be nested");
+    if (parallel_depth_ > 0) return Err(s.loc, "T.ws cannot appear inside a T.Parallel loop");
+    int64_t threads = 1;
+    for (int64_t t : p_.kernel.threads) threads *= t;
+    if (s.indices.empty()) return Err(s.loc, "T.ws needs at least one warpgroup index");
+    std::set<int64_t> seen;
+    for (const Expr& g : s.indices) {
+      const Loc loc = Or(g.loc, s.loc);
+      if (g.kind != ExprKind::kInt || !IsInteger(g.dtype)) {
+        return Err(loc, "T.ws: warpgroup indices must be integer constants");
+      }
+      if (g.ival < 0 || (g.ival + 1) * 128 > threads) {
+        return Err(loc, absl::StrCat("T.ws(", g.ival, "): warpgroup ", g.ival,
+                                     " is outside the block (", threads, " threads: warpgroups 0..",
+                                     threads / 128 - 1, " of 128 threads)"));
+      }
+      if (!seen.insert(g.ival).second) {
+        return Err(loc, absl::StrCat("T.ws: warpgroup ", g.ival, " is listed twice"));
+      }
+    }
+    ++ws_depth_;
+    absl::Status st = CheckStmts(s.body, depth + 1);
+    --ws_depth_;
+    return st;
   }
 
   absl::Status CheckCopy(const Stmt& s) const {
@@ -858,7 +964,11 @@ class Verifier {
     for (const std::string& v : s.loop_vars) {
       RETURN_IF_ERROR(Bind(v, Def{Kind::kLoopVar, DType::kInt32, nullptr}));
     }
-    RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
+    const bool parallel = s.for_kind == ForKind::kParallel;
+    parallel_depth_ += parallel;
+    absl::Status st = CheckStmts(s.body, depth + 1);
+    parallel_depth_ -= parallel;
+    RETURN_IF_ERROR(st);
     for (const std::string& v : s.loop_vars) scope_.erase(v);
     return absl::OkStatus();
   }
@@ -905,6 +1015,7 @@ class Verifier {
 
   absl::Status CheckStmt(const Stmt& s, int depth, std::vector<std::string>* allocated) {
     if (s.kind == StmtKind::kFor) return CheckFor(s, depth);
+    if (s.kind == StmtKind::kWarpSpecialize) return CheckWarpSpecialize(s, depth);
     if (s.kind == StmtKind::kIf) {
       RETURN_IF_ERROR(CheckBool(s.cond, s.loc, "if condition"));
       RETURN_IF_ERROR(CheckStmts(s.body, depth + 1));
@@ -926,6 +1037,12 @@ class Verifier {
         if (!c || *c != 1) {
           return Err(loc, absl::StrCat("var buffer '", b.name, "' must have shape [1]"));
         }
+      }
+      if (b.scope == Scope::kBarrier) {
+        RETURN_IF_ERROR(CheckBarrierAlloc(s, loc));
+      } else if (!s.indices.empty()) {
+        return Err(loc, absl::StrCat("only barrier buffers have arrival counts; '", b.name, "' is ",
+                                     SC(b.scope)));
       }
       if (b.has_init) {
         if (b.scope != Scope::kVar) {
@@ -973,9 +1090,16 @@ class Verifier {
     }
     case StmtKind::kFor:
     case StmtKind::kIf:
+    case StmtKind::kWarpSpecialize:
       return absl::OkStatus(); // CheckStmt checks these
+    case StmtKind::kTmaCopy:
+    case StmtKind::kBarrierArrive:
+    case StmtKind::kBarrierWait:
+    case StmtKind::kBarrierExpectTx:
+      return CheckHopperStmt(s);
     case StmtKind::kStore: {
       ASSIGN_OR_RETURN(const Buffer* b, LookupBuffer(s.name, s.loc, "store"));
+      RETURN_IF_ERROR(NotBarrier(*b, s.loc, "a store"));
       if (s.indices.size() != b->shape.size()) {
         return Err(s.loc,
                    absl::StrCat("store to '", s.name, "' has ", Plural(s.indices.size(), "index"),
@@ -1006,6 +1130,30 @@ class Verifier {
       return CheckCall(s);
     }
     return Err(s.loc, absl::StrCat("unknown statement kind #", static_cast<int>(s.kind)));
+  }
+
+  // A barrier allocation: uint64, one dimension of constant extent n, n
+  // arrival counts in 1..1024 (at most one arrival per thread of a block).
+  absl::Status CheckBarrierAlloc(const Stmt& s, Loc loc) const {
+    const Buffer& b = s.buffer;
+    int64_t n = -1;
+    if (b.shape.size() == 1) n = ConstInt(b.shape[0]).value_or(-1);
+    if (b.dtype != DType::kUInt64 || n < 1) {
+      return Err(loc, absl::StrCat("barrier buffer '", b.name,
+                                   "' must be uint64 with one constant extent"));
+    }
+    if (static_cast<int64_t>(s.indices.size()) != n) {
+      return Err(loc, absl::StrCat("barrier buffer '", b.name, "' has ", Plural(n, "barrier"),
+                                   " but ", Plural(s.indices.size(), "arrival count")));
+    }
+    for (const Expr& c : s.indices) {
+      if (c.kind != ExprKind::kInt || !IsInteger(c.dtype) || c.ival < 1 || c.ival > 1024) {
+        return Err(Or(c.loc, loc), absl::StrCat("barrier buffer '", b.name,
+                                                "': arrival counts must be integer constants in "
+                                                "1..1024"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status CheckStmts(const std::vector<Stmt>& stmts, int depth) {
@@ -1090,6 +1238,8 @@ class Verifier {
   const Program& p_;
   std::map<std::string, Loc> declared_; // every defined name, for uniqueness
   std::map<std::string, Def> scope_;    // names visible at the current point
+  int ws_depth_ = 0;                    // T.ws regions around the current point
+  int parallel_depth_ = 0;              // T.Parallel loops around the current point
   bool in_kernel_ = false;
 };
 

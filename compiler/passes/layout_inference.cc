@@ -35,6 +35,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/warp_groups.h"
 #include "util/status_macros.h"
 
 namespace kiln::passes {
@@ -205,6 +206,7 @@ class Inference {
       : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)), options_(options) {}
 
   absl::Status Run() {
+    RETURN_IF_ERROR(CheckFragmentThreads());
     if (options_.wgmma) DecideWgmma();
     for (int round = 0; round < 10000; ++round) {
       changed_ = false;
@@ -279,11 +281,53 @@ class Inference {
         RETURN_IF_ERROR(Propagate(s.body));
         RETURN_IF_ERROR(Propagate(s.else_body));
         break;
+      case StmtKind::kWarpSpecialize: {
+        // The region's ops are laid out for its own threads (warp_groups.h).
+        const int64_t saved = threads_;
+        if (auto r = WarpGroupRange(s)) threads_ = r->second - r->first;
+        absl::Status st = Propagate(s.body);
+        threads_ = saved;
+        RETURN_IF_ERROR(st);
+        break;
+      }
       default:
         break;
       }
     }
     return absl::OkStatus();
+  }
+
+  // A fragment lives in the registers of the threads that use it: every
+  // statement naming it must run on the same number of threads (all inside
+  // ws regions of one size, or all outside them).
+  absl::Status CheckFragmentThreads() const {
+    std::map<std::string, std::pair<int64_t, ir::Loc>> seen;
+    absl::Status status;
+    ForEachStmtWithThreads(p_.kernel.body, BlockThreads(p_), [&](const Stmt& s, int64_t t) {
+      if (!status.ok() || s.kind == StmtKind::kWarpSpecialize) return;
+      std::set<std::string> names;
+      for (const ir::Region& r : s.regions) names.insert(r.buffer);
+      if (s.kind == StmtKind::kStore) names.insert(s.name);
+      std::function<void(const ir::Expr&)> loads = [&](const ir::Expr& e) {
+        if (e.kind == ir::ExprKind::kLoad) names.insert(e.name);
+        for (const ir::Expr& x : e.args) loads(x);
+      };
+      if (s.has_value) loads(s.value);
+      if (s.kind == StmtKind::kIf) loads(s.cond);
+      for (const ir::Expr& e : s.indices) loads(e);
+      for (const std::string& n : names) {
+        if (!frags_.count(n)) continue;
+        auto [it, inserted] = seen.emplace(n, std::make_pair(t, s.loc));
+        if (inserted || it->second.first == t) continue;
+        status =
+            ir::ErrorAt(p_.source_name, s.loc,
+                        absl::StrCat("fragment '", n, "' is used by ", t, " threads here but by ",
+                                     it->second.first, " threads at line ", it->second.second.line,
+                                     "; a fragment belongs to the threads of one T.ws "
+                                     "region (or to the whole block)"));
+      }
+    });
+    return status;
   }
 
   std::map<std::string, const ir::Buffer*> SharedBuffers() const {
@@ -303,10 +347,10 @@ class Inference {
   void DecideWgmma() {
     const auto shared = SharedBuffers();
     bool all = true, any = false;
-    ir::ForEachStmt(p_.kernel.body, [&](const Stmt& s) {
+    ForEachStmtWithThreads(p_.kernel.body, threads_, [&](const Stmt& s, int64_t threads) {
       if (s.kind != StmtKind::kGemm) return;
       any = true;
-      auto groups = WgmmaGemmGroups(s, shared, frags_, threads_);
+      auto groups = WgmmaGemmGroups(s, shared, frags_, threads);
       if (!groups) {
         all = false;
         return;
@@ -364,7 +408,7 @@ class Inference {
       if (c.dims.size() == n && known_.count(c.buffer)) have = true;
     }
     if (!have && !allow_default) return absl::OkStatus();
-    ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(p_, loop, known_));
+    ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(p_, loop, known_, std::nullopt, threads_));
     for (const Candidate& c : cands) {
       RETURN_IF_ERROR(Set(c.buffer, Project(layout, c.dims, frags_.at(c.buffer).shape), c.loc,
                           absl::StrCat("the T.Parallel loop at line ", loop.loc.line)));
@@ -379,9 +423,20 @@ class Inference {
   absl::StatusOr<bool> DefaultOne() {
     const Stmt* loop = nullptr;
     const FragInfo* frag = nullptr;
+    const int64_t block = threads_;
+    int64_t at = block; // the threads of the statement found
+    int64_t cur = block;
     std::function<void(const std::vector<Stmt>&)> find = [&](const std::vector<Stmt>& body) {
       for (const Stmt& s : body) {
         if (loop || frag) return;
+        if (s.kind == StmtKind::kWarpSpecialize) {
+          const int64_t saved = cur;
+          if (auto r = WarpGroupRange(s)) cur = r->second - r->first;
+          find(s.body);
+          if (!loop && !frag) cur = saved;
+          continue;
+        }
+        at = cur;
         if (s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kParallel) {
           for (const Candidate& c : LoopCandidates(s, frags_)) {
             if (!known_.count(c.buffer)) loop = &s;
@@ -402,8 +457,12 @@ class Inference {
       }
     };
     find(p_.kernel.body);
+    if (!loop && !frag) at = block;
     if (loop) {
-      RETURN_IF_ERROR(Parallel(*loop, true));
+      threads_ = at;
+      absl::Status st = Parallel(*loop, true);
+      threads_ = block;
+      RETURN_IF_ERROR(st);
       return true;
     }
     if (!frag) {
@@ -415,10 +474,10 @@ class Inference {
       }
     }
     if (!frag) return false;
-    RETURN_IF_ERROR(Set(frag->buffer->name,
-                        DefaultLayout(frag->shape, threads_,
-                                      FragmentVector(p_, frag->buffer->name, frag->buffer->dtype)),
-                        frag->buffer->loc, "the default layout"));
+    RETURN_IF_ERROR(Set(
+        frag->buffer->name,
+        DefaultLayout(frag->shape, at, FragmentVector(p_, frag->buffer->name, frag->buffer->dtype)),
+        frag->buffer->loc, "the default layout"));
     return true;
   }
 
@@ -533,7 +592,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> GemmWarps(int64_t m, int64_t n, int6
 
 absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt& loop,
                                           const LayoutMap& known,
-                                          std::optional<ir::DType> vector_hint) {
+                                          std::optional<ir::DType> vector_hint, int64_t threads) {
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
   std::vector<int64_t> extents;
   for (const Expr& e : loop.extents) {
@@ -574,7 +633,8 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
     }
   }
   const bool has_fragments = !cands.empty();
-  return DefaultLayout(extents, BlockThreads(program), vector, has_fragments);
+  return DefaultLayout(extents, threads > 0 ? threads : BlockThreads(program), vector,
+                       has_fragments);
 }
 
 bool TargetUsesWgmma(std::string_view target) { return target == "cuda:sm_90a"; }

@@ -79,11 +79,13 @@ absl::StatusOr<std::pair<int64_t, int64_t>> GemmWarps(int64_t m, int64_t n, int6
 // The layout a T.Parallel loop runs with: the layout of the first fragment
 // whose indices are exactly the loop variables (permuted onto the loop's
 // dimensions), else a default layout over the loop extents (vectorized by
-// the dtype of `vector_hint`, when given). Error when extents are not
-// constant or disagree with that fragment's shape.
+// the dtype of `vector_hint`, when given) over `threads` (0: the block's;
+// a T.ws region's loop runs on the region's threads). Error when extents are
+// not constant or disagree with that fragment's shape.
 absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const ir::Stmt& loop,
                                           const LayoutMap& known,
-                                          std::optional<ir::DType> vector_hint = std::nullopt);
+                                          std::optional<ir::DType> vector_hint = std::nullopt,
+                                          int64_t threads = 0);
 
 // dims[k] = the loop dimension that index k names, when `indices` are
 // distinct plain variables of `vars`; nullopt otherwise.

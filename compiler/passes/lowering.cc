@@ -25,6 +25,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/warp_groups.h"
 #include "util/status_macros.h"
 
 namespace kiln::passes::lowering {
@@ -253,7 +254,8 @@ absl::Status Lowering::Run() {
     bufs_[b.name] = b;
   }
 
-  ws_ = WarpSpecializable();
+  // A program with its own T.ws regions and barriers keeps its schedule.
+  ws_ = !HasExplicitSync(program_.kernel.body) && WarpSpecializable();
 
   std::vector<Stmt> body;
   RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
@@ -314,7 +316,8 @@ absl::StatusOr<Expr> Lowering::FlatIndex(const Buf& b, const std::vector<Expr>& 
   case ir::Scope::kSharedDyn:
     return SharedPhys(b, idx);
   case ir::Scope::kLocal:
-  case ir::Scope::kVar: {
+  case ir::Scope::kVar:
+  case ir::Scope::kBarrier: {
     Expr flat = I(0);
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
@@ -388,7 +391,8 @@ Expr Lowering::Address(const Buf& b, const Expr& flat) {
 // --- barriers ----------------------------------------------------------------------
 
 void Lowering::Barrier(std::vector<Stmt>* out) {
-  out->push_back(Call("sync_threads", {}));
+  out->push_back(named_barrier_ > 0 ? Call("named_barrier_sync", {I(named_barrier_), I(threads_)})
+                                    : Call("sync_threads", {}));
   dirty_.clear();
   read_.clear();
 }
@@ -570,7 +574,8 @@ absl::Status Lowering::LowerParallel(const Stmt& s, std::vector<Stmt>* out) {
     return Error(s.loc, "nested T.Parallel loops are not supported; use one "
                         "multi-dimensional T.Parallel");
   }
-  ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(program_, s, layouts_));
+  ASSIGN_OR_RETURN(FragmentLayout layout,
+                   LoopLayout(program_, s, layouts_, std::nullopt, threads_));
   std::set<std::string> reads, writes;
   SharedAccesses(s, &reads, &writes);
   Touch(reads, writes, out);
@@ -634,6 +639,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   switch (s.kind) {
   case StmtKind::kAlloc: {
     const Buf* b = FindBuf(s.buffer.name);
+    if (b->scope == ir::Scope::kBarrier) return LowerBarrierAlloc(s, out);
     Stmt a = s;
     if (b->scope == ir::Scope::kFragment) {
       a.buffer.scope = ir::Scope::kLocal;
@@ -664,7 +670,11 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     return LowerCopy(s, out, /*atomic=*/true);
   case StmtKind::kFor:
     if (s.for_kind == ir::ForKind::kParallel) return LowerParallel(s, out);
-    if (s.for_kind == ir::ForKind::kPipelined && !loop_) return LowerPipelined(s, out);
+    // A loop with its own barriers and T.ws regions follows the program's
+    // schedule (TileLang does not pipeline it either).
+    if (s.for_kind == ir::ForKind::kPipelined && !loop_ && !HasExplicitSync(s.body)) {
+      return LowerPipelined(s, out);
+    }
     return LowerSerialFor(s, out);
   case StmtKind::kIf: {
     Stmt st = s;
@@ -689,6 +699,14 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   case StmtKind::kUseSwizzle:
     out->push_back(s);
     return absl::OkStatus();
+  case StmtKind::kWarpSpecialize:
+    return LowerWarpSpecialize(s, out);
+  case StmtKind::kTmaCopy:
+    return LowerTmaCopy(s, out);
+  case StmtKind::kBarrierArrive:
+  case StmtKind::kBarrierWait:
+  case StmtKind::kBarrierExpectTx:
+    return LowerBarrierOp(s, out);
   case StmtKind::kCall: {
     Stmt st = s;
     for (Expr& e : st.indices) {

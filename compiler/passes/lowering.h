@@ -187,6 +187,13 @@ class Lowering {
                                                 const ir::Expr& n, std::vector<ir::Stmt>* out);
   // Wraps the lowered kernel body into the producer/consumer split.
   void SplitWarpGroups(std::vector<ir::Stmt>* body);
+  // --- lower_hopper_ops.cc: barriers, T.ws regions, tma_copy ---------------
+  absl::Status RequireMbarriers(ir::Loc loc) const;
+  absl::StatusOr<ir::Expr> BarrierAddress(const ir::Region& r);
+  absl::Status LowerBarrierAlloc(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerWarpSpecialize(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerTmaCopy(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  absl::Status LowerBarrierOp(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // Issues a pipeline's producers for iteration `iter` (pipeline.cc).
@@ -224,6 +231,10 @@ class Lowering {
   std::vector<ir::Stmt> ws_producer_; // the producer thread's code, once the loop is lowered
   std::string ws_bars_;               // the mbarriers: full[stages], then empty[stages]
   int64_t ws_stages_ = 0;
+  // Inside a T.ws region (lower_hopper_ops.cc): the named barrier Barrier()
+  // syncs (0: __syncthreads); tid_ and threads_ are the region's.
+  int named_barrier_ = 0;
+  std::map<std::pair<int64_t, int64_t>, int> ws_barrier_ids_; // thread range -> barrier id
 };
 
 // Buffers a pipeline multi-buffers -> their stage count (pipeline.cc).

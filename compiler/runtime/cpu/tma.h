@@ -173,6 +173,16 @@ inline void mbarrier_arrive_expect_tx(void* bar, int bytes) {
   detail::MbarArrive(bar, bytes, "mbarrier_arrive_expect_tx on an uninitialized mbarrier");
 }
 
+// Expects `bytes` more transaction bytes without arriving; the phase
+// completes here only if bytes already completed early brought the count to
+// zero with no arrival pending (as on the GPU, the count may be negative
+// meanwhile).
+inline void mbarrier_expect_tx(void* bar, int bytes) {
+  detail::MbarWord w = detail::CheckedMbar(bar, "mbarrier_expect_tx on an uninitialized mbarrier");
+  w.tx += bytes;
+  detail::MbarSettle(bar, w);
+}
+
 inline void mbarrier_wait(void* bar, int parity) {
   for (;;) {
     const detail::MbarWord w =

@@ -54,6 +54,14 @@ KILN_DEVICE void mbarrier_arrive_expect_tx(void* bar, int bytes) {
                : "memory");
 }
 
+// Expects `bytes` more transaction bytes in the current phase, without an
+// arrival (TileLang's T.tma_copy issues this before its loads).
+KILN_DEVICE void mbarrier_expect_tx(void* bar, int bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
 KILN_DEVICE void mbarrier_wait(void* bar, int parity) {
   const uint32_t addr = smem_addr(bar);
   uint32_t done = 0;

@@ -239,6 +239,30 @@ Program Everything() {
   store(FloatImm(std::numeric_limits<double>::denorm_min(), DType::kFloat64));
   k.body.push_back(For(ForKind::kSerial, {"e"}, {IntImm(4)}, stores));
 
+  // TileLang's Hopper synchronization: a barrier buffer (its arrival counts
+  // are the alloc's indices), a ws region, tma_copy and the barrier calls.
+  Buffer mbar = MakeBuffer("mbar", DType::kUInt64, Scope::kBarrier, {IntImm(2)});
+  Stmt mbar_alloc = Alloc(mbar);
+  mbar_alloc.indices = {IntImm(128), IntImm(1)};
+  k.body.push_back(mbar_alloc);
+  Region bar{"mbar", {Range{IntImm(1), IntImm(1)}}, Loc{40, 30}};
+  Stmt ws = MakeStmt(StmtKind::kWarpSpecialize, Loc{40, 3});
+  ws.indices = {IntImm(1)};
+  Stmt tma = MakeStmt(StmtKind::kTmaCopy);
+  tma.regions = {src, WholeRegion(shared), bar};
+  Stmt expect = MakeStmt(StmtKind::kBarrierExpectTx);
+  expect.regions = {bar};
+  expect.has_value = true;
+  expect.value = IntImm(4096);
+  Stmt arrive = MakeStmt(StmtKind::kBarrierArrive);
+  arrive.regions = {bar};
+  Stmt wait = MakeStmt(StmtKind::kBarrierWait);
+  wait.regions = {bar};
+  wait.has_value = true;
+  wait.value = Binary(BinOp::kFloorMod, VarRef("bx"), IntImm(2));
+  ws.body = {expect, tma, arrive, wait};
+  k.body.push_back(ws);
+
   p.attrs = {{"fast_math", "true"}, {"tl.disable_tma", "1"}};
   return p;
 }
@@ -375,7 +399,7 @@ TEST(ProtoConvertTest, DTypeAndScopeWireNamesMatchIrNames) {
     ToProto(p, &proto);
     EXPECT_EQ(pb::DType_Name(proto.symbols(0).dtype()), "DTYPE_" + upper(DTypeName(d)));
   }
-  for (int i = 0; i <= static_cast<int>(Scope::kVar); ++i) {
+  for (int i = 0; i <= static_cast<int>(Scope::kBarrier); ++i) {
     Program p = Everything();
     p.params[0].buffer.scope = static_cast<Scope>(i);
     pb::Program proto;
@@ -800,7 +824,7 @@ TEST(ProtoConvertTest, DeepExpressionIsAnErrorNotACrash) {
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("expression nesting is deeper than 256 levels"));
   // The path keeps its ends rather than 257 segments.
-  EXPECT_THAT(std::string(result.status().message()), HasSubstr("kernel.body[16].value.args[0]"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("kernel.body[18].value.args[0]"));
   EXPECT_LT(result.status().message().size(), 400u);
 }
 
@@ -867,7 +891,7 @@ TEST(ProtoConvertTest, SizeIsBounded) {
          e->set_name("A");
          for (int i = 0; i < 300000; ++i) e->add_args();
        },
-       "kernel.body[16].value.args: program has more than 262144 expression nodes"},
+       "kernel.body[18].value.args: program has more than 262144 expression nodes"},
       {"store indices",
        [](pb::Program* p) {
          pb::Stmt* s = p->mutable_kernel()->add_body();
@@ -877,7 +901,7 @@ TEST(ProtoConvertTest, SizeIsBounded) {
          s->mutable_value()->set_dtype(pb::DTYPE_FLOAT32);
          for (int i = 0; i < 300000; ++i) s->add_indices();
        },
-       "kernel.body[16].indices: program has more than 262144 expression nodes"},
+       "kernel.body[18].indices: program has more than 262144 expression nodes"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
