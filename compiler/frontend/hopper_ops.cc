@@ -122,6 +122,18 @@ absl::StatusOr<Value> Evaluator::CallHopperOp(const std::string& fn, std::vector
     ir::Stmt st;
     st.kind = ir::StmtKind::kTmaCopy;
     st.loc = loc;
+    const ir::Buffer& sb = buffers_[src.buffer].buffer;
+    const ir::Buffer& db = buffers_[dst.buffer].buffer;
+    if (sb.scope != ir::Scope::kGlobal) {
+      return Error(src.loc, absl::StrCat("tma_copy: the source '", sb.name,
+                                         "' must be a global tensor, not ",
+                                         std::string(ir::ScopeName(sb.scope))));
+    }
+    if (db.scope != ir::Scope::kShared && db.scope != ir::Scope::kSharedDyn) {
+      return Error(loc, absl::StrCat("tma_copy: the destination '", db.name,
+                                     "' must be a shared buffer, not ",
+                                     std::string(ir::ScopeName(db.scope))));
+    }
     ASSIGN_OR_RETURN(ir::Region rs, OperandRegion(src, dst.extents, "T.tma_copy"));
     ASSIGN_OR_RETURN(ir::Region rd, OperandRegion(dst, src.extents, "T.tma_copy"));
     ASSIGN_OR_RETURN(ir::Region bar,
@@ -203,9 +215,17 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerWarpSpecialize(const PyStmt& wit
     }
     ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
     std::vector<Value> ids = v.is_sequence() ? v.elts() : std::vector<Value>{v};
+    int64_t threads = 1;
+    for (int64_t t : program_.kernel.threads) threads *= t;
     for (const Value& id : ids) {
       if (id.kind != ValueKind::kInt) {
         return Error(a.loc, "T.ws takes compile-time warpgroup indices");
+      }
+      if (id.i < 0 || (id.i + 1) * 128 > threads) {
+        return Error(a.loc,
+                     absl::StrCat("T.ws(", id.i, "): warpgroup ", id.i, " is outside the block (",
+                                  threads, " threads: warpgroups 0..", threads / 128 - 1,
+                                  " of 128 threads)"));
       }
       st.indices.push_back(ir::IntImm(id.i, ir::DType::kInt32, a.loc));
     }
