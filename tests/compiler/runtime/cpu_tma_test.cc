@@ -202,5 +202,35 @@ TEST(CpuTma, NamedBarriersCountTheirOwnThreadsAndReportMisuse) {
   EXPECT_NE(err.find("bar.sync 3 reached by 32 of its 64 threads"), std::string::npos) << err;
 }
 
+// TileLang's T.tma_copy: one thread expects the bytes without arriving,
+// every thread of the producer warpgroup arrives, and the phase completes
+// only once the count of arrivals and the bytes are both in.
+TEST(CpuTma, ExpectTxAddsBytesWithoutAnArrival) {
+  std::vector<int> order;
+  const std::string err = RunBlock(64, 64, [&] {
+    const int tid = tid_x();
+    if (tid == 0) mbarrier_init(Bar(0), 32);
+    sync_threads();
+    if (tid < 32) {
+      if (tid == 0) mbarrier_expect_tx(Bar(0), 16);
+      mbarrier_arrive(Bar(0));
+      if (tid == 31) {
+        // Every arrival is in, the bytes are not: the phase is still open.
+        uint64_t raw;
+        std::memcpy(&raw, Bar(0), sizeof raw);
+        EXPECT_EQ((raw >> 22) & 1, 0u);
+        EXPECT_EQ(static_cast<int32_t>(raw >> 32), 16);
+        order.push_back(1);
+        detail::MbarCompleteTx(Bar(0), 16); // what a TMA load's completion does
+      }
+    } else {
+      mbarrier_wait(Bar(0), 0);
+      if (tid == 32) order.push_back(2);
+    }
+  });
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
 } // namespace
 } // namespace kiln::rt
