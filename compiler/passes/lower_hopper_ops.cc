@@ -125,7 +125,13 @@ absl::Status Lowering::LowerWarpSpecialize(const Stmt& s, std::vector<Stmt>* out
   bool hazard = false;
   for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
   for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
-  if (hazard) Barrier(out);
+  if (hazard) {
+    // wgmma reads shared memory through the async proxy: every writer
+    // fences before the barrier (the gemm's own fence runs on the region's
+    // threads only).
+    if (wgmma_) out->push_back(Call("fence_proxy_async", {}));
+    Barrier(out);
+  }
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
   dirty_.clear();
   read_.clear();
