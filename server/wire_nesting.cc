@@ -39,6 +39,9 @@ bool NestsDeeperThan(const google::protobuf::Descriptor& type, absl::string_view
     const uint32_t tag = in.ReadTag();
     if (tag == 0) return false; // the end, or bytes that do not parse
     const int number = static_cast<int>(WireFormatLite::GetTagFieldNumber(tag));
+    // Field number 0 is invalid (and would match the outermost frame's
+    // `group` of 0 below): the bytes do not parse.
+    if (number == 0) return false;
     // A message opened here is at this level.
     const int level = static_cast<int>(stack.size());
     switch (WireFormatLite::GetTagWireType(tag)) {
@@ -81,7 +84,7 @@ bool NestsDeeperThan(const google::protobuf::Descriptor& type, absl::string_view
       stack.push_back({nullptr, 0, number});
       break;
     case WireFormatLite::WIRETYPE_END_GROUP:
-      if (stack.back().group != number) return false;
+      if (stack.back().group == 0 || stack.back().group != number) return false;
       stack.pop_back();
       break;
     default:
