@@ -18,8 +18,10 @@ TEST(WireNesting, MalformedTagsAreFalseNotACrash) {
   // 0x00: tag 0; 0x03 0x04: field 0 START_GROUP then END_GROUP.
   for (const std::string& bytes :
        {std::string("\x04", 1), std::string("\x0c", 1), std::string("\x00", 1),
-        std::string("\x03\x04", 2), std::string("\x0b\x04\x04", 3),
-        std::string("\x0b\x0c\x0c", 3)}) {
+        std::string("\x03\x04", 2), std::string("\x0b\x04\x04", 3), std::string("\x0b\x0c\x0c", 3),
+        // What follows a field-0 END_GROUP used to read an empty stack.
+        std::string("\x04\x0a\x00", 3), std::string("\x04\x04", 2),
+        std::string("\x04\x12\x02\x08\x01", 5)}) {
     EXPECT_FALSE(NestsDeeperThan(Compile(), bytes, 100)) << testing::PrintToString(bytes);
   }
 }
