@@ -332,6 +332,24 @@ class Walker {
       }
       break;
     }
+    case StmtKind::kWarpSpecialize: {
+      // A T.ws region: its ops run on part of the block, modelled as the
+      // block's (the traffic is the same).
+      absl::StrAppend(&out_.signature, "Y{");
+      RETURN_IF_ERROR(Walk(s.body, loop, par));
+      absl::StrAppend(&out_.signature, "}");
+      break;
+    }
+    case StmtKind::kTmaCopy: {
+      // The same global traffic as the copy it performs.
+      Stmt copy = s;
+      copy.kind = StmtKind::kCopy;
+      copy.regions.resize(2);
+      return Visit(copy, loop, par);
+    }
+    case StmtKind::kBarrierArrive:
+    case StmtKind::kBarrierWait:
+    case StmtKind::kBarrierExpectTx:
     case StmtKind::kAnnotateLayout:
     case StmtKind::kCall:
       break;
