@@ -188,3 +188,31 @@ def test_a_refused_encode_names_the_parameter_and_the_drivers_code():
     assert list(args[4]) == [512, 1000] and list(args[5])[:1] == [1024]
     assert list(args[6]) == [64, 128] and list(args[7]) == [1, 1]
     assert args[8:] == (0, 3, 2, 0)
+
+
+def test_jit_cuda_launch_passes_the_encodings(monkeypatch):
+    # @kiln.jit's CUDA path up to the driver: the params' pointers and scalars, the
+    # symbols, and one encoding per tensor map, in the metadata's order.
+    import importlib
+    jit_module = importlib.import_module("kiln.jit")  # kiln.jit is also the decorator
+    seen = {}
+    monkeypatch.setattr(_launch_cuda, "current_stream", lambda v: 0)
+    monkeypatch.setattr(_launch_cuda, "launch",
+                        lambda key, image, info, ordinal, args, grid, stream, maps:
+                        seen.update(args=args, grid=grid, maps=maps))
+
+    class Compiled:
+        launch = launch_info([("B", [32, 64], 128), ("A", [128, 64], 128)])
+        artifact = type("Artifact", (), {"key": "k"})()
+
+    kernel = type("Kernel", (), {"name": "gemm"})()
+    values = [view((300, 512), 0x10000), 5, view((512, 1024), 0x90000)]
+    jit_module.JitKernel._launch_cuda(kernel, Compiled, ("cuda", 0), values, [300], (3, 1, 1))
+    assert seen["args"] == ([0x10000, 5, 0x90000], [300])
+    assert [(m.param, m.global_address) for m in seen["maps"]] == [("B", 0x90000),
+                                                                  ("A", 0x10000)]
+    values[2] = view((512, 1001), 0x90000)  # rows of 2002 bytes: no tensor map
+    with pytest.raises(kiln.BindingError, match=r"^gemm\(\): B: the stride of dimension 0 is "
+                                                "2002 bytes"):
+        jit_module.JitKernel._launch_cuda(kernel, Compiled, ("cuda", 0), values, [300],
+                                          (3, 1, 1))
