@@ -158,9 +158,9 @@ absl::StatusOr<Value> Evaluator::CallHopperOp(const std::string& fn, std::vector
   const bool wait = fn == "mbarrier_wait_parity" || fn == "barrier_wait";
   const bool expect = fn == "mbarrier_expect_tx" || fn == "mbarrier_arrive_expect_tx";
   std::vector<std::string_view> names = {"mbarrier"};
-  if (wait) names.push_back("parity");
-  if (expect) names.push_back("tx");
-  if (!wait && !expect) names.push_back("cta_id");
+  if (wait) names.emplace_back("parity");
+  if (expect) names.emplace_back("tx");
+  if (!wait && !expect) names.emplace_back("cta_id");
   ASSIGN_OR_RETURN(
       auto m, MatchArgs(file, loc, absl::StrCat("T.", fn), args, names, wait || expect ? 2 : 1));
   if (!wait && !expect && m[1].has_value() && !m[1]->is_none()) {
