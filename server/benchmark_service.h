@@ -54,11 +54,19 @@ struct BenchmarkCall {
   std::string identity; // owns the benchmark job and its compiles (Caller::identity)
 };
 
+// The most untimed warm-up launches and timed samples one measurement may ask
+// for: Benchmark's warmup and trials, and Tune's budget.warmup and
+// budget.repeats (per candidate). A worker runs them under one device lease,
+// so an unbounded count (a fuzzed 2^31-1) would hold the device until the
+// worker request timeout. Above them: INVALID_ARGUMENT naming the field.
+inline constexpr int kMaxMeasureWarmup = 10000;
+inline constexpr int kMaxMeasureRepeats = 100000;
+
 struct BenchmarkLimits {
   int default_trials = 20;
-  int max_trials = 100000;
+  int max_trials = kMaxMeasureRepeats;
   int default_warmup = 3;
-  int max_warmup = 10000;
+  int max_warmup = kMaxMeasureWarmup;
   // Seed of the inputs (kiln-run's generator).
   uint64_t seed = 1;
 };

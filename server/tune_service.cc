@@ -267,6 +267,28 @@ TuneService::TuneService(CompileService* compile, ArtifactStore* store, DevicePo
     : compile_(compile), store_(store), devices_(devices), jobs_(jobs), pool_(measure_pool),
       history_(history), planner_(std::move(planner)) {}
 
+absl::Status ValidateTuneBudget(const kiln::v1::TuneBudget& budget) {
+  if (budget.max_candidates() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget.max_candidates: ", budget.max_candidates(), " is negative"));
+  }
+  if (!(budget.max_seconds() >= 0)) { // NaN too
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget.max_seconds: ", budget.max_seconds(), " is not >= 0"));
+  }
+  if (budget.warmup() < 0 || budget.warmup() > kMaxMeasureWarmup) {
+    return absl::InvalidArgumentError(absl::StrCat("budget.warmup: ", budget.warmup(),
+                                                   " is outside 0..", kMaxMeasureWarmup,
+                                                   " (warm-up launches per candidate)"));
+  }
+  if (budget.repeats() < 0 || budget.repeats() > kMaxMeasureRepeats) {
+    return absl::InvalidArgumentError(absl::StrCat("budget.repeats: ", budget.repeats(),
+                                                   " is outside 0..", kMaxMeasureRepeats,
+                                                   " (timed launches per candidate)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
   const kiln::v1::TuneRequest& r = call.request;
   if (!r.attach_job_id().empty()) {
@@ -288,12 +310,12 @@ absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
   if (r.program().source_case() == kiln::v1::ProgramSource::SOURCE_NOT_SET) {
     return absl::InvalidArgumentError("program: no source (tilelang_source, ir or ir_text)");
   }
+  // Before anything else takes a resource: the per-candidate counts have
+  // Benchmark's caps, or one candidate holds a device until the worker
+  // request timeout.
+  if (absl::Status budget = ValidateTuneBudget(r.budget()); !budget.ok()) return budget;
   if (devices_ == nullptr) {
     return absl::UnavailableError("this daemon has no device workers, so it cannot tune");
-  }
-  if (r.budget().max_candidates() < 0 || r.budget().max_seconds() < 0 || r.budget().warmup() < 0 ||
-      r.budget().repeats() < 0 || r.budget().repeats() > 100000) {
-    return absl::InvalidArgumentError("budget: negative or huge values");
   }
   const std::string target = r.target().empty() ? "cpu" : r.target();
   cache::BestConfigKey key = BestKeyFor(r.program(), target, r.devices().model(), r.options());

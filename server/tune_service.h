@@ -137,4 +137,11 @@ class TuneService {
 // The history series of a tune: program, shape, target.
 std::string TuneSeriesKey(const cache::BestConfigKey& key);
 
+// InvalidArgument naming the field and its bound when a budget field is out
+// of range: max_candidates and max_seconds negative (or NaN), warmup above
+// kMaxMeasureWarmup, repeats above kMaxMeasureRepeats (Benchmark's caps:
+// both are per-candidate counts run under one device lease). 0 is each
+// field's default. Start checks it before the request takes any resource.
+absl::Status ValidateTuneBudget(const kiln::v1::TuneBudget& budget);
+
 } // namespace kiln::server

@@ -313,5 +313,68 @@ TEST(TuneE2ETest, ClientsCancellingStreamsMidWriteLeaveTheDaemonUp) {
   EXPECT_TRUE(vs.ok()) << vs.error_message();
 }
 
+// Tune's per-candidate counts have Benchmark's caps (issue 27): a fuzzed
+// budget.warmup of 2^31-1 used to be accepted and held the CPU worker until
+// the worker request timeout; now each field out of range is INVALID_ARGUMENT
+// at once, naming the field and its limit, and the worker stays free for the
+// next sweep.
+TEST(TuneE2ETest, BudgetCountsAboveBenchmarksCapsAreInvalidArgumentAtOnce) {
+  const std::string dir = ::testing::TempDir() + "tune_e2e_budget_caps";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(
+      kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir, "--worker-request-timeout=20s"}))
+      << daemon.output();
+  auto stub =
+      pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  struct Case {
+    int32_t warmup, repeats;
+    double max_seconds;
+    std::string field, bound;
+  };
+  const std::vector<Case> cases = {
+      {2147483647, 2, 0, "budget.warmup: 2147483647", "0..10000"},
+      {10001, 2, 0, "budget.warmup: 10001", "0..10000"},
+      {-1, 2, 0, "budget.warmup: -1", "0..10000"},
+      {1, 100001, 0, "budget.repeats: 100001", "0..100000"},
+      {1, 2147483647, 0, "budget.repeats: 2147483647", "0..100000"},
+      {1, 2, -1, "budget.max_seconds: -1", ">= 0"},
+  };
+  for (const Case& c : cases) {
+    pb::TuneRequest req = AddTune(64, 64, {16, 32}, {16}, 128, c.repeats);
+    req.mutable_budget()->set_warmup(c.warmup);
+    req.mutable_budget()->set_max_seconds(c.max_seconds);
+    grpc::ClientContext ctx;
+    // Far below the worker request timeout: an accepted request cannot end
+    // in time.
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto reader = stub->Tune(&ctx, req);
+    pb::TuneEvent event;
+    int events = 0;
+    while (reader->Read(&event)) ++events;
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << c.field << ": " << s.error_code() << " " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << s.error_message();
+    EXPECT_NE(s.error_message().find(c.bound), std::string::npos) << s.error_message();
+    EXPECT_EQ(events, 0) << c.field;
+  }
+  // The largest accepted warm-up count still runs (and the worker is free).
+  pb::TuneRequest ok = AddTune(64, 64, {16}, {16}, 128, 2);
+  ok.mutable_budget()->set_warmup(10000);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+  auto reader = stub->Tune(&ctx, ok);
+  pb::TuneEvent event;
+  std::optional<pb::TuneResult> result;
+  while (reader->Read(&event)) {
+    if (event.has_result()) result = event.result();
+  }
+  grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message() << daemon.output();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->measurements_size(), 1);
+}
+
 } // namespace
 } // namespace kiln
