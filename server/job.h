@@ -48,6 +48,8 @@ class Job {
   kiln::v1::JobKind kind() const { return kind_; }
   const std::string& key() const { return key_; }
   const std::string& owner() const { return owner_; }
+  // When the job was made (fixed; the snapshot's created_unix_ms).
+  int64_t created_unix_ms() const { return created_unix_ms_; }
 
   // Makes `identity` a party (it joined the job); the owner already is one.
   void Join(const std::string& identity);

@@ -1,8 +1,8 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
+#include <iterator>
 #include <random>
-#include <set>
 
 #include "absl/strings/str_format.h"
 
@@ -33,8 +33,11 @@ absl::StatusOr<std::vector<kiln::v1::Job>> MemoryJobStore::List(int64_t limit) {
   absl::MutexLock lock(&mu_);
   std::vector<kiln::v1::Job> out;
   for (const auto& [id, job] : jobs_) out.push_back(job);
+  // Ties by id, as the cache's job log orders them: a list's limit must cut
+  // the same records every time.
   std::sort(out.begin(), out.end(), [](const kiln::v1::Job& a, const kiln::v1::Job& b) {
-    return a.created_unix_ms() > b.created_unix_ms();
+    return a.created_unix_ms() != b.created_unix_ms() ? a.created_unix_ms() > b.created_unix_ms()
+                                                      : a.id() < b.id();
   });
   if (limit > 0 && out.size() > static_cast<size_t>(limit)) out.resize(limit);
   return out;
@@ -74,6 +77,10 @@ std::shared_ptr<Job> JobManager::NewJob(kiln::v1::JobKind kind, const std::strin
     observer_(kind, std::nullopt, kiln::v1::JOB_STATE_QUEUED);
   }
   by_id_[id] = job;
+  const OrderKey order = KeyOf(*job);
+  newest_.insert(order);
+  by_party_[identity].insert(order);
+  parties_[id].push_back(identity);
   return job;
 }
 
@@ -87,6 +94,12 @@ JobManager::Joined JobManager::JoinOrCreate(kiln::v1::JobKind kind, const std::s
     // has not run yet); a request after its end starts afresh.
     if (it != inflight_.end() && !it->second->done()) {
       out.job = it->second;
+      // Indexed for the joiner's lists now; Join below makes it a party.
+      std::vector<std::string>& parties = parties_[out.job->id()];
+      if (std::find(parties.begin(), parties.end(), identity) == parties.end()) {
+        parties.push_back(identity);
+        by_party_[identity].insert(KeyOf(*out.job));
+      }
     } else {
       out.job = NewJob(kind, key, held, identity);
       out.created = true;
@@ -127,7 +140,20 @@ void JobManager::OnFinal(const Job& job) {
   if (it != inflight_.end() && it->second.get() == &job) inflight_.erase(it);
   finished_.push_back(job.id());
   while (finished_.size() > keep_finished_) {
-    by_id_.erase(finished_.front());
+    if (auto old = by_id_.find(finished_.front()); old != by_id_.end()) {
+      const OrderKey key = KeyOf(*old->second);
+      newest_.erase(key);
+      if (auto p = parties_.find(old->first); p != parties_.end()) {
+        for (const std::string& identity : p->second) {
+          auto order = by_party_.find(identity);
+          if (order == by_party_.end()) continue;
+          order->second.erase(key);
+          if (order->second.empty()) by_party_.erase(order);
+        }
+        parties_.erase(p);
+      }
+      by_id_.erase(old);
+    }
     finished_.pop_front();
   }
 }
@@ -147,32 +173,89 @@ absl::StatusOr<kiln::v1::Job> JobManager::Get(const std::string& id) {
   return absl::NotFoundError("no job '" + id + "'");
 }
 
-std::vector<kiln::v1::Job> JobManager::List(int64_t limit) {
-  std::vector<std::shared_ptr<Job>> live;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, job] : by_id_) live.push_back(job);
-  }
+namespace {
+
+bool NewerRecord(const kiln::v1::Job& a, const kiln::v1::Job& b) {
+  return a.created_unix_ms() != b.created_unix_ms() ? a.created_unix_ms() > b.created_unix_ms()
+                                                    : a.id() < b.id();
+}
+
+// `mine` (this process's, in order) and `stored` merged in order, the first
+// `limit` (<= 0: all).
+std::vector<kiln::v1::Job> Merge(std::vector<kiln::v1::Job> mine, std::vector<kiln::v1::Job> stored,
+                                 int64_t limit) {
+  // A store need not break ties by id (MemoryJobStore does not).
+  std::sort(stored.begin(), stored.end(), NewerRecord);
   std::vector<kiln::v1::Job> out;
-  std::set<std::string> seen;
-  for (const auto& job : live) {
-    out.push_back(job->Snapshot());
-    seen.insert(job->id());
-  }
-  if (store_ != nullptr) {
-    absl::StatusOr<std::vector<kiln::v1::Job>> stored = store_->List(limit);
-    if (stored.ok()) {
-      for (kiln::v1::Job& j : *stored) {
-        if (!seen.count(j.id())) out.push_back(std::move(j));
-      }
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const kiln::v1::Job& a, const kiln::v1::Job& b) {
-    return a.created_unix_ms() != b.created_unix_ms() ? a.created_unix_ms() > b.created_unix_ms()
-                                                      : a.id() < b.id();
-  });
+  out.reserve(mine.size() + stored.size());
+  std::merge(std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()),
+             std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
+             std::back_inserter(out), NewerRecord);
   if (limit > 0 && out.size() > static_cast<size_t>(limit)) out.resize(limit);
   return out;
+}
+
+} // namespace
+
+std::vector<std::shared_ptr<Job>>
+JobManager::Newest(const std::string* identity, const std::optional<OrderKey>& after, int64_t n) {
+  std::vector<std::shared_ptr<Job>> out;
+  absl::MutexLock lock(&mu_);
+  const Order* order = &newest_;
+  if (identity != nullptr) {
+    auto mine = by_party_.find(*identity);
+    if (mine == by_party_.end()) return out;
+    order = &mine->second;
+  }
+  for (auto it = after ? order->upper_bound(*after) : order->begin();
+       it != order->end() && (n <= 0 || out.size() < static_cast<size_t>(n)); ++it) {
+    if (auto job = by_id_.find(it->second); job != by_id_.end()) out.push_back(job->second);
+  }
+  return out;
+}
+
+std::vector<kiln::v1::Job> JobManager::StoredFor(int64_t limit, const JobViewer* viewer,
+                                                 const std::optional<OrderKey>& stop) {
+  std::vector<kiln::v1::Job> out;
+  if (store_ == nullptr) return out;
+  // Every job: the newest `limit` records hold every stored one that can
+  // make the list (each record before another one is either listed or a job
+  // in memory, listed with its own snapshot). A tenant's: another tenant's
+  // records may fill them, so look further back, doubling, until `limit`
+  // are the viewer's, the store has no more, or they are past `stop`.
+  for (int64_t look = limit > 0 ? (viewer != nullptr ? limit * 4 : limit) : 0;; look *= 2) {
+    absl::StatusOr<std::vector<kiln::v1::Job>> rows = store_->List(look);
+    // Best effort: the jobs in memory are listed without the store.
+    if (!rows.ok()) return out;
+    const bool everything = look <= 0 || rows->size() < static_cast<size_t>(look);
+    bool past_stop = false;
+    out.clear();
+    {
+      absl::MutexLock lock(&mu_);
+      for (kiln::v1::Job& row : *rows) {
+        if (stop && NewestFirst()(*stop, OrderKey(row.created_unix_ms(), row.id()))) {
+          past_stop = true;
+          break;
+        }
+        if (by_id_.contains(row.id())) continue; // listed from memory
+        if (viewer != nullptr && !viewer->Sees(row)) continue;
+        out.push_back(std::move(row));
+        if (limit > 0 && out.size() == static_cast<size_t>(limit)) return out;
+      }
+    }
+    if (everything || past_stop || viewer == nullptr) return out;
+  }
+}
+
+std::vector<kiln::v1::Job> JobManager::List(int64_t limit) {
+  std::vector<std::shared_ptr<Job>> live = Newest(nullptr, std::nullopt, limit);
+  jobs_visited_.fetch_add(static_cast<int64_t>(live.size()), std::memory_order_relaxed);
+  std::vector<kiln::v1::Job> mine;
+  mine.reserve(live.size());
+  for (const auto& job : live) mine.push_back(job->Snapshot());
+  std::optional<OrderKey> stop;
+  if (limit > 0 && live.size() == static_cast<size_t>(limit)) stop = KeyOf(*live.back());
+  return Merge(std::move(mine), StoredFor(limit, nullptr, stop), limit);
 }
 
 std::shared_ptr<Job> JobManager::FindFor(const std::string& id, const JobViewer& viewer) {
@@ -189,20 +272,30 @@ absl::StatusOr<kiln::v1::Job> JobManager::GetFor(const std::string& id, const Jo
 
 std::vector<kiln::v1::Job> JobManager::ListFor(int64_t limit, const JobViewer& viewer) {
   if (viewer.admin) return List(limit);
-  // Another tenant's jobs may fill the newest `limit`: look further back,
-  // doubling, until enough are this viewer's or there are no more.
-  for (int64_t look = limit > 0 ? limit * 4 : 0;; look *= 2) {
-    std::vector<kiln::v1::Job> all = List(look);
-    const bool everything = look <= 0 || all.size() < static_cast<size_t>(look);
-    std::vector<kiln::v1::Job> out;
-    for (kiln::v1::Job& j : all) {
-      if (!viewer.Sees(j)) continue;
-      viewer.Redact(&j);
-      out.push_back(std::move(j));
-      if (limit > 0 && out.size() == static_cast<size_t>(limit)) return out;
+  // The viewer's jobs in memory from its own index; a job whose Join is
+  // still under way is not yet its, so the walk may go on past it.
+  std::vector<kiln::v1::Job> mine;
+  std::optional<OrderKey> after;
+  for (;;) {
+    const int64_t want = limit > 0 ? limit - static_cast<int64_t>(mine.size()) : 0;
+    std::vector<std::shared_ptr<Job>> batch = Newest(&viewer.identity, after, want);
+    jobs_visited_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    for (const auto& job : batch) {
+      after = KeyOf(*job);
+      if (viewer.Sees(*job)) mine.push_back(job->Snapshot());
     }
-    if (everything) return out;
+    if (want <= 0 || batch.size() < static_cast<size_t>(want) ||
+        mine.size() == static_cast<size_t>(limit)) {
+      break;
+    }
   }
+  std::optional<OrderKey> stop;
+  if (limit > 0 && mine.size() == static_cast<size_t>(limit)) {
+    stop = OrderKey(mine.back().created_unix_ms(), mine.back().id());
+  }
+  std::vector<kiln::v1::Job> out = Merge(std::move(mine), StoredFor(limit, &viewer, stop), limit);
+  for (kiln::v1::Job& j : out) viewer.Redact(&j);
+  return out;
 }
 
 absl::StatusOr<kiln::v1::Job> JobManager::CancelFor(const std::string& id,

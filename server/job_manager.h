@@ -11,17 +11,25 @@
 // Memory: live jobs, plus the most recent `keep_finished` finished ones (older
 // ones are answered from the store).
 //
+// Listing costs O(limit log n), not O(jobs kept): the jobs in memory are also
+// indexed in ListJobs' order (newest first, then by id), all of them and per
+// party (owner or joiner), and a list walks the index only as far as its
+// limit; the store is asked for `limit` records (a tenant's list asks for
+// more only while the store's records can still be among its newest).
+//
 // Thread-safe. Lock order: JobManager::mu_ before Job::mu_ is never taken
 // (the manager reads jobs only through their own thread-safe methods, after
 // releasing mu_), so job callbacks may call back into the manager.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,7 +50,7 @@ class JobStore {
   virtual absl::Status Save(const kiln::v1::Job& job) = 0;
   // NotFound when there is no such job.
   virtual absl::StatusOr<kiln::v1::Job> Load(const std::string& id) = 0;
-  // Newest first; limit <= 0: all.
+  // Newest first (created_unix_ms), ties by id; limit <= 0: all.
   virtual absl::StatusOr<std::vector<kiln::v1::Job>> List(int64_t limit) = 0;
 };
 
@@ -115,6 +123,11 @@ class JobManager {
   // Live jobs by state (for metrics).
   std::map<kiln::v1::JobState, int64_t> CountByState();
 
+  // Jobs of this process that List/ListFor have read (snapshotted or checked
+  // against a viewer) since the manager was made: the work a list does, for
+  // tests and benchmarks (a list reads at most about `limit` of them).
+  int64_t jobs_visited() const { return jobs_visited_.load(std::memory_order_relaxed); }
+
   // Marks records left QUEUED/RUNNING by an earlier process as FAILED.
   // Returns how many.
   absl::StatusOr<int64_t> RecoverInterrupted();
@@ -140,6 +153,26 @@ class JobManager {
                               const std::string& identity) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnFinal(const Job& job);
 
+  // ListJobs' order: newest first, then by id.
+  using OrderKey = std::pair<int64_t, std::string>; // (created_unix_ms, id)
+  struct NewestFirst {
+    bool operator()(const OrderKey& a, const OrderKey& b) const {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    }
+  };
+  using Order = std::set<OrderKey, NewestFirst>;
+  static OrderKey KeyOf(const Job& job) { return {job.created_unix_ms(), job.id()}; }
+  // The jobs in memory (by_id_) that `identity` may be a party to, in order
+  // (every job for nullptr), from the first after `after` (from the newest
+  // when nullopt), at most `n` (n <= 0: all).
+  std::vector<std::shared_ptr<Job>> Newest(const std::string* identity,
+                                           const std::optional<OrderKey>& after, int64_t n);
+  // The stored records of jobs not in memory that `viewer` sees, newest
+  // first, at most `limit` (<= 0: all); none after `stop` when given (those
+  // could not make the list).
+  std::vector<kiln::v1::Job> StoredFor(int64_t limit, const JobViewer* viewer,
+                                       const std::optional<OrderKey>& stop);
+
   JobStore* const store_;
   Observer observer_;
   const size_t keep_finished_;
@@ -149,6 +182,13 @@ class JobManager {
   // (kind, key) -> the unfinished job that identical requests join.
   std::map<std::pair<int, std::string>, std::shared_ptr<Job>> inflight_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> finished_ ABSL_GUARDED_BY(mu_); // oldest first
+  // Every job of by_id_ in ListJobs' order, and per identity the jobs it
+  // owns or joined (a superset of HasParty only while a Join is under way).
+  Order newest_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Order> by_party_ ABSL_GUARDED_BY(mu_);
+  // The identities of by_party_ that list each job (to unindex it).
+  absl::flat_hash_map<std::string, std::vector<std::string>> parties_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> jobs_visited_{0};
 };
 
 // "j-" followed by 16 random hex digits.

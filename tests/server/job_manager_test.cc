@@ -1,8 +1,12 @@
 #include <algorithm>
 #include <atomic>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/job_manager.h"
 
@@ -213,6 +217,109 @@ TEST(JobManager, ListingLooksPastOtherTenantsJobs) {
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].id(), mine->id());
   EXPECT_EQ(jobs.ListFor(2, JobViewer{"bob", false}).size(), 2u);
+}
+
+// Issue 27: ListJobs cost time in every job kept in memory (a snapshot of each
+// of up to 10,000) whatever its limit. The index in ListJobs' order must list
+// exactly what the full sort did: every job of this process (its snapshot)
+// and every stored record of a job not in memory (an earlier process's, one
+// evicted from memory), newest first then by id, only the viewer's, redacted,
+// the first `limit`.
+TEST(JobManager, ListsWhatAFullSortOfEveryJobWouldForEveryViewerAndLimit) {
+  MemoryJobStore store;
+  const std::vector<std::string> identities = {"", "alice", "bob", "carol"};
+  // An earlier process's records: older, newer (a clock set back since) and
+  // tied with this process's jobs; some joined by another identity.
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  for (int i = 0; i < 40; ++i) {
+    kiln::v1::Job old;
+    old.set_id(absl::StrFormat("j-%016x", 1000 + i));
+    old.set_kind(JOB_KIND_COMPILE);
+    old.set_state(kiln::v1::JOB_STATE_SUCCEEDED);
+    old.set_owner(identities[i % 3]);
+    if (i % 5 == 0) old.add_joined_by("carol");
+    old.set_created_unix_ms(i % 4 == 0 ? now + 60000 : (i % 4 == 1 ? now : now - 60000 - i / 3));
+    ASSERT_TRUE(store.Save(old).ok());
+  }
+  JobManager jobs(&store, /*keep_finished=*/25); // older finished ones: the store's only
+  std::vector<std::shared_ptr<Job>> live;
+  for (int i = 0; i < 120; ++i) {
+    const std::string& owner = identities[(i * 7) % 3];
+    std::shared_ptr<Job> job =
+        jobs.JoinOrCreate(JOB_KIND_COMPILE, "k" + std::to_string(i), /*held=*/true, owner).job;
+    if (i % 9 == 0) jobs.JoinOrCreate(JOB_KIND_COMPILE, "k" + std::to_string(i), true, "carol");
+    if (i % 3 != 0) {
+      job->Succeed(i); // finished: kept (the newest 25) or evicted
+    } else {
+      live.push_back(job);
+    }
+    if (i % 10 == 0) absl::SleepFor(absl::Milliseconds(2)); // several ties per millisecond
+  }
+
+  // The reference: every record, this process's snapshots first.
+  std::vector<kiln::v1::Job> every;
+  std::set<std::string> in_memory;
+  absl::StatusOr<std::vector<kiln::v1::Job>> stored = store.List(0);
+  ASSERT_TRUE(stored.ok());
+  for (const kiln::v1::Job& j : *stored) {
+    if (std::shared_ptr<Job> mine = jobs.Find(j.id())) {
+      every.push_back(mine->Snapshot());
+      in_memory.insert(j.id());
+    } else {
+      every.push_back(j);
+    }
+  }
+  EXPECT_GT(in_memory.size(), 60u);
+  EXPECT_LT(in_memory.size(), every.size() - 40); // evicted ones are stored only
+  std::sort(every.begin(), every.end(), [](const kiln::v1::Job& a, const kiln::v1::Job& b) {
+    return a.created_unix_ms() != b.created_unix_ms() ? a.created_unix_ms() > b.created_unix_ms()
+                                                      : a.id() < b.id();
+  });
+  std::vector<JobViewer> viewers = {{"ops", true}, {"dave", false}};
+  for (const std::string& id : identities) viewers.push_back({id, false});
+  for (const JobViewer& viewer : viewers) {
+    std::vector<std::string> want_all;
+    for (kiln::v1::Job j : every) {
+      if (!viewer.Sees(j)) continue;
+      viewer.Redact(&j);
+      want_all.push_back(j.id() + "/" + j.owner() + "/" + std::to_string(j.joined_by_size()) + "/" +
+                         kiln::v1::JobState_Name(j.state()));
+    }
+    for (int64_t limit : {0, 1, 2, 3, 5, 8, 13, 24, 25, 26, 40, 50, 100, 159, 160, 161, 500}) {
+      std::vector<std::string> want = want_all;
+      if (limit > 0 && want.size() > static_cast<size_t>(limit)) want.resize(limit);
+      std::vector<std::string> got;
+      for (const kiln::v1::Job& j : jobs.ListFor(limit, viewer)) {
+        got.push_back(j.id() + "/" + j.owner() + "/" + std::to_string(j.joined_by_size()) + "/" +
+                      kiln::v1::JobState_Name(j.state()));
+      }
+      EXPECT_EQ(got, want) << "viewer '" << viewer.identity << "' admin " << viewer.admin
+                           << " limit " << limit;
+    }
+  }
+  for (const auto& job : live) job->Succeed(0);
+}
+
+// The work a list does is its limit's, not the number of jobs kept: 3,000
+// jobs in memory, one in 16 Alice's; a list of 5 reads 5 of them.
+TEST(JobManager, AListReadsAboutLimitJobsNotEveryJobKept) {
+  MemoryJobStore store;
+  JobManager jobs(&store);
+  for (int i = 0; i < 3000; ++i) {
+    jobs.Create(JOB_KIND_COMPILE, "k", false, i % 16 == 0 ? "alice" : "bob")->Succeed(i);
+  }
+  int64_t before = jobs.jobs_visited();
+  EXPECT_EQ(jobs.ListFor(5, JobViewer{"ops", true}).size(), 5u);
+  EXPECT_EQ(jobs.jobs_visited() - before, 5);
+  before = jobs.jobs_visited();
+  EXPECT_EQ(jobs.ListFor(5, JobViewer{"alice", false}).size(), 5u);
+  EXPECT_EQ(jobs.jobs_visited() - before, 5); // not the 80 of Bob's before them
+  before = jobs.jobs_visited();
+  EXPECT_EQ(jobs.ListFor(10000, JobViewer{"alice", false}).size(), 188u);
+  EXPECT_EQ(jobs.jobs_visited() - before, 188);
+  before = jobs.jobs_visited();
+  EXPECT_TRUE(jobs.ListFor(5, JobViewer{"carol", false}).empty());
+  EXPECT_EQ(jobs.jobs_visited() - before, 0);
 }
 
 // Two identities compiling the same key share one job: each sees it, a
