@@ -30,12 +30,15 @@
 //    that executes them.
 // CUDA targets before sm_90 have no mbarrier parity waits: programs using
 // these statements are refused there with a located error.
+#include <algorithm>
+#include <cstddef>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
+#include "compiler/ir/dtype.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/lowering.h"
 #include "compiler/passes/warp_groups.h"
@@ -183,6 +186,68 @@ absl::Status Lowering::LowerTmaCopy(const Stmt& s, std::vector<Stmt>* out) {
   // wgmma reads shared memory through the async proxy.
   if (wgmma_) out->push_back(Call("fence_proxy_async", {}));
   return absl::OkStatus();
+}
+
+bool Lowering::HasSharedSlice(const Stmt& gemm) const {
+  for (size_t k = 0; k < 2 && k < gemm.regions.size(); ++k) {
+    const Buf* b = FindBuf(gemm.regions[k].buffer);
+    if (b && b->scope == ir::Scope::kShared && b->shape.size() > 2) return true;
+  }
+  return false;
+}
+
+// TileLang's staged tiles (A_s[k % 2, :, :] of an (S, R, C) buffer): the
+// gemm runs on the 2-d tile the leading indices select. While it is lowered
+// the buffer is viewed as that (R, C) tile with the slice as its stage
+// (SharedPhys adds stage * R * C), which is where the slice lives in the
+// flat (S, R, C) layout, swizzle included when R * C fills whole 8-line
+// swizzle periods and R is a multiple of 8 (the XOR key is the row modulo
+// 8 either way).
+absl::Status Lowering::LowerGemmOnSlices(const Stmt& s, std::vector<Stmt>* out) {
+  Stmt g = s;
+  std::map<std::string, Buf> saved;
+  for (size_t k = 0; k < 2; ++k) {
+    ir::Region& r = g.regions[k];
+    const Buf* b = FindBuf(r.buffer);
+    if (!b || b->scope != ir::Scope::kShared || b->shape.size() <= 2 || saved.count(b->name)) {
+      continue;
+    }
+    const size_t lead = b->shape.size() - 2;
+    const int64_t rows = b->shape[lead], cols = b->shape[lead + 1];
+    const int64_t bytes = std::max(1, ir::DTypeBits(b->dtype) / 8);
+    const bool layout_ok = !b->swizzle || (rows % 8 == 0 && rows * cols * bytes % 1024 == 0);
+    if (b->wgmma_block > 0 || b->stages != 1 || stage_.count(b->name) || !layout_ok ||
+        r.ranges.size() != b->shape.size()) {
+      return Error(s.loc, absl::StrCat("gemm: operand '", b->name,
+                                       "' is a slice of a multi-dimensional shared buffer in a "
+                                       "layout that cannot be sliced this way"));
+    }
+    Expr slice = I(0);
+    for (size_t d = 0; d < lead; ++d) {
+      std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.ranges[d].extent));
+      if (!ext || *ext != 1) {
+        return Error(s.loc, absl::StrCat("gemm: operand '", b->name,
+                                         "' must be one 2-d tile of it (a single index in each "
+                                         "leading dimension)"));
+      }
+      ASSIGN_OR_RETURN(Expr i, LowerExpr(r.ranges[d].min));
+      slice = Add(Mul(slice, I(b->shape[d])), i);
+    }
+    saved.emplace(b->name, *b);
+    Buf view = *b;
+    view.shape = {rows, cols};
+    view.shape_expr = {I(rows), I(cols)};
+    view.size = rows * cols;
+    bufs_[b->name] = view;
+    stage_[b->name] = ir::Simplify(slice);
+    r.ranges.erase(r.ranges.begin(), r.ranges.begin() + static_cast<std::ptrdiff_t>(lead));
+  }
+  absl::Status st = LowerGemm(g, out);
+  for (auto& [name, b] : saved) {
+    bufs_[name] = std::move(b);
+    stage_.erase(name);
+  }
+  return st;
 }
 
 absl::Status Lowering::LowerBarrierOp(const Stmt& s, std::vector<Stmt>* out) {

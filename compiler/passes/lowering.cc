@@ -661,6 +661,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     return LowerFill(s, out);
   case StmtKind::kGemm:
     RETURN_IF_ERROR(tile_op_outside("T.gemm"));
+    if (HasSharedSlice(s)) return LowerGemmOnSlices(s, out);
     return LowerGemm(s, out);
   case StmtKind::kReduce:
     RETURN_IF_ERROR(tile_op_outside("a reduction"));

@@ -194,6 +194,10 @@ class Lowering {
   absl::Status LowerWarpSpecialize(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerTmaCopy(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerBarrierOp(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // A gemm whose shared operand is one 2-d tile of a higher-rank buffer
+  // (A_s[k % 2, :, :]): lowered on a view of that tile.
+  bool HasSharedSlice(const ir::Stmt& gemm) const;
+  absl::Status LowerGemmOnSlices(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerReduce(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerPipelined(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // Issues a pipeline's producers for iteration `iter` (pipeline.cc).

@@ -19,7 +19,7 @@ sizes=("--test-bind"
        "--bind M=1024 --bind N=1024 --bind K=1024 --bind block_M=128 --bind block_N=128 --bind block_K=64"
        "--bind M=4000 --bind N=2056 --bind K=1032 --bind block_M=128 --bind block_N=128 --bind block_K=64")
 for arch in "sm_90a --gemm wgmma" "sm_90"; do
-  for f in gemm_ws_barrier gemm_ws_ring gemm_ws_split_n; do
+  for f in gemm_ws_barrier gemm_ws_ring gemm_ws_split_n gemm_ws_staged; do
     for b in "${sizes[@]}"; do
       # The split kernel gives each warpgroup half of block_N.
       [ "$f" = gemm_ws_split_n ] && b=${b//block_N=128/block_N=256}
@@ -29,7 +29,7 @@ for arch in "sm_90a --gemm wgmma" "sm_90"; do
         | grep -E "kernel:|check:" || fail=$((fail + 1))
     done
   done
-  for f in copy_0_gemm_1 copy_1_gemm_0 copy_gemm_0_1 softpipe_stage2; do
+  for f in barrierpipe_stage2 copy_0_gemm_1 copy_1_gemm_0 copy_gemm_0_1 softpipe_stage2; do
     src=$tl/example_warp_specialize_gemm_$f.py
     if [ ! -f "$src" ]; then
       echo "== TileLang $f: skipped ($src not found)"
