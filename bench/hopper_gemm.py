@@ -5,8 +5,8 @@ same tile config through Kiln's code paths, through TileLang itself and against 
 
 Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API):
   mma     cuda:sm_90, mma.sync + cp.async pipeline
-  cpasync cuda:sm_90a --gemm=wgmma --pipeline=cp.async: wgmma fed by the cp.async pipeline
-  tma-ws  cuda:sm_90a --gemm=wgmma: TMA loads, mbarrier ring, producer warpgroup (default)
+  cpasync cuda:sm_90a --gemm=wgmma: wgmma fed by the cp.async pipeline
+  tma-ws  cuda:sm_90a --gemm=wgmma --pipeline=tma-ws: TMA loads, mbarrier ring, producer warpgroup
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -54,8 +54,8 @@ def parse_config(c):
 def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90" if variant == "mma" else "sm_90a"
     extra = [] if variant == "mma" else ["--gemm=wgmma"]
-    if variant == "cpasync":
-        extra.append("--pipeline=cp.async")
+    if variant == "tma-ws":
+        extra.append("--pipeline=tma-ws")
     tag = variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

@@ -39,7 +39,7 @@ const std::vector<std::string>& LoweringPipeline() {
 
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
                                            std::string_view lower_for, bool gemm_wgmma,
-                                           bool cp_async_pipeline) {
+                                           bool tma_ws_pipeline) {
   ASSIGN_OR_RETURN(passes::Target t, passes::ParseTarget(target));
   if (!lower_for.empty() && lower_for != target) {
     ASSIGN_OR_RETURN(passes::Target lf, passes::ParseTarget(lower_for));
@@ -54,7 +54,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.target = std::string(target);
   if (lower_for != target) ctx.lower_for = std::string(lower_for);
   ctx.gemm_wgmma = gemm_wgmma;
-  ctx.cp_async_pipeline = cp_async_pipeline;
+  ctx.tma_ws_pipeline = tma_ws_pipeline;
   RETURN_IF_ERROR(passes::RunPasses(lowered, LoweringPipeline(), ctx));
   return EmitLowered(lowered, t);
 }

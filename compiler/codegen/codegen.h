@@ -31,10 +31,10 @@ const std::vector<std::string>& LoweringPipeline();
 // built: "cuda:sm_90a" with target "cpu" runs sm_90a's wgmma program on the
 // CPU emulation. A CUDA target must be the one lowered for. `gemm_wgmma`
 // lowers sm_90a gemms to wgmma (PassContext::gemm_wgmma), whose main loops
-// then take TMA and a producer warpgroup unless `cp_async_pipeline`.
+// take TMA and a producer warpgroup with `tma_ws_pipeline`.
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
                                            std::string_view lower_for = {}, bool gemm_wgmma = false,
-                                           bool cp_async_pipeline = false);
+                                           bool tma_ws_pipeline = false);
 
 // Emits an already lowered program (attrs "kiln.level" = "thread").
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);

@@ -94,13 +94,14 @@ bool GemmWgmma(const BuildOptions& o) {
   return wgmma;
 }
 
-// The last pipeline= pass option wins; the default is TMA + warp
-// specialization (it applies to wgmma programs only).
-bool CpAsyncPipeline(const BuildOptions& o) {
-  bool cp_async = false;
+// The last pipeline= pass option wins; the default is the cp.async loop
+// until the TMA + warp-specialized one is verified on a GPU (it applies to
+// wgmma programs only).
+bool TmaWsPipeline(const BuildOptions& o) {
+  bool tma_ws = false;
   for (const std::string& p : o.pass_options)
-    cp_async = p == "pipeline=cp.async" ? true : (p == "pipeline=tma-ws" ? false : cp_async);
-  return cp_async && GemmWgmma(o);
+    tma_ws = p == "pipeline=tma-ws" ? true : (p == "pipeline=cp.async" ? false : tma_ws);
+  return tma_ws && GemmWgmma(o);
 }
 
 std::string KernelVariant(const BuildOptions& o) {
@@ -111,8 +112,8 @@ std::string KernelVariant(const BuildOptions& o) {
   if (OptLevel(o) != OptLevel(defaults)) absl::StrAppend(&out, ";opt=", OptLevel(o));
   if (o.fast_math) absl::StrAppend(&out, ";fast_math=1");
   if (GemmWgmma(o) && passes::TargetUsesWgmma(o.target)) absl::StrAppend(&out, ";gemm=wgmma");
-  if (CpAsyncPipeline(o) && passes::TargetUsesWgmma(o.target)) {
-    absl::StrAppend(&out, ";pipeline=cp.async");
+  if (TmaWsPipeline(o) && passes::TargetUsesWgmma(o.target)) {
+    absl::StrAppend(&out, ";pipeline=tma-ws");
   }
   return out;
 }
@@ -125,7 +126,7 @@ std::string CanonicalOptions(const BuildOptions& o) {
   return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
-                      CpAsyncPipeline(o) ? ";pipeline=cp.async" : "");
+                      TmaWsPipeline(o) ? ";pipeline=tma-ws" : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -185,7 +186,7 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
 absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
   return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options),
-                               CpAsyncPipeline(options));
+                               TmaWsPipeline(options));
 }
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {

@@ -78,10 +78,9 @@ std::string FingerprintFor(const BuildOptions& options);
 // True when the options ask for wgmma (the last gemm= pass option is
 // gemm=wgmma); it takes effect on cuda:sm_90a only.
 bool GemmWgmma(const BuildOptions& options);
-// True when a wgmma build asks for the cp.async main loop (the last
-// pipeline= pass option is pipeline=cp.async) instead of TMA + warp
-// specialization.
-bool CpAsyncPipeline(const BuildOptions& options);
+// True when a wgmma build asks for TMA + warp specialization (the last
+// pipeline= pass option is pipeline=tma-ws) instead of the cp.async loop.
+bool TmaWsPipeline(const BuildOptions& options);
 // What of the options changes the kernel a config compiles to, beyond the
 // target: "" for the defaults, else ";"-separated name=value items
 // (";toolchain=nvcc;opt=2;fast_math=1;gemm=wgmma"). Tuning results are

@@ -525,7 +525,7 @@ absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
   LayoutOptions options;
   options.wgmma =
       ctx.gemm_wgmma && TargetUsesWgmma(ctx.lower_for.empty() ? ctx.target : ctx.lower_for);
-  if (options.wgmma && ctx.cp_async_pipeline) program.attrs[kPipelineAttr] = kPipelineCpAsync;
+  if (options.wgmma && ctx.tma_ws_pipeline) program.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
   return InferLayouts(program, options);
 }
 

@@ -35,10 +35,10 @@ inline constexpr char kWgmmaLayoutPrefix[] = "wgmma";
 // Program attr "kiln.gemm" = "wgmma": every gemm lowers to wgmma.
 inline constexpr char kGemmAttr[] = "kiln.gemm";
 // Program attr "kiln.pipeline": how a wgmma program's GEMM main loop is
-// fed. Before lowering, "cp.async" asks for the cp.async pipeline (pass
-// option pipeline=cp.async); absent, lowering uses TMA and warp
-// specialization where it can (warp_specialize.cc) and records
-// "tma-ws" when it did.
+// fed. Before lowering, "tma-ws" asks for TMA and warp specialization (pass
+// option pipeline=tma-ws; warp_specialize.cc), which lowering uses where it
+// can; it leaves "tma-ws" when it did and "cp.async" when it fell back.
+// Absent: the cp.async pipeline.
 inline constexpr char kPipelineAttr[] = "kiln.pipeline";
 inline constexpr char kPipelineCpAsync[] = "cp.async";
 inline constexpr char kPipelineWarpSpecialized[] = "tma-ws";

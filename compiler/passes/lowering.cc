@@ -261,7 +261,11 @@ absl::Status Lowering::Run() {
   RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
   std::vector<Stmt> full = std::move(top_allocs_);
   for (Stmt& s : body) full.push_back(std::move(s));
-  if (!ws_producer_.empty()) SplitWarpGroups(&full);
+  if (!ws_producer_.empty()) {
+    SplitWarpGroups(&full);
+  } else if (program_.attrs.count(kPipelineAttr)) {
+    program_.attrs[kPipelineAttr] = kPipelineCpAsync; // asked for TMA, fell back
+  }
   program_.kernel.body = std::move(full);
   program_.attrs["kiln.level"] = "thread";
   return absl::OkStatus();

@@ -24,10 +24,10 @@ struct PassContext {
   // Lower sm_90a gemms to wgmma (opt-in: pass option gemm=wgmma, kiln-opt /
   // kiln-run --gemm=wgmma). Off, sm_90a gets the mma.sync program of sm_90.
   bool gemm_wgmma = false;
-  // With wgmma: feed the GEMM main loop with the cp.async pipeline instead
-  // of TMA + mbarriers + a producer warpgroup (pass option
-  // pipeline=cp.async, kiln-opt / kiln-run --pipeline=cp.async).
-  bool cp_async_pipeline = false;
+  // With wgmma: feed the GEMM main loop with TMA + mbarriers + a producer
+  // warpgroup instead of the cp.async pipeline (pass option pipeline=tma-ws,
+  // kiln-opt / kiln-run --pipeline=tma-ws). Opt-in until verified on a GPU.
+  bool tma_ws_pipeline = false;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

@@ -92,7 +92,7 @@ int CountPipelined(const std::vector<Stmt>& body) {
 bool Lowering::WarpSpecializable() const {
   if (!wgmma_ || program_.kernel.threads.size() != 1) return false;
   auto p = program_.attrs.find(kPipelineAttr);
-  if (p != program_.attrs.end() && p->second == kPipelineCpAsync) return false;
+  if (p == program_.attrs.end() || p->second != kPipelineWarpSpecialized) return false;
   if (threads_ % 128 != 0 || threads_ + kProducerThreads > 1024) return false;
   int top = 0;
   for (const Stmt& s : program_.kernel.body) {

@@ -24,8 +24,8 @@ namespace kiln::toolchain {
 // the barrier. 6: the wgmma main loop's last iteration waits for every
 // group (ptxas hoisted the epilogue above the wait after the loop).
 // 7: swizzled block indices are computed in 64 bits (panel * blocks wrapped).
-// 8: wgmma main loops take TMA loads, an mbarrier ring and a producer
-// warpgroup (warp_specialize.cc) unless pass option pipeline=cp.async.
+// 8: pass option pipeline=tma-ws: wgmma main loops on TMA loads, an mbarrier
+// ring and a producer warpgroup (warp_specialize.cc); named barriers.
 inline constexpr int kKilnCodegenVersion = 8;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).

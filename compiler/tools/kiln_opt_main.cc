@@ -61,7 +61,7 @@ struct Args {
   std::string target = "cpu";
   std::string lower_for;   // build this target's thread program (cpu + cuda:sm_90a)
   bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
-  bool cp_async = false;   // --pipeline=cp.async: wgmma main loops without TMA
+  bool tma_ws = false;     // --pipeline=tma-ws: wgmma main loops on TMA + a producer warpgroup
   std::string out;
   bool hash = false;
   bool print_locs = false;
@@ -129,7 +129,7 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (value != "tma-ws" && value != "cp.async") {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
-      args->cp_async = value == "cp.async";
+      args->tma_ws = value == "tma-ws";
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
       args->out = kiln::util::ExpandHome(value); // `-o=~/x`: no shell expands that ~
     } else if (arg == "--hash") {
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   ctx.target = args.target;
   if (args.lower_for != args.target) ctx.lower_for = args.lower_for;
   ctx.gemm_wgmma = args.gemm_wgmma;
-  ctx.cp_async_pipeline = args.cp_async;
+  ctx.tma_ws_pipeline = args.tma_ws;
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 1;
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
       kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma,
-                                           args.cp_async);
+                                           args.tma_ws);
     }
     if (!kernel.ok()) {
       std::cerr << kernel.status().message() << "\n";

@@ -74,8 +74,8 @@ options:
                           device's compute capability); one of sm_80 sm_86
                           sm_89 sm_90 sm_90a
   --gemm wgmma|mma     sm_90a gemms as Hopper wgmma (opt-in) or mma.sync (default)
-  --pipeline tma-ws|cp.async  wgmma main loops: TMA + mbarriers + a producer warpgroup
-                       (default) or the cp.async pipeline
+  --pipeline cp.async|tma-ws  wgmma main loops: the cp.async pipeline (default) or
+                       TMA + mbarriers + a producer warpgroup (opt-in)
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90a: wgmma) on the CPU
                           emulation
@@ -124,7 +124,7 @@ struct Args {
   std::string arch;
   std::string lower_for;
   bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
-  bool cp_async = false;   // --pipeline=cp.async: wgmma main loops without TMA
+  bool tma_ws = false;     // --pipeline=tma-ws: wgmma main loops on TMA + a producer warpgroup
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
@@ -235,7 +235,7 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (missing || (value != "tma-ws" && value != "cp.async")) {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
-      args->cp_async = value == "cp.async";
+      args->tma_ws = value == "tma-ws";
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -469,7 +469,7 @@ int Run(const Args& args) {
   }
 
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
-      kiln::codegen::LowerAndEmit(*program, target, args.lower_for, args.gemm_wgmma, args.cp_async);
+      kiln::codegen::LowerAndEmit(*program, target, args.lower_for, args.gemm_wgmma, args.tma_ws);
   if (!kernel.ok()) return Fail(kernel.status().message());
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {
