@@ -279,7 +279,10 @@ def compile_program(kiln_opt, path, binds, arch="sm_90", workdir=None):
     t0 = time.perf_counter()
     r = subprocess.run(
         [kiln_opt, path, *bind_args(binds), "--emit=cubin", "--target", f"cuda:{arch}", "-o", cubin,
-         "--launch-json", launch, *(["--gemm=wgmma"] if arch == "sm_90a" else [])],
+         "--launch-json", launch, *(["--gemm=wgmma"] if arch == "sm_90a" else []),
+         # Extra kiln-opt flags for every sm_90a compile (e.g. --pipeline=tma-ws), so
+         # the GPU scripts can sweep the opt-in paths.
+         *(os.environ.get("KILN_GPU_SM90A_FLAGS", "").split() if arch == "sm_90a" else [])],
         capture_output=True,
         text=True,
     )
