@@ -20,6 +20,8 @@ bundle=$(cd "${1:-$here/device_bundle}" && pwd)
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 fail=0
+quick=(--quick)
+[ "${FULL:-0}" = 1 ] && quick=()
 step() { echo; echo "=== $*"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 
@@ -39,7 +41,7 @@ fi
 
 step "2. TMA + warp-specialized wgmma: correctness sweep"
 KILN_GPU_SM90A_FLAGS=--pipeline=tma-ws timeout 400 python3 "$here/tests/gpu/wgmma_probe.py" \
-  "$bundle/bin/kiln-opt" $([ "${FULL:-0}" = 1 ] || echo --quick) 2>&1 | tail -30 ||
+  "$bundle/bin/kiln-opt" "${quick[@]}" 2>&1 | tail -30 ||
   fail=$((fail + 1))
 
 step "3. speed against TileLang and cuBLAS"
@@ -47,7 +49,7 @@ if [ -f "$here/tilelang_bundle/tilelang.tar.xz" ]; then
   mkdir -p /tmp/tl && tar -xJf "$here/tilelang_bundle/tilelang.tar.xz" -C /tmp/tl
 fi
 PYTHONPATH=/tmp/tl TILELANG_DISABLE_CACHE=1 timeout 500 python3 "$here/bench/hopper_gemm.py" \
-  --kiln-opt "$bundle/bin/kiln-opt" $([ "${FULL:-0}" = 1 ] || echo --quick) \
+  --kiln-opt "$bundle/bin/kiln-opt" "${quick[@]}" \
   --json "$out/hopper_gemm.json" 2>&1 | tail -40 || fail=$((fail + 1))
 
 step "4. explicit warp specialization examples"
