@@ -263,10 +263,11 @@ absl::StatusOr<CuTensorMap> EncodeTensorMap(const CudaDriver& driver, const std:
   std::copy(e.global_dim.begin(), e.global_dim.end(), dims.begin());
   std::copy(e.global_strides.begin(), e.global_strides.end(), strides.begin());
   CuTensorMap map;
+  // The driver takes the device address (never dereferenced here) as void*.
+  void* global = reinterpret_cast<void*>(e.global_address); // NOLINT(performance-no-int-to-ptr)
   const CUresult result = driver.api().TensorMapEncodeTiled(
-      &map, e.data_type, e.rank, reinterpret_cast<void*>(e.global_address), dims.data(),
-      strides.data(), e.box_dim.data(), e.element_strides.data(), e.interleave, e.swizzle,
-      e.l2_promotion, e.oob_fill);
+      &map, e.data_type, e.rank, global, dims.data(), strides.data(), e.box_dim.data(),
+      e.element_strides.data(), e.interleave, e.swizzle, e.l2_promotion, e.oob_fill);
   if (absl::Status s = driver.Check(result, "cuTensorMapEncodeTiled"); !s.ok()) {
     absl::Status out = absl::InvalidArgumentError(absl::StrCat(
         "tensor map for '", name, "': ", s.message(), "; rank ", e.rank, ", dims [",
