@@ -121,8 +121,10 @@ TEST_F(IrInputE2ETest, HostileIrIsACleanErrorAndTheDaemonLives) {
   wire.set_target("cpu");
   ir::ToProto(*parsed, wire.mutable_program()->mutable_ir());
   wire.mutable_program()->set_file_name("deep.kir");
-  // Protobuf's own recursion limit (100 levels) stops this one at the door.
-  cases.push_back({"deepest accepted wire IR", wire, "not a kiln.v1.CompileRequest"});
+  // Protobuf's own recursion limit (100 levels) stops this one at the door,
+  // and the client is told so (server/wire_nesting.h).
+  cases.push_back({"deepest accepted wire IR", wire,
+                   "nests messages deeper than protobuf's recursion limit of 100 levels"});
   absl::StatusOr<ir::Program> flat =
       ir::ParseProgramText(ProgramText(Repeat("B[0] = A[0]\n", 20000)), "flat.kir");
   ASSERT_TRUE(flat.ok()) << flat.status();
