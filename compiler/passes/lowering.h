@@ -257,6 +257,14 @@ ir::Stmt For(const std::string& var, const ir::Expr& extent, ir::ForKind kind,
              std::vector<ir::Stmt> body);
 ir::Stmt Call(const std::string& name, std::vector<ir::Expr> args);
 ir::Stmt Store(const std::string& buffer, std::vector<ir::Expr> idx, const ir::Expr& value);
+// The one gemm of a pipelined loop body whose other statements are all
+// `producers` (a GEMM main loop), or nullptr (pipeline.cc).
+const ir::Stmt* SoleGemm(const ir::Stmt& loop, const std::vector<size_t>& producers);
+// The last wgmma wait of a main-loop iteration with `inflight` > 0 groups
+// kept in flight: wgmma_wait(inflight) while ko + 1 < n, wgmma_wait(0) in
+// the last iteration (pipeline.cc says why a wait after the loop is not
+// enough).
+ir::Stmt WgmmaIterationWait(const std::string& ko, const ir::Expr& n, int64_t inflight);
 // Appends `body` to out, inside `if (cond)` unless cond is literally true.
 void Guarded(ir::Expr cond, std::vector<ir::Stmt> body, std::vector<ir::Stmt>* out);
 bool IsTrue(const ir::Expr& e);

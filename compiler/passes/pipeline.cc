@@ -142,6 +142,30 @@ void CollectPipelineStages(const std::vector<Stmt>& body, std::map<std::string, 
   Collect(body, shared, global, stages);
 }
 
+const Stmt* SoleGemm(const Stmt& loop, const std::vector<size_t>& producers) {
+  const Stmt* gemm = nullptr;
+  for (size_t i = 0; i < loop.body.size(); ++i) {
+    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
+    if (loop.body[i].kind != StmtKind::kGemm || gemm) return nullptr;
+    gemm = &loop.body[i];
+  }
+  return gemm;
+}
+
+Stmt WgmmaIterationWait(const std::string& ko, const Expr& n, int64_t inflight) {
+  // The last iteration drains every group before the loop exits. A wait
+  // after the loop alone is not enough: ptxas (CUDA 13.0) was seen to
+  // schedule the epilogue's reads of the accumulators above that wait
+  // (SASS: F2FP before WARPGROUP.DEPBAR.LE gsb0, 0x0), so they raced the
+  // last wgmma; it does not move them into the loop, above this one.
+  Stmt wait;
+  wait.kind = StmtKind::kIf;
+  wait.cond = ir::Simplify(Lt(Add(Var(ko), I(1)), n));
+  wait.body.push_back(Call("wgmma_wait", {I(inflight)}));
+  wait.else_body.push_back(Call("wgmma_wait", {I(0)}));
+  return wait;
+}
+
 absl::StatusOr<bool> Lowering::LowerRotatedGemmLoop(const Stmt& s,
                                                     const std::vector<size_t>& producers,
                                                     const std::set<std::string>& dsts,
@@ -149,12 +173,7 @@ absl::StatusOr<bool> Lowering::LowerRotatedGemmLoop(const Stmt& s,
                                                     std::vector<Stmt>* out) {
   // Only a body of producers and one mma.sync gemm, with an even number of
   // k-steps (each tile then starts in register slot 0).
-  const Stmt* gemm = nullptr;
-  for (size_t i = 0; i < s.body.size(); ++i) {
-    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
-    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
-    gemm = &s.body[i];
-  }
+  const Stmt* gemm = SoleGemm(s, producers);
   if (!gemm) return false;
   ASSIGN_OR_RETURN(std::optional<MmaGemm> g, PlanMmaGemm(*gemm));
   if (!g || g->steps < 2 || g->steps % 2 != 0) return false;
@@ -210,12 +229,7 @@ absl::StatusOr<bool> Lowering::LowerRotatedGemmLoop(const Stmt& s,
 absl::StatusOr<bool> Lowering::LowerWgmmaLoop(const Stmt& s, const std::vector<size_t>& producers,
                                               const std::set<std::string>& dsts, const Expr& n,
                                               const IssueFn& issue, std::vector<Stmt>* out) {
-  const Stmt* gemm = nullptr;
-  for (size_t i = 0; i < s.body.size(); ++i) {
-    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
-    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
-    gemm = &s.body[i];
-  }
+  const Stmt* gemm = SoleGemm(s, producers);
   if (!gemm) return false;
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> g, PlanWgmmaGemm(*gemm));
   if (!g) return false;
@@ -262,17 +276,7 @@ absl::StatusOr<bool> Lowering::LowerWgmmaLoop(const Stmt& s, const std::vector<s
   if (inflight == 0) {
     loop.body.push_back(Call("wgmma_wait", {I(0)}));
   } else {
-    // The last iteration drains every group before the loop exits. A wait
-    // after the loop alone is not enough: ptxas (CUDA 13.0) was seen to
-    // schedule the epilogue's reads of the accumulators above that wait
-    // (SASS: F2FP before WARPGROUP.DEPBAR.LE gsb0, 0x0), so they raced the
-    // last wgmma; it does not move them into the loop, above this one.
-    Stmt wait;
-    wait.kind = StmtKind::kIf;
-    wait.cond = ir::Simplify(Lt(Add(Var(ko), I(1)), n));
-    wait.body.push_back(Call("wgmma_wait", {I(inflight)}));
-    wait.else_body.push_back(Call("wgmma_wait", {I(0)}));
-    loop.body.push_back(std::move(wait));
+    loop.body.push_back(WgmmaIterationWait(ko, n, inflight));
   }
   out->push_back(std::move(loop));
   out->push_back(Call("wgmma_wait", {I(0)}));

@@ -87,6 +87,19 @@ int CountPipelined(const std::vector<Stmt>& body) {
   return n;
 }
 
+// The bytes of the kernel's shared buffers, all stages, each at its
+// alignment (1024 for a wgmma operand's swizzle atom, else 128).
+int64_t SharedBytes(const std::map<std::string, Buf>& bufs) {
+  int64_t bytes = 0;
+  for (const auto& [name, b] : bufs) {
+    if (b.scope != ir::Scope::kShared) continue;
+    const int64_t align = b.wgmma_block > 0 ? 1024 : 128;
+    bytes = (bytes + align - 1) / align * align;
+    bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
+  }
+  return bytes;
+}
+
 } // namespace
 
 bool Lowering::WarpSpecializable() const {
@@ -99,15 +112,8 @@ bool Lowering::WarpSpecializable() const {
     top += s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined && s.num_stages >= 2;
   }
   if (top != 1 || CountPipelined(program_.kernel.body) != 1) return false;
-  // Room for the barriers in shared memory, with each buffer's alignment.
-  int64_t bytes = 0;
-  for (const auto& [name, b] : bufs_) {
-    if (b.scope != ir::Scope::kShared) continue;
-    const int64_t align = b.wgmma_block > 0 ? 1024 : 128;
-    bytes = (bytes + align - 1) / align * align;
-    bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
-  }
-  return bytes + 1024 <= kSm90SharedBytes;
+  // Room for the barriers in shared memory.
+  return SharedBytes(bufs_) + 1024 <= kSm90SharedBytes;
 }
 
 std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
@@ -218,12 +224,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
                                                         const std::set<std::string>& dsts,
                                                         const Expr& n, std::vector<Stmt>* out) {
   if (!ws_) return false;
-  const Stmt* gemm = nullptr;
-  for (size_t i = 0; i < s.body.size(); ++i) {
-    if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
-    if (s.body[i].kind != StmtKind::kGemm || gemm) return false;
-    gemm = &s.body[i];
-  }
+  const Stmt* gemm = SoleGemm(s, producers);
   if (!gemm) return false;
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> g, PlanWgmmaGemm(*gemm));
   if (!g) return false;
@@ -277,13 +278,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
     loop.body.push_back(Call("wgmma_wait", {I(0)}));
     Guarded(lane0, {Call("mbarrier_arrive", {empty(st)})}, &loop.body);
   } else {
-    // As in LowerWgmmaLoop: the last iteration drains every group itself.
-    Stmt wait;
-    wait.kind = StmtKind::kIf;
-    wait.cond = ir::Simplify(Lt(Add(Var(ko), I(1)), n));
-    wait.body.push_back(Call("wgmma_wait", {I(inflight)}));
-    wait.else_body.push_back(Call("wgmma_wait", {I(0)}));
-    loop.body.push_back(std::move(wait));
+    loop.body.push_back(WgmmaIterationWait(ko, n, inflight));
     const Expr prev = ir::Simplify(Mod(Add(Var(ko), I(stages - 1)), stages));
     Guarded(And(lane0, Lt(I(0), Var(ko))), {Call("mbarrier_arrive", {empty(prev)})}, &loop.body);
   }
@@ -343,12 +338,7 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   pre.push_back(Call("sync_threads", {}));
 
   // Register reallocation where only one block fits on the SM.
-  int64_t smem = 0;
-  for (const auto& [name, b] : bufs_) {
-    if (b.scope == ir::Scope::kShared) {
-      smem += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
-    }
-  }
+  const int64_t smem = SharedBytes(bufs_);
   const int64_t launch_regs =
       std::min<int64_t>(kRegisterFile / (t + kProducerThreads) / 8 * 8, 248);
   const int64_t consumer_regs = std::min<int64_t>(
