@@ -294,7 +294,14 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
       return Value::Module(path);
     }
     if (attr == "PassConfigKey") return Value::Builtin("tilelang.PassConfigKey");
+    if (attr == "math") return Value::Module("tilelang.math");
+    // tilelang re-exports its host helpers at the top level.
+    if (IsHostMathHelper(attr)) return Value::Builtin(absl::StrCat("tilelang.math.", attr));
     return Error(loc, absl::StrCat("'tilelang.", attr, "' is not supported"));
+  }
+  if (module == "tilelang.math") {
+    if (IsHostMathHelper(attr)) return Value::Builtin(path);
+    return Error(loc, absl::StrCat("'", path, "' is not supported by Kiln yet"));
   }
   if (module == "tilelang.layout") {
     if (LayoutKind(attr)) return Value::Builtin(absl::StrCat("T.", attr));
@@ -612,6 +619,8 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
                                            const PyExpr& call) {
   switch (callee.kind) {
   case ValueKind::kBuiltin:
+    if (callee.s.rfind("tilelang.math.", 0) == 0)
+      return CallPythonBuiltin(callee.s, args, call.loc);
     if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
       return CallTBuiltin(callee.s, args, call);
     }

@@ -190,6 +190,8 @@ bool IsPythonBuiltin(std::string_view name) { return In(kPythonBuiltins, name); 
 
 bool IsTBuiltin(std::string_view name) { return In(kTBuiltins, name); }
 
+bool IsHostMathHelper(std::string_view name) { return name == "next_power_of_2" || name == "cdiv"; }
+
 std::optional<std::string> LayoutKind(std::string_view fn) {
   for (const auto& [f, kind] : kLayouts) {
     if (f == fn) return std::string(kind);

@@ -29,6 +29,10 @@ std::optional<ir::DType> TorchDType(std::string_view name);
 // Names of Python builtins the evaluator knows (range, len, min, ...).
 bool IsPythonBuiltin(std::string_view name);
 
+// Host helpers of tilelang.math (also tilelang.<name>) the frontend
+// evaluates at compile time: next_power_of_2, cdiv.
+bool IsHostMathHelper(std::string_view name);
+
 // T.<name> functions and namespaces the frontend knows (without "T.").
 bool IsTBuiltin(std::string_view name);
 

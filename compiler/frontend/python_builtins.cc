@@ -12,6 +12,15 @@
 #include "util/status_macros.h"
 
 namespace kiln::frontend {
+namespace {
+
+// Python's int.bit_length: bits of |v| without sign and leading zeros.
+int BitLength(int64_t v) {
+  uint64_t m = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  return m == 0 ? 0 : 64 - __builtin_clzll(m);
+}
+
+} // namespace
 
 absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg>& args, Loc loc) {
   std::string name = method.s.substr(7);
@@ -310,6 +319,25 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     ASSIGN_OR_RETURN(Value q, ApplyBinary(Ctx(loc), "//", pos[0], pos[1]));
     ASSIGN_OR_RETURN(Value r, ApplyBinary(Ctx(loc), "%", pos[0], pos[1]));
     return Value::Tuple({q, r});
+  }
+  if (name == "tilelang.math.next_power_of_2") {
+    RETURN_IF_ERROR(want(1, 1));
+    if (!pos[0].is_int()) {
+      return Error(loc, absl::StrCat("next_power_of_2() needs a compile-time integer, got ",
+                                     TypeName(pos[0])));
+    }
+    // TileLang's definition: 1 << (x - 1).bit_length() (so 0 gives 2).
+    ASSIGN_OR_RETURN(Value below, ApplyBinary(Ctx(loc), "-", pos[0], Value::Int(1)));
+    int bits = BitLength(below.i);
+    if (bits > 62) return Error(loc, "integer overflow in compile-time arithmetic");
+    return Value::Int(int64_t{1} << bits);
+  }
+  if (name == "tilelang.math.cdiv") {
+    RETURN_IF_ERROR(want(2, 2));
+    // (a + b - 1) // b, for symbolic operands too.
+    ASSIGN_OR_RETURN(Value sum, ApplyBinary(Ctx(loc), "+", pos[0], pos[1]));
+    ASSIGN_OR_RETURN(sum, ApplyBinary(Ctx(loc), "-", sum, Value::Int(1)));
+    return ApplyBinary(Ctx(loc), "//", sum, pos[1]);
   }
   if (name.rfind("math.", 0) == 0) {
     RETURN_IF_ERROR(want(1, 1));
