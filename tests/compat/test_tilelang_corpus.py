@@ -1,0 +1,413 @@
+"""Unit tests of the TileLang corpus runner (tests/compat/tilelang_corpus.py): kernel and
+binding discovery on small example sources written here, the feature buckets, and the
+runner end to end against a stand-in kiln-opt (so no compiler build is needed).
+
+Run: python3 -m unittest tests/compat/test_tilelang_corpus.py (ctest: compat/tilelang_corpus_runner).
+"""
+import io
+import json
+import os
+import stat
+import sys
+import tempfile
+import textwrap
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tilelang_corpus as corpus  # noqa: E402
+
+
+def discover(source):
+    mod = corpus.Module(textwrap.dedent(source), "example.py")
+    mod.discover()
+    return mod
+
+
+JIT_WITH_ARGPARSE = """
+import argparse
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit(out_idx=[-1])
+def matmul(A, B, block_M, block_N, dtype=T.float16):
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor((M, K), dtype)
+    B: T.Tensor((K, N), dtype)
+    C = T.empty((M, N), dtype)
+    return C
+
+def main(scale=2):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--m", type=int, default=256)
+    parser.add_argument("--block-n", dest="bn", type=int, default=64)
+    args, _ = parser.parse_known_args()
+    kernel = matmul.compile(M=args.m * scale, N=128, K=args.m, block_M=args.m // 4,
+                            block_N=args.bn, dtype=T.bfloat16)
+
+if __name__ == "__main__":
+    main()
+"""
+
+FACTORY_POSITIONAL = """
+import tilelang as tl
+from tilelang import language as T
+
+SIZES = (512, 256)
+
+def add(M, N, block, threads=128, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block), threads=threads) as bx:
+            pass
+    return main
+
+def run(M, N, block):
+    kernel = tl.compile(add(M, N, block, dtype="float32"), out_idx=[1])
+
+def test_add():
+    m, n = SIZES
+    for block in [32, 64]:
+        run(m, n, block)
+"""
+
+AUTOTUNE_AND_NESTED = """
+import itertools
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import autotune
+
+def get_configs():
+    params = dict(block_N=[16, 32], threads=[128, 256], num_stages=[0, 2])
+    return [dict(zip(params, v)) for v in itertools.product(*params.values())]
+
+@autotune(configs=get_configs())
+@tilelang.jit
+def gemv(A, block_N=None, threads=None, num_stages=3):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float16)
+    return A
+
+@tilelang.jit
+def never_called(A, block_N):
+    A: T.Tensor((8,), T.float16)
+    return A
+
+def tune_driver(M):
+    def kernel(block):
+        @T.prim_func
+        def main(A: T.Tensor((M,), "float16")):
+            pass
+        return main
+    return kernel
+
+def main():
+    gemv.compile(N=4096)
+"""
+
+AUTOGRAD_AND_REFS = """
+import torch
+import tilelang
+import tilelang.language as T
+
+def fwd(batch, heads, seq_len, dim, is_causal):
+    @T.prim_func
+    def main(Q: T.Tensor((batch, seq_len, heads, dim), "float16")):
+        pass
+    return main
+
+def bwd(batch, heads, seq_len, dim, is_causal):
+    @T.prim_func
+    def main(Q: T.Tensor((batch, seq_len, heads, dim), "float16")):
+        pass
+    return main
+
+def small(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float16")):
+        pass
+    return main
+
+def large(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float16")):
+        pass
+    return main
+
+class _attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, causal):
+        B, S, H, D = q.shape
+        ctx.causal = causal
+        ctx.save_for_backward(q)
+        return fwd(B, H, S, D, causal)(q)
+
+    @staticmethod
+    def backward(ctx, do):
+        (q,) = ctx.saved_tensors
+        B, S, H, D = q.shape
+        return bwd(B, H, S, D, ctx.causal)(q, do)
+
+attention = _attention.apply
+KERNELS = {"small": small, "large": large}
+
+def main(variant="small", big=False):
+    q = torch.randn(2, 128, 4, 64, device="cuda", dtype=torch.float16).requires_grad_()
+    out = attention(q, True)
+    fn = KERNELS[variant]
+    fn(tilelang.cdiv(1000, 10))
+    if big:
+        large(7)
+"""
+
+
+class DiscoveryTest(unittest.TestCase):
+
+    def test_jit_form_binds_from_argparse_defaults_and_arithmetic(self):
+        mod = discover(JIT_WITH_ARGPARSE)
+        self.assertEqual(list(mod.kernels), ["matmul"])
+        self.assertEqual(mod.kernels["matmul"].form, "jit")
+        binds, reason = mod.bindings_for("matmul")
+        self.assertIsNone(reason)
+        # A and B are tensors (annotated in the body): never bound.
+        self.assertEqual(binds, {"M": "512", "N": "128", "K": "256", "block_M": "64",
+                                 "block_N": "64", "dtype": "T.bfloat16"})
+
+    def test_factory_form_positional_call_through_helper_and_loop(self):
+        mod = discover(FACTORY_POSITIONAL)
+        # The nested @T.prim_func is the factory's kernel, not a second one.
+        self.assertEqual(list(mod.kernels), ["add"])
+        self.assertEqual(mod.kernels["add"].form, "factory")
+        binds, reason = mod.bindings_for("add")
+        self.assertIsNone(reason)
+        self.assertEqual(binds, {"M": "512", "N": "256", "block": "32", "dtype": "float32"})
+
+    def test_autotune_first_config_fills_none_defaults_only(self):
+        mod = discover(AUTOTUNE_AND_NESTED)
+        binds, reason = mod.bindings_for("gemv")
+        self.assertIsNone(reason)
+        # num_stages keeps its own default (3), not the config's 0.
+        self.assertEqual(binds, {"N": "4096", "block_N": "16", "threads": "128"})
+
+    def test_uncalled_and_nested_kernels_are_reported(self):
+        mod = discover(AUTOTUNE_AND_NESTED)
+        _, reason = mod.bindings_for("never_called")
+        self.assertIn("block_N", reason)
+        self.assertIn("never calls it", reason)
+        self.assertTrue(mod.kernels["tune_driver.kernel"].nested)
+        self.assertEqual(mod.kernels["tune_driver.kernel"].form, "factory")
+
+    def test_autograd_function_tensor_shapes_kernel_refs_and_untaken_branch(self):
+        mod = discover(AUTOGRAD_AND_REFS)
+        fwd, reason = mod.bindings_for("fwd")
+        self.assertIsNone(reason)
+        self.assertEqual(fwd, {"batch": "2", "heads": "4", "seq_len": "128", "dim": "64",
+                               "is_causal": "True"})
+        bwd, reason = mod.bindings_for("bwd")  # backward runs with forward's ctx
+        self.assertIsNone(reason)
+        self.assertEqual(bwd, fwd)
+        self.assertEqual(mod.bindings_for("small"), ({"n": "100"}, None))
+        # `large` is called only in the branch main's defaults do not take.
+        self.assertEqual(mod.bindings_for("large"), ({"n": "7"}, None))
+
+    def test_triton_jit_is_not_a_kernel(self):
+        mod = discover("""
+            import triton
+            import triton.language as tl
+            @triton.jit
+            def k(x):
+                pass
+            """)
+        self.assertEqual(mod.kernels, {})
+
+    def test_binding_text(self):
+        self.assertEqual(corpus.binding_text(True), "True")
+        self.assertEqual(corpus.binding_text(3), "3")
+        self.assertEqual(corpus.binding_text(1e-5), "1e-05")
+        self.assertEqual(corpus.binding_text(corpus.DType("torch.float16")), "torch.float16")
+        self.assertIsNone(corpus.binding_text([1, 2]))
+        self.assertIsNone(corpus.binding_text(corpus.UNKNOWN))
+
+
+class ClassifyTest(unittest.TestCase):
+    CASES = [
+        ("a.py:1:2: 'T.alloc_barrier' is not supported (unknown TileLang name)", False, "hopper"),
+        ("a.py:1:2: 'T.tcgen05_gemm' is not supported (unknown TileLang name)", False, "hopper"),
+        ("a.py:3:4: 'tilelang.carver.arch.driver.get_num_sms' is not supported in kernel code",
+         False, "device_query"),
+        ("a.py:3:4: 'torch.cuda' is not supported in kernel code", False, "device_query"),
+        ("a.py:3:4: 'tilelang.math.next_power_of_2' is not supported in kernel code", False,
+         "host_helpers"),
+        ("a.py:5:6: 'T.Layout' is not supported (unknown TileLang name)", False, "layout"),
+        ("a.py:5:6: 'T.clamp' is not supported (unknown TileLang name)", False, "small_ops"),
+        ("a.py:5:6: 'T.parallel' is not supported (unknown TileLang name)", False, "small_ops"),
+        ("a.py:7:8: 'while' loops are not supported", False, "python_subset"),
+        ("a.py:7:8: 'str' has no attribute 'join'", False, "python_subset"),
+        ("a.py:7:8: 'math.gcd' is not supported in kernel code", False, "python_subset"),
+        ("a.py:9:1: calling 'tilelang.cuda.intrinsics.macro.X.TensorCoreIntrinEmitter' is not "
+         "supported", False, "internals"),
+        ("a.py:9:1: 'T.float4_e2m1fn' is not supported (unknown TileLang name)", False, "dtypes"),
+        ("a.py:9:1: 'tvm.tirx.const' is not supported in kernel code", False, "tvm_multifile"),
+        ("a.py:9:1: 'T.attr' is not supported (unknown TileLang name)", False, "tvm_multifile"),
+        ("a.py:9:1: only one T.Kernel per program is supported", False, "tvm_multifile"),
+        # Kiln's own restrictions are lowering gaps even when the frontend reports them;
+        # the hint's "T.fill" must not make it a small op.
+        ("a.py:2:2: fragment 'm' can only be indexed inside a T.Parallel loop (use T.copy, "
+         "T.fill or a reduction outside)", False, "lowering"),
+        ("a.py:2:2: fragments and local buffers need at least 325 registers per thread", True,
+         "lowering"),
+        ("a.py:2:2: something new the lowering refuses", True, "lowering"),
+        ("a.py:2:2: something new the frontend refuses", False, "other"),
+        ("a.py:2:2: unsupported operand types for *: 'None' and 'int'", False, "unbound"),
+        ("no binding discovered for block_M (the file never calls it)", False, "unbound"),
+        ("kernel defined inside f(): Kiln compiles only module-level functions", False, "nested"),
+        ("timed out after 60 s: kiln-opt x.py", False, "timeout"),
+        ("kiln-opt died with status -11: kiln-opt x.py: (no message)", False, "timeout"),
+        # A path that contains a bucket's words does not decide the bucket.
+        ("gemm_tcgen05/while_mbarrier.py:1:1: something new the frontend refuses", False,
+         "other"),
+    ]
+
+    def test_buckets(self):
+        for message, frontend_ok, bucket in self.CASES:
+            with self.subTest(message=message):
+                self.assertEqual(corpus.classify(message, frontend_ok), bucket)
+
+    def test_every_bucket_has_a_title(self):
+        keys = [k for k, _, _ in corpus.BUCKETS]
+        self.assertEqual(len(keys), len(set(keys)))
+        for _, title, patterns in corpus.BUCKETS:
+            self.assertTrue(title)
+            self.assertIsInstance(patterns, list)
+
+
+FAKE_KILN_OPT = """#!{python}
+# Stands in for kiln-opt: the entry name says what to do.
+import os, signal, sys, time
+args = sys.argv[1:]
+entry = args[args.index("--entry") + 1]
+emit = [a for a in args if a.startswith("--emit=")][0]
+binds = [args[i + 1] for i, a in enumerate(args) if a == "--bind"]
+loc = args[0] + ":3:5: "
+if entry == "good":
+    if "block=32" not in binds:
+        sys.stderr.write(loc + "parameter 'block' has no binding and no default\\n")
+        sys.exit(1)
+    print("// cuda")
+elif entry == "lower_bad":
+    if emit == "--emit=cuda":
+        sys.stderr.write(loc + "reduce: source and destination must be fragments\\n")
+        sys.exit(1)
+elif entry == "fe_bad":
+    sys.stderr.write("note\\n" + loc + "'T.clamp' is not supported (unknown TileLang name)\\n")
+    sys.exit(1)
+elif entry == "hang":
+    time.sleep(30)
+elif entry == "crash":
+    os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+EXAMPLE_FOR_RUNNER = """
+import tilelang
+import tilelang.language as T
+
+def {name}(n, block):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float16")):
+        pass
+    return main
+
+{name}(1024, 32)
+"""
+
+
+class RunnerTest(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        root = self.tmp.name
+        self.examples = os.path.join(root, "examples")
+        for sub, name in (("a", "good"), ("a", "lower_bad"), ("b", "fe_bad"), ("b", "hang"),
+                          ("c", "crash")):
+            os.makedirs(os.path.join(self.examples, sub), exist_ok=True)
+            with open(os.path.join(self.examples, sub, f"{name}.py"), "w") as f:
+                f.write(EXAMPLE_FOR_RUNNER.format(name=name))
+        with open(os.path.join(self.examples, "a", "not_a_kernel.py"), "w") as f:
+            f.write("print('hello')\n")
+        self.kiln_opt = os.path.join(root, "kiln-opt")
+        with open(self.kiln_opt, "w") as f:
+            f.write(FAKE_KILN_OPT.format(python=sys.executable))
+        os.chmod(self.kiln_opt, os.stat(self.kiln_opt).st_mode | stat.S_IXUSR)
+        self.json = os.path.join(root, "out", "r.json")
+        self.md = os.path.join(root, "out", "r.md")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_main(self, *extra):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = corpus.main(["--examples", self.examples, "--kiln-opt", self.kiln_opt,
+                              "--json", self.json, "--markdown", self.md, "--timeout", "2",
+                              *extra])
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_statuses_buckets_reports_and_gate(self):
+        rc, out, _ = self.run_main("--min-emitted", "1")
+        self.assertEqual(rc, 0, out)
+        with open(self.json) as f:
+            doc = json.load(f)
+        by_entry = {k["entry"]: k for k in doc["kernels"]}
+        self.assertEqual(set(by_entry), {"good", "lower_bad", "fe_bad", "hang", "crash"})
+        self.assertEqual(by_entry["good"]["status"], "emitted")
+        self.assertEqual(by_entry["good"]["bindings"], {"n": "1024", "block": "32"})
+        self.assertEqual(by_entry["lower_bad"]["status"], "lowering_failed")
+        self.assertTrue(by_entry["lower_bad"]["frontend"])
+        self.assertEqual(by_entry["lower_bad"]["bucket"], "lowering")
+        self.assertEqual(by_entry["fe_bad"]["status"], "frontend_rejected")
+        self.assertEqual(by_entry["fe_bad"]["bucket"], "small_ops")
+        # The located line, not the first line, and the path relative to the examples.
+        self.assertEqual(by_entry["fe_bad"]["message"],
+                         "b/fe_bad.py:3:5: 'T.clamp' is not supported (unknown TileLang name)")
+        self.assertEqual(by_entry["hang"]["status"], "timeout")
+        self.assertTrue(by_entry["hang"]["message"].startswith("timed out after 2 s"))
+        self.assertEqual(by_entry["crash"]["status"], "timeout")
+        self.assertIn("died with status -11", by_entry["crash"]["message"])
+        self.assertEqual(doc["totals"], {"kernels": 5, "files": 5, "frontend_accepted": 2,
+                                         "cuda_emitted": 1, "files_fully_accepted": 1})
+        with open(self.md) as f:
+            md = f.read()
+        self.assertIn("| all | 5 | 5 | 2 | 1 | 1 |", md)
+        self.assertIn("### Small ops", md)
+        self.assertIn("### Timeouts and crashes of kiln-opt (2)", md)
+        # The gate: one kernel emits, two are demanded.
+        rc, _, err = self.run_main("--min-emitted", "2", "--only", "^a/")
+        self.assertEqual(rc, 1)
+        self.assertIn("fewer than --min-emitted 2", err)
+
+    def test_only_filters_files(self):
+        rc, _, _ = self.run_main("--only", r"^a/good\.py$")
+        self.assertEqual(rc, 0)
+        with open(self.json) as f:
+            self.assertEqual([k["entry"] for k in json.load(f)["kernels"]], ["good"])
+
+    def test_missing_examples_folder(self):
+        self.examples = os.path.join(self.tmp.name, "absent")
+        rc, _, err = self.run_main("--skip-if-missing")
+        self.assertEqual(rc, 77)
+        self.assertIn("not found", err)
+        rc, _, _ = self.run_main()
+        self.assertEqual(rc, 2)
+
+    def test_usage_errors(self):
+        rc, _, err = self.run_main("--jobs", "3")
+        self.assertEqual(rc, 2)
+        self.assertIn("--jobs", err)
+        self.kiln_opt = os.path.join(self.tmp.name, "no-such-kiln-opt")
+        rc, _, err = self.run_main()
+        self.assertEqual(rc, 2)
+        self.assertIn("not an executable", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
