@@ -210,6 +210,37 @@ class DiscoveryTest(unittest.TestCase):
         # `large` is called only in the branch main's defaults do not take.
         self.assertEqual(mod.bindings_for("large"), ({"n": "7"}, None))
 
+    def test_config_object_and_closure(self):
+        mod = discover("""
+            from dataclasses import dataclass
+            import tilelang
+            import tilelang.language as T
+
+            @tilelang.jit
+            def mm(A, block_M, block_K):
+                A: T.Tensor((8, 8), T.float16)
+                return A
+
+            @dataclass
+            class Config:
+                block_M: int = 64
+                block_K: int = 32
+
+                @property
+                def half_k(self):
+                    return self.block_K // 2
+
+            def bench(fn):
+                pass
+
+            def main():
+                cfg = Config(block_M=128)
+                def run():
+                    mm(None, cfg.block_M, cfg.half_k)
+                bench(run)
+            """)
+        self.assertEqual(mod.bindings_for("mm"), ({"block_M": "128", "block_K": "16"}, None))
+
     def test_triton_jit_is_not_a_kernel(self):
         mod = discover("""
             import triton
@@ -384,6 +415,19 @@ class RunnerTest(unittest.TestCase):
         rc, _, err = self.run_main("--min-emitted", "2", "--only", "^a/")
         self.assertEqual(rc, 1)
         self.assertIn("fewer than --min-emitted 2", err)
+
+    def test_markdown_spliced_between_marks(self):
+        os.makedirs(os.path.dirname(self.md), exist_ok=True)
+        with open(self.md, "w") as f:
+            f.write(f"# Page\n\nintro\n\n{corpus.BEGIN_MARK}\nstale\n{corpus.END_MARK}\n\nend\n")
+        rc, _, _ = self.run_main("--only", r"^a/good\.py$")
+        self.assertEqual(rc, 0)
+        with open(self.md) as f:
+            md = f.read()
+        self.assertTrue(md.startswith("# Page\n\nintro\n\n" + corpus.BEGIN_MARK))
+        self.assertTrue(md.endswith(corpus.END_MARK + "\n\nend\n"))
+        self.assertNotIn("stale", md)
+        self.assertIn("| all | 1 | 1 | 1 | 1 | 1 |", md)
 
     def test_only_filters_files(self):
         rc, _, _ = self.run_main("--only", r"^a/good\.py$")

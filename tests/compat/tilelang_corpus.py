@@ -247,8 +247,19 @@ class _ApplyRef:
 
 @dataclass
 class _Ctx:
-    """An autograd ctx: attributes forward sets, save_for_backward's tensors."""
+    """An object: an autograd ctx (attributes forward sets, save_for_backward's
+    tensors) or an instance of one of the file's classes (a config object), whose
+    methods ``cls`` holds."""
     values: dict
+    cls: object = None
+
+    def method(self, name):
+        if self.cls is None:
+            return None
+        for s in self.cls.body:
+            if isinstance(s, ast.FunctionDef) and s.name == name:
+                return s
+        return None
 
 
 @dataclass
@@ -288,6 +299,7 @@ class Module:
 
     STEP_BUDGET = 200_000  # evaluator steps per file: a loop-heavy driver stops early
     MAX_DEPTH = 6  # nested calls of the file's own functions
+    LOOP_ITERATIONS = 16  # iterations of a driver's for loop that are walked
 
     def __init__(self, source, path="<source>"):
         self.path = path
@@ -302,6 +314,7 @@ class Module:
         self.calls = {}  # kernel name -> list of (bindings dict, unbindable names)
         self._steps = 0
         self.module_env = {}  # the module's top-level names, once discover() ran
+        self._maybe_returns = []  # per active call: values returned under unknown tests
         self._read_imports()
         self._find_kernels()
 
@@ -486,7 +499,13 @@ class Module:
         if isinstance(value, _Namespace):
             return value.values.get(node.attr, UNKNOWN)
         if isinstance(value, _Ctx):
-            return value.values.get(node.attr, UNKNOWN)
+            if node.attr in value.values:
+                return value.values[node.attr]
+            m = value.method(node.attr)
+            if m is not None and depth < self.MAX_DEPTH and \
+                    any(_dotted(d) == "property" for d in m.decorator_list):
+                return self.call_function(m, [value], {}, depth + 1)
+            return UNKNOWN
         if isinstance(value, _ClassRef) and node.attr == "apply":
             return _ApplyRef(value.node)
         if isinstance(value, _Tensor) and node.attr == "shape":
@@ -553,6 +572,11 @@ class Module:
         op = self._BINOPS.get(type(node.op))
         if op is None:
             return UNKNOWN
+        # Tensor arithmetic keeps the tensor's shape (`torch.randn(...) / 10`).
+        if isinstance(a, _Tensor) and (self._scalar(b) or isinstance(b, _Tensor)):
+            return a
+        if isinstance(b, _Tensor) and self._scalar(a):
+            return b
         ok = (self._scalar(a) and self._scalar(b)) or \
              (isinstance(a, (list, tuple, str)) and isinstance(b, (list, tuple, str, int)))
         if not ok:
@@ -721,6 +745,9 @@ class Module:
             if isinstance(target, _Ctx):
                 if func.attr == "save_for_backward":
                     target.values["saved_tensors"] = tuple(args)
+                m = target.method(func.attr)
+                if m is not None and depth < self.MAX_DEPTH:
+                    return self.call_function(m, [target] + args, kwargs, depth + 1)
                 return UNKNOWN
             if isinstance(target, _ArgParser):
                 return self._argparse(target, func.attr, args, kwargs)
@@ -745,11 +772,38 @@ class Module:
             return self.call_function(callee.node, args, kwargs, depth + 1)
         if isinstance(callee, _ApplyRef):
             return self._apply(callee.node, args, kwargs, depth)
+        if isinstance(callee, _ClassRef) and depth < self.MAX_DEPTH:
+            return self._instantiate(callee.node, args, kwargs, depth)
         if isinstance(callee, _KernelRef):
             for n in callee.names:
                 self._record(n, args, kwargs)
             return _KernelObj(callee.names[0])
         return UNKNOWN
+
+    def _instantiate(self, cls, args, kwargs, depth):
+        """An instance of one of the file's classes: dataclass-style fields (class-level
+        annotations, with their defaults), then __init__ when the class has one."""
+        obj = _Ctx({}, cls)
+        fields = []
+        for s in cls.body:
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name):
+                fields.append(s.target.id)
+                if s.value is not None:
+                    obj.values[s.target.id] = self._safe_eval(s.value, {})
+            elif isinstance(s, ast.Assign):
+                for t in s.targets:
+                    if isinstance(t, ast.Name):
+                        obj.values[t.id] = self._safe_eval(s.value, {})
+        init = obj.method("__init__")
+        if init is not None:
+            self.call_function(init, [obj] + list(args), kwargs, depth + 1)
+        else:
+            for name, v in zip(fields, args):
+                obj.values[name] = v
+            for name, v in kwargs.items():
+                if name in fields:
+                    obj.values[name] = v
+        return obj
 
     def _apply(self, cls, args, kwargs, depth):
         """An autograd Function's apply(): forward(ctx, *args), then backward(ctx, ...)
@@ -929,11 +983,14 @@ class Module:
         for n, v in kwargs.items():
             if n in env:
                 env[n] = v
+        self._maybe_returns.append([])
         try:
             self.exec_body(fn.body, env, depth)
         except _Return as r:
             return r.value
-        return None
+        finally:
+            maybe = self._maybe_returns.pop()
+        return maybe[0] if maybe else None
 
     def _assign(self, target, value, env):
         if isinstance(target, ast.Name):
@@ -985,8 +1042,17 @@ class Module:
         elif isinstance(s, ast.If):
             test = self.eval(s.test, env, depth)
             if test is UNKNOWN:
-                self.exec_body(s.body, env, depth)
-                self.exec_body(s.orelse, env, depth)
+                # Both branches, and a `return` in one (an early exit on a value
+                # only known at run time) does not end the walk.
+                # Its value is kept: the function returns the first such value when
+                # it ends without a return of its own (a config chosen by a device
+                # query: `if sm == 80: return {...}`).
+                for branch in (s.body, s.orelse):
+                    try:
+                        self.exec_body(branch, env, depth)
+                    except _Return as r:
+                        if self._maybe_returns and r.value is not None:
+                            self._maybe_returns[-1].append(r.value)
             else:
                 self.exec_body(s.body if test else s.orelse, env, depth)
                 # The branch not taken still shows how the file calls its kernels
@@ -1000,7 +1066,9 @@ class Module:
             if isinstance(it, dict):
                 it = list(it.keys())
             if isinstance(it, (list, tuple, range)) and len(it) > 0:
-                for item in list(it)[:4096]:
+                # The first iterations show the calls; a driver's loop over every
+                # token would only spend the step budget.
+                for item in list(it)[:self.LOOP_ITERATIONS]:
                     self._assign(s.target, item, env)
                     self.exec_body(s.body, env, depth)
             else:
@@ -1022,6 +1090,17 @@ class Module:
             self.exec_body(s.finalbody, env, depth)
         elif isinstance(s, ast.FunctionDef):
             env[s.name] = _FuncRef(s)
+            # A closure (`def run(): kernel(q, k, v)` handed to a benchmark helper) sees
+            # this scope's names: walked once, here, over a copy of them.
+            if depth < self.MAX_DEPTH and self._kernel_form(s) is None:
+                inner = dict(env)
+                a = s.args
+                for p in a.posonlyargs + a.args + a.kwonlyargs:
+                    inner[p.arg] = UNKNOWN
+                try:
+                    self.exec_body(s.body, inner, depth + 1)
+                except _Return:
+                    pass
         # imports, classes, pass, raise, del, global: nothing to evaluate
 
     def discover(self):
@@ -1040,6 +1119,7 @@ class Module:
             for s in self.tree.body:
                 if isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
                     continue
+                self._steps = 0  # each top-level statement and function: its own budget
                 try:
                     self.exec_stmt(s, self.module_env, 0)
                 except (_Return, _Budget, RecursionError):
@@ -1049,6 +1129,7 @@ class Module:
             for name in order:
                 if name in reached or name in self.kernels:
                     continue
+                self._steps = 0
                 try:
                     tracking(self.funcs[name], [], {}, 1)
                 except (_Budget, RecursionError):
@@ -1316,6 +1397,25 @@ def write_file(path, text):
     os.replace(tmp, path)
 
 
+BEGIN_MARK = "<!-- tilelang_corpus.py: generated from here -->"
+END_MARK = "<!-- tilelang_corpus.py: generated up to here -->"
+
+
+def splice_report(path, report):
+    """The Markdown file's new text: when ``path`` exists and holds both marks (a
+    hand-written page such as docs/compatibility.md), its text with only what lies
+    between them replaced; otherwise the report alone."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+    except OSError:
+        return report
+    begin, end = old.find(BEGIN_MARK), old.find(END_MARK)
+    if begin < 0 or end < begin:
+        return report
+    return old[:begin + len(BEGIN_MARK)] + "\n\n" + report.rstrip("\n") + "\n\n" + old[end:]
+
+
 def _kiln_commit():
     try:
         here = os.path.dirname(os.path.abspath(__file__))
@@ -1379,7 +1479,7 @@ def main(argv=None):
                "kernels": [{k: v for k, v in r.__dict__.items()} for r in results]}
         write_file(args.json, json.dumps(doc, indent=1) + "\n")
     if args.markdown:
-        write_file(args.markdown, markdown(results, meta))
+        write_file(args.markdown, splice_report(args.markdown, markdown(results, meta)))
     if not args.quiet:
         for r in results:
             if not r.cuda:
