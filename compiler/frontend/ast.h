@@ -21,7 +21,12 @@ enum class PyExprKind : uint8_t {
   kInt,    // ival (literals that overflow int64 are a parse error)
   kFloat,  // fval
   kString, // str = decoded value (adjacent literals concatenated);
-           // f-strings keep their raw text in str and set is_fstring
+           // f-strings set is_fstring, keep their raw text in str and
+           // their parts in elts: literal text (a kString), or a field
+           // (a kString with is_fstring: elts[0] = the expression, str =
+           // the format spec, ops = {"r" | "s" | "a"} when converted);
+           // an f-string whose fields do not parse has no parts and its
+           // error in values[0] (a kString: str = message, at loc)
   kBool,   // ival 0/1
   kNone,
   kEllipsis,

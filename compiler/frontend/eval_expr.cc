@@ -9,6 +9,7 @@
 #include "compiler/frontend/args.h"
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
+#include "compiler/frontend/py_format.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
 #include "util/status_macros.h"
@@ -60,7 +61,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
   case PyExprKind::kFloat:
     return Value::Float(e.fval);
   case PyExprKind::kString:
-    if (e.is_fstring) return Error(e.loc, "f-strings are not supported");
+    if (e.is_fstring) return EvalFString(e);
     return Value::Str(e.str);
   case PyExprKind::kBool:
     return Value::Bool(e.ival != 0);
@@ -275,6 +276,33 @@ absl::StatusOr<Value> Evaluator::EvalComprehension(const PyExpr& e) {
   return out;
 }
 
+absl::StatusOr<Value> Evaluator::EvalFString(const PyExpr& e) {
+  if (!e.values.empty()) return Error(e.values[0].loc, e.values[0].str);
+  std::string out;
+  for (const PyExpr& part : e.elts) {
+    if (!part.is_fstring) {
+      out += part.str;
+    } else {
+      const PyExpr& x = part.elts[0];
+      ASSIGN_OR_RETURN(Value v, Eval(x));
+      size_t room = kMaxStringBytes - std::min(out.size(), kMaxStringBytes);
+      absl::StatusOr<std::string> text;
+      if (!part.ops.empty() && part.ops[0] != "s") {
+        // !r and !a: the repr (ASCII already), then the spec applies to it.
+        text = PyStr(v, true, room);
+        if (text.ok() && !part.str.empty()) text = PyFormat(Value::Str(*text), part.str, room);
+      } else {
+        text = PyFormat(v, part.str, room);
+      }
+      if (!text.ok()) return Error(x.loc, absl::StrCat("f-string: ", text.status().message()));
+      out += *text;
+    }
+    if (out.size() > kMaxStringBytes) return Error(e.loc, "string too long");
+  }
+  RETURN_IF_ERROR(ChargeItems(e.loc, 1, out.size()));
+  return Value::Str(std::move(out));
+}
+
 // ---------------------------------------------------------------------------
 // Attributes and subscripts.
 
@@ -321,7 +349,7 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
     if (attr == "e") return Value::Float(M_E);
     if (attr == "inf") return Value::Float(INFINITY);
     if (attr == "sqrt" || attr == "log" || attr == "log2" || attr == "exp" || attr == "ceil" ||
-        attr == "floor" || attr == "isqrt") {
+        attr == "floor" || attr == "isqrt" || attr == "exp2" || attr == "gcd") {
       return Value::Builtin(absl::StrCat("math.", attr));
     }
   }
@@ -376,6 +404,15 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
     break;
   case ValueKind::kList:
     if (attr == "append" || attr == "extend") return BoundMethod(attr, obj);
+    break;
+  case ValueKind::kString:
+    if (attr == "join" || attr == "startswith" || attr == "endswith") {
+      return BoundMethod(attr, obj);
+    }
+    break;
+  case ValueKind::kInt:
+  case ValueKind::kBool:
+    if (attr == "bit_length") return BoundMethod(attr, obj);
     break;
   case ValueKind::kBuiltin:
     if (obj.s == "T.GemmWarpPolicy") {

@@ -236,7 +236,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecStmt(const PyStmt& s) {
   case PyStmtKind::kFor:
     return ExecFor(s);
   case PyStmtKind::kWhile:
-    return Error(s.loc, "'while' loops are not supported");
+    return ExecWhile(s);
   case PyStmtKind::kIf:
     return ExecIf(s);
   case PyStmtKind::kWith:
@@ -675,6 +675,47 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecCompileTimeFor(const PyStmt& s,
     if (*f == Flow::kBreak) break;
   }
   --ct_loop_depth_;
+  return result;
+}
+
+// A `while` runs at compile time: its test must be known each time round.
+// Every iteration is a step of the budget, so `while True:` without a break
+// ends with the budget's error instead of hanging.
+absl::StatusOr<Evaluator::Flow> Evaluator::ExecWhile(const PyStmt& s) {
+  ++ct_loop_depth_;
+  absl::StatusOr<Flow> result = Flow::kNormal;
+  bool broke = false;
+  while (true) {
+    if (absl::Status st = Step(s.loc); !st.ok()) {
+      result = st;
+      break;
+    }
+    absl::StatusOr<Value> test = EvalScalar(s.exprs[0]);
+    if (!test.ok()) {
+      result = test.status();
+      break;
+    }
+    bool known = true;
+    bool t = Truthy(*test, &known);
+    if (!known) {
+      result = Error(s.exprs[0].loc,
+                     "a 'while' loop on a value only known at run time is not supported by Kiln "
+                     "yet (use a T.serial loop over a bound with an 'if' inside)");
+      break;
+    }
+    if (!t) break;
+    absl::StatusOr<Flow> f = ExecBlock(s.body);
+    if (!f.ok() || *f == Flow::kReturn) {
+      result = f;
+      break;
+    }
+    if (*f == Flow::kBreak) {
+      broke = true;
+      break;
+    }
+  }
+  --ct_loop_depth_;
+  if (result.ok() && *result == Flow::kNormal && !broke) return ExecBlock(s.orelse);
   return result;
 }
 

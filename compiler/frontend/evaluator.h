@@ -58,6 +58,8 @@ inline constexpr int64_t kFrameBytes = 256;
 
 // Most items a compile-time sequence (list, range iteration) may hold.
 inline constexpr size_t kMaxCompileTimeItems = 1 << 20;
+// Longest string an f-string or str.join may build (as `+` on strings).
+inline constexpr size_t kMaxStringBytes = 1 << 16;
 
 // An evaluated call argument (positional when name is empty).
 struct Arg {
@@ -119,6 +121,7 @@ class Evaluator {
   absl::StatusOr<Flow> ExecFunctionDef(const PyStmt& s);
   absl::StatusOr<Flow> ExecImport(const PyStmt& s, int frame);
   absl::StatusOr<Flow> ExecCompileTimeFor(const PyStmt& s, const Value& iterable);
+  absl::StatusOr<Flow> ExecWhile(const PyStmt& s);
   absl::Status Assign(const PyExpr& target, const Value& v);
   absl::Status StoreTo(const Value& access, const Value& v, Loc loc);
   void Bind(const std::string& name, Value v);
@@ -142,6 +145,7 @@ class Evaluator {
   absl::StatusOr<Value> EvalCompare(const PyExpr& e);
   absl::StatusOr<Value> EvalBoolOp(const PyExpr& e);
   absl::StatusOr<Value> EvalComprehension(const PyExpr& e);
+  absl::StatusOr<Value> EvalFString(const PyExpr& e);
   absl::StatusOr<std::vector<Arg>> EvalArgs(const PyExpr& call);
   absl::StatusOr<Value> CallValue(const Value& callee, std::vector<Arg> args, const PyExpr& call);
   absl::StatusOr<Value> CallUserFunction(const Value& fn, const std::vector<Arg>& args, Loc loc);

@@ -17,8 +17,11 @@
 // so recursion stays shallow on any input.
 //
 // Not supported (a located error that breaks the statement): match, async,
-// await, yield, except*, complex literals, \N{...} escapes. f-strings are kept
-// raw (PyExpr::is_fstring). Bytes literals are decoded into PyExpr::str like
+// await, yield, except*, complex literals, \N{...} escapes. f-strings are
+// split into literal text and fields whose expressions are parsed in place
+// (PyExpr::is_fstring); one whose fields do not parse (or nest fields in a
+// format spec) keeps its error for the evaluator, which reports it only if
+// it evaluates the string. Bytes literals are decoded into PyExpr::str like
 // strings. Thread-safety: no shared state.
 #pragma once
 

@@ -498,10 +498,25 @@ bool Parser::ParseStrings(PyExpr* out) {
   }
   size_t last = pos_;
   if (out->is_fstring) {
-    // Kept raw for the evaluator to reject if it ever needs the value.
+    // The raw text stays in str (diagnostics); the parts go to elts.
     for (size_t i = first; i < last; ++i) {
       if (i > first) out->str.push_back(' ');
       out->str.append(toks_[i].text.data(), toks_[i].text.size());
+    }
+    // A field that does not parse is kept as the expression's error rather
+    // than breaking the statement: drivers around kernels use f-string forms
+    // that the kernel never evaluates.
+    for (size_t i = first; i < last; ++i) {
+      if (ParseFStringParts(toks_[i], out)) continue;
+      PyExpr error;
+      error.kind = PyExprKind::kString;
+      error.loc = err_loc_;
+      error.str = std::move(err_msg_);
+      failed_ = false;
+      err_msg_.clear();
+      out->elts.clear();
+      out->values.push_back(std::move(error));
+      break;
     }
     return true;
   }
@@ -521,6 +536,233 @@ bool Parser::ParseStrings(PyExpr* out) {
     return FailAt(loc, error);
   }
   return true;
+}
+
+namespace {
+
+// The location of byte `offset` of a token's text that starts at `start`.
+Loc LocInToken(Loc start, std::string_view text, size_t offset) {
+  Loc loc = start;
+  for (size_t k = 0; k < offset && k < text.size(); ++k) {
+    if (text[k] == '\n') {
+      ++loc.line;
+      loc.col = 1;
+    } else {
+      ++loc.col;
+    }
+  }
+  return loc;
+}
+
+// Moves the locations of an expression parsed from a piece of text that
+// starts at `base` in the file (its own locations start at 1:1).
+void ShiftLocs(PyExpr* e, Loc base) {
+  auto shift = [&](Loc* l) {
+    if (l->line == 1) l->col += base.col - 1;
+    l->line += base.line - 1;
+  };
+  shift(&e->loc);
+  for (auto* list : {&e->elts, &e->values, &e->args}) {
+    for (PyExpr& x : *list) ShiftLocs(&x, base);
+  }
+  for (Keyword& k : e->keywords) {
+    shift(&k.loc);
+    for (PyExpr& x : k.value) ShiftLocs(&x, base);
+  }
+  for (Param& p : e->params) {
+    shift(&p.loc);
+    for (PyExpr& x : p.annotation) ShiftLocs(&x, base);
+    for (PyExpr& x : p.default_value) ShiftLocs(&x, base);
+  }
+  for (Comprehension& c : e->comps) {
+    for (PyExpr& x : c.target) ShiftLocs(&x, base);
+    for (PyExpr& x : c.iter) ShiftLocs(&x, base);
+    for (PyExpr& x : c.ifs) ShiftLocs(&x, base);
+  }
+}
+
+// f-strings nest only through the expressions of their fields, and each
+// level needs another quote style, so four levels are Python's limit; the
+// bound keeps hostile input from recursing further.
+constexpr int kMaxFStringNesting = 4;
+thread_local int fstring_nesting = 0;
+
+} // namespace
+
+bool Parser::ParseFStringParts(const Token& tok, PyExpr* out) {
+  std::string_view text = tok.text;
+  StringLiteralInfo info = ClassifyStringLiteral(text);
+  auto add_literal = [&](std::string value) {
+    if (value.empty()) return;
+    if (!out->elts.empty() && !out->elts.back().is_fstring) {
+      out->elts.back().str += value;
+      return;
+    }
+    PyExpr lit;
+    lit.kind = PyExprKind::kString;
+    lit.loc = tok.loc;
+    lit.str = std::move(value);
+    out->elts.push_back(std::move(lit));
+  };
+  if (!info.is_fstring) {
+    std::string value, error;
+    size_t offset = 0;
+    if (!DecodeStringLiteral(text, &value, &error, &offset)) {
+      return FailAt(LocInToken(tok.loc, text, offset), error);
+    }
+    add_literal(std::move(value));
+    return true;
+  }
+  if (text.size() < info.prefix_len + 2 * info.quote_len) {
+    return FailAt(tok.loc, "malformed string literal");
+  }
+  const std::string_view quote = text.substr(info.prefix_len, info.quote_len);
+  const size_t end = text.size() - info.quote_len;
+  // Literal text between fields: escapes decoded like a plain literal with
+  // the same quotes.
+  auto flush = [&](size_t from, size_t to) -> bool {
+    std::string_view seg = text.substr(from, to - from);
+    if (info.is_raw) {
+      add_literal(std::string(seg));
+      return true;
+    }
+    std::string lit = std::string(quote) + std::string(seg) + std::string(quote);
+    std::string value, error;
+    size_t offset = 0;
+    if (!DecodeStringLiteral(lit, &value, &error, &offset)) {
+      return FailAt(LocInToken(tok.loc, text, from + offset - quote.size()), error);
+    }
+    add_literal(std::move(value));
+    return true;
+  };
+  size_t i = info.prefix_len + info.quote_len;
+  size_t run = i;
+  while (i < end) {
+    char c = text[i];
+    if (c == '\\' && !info.is_raw) {
+      i += 2; // an escape never opens or closes a field
+      continue;
+    }
+    if (c == '}') {
+      if (i + 1 < end && text[i + 1] == '}') {
+        if (!flush(run, i + 1)) return false;
+        i += 2;
+        run = i;
+        continue;
+      }
+      return FailAt(LocInToken(tok.loc, text, i), "f-string: single '}' is not allowed");
+    }
+    if (c != '{') {
+      ++i;
+      continue;
+    }
+    if (i + 1 < end && text[i + 1] == '{') {
+      if (!flush(run, i + 1)) return false;
+      i += 2;
+      run = i;
+      continue;
+    }
+    if (!flush(run, i)) return false;
+    // A replacement field: {expression[!conversion][:spec]}.
+    const size_t open = i;
+    const Loc field_loc = LocInToken(tok.loc, text, open);
+    size_t j = i + 1;
+    int depth = 0;
+    char in_quote = 0;
+    size_t doc_end = 0; // {x = }: the text "x = " (up to here), then repr(x)
+    while (j < end) {
+      char d = text[j];
+      if (!in_quote && depth == 0 && d == '=' &&
+          std::string_view("=!<>").find(text[j - 1]) == std::string_view::npos) {
+        size_t k = j + 1;
+        while (k < end && text[k] == ' ') ++k;
+        if (k < end && (text[k] == '}' || text[k] == '!' || text[k] == ':')) {
+          doc_end = k;
+          break;
+        }
+      }
+      if (in_quote) {
+        if (d == '\\') {
+          ++j;
+        } else if (d == in_quote) {
+          in_quote = 0;
+        }
+      } else if (d == '\'' || d == '"') {
+        in_quote = d;
+      } else if (d == '(' || d == '[' || d == '{') {
+        ++depth;
+      } else if (d == ')' || d == ']' || (d == '}' && depth > 0)) {
+        --depth;
+      } else if (depth == 0 &&
+                 (d == '}' || d == ':' || (d == '!' && (j + 1 >= end || text[j + 1] != '=')))) {
+        break;
+      }
+      ++j;
+    }
+    if (j >= end) return FailAt(field_loc, "f-string: expecting '}'");
+    std::string_view expr_text = text.substr(open + 1, j - open - 1);
+    if (expr_text.find_first_not_of(" \t\n\r") == std::string_view::npos) {
+      return FailAt(field_loc, "f-string: empty expression not allowed");
+    }
+    const bool self_documenting = doc_end != 0;
+    if (self_documenting) {
+      add_literal(std::string(text.substr(open + 1, doc_end - open - 1)));
+      j = doc_end;
+    }
+    PyExpr field;
+    field.kind = PyExprKind::kString;
+    field.is_fstring = true;
+    field.loc = field_loc;
+    if (text[j] == '!') {
+      if (j + 1 >= end || std::string_view("rsa").find(text[j + 1]) == std::string_view::npos) {
+        return FailAt(LocInToken(tok.loc, text, j),
+                      "f-string: invalid conversion character (expected 'r', 's' or 'a')");
+      }
+      field.ops.emplace_back(1, text[j + 1]);
+      j += 2;
+      if (j >= end || (text[j] != ':' && text[j] != '}')) {
+        return FailAt(field_loc, "f-string: expecting '}'");
+      }
+    }
+    if (text[j] == ':') {
+      size_t spec = j + 1;
+      while (j < end && text[j] != '}') {
+        if (text[j] == '{') {
+          return FailAt(LocInToken(tok.loc, text, j),
+                        "f-string: nested replacement fields in a format spec are not supported");
+        }
+        ++j;
+      }
+      if (j >= end) return FailAt(field_loc, "f-string: expecting '}'");
+      field.str = std::string(text.substr(spec, j - spec));
+    }
+    if (self_documenting && field.ops.empty() && field.str.empty()) field.ops.emplace_back("r");
+    // The expression, parsed on its own and moved to where it is in the file.
+    if (fstring_nesting >= kMaxFStringNesting) {
+      return FailAt(field_loc, "f-string: expressions nested too deeply");
+    }
+    std::string source(expr_text);
+    absl::StatusOr<TokenStream> sub = Tokenize(source, file_);
+    if (!sub.ok()) return FailAt(field_loc, "f-string: invalid expression");
+    Parser parser(*sub, file_);
+    PyExpr expr;
+    ++fstring_nesting;
+    bool ok = parser.ParseExpressionInput(&expr);
+    --fstring_nesting;
+    const Loc base = LocInToken(tok.loc, text, open + 1);
+    if (!ok) {
+      Loc at = parser.error_loc();
+      if (at.line == 1) at.col += base.col - 1;
+      at.line += base.line - 1;
+      return FailAt(at, absl::StrCat("f-string: ", parser.error_message()));
+    }
+    ShiftLocs(&expr, base);
+    field.elts.push_back(std::move(expr));
+    out->elts.push_back(std::move(field));
+    i = j + 1;
+    run = i;
+  }
+  return flush(run, end);
 }
 
 bool Parser::ParseParenthesized(PyExpr* out) {

@@ -127,6 +127,10 @@ class Parser {
   bool ParsePrimary(PyExpr* out);
   bool ParseAtom(PyExpr* out);
   bool ParseStrings(PyExpr* out);
+  // Appends the parts of one string token of an f-string expression to
+  // out->elts (ast.h): literal text, and replacement fields whose
+  // expressions are parsed here, located in the file.
+  bool ParseFStringParts(const Token& tok, PyExpr* out);
   bool ParseParenthesized(PyExpr* out);
   bool ParseListDisplay(PyExpr* out);
   bool ParseBraceDisplay(PyExpr* out);

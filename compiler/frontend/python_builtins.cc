@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/frontend/args.h"
 #include "compiler/frontend/evaluator.h"
+#include "compiler/frontend/py_format.h"
 #include "compiler/ir/builder.h"
 #include "util/status_macros.h"
 
@@ -73,6 +74,43 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
     self.items->insert(self.items->end(), more.begin(), more.end());
     return Value::None();
   }
+  if (name == "join") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, "join", args, {"iterable"}, 1));
+    ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(*m[0], loc));
+    std::string out;
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (items[k].kind != ValueKind::kString) {
+        return Error(loc, absl::StrCat("join(): sequence item ", k, ": expected str, got ",
+                                       TypeName(items[k])));
+      }
+      if (k) out += self.s;
+      out += items[k].s;
+      if (out.size() > kMaxStringBytes) return Error(loc, "string too long");
+    }
+    RETURN_IF_ERROR(ChargeItems(loc, 1, out.size()));
+    return Value::Str(std::move(out));
+  }
+  if (name == "startswith" || name == "endswith") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"prefix"}, 1));
+    std::vector<Value> options = {*m[0]};
+    if (m[0]->kind == ValueKind::kTuple) options = m[0]->elts();
+    RETURN_IF_ERROR(ChargeScan(loc, options.size()));
+    for (const Value& o : options) {
+      if (o.kind != ValueKind::kString) {
+        return Error(loc,
+                     absl::StrCat(name, "() expects a str or a tuple of str, got ", TypeName(o)));
+      }
+      if (name == "startswith" ? self.s.starts_with(o.s) : self.s.ends_with(o.s)) {
+        return Value::Bool(true);
+      }
+    }
+    return Value::Bool(false);
+  }
+  if (name == "bit_length") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
+    (void)m;
+    return Value::Int(BitLength(self.i));
+  }
   return Error(loc, absl::StrCat("unsupported method '", name, "'"));
 }
 
@@ -101,7 +139,43 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     return absl::OkStatus();
   };
   if (name == "print") return Error(loc, "print() is not supported");
-  if (name == "isinstance" || name == "type" || name == "getattr") {
+  if (name == "isinstance") {
+    RETURN_IF_ERROR(want(2, 2));
+    std::vector<Value> classes = {pos[1]};
+    if (pos[1].kind == ValueKind::kTuple) classes = pos[1].elts();
+    RETURN_IF_ERROR(ChargeScan(loc, classes.size()));
+    const Value& x = pos[0];
+    bool result = false;
+    for (const Value& c : classes) {
+      if (c.kind != ValueKind::kBuiltin) {
+        return Error(loc, absl::StrCat("isinstance() arg 2 must be a type or a tuple of types, "
+                                       "got ",
+                                       TypeName(c)));
+      }
+      const std::string& t = c.s;
+      if (t == "int") {
+        result |= x.is_int(); // bool is an int; symbolic values are not Python ints
+      } else if (t == "bool") {
+        result |= x.kind == ValueKind::kBool;
+      } else if (t == "float") {
+        result |= x.kind == ValueKind::kFloat;
+      } else if (t == "str") {
+        result |= x.kind == ValueKind::kString;
+      } else if (t == "tuple") {
+        result |= x.kind == ValueKind::kTuple;
+      } else if (t == "list") {
+        result |= x.kind == ValueKind::kList;
+      } else if (t == "dict") {
+        result |= x.kind == ValueKind::kDict;
+      } else if (t == "T.Tensor" || t == "T.Buffer") {
+        result |= x.kind == ValueKind::kBuffer;
+      } else {
+        return Error(loc, absl::StrCat("isinstance() with class '", t, "' is not supported"));
+      }
+    }
+    return Value::Bool(result);
+  }
+  if (name == "type" || name == "getattr") {
     return Error(loc, absl::StrCat(name, "() is not supported"));
   }
   if (name == "range") {
@@ -186,8 +260,10 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     }
     if (name == "str") {
       if (x.kind == ValueKind::kString) return x;
-      if (x.is_number() || x.kind == ValueKind::kDType) return Value::Str(Describe(x));
-      return Error(loc, "str() of this value is not supported");
+      absl::StatusOr<std::string> text = PyStr(x, false, kMaxStringBytes);
+      if (!text.ok()) return Error(loc, absl::StrCat("str(): ", text.status().message()));
+      RETURN_IF_ERROR(ChargeItems(loc, 1, text->size()));
+      return Value::Str(*std::move(text));
     }
     if (name == "int") {
       if (x.is_int()) return Value::Int(x.i);
@@ -339,6 +415,24 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     ASSIGN_OR_RETURN(sum, ApplyBinary(Ctx(loc), "-", sum, Value::Int(1)));
     return ApplyBinary(Ctx(loc), "//", sum, pos[1]);
   }
+  if (name == "math.gcd") {
+    // gcd of any number of ints; gcd() == 0, results are non-negative.
+    int64_t g = 0;
+    for (const Value& x : pos) {
+      if (!x.is_int()) {
+        return Error(loc,
+                     absl::StrCat("math.gcd() needs compile-time integers, got ", TypeName(x)));
+      }
+      if (x.i == INT64_MIN) return Error(loc, "integer overflow in compile-time arithmetic");
+      int64_t a = x.i < 0 ? -x.i : x.i;
+      while (a != 0) {
+        int64_t r = g % a;
+        g = a;
+        a = r;
+      }
+    }
+    return Value::Int(g);
+  }
   if (name.rfind("math.", 0) == 0) {
     RETURN_IF_ERROR(want(1, 1));
     const Value& x = pos[0];
@@ -355,6 +449,7 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
       return Value::Float(fn == "log" ? std::log(d) : std::log2(d));
     }
     if (fn == "exp") return Value::Float(std::exp(d));
+    if (fn == "exp2") return Value::Float(std::exp2(d));
     if (x.is_int()) return Value::Int(x.i);
     double r = fn == "ceil" ? std::ceil(d) : std::floor(d);
     if (!std::isfinite(r) || std::fabs(r) >= 9.2e18) return Error(loc, "cannot convert to int");

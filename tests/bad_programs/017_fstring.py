@@ -1,4 +1,4 @@
-# EXPECT: 10:12: f-strings are not supported
+# EXPECT: 10:22: f-string: unknown format code 'q' for an int
 # BIND: N=256 block=64
 import tilelang
 import tilelang.language as T
@@ -7,6 +7,6 @@ import tilelang.language as T
 def kern(A, block):
     N = T.const("N")
     A: T.Tensor((N, N), T.float16)
-    name = f"kernel_{block}"
+    name = f"kernel_{block:q}"
     with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
         A[bx, 0] = 0

@@ -193,5 +193,154 @@ def f(n):
             "t.py:7:9: tilelang.math.cdiv() takes 2 arguments but 1 were given");
 }
 
+// ---------------------------------------------------------------------------
+// 2. The Python subset: f-strings, str.join, int.bit_length, isinstance,
+//    math.gcd / math.exp2, while.
+
+constexpr char kPythonSubset[] = R"py(import math
+import tilelang
+import tilelang.language as T
+
+
+def tag(prefix, *parts):
+    return "_".join([prefix] + [f"{p}" for p in parts])
+
+
+def never_called(x):
+    return f"{x y}"  # an f-string that does not parse breaks only what evaluates it
+
+
+@tilelang.jit
+def scaled(A, N, mode="x"):
+    M = T.const("M")
+    assert N.bit_length() == 7, f"N={N} has {N.bit_length()} bits"
+    block = 1
+    while block < N and block < 64:
+        block *= 2
+    else:
+        block = block + 0
+    g = math.gcd(N, 40, 0)
+    name = f"{mode!r}:{block:>4}|{g:03d}|{1 / 3:.3f}|{{lit}}|{tag('k', block, 2.5)}|{math.exp2(3)}"
+    assert name == "'x':  64|008|0.333|{lit}|k_64_2.5|8.0", name
+    assert f"{(1, 'a')}" == "(1, 'a')" and f"{0.1 + 0.2}" == "0.30000000000000004"
+    assert f'{255:#x}{-7:+05d}{1e-5}{"s":^5}{T.float16}' == "0xff-00071e-05  s  float16"
+    assert f"{N=}|{mode = }|{N=:5d}|{mode=!s}" == "N=96|mode = 'x'|N=   96|mode=x"
+    assert isinstance(block, int) and not isinstance(block, (float, str)) and isinstance(True, int)
+    assert ",".join([str(1), "2", f"{N}", *("x", "y")]) == "1,2,96,x,y"
+    s = 2.0 if isinstance(N, int) else 1.0
+    n = 0
+    while True:
+        n += 1
+        if n == 3:
+            break
+    A: T.Tensor((M, N), T.float32)
+    B = T.empty((M, N), T.float32)
+    with T.Kernel(M, T.ceildiv(N, block), threads=block) as (bx, by):
+        for i in T.Parallel(block):
+            if by * block + i < N:
+                B[bx, by * block + i] = A[bx, by * block + i] * s + g * n
+    return B
+)py";
+
+TEST(CompatPythonSubset, CompileTimePythonShapesTheKernel) {
+  ir::Program p = MustCompile(kPythonSubset, {{"M", "2"}, {"N", "96"}});
+  EXPECT_THAT(p.kernel.threads, ElementsAre(64));
+  ASSERT_EQ(p.kernel.grid.size(), 2u);
+  EXPECT_EQ(P(p.kernel.grid[1]), "2");
+}
+
+TEST(CompatPythonSubset, RunsOnTheCpu) {
+  CpuRun cpu;
+  auto out = cpu.Run(kPythonSubset, {{"M", "2"}, {"N", "96"}}, {"A", "B"});
+  ASSERT_EQ(out["B"].size(), 192u);
+  for (size_t k = 0; k < 192; ++k) EXPECT_EQ(out["B"][k], out["A"][k] * 2.0f + 24.0f) << k;
+}
+
+// A kernel-less @tilelang.jit body around `body` (one statement per line,
+// indented by the caller), bound with n=8.
+std::string HostOnly(const std::string& body) {
+  return absl::StrCat("import math\nimport tilelang\nimport tilelang.language as T\n\n\n"
+                      "@tilelang.jit\ndef f(n):\n",
+                      body);
+}
+
+TEST(CompatPythonSubset, Errors) {
+  struct Case {
+    std::string body;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"    s = f\"{}\"\n", "t.py:8:11: f-string: empty expression not allowed"},
+      {"    s = f\"a{n b}\"\n", "t.py:8:15: f-string: expected end of expression, found name 'b'"},
+      {"    s = f\"{n!x}\"\n",
+       "t.py:8:13: f-string: invalid conversion character (expected 'r', 's' or 'a')"},
+      {"    s = f\"{n:{n}}\"\n",
+       "t.py:8:14: f-string: nested replacement fields in a format spec are not supported"},
+      {"    s = f\"}\"\n", "t.py:8:11: f-string: single '}' is not allowed"},
+      {"    s = f\"{n:q}\"\n", "t.py:8:12: f-string: unknown format code 'q' for an int"},
+      {"    s = f\"{n:.2d}\"\n",
+       "t.py:8:12: f-string: precision is not allowed in an integer format specifier"},
+      {"    s = f\"{'a':9999}\"\n",
+       "t.py:8:12: f-string: format width above 4096 is not supported"},
+      {"    s = \"-\".join([\"a\", n])\n",
+       "t.py:8:9: join(): sequence item 1: expected str, got int"},
+      {"    s = isinstance(n, math)\n",
+       "t.py:8:9: isinstance() arg 2 must be a type or a tuple of types, got module"},
+      {"    s = math.gcd(n, 2.0)\n", "t.py:8:9: math.gcd() needs compile-time integers, got float"},
+      {"    s = n.bit_length(1)\n",
+       "t.py:8:22: bit_length() takes 0 positional arguments but more were given"},
+      {"    s = f\"{'x' * 40000}{'y' * 40000}\"\n",
+       "t.py:8:25: f-string: formatted text is too long"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    EXPECT_EQ(ErrorOf(HostOnly(c.body), {{"n", "8"}}), c.message);
+  }
+}
+
+TEST(CompatPythonSubset, SymbolicValuesAreRefusedWhereTheyMustBeKnown) {
+  constexpr char kSymbolicWhile[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        i = T.alloc_var(T.int32, 0)
+        while i < N:
+            A[i] = 0.0
+)";
+  EXPECT_EQ(ErrorOf(kSymbolicWhile),
+            "t.py:11:15: a 'while' loop on a value only known at run time is not supported by "
+            "Kiln yet (use a T.serial loop over a bound with an 'if' inside)");
+  constexpr char kSymbolicFString[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    s = f"n={N + 1}"
+)";
+  EXPECT_EQ(ErrorOf(kSymbolicFString),
+            "t.py:9:14: f-string: cannot format a value only known at run time (a symbolic "
+            "expression)");
+}
+
+TEST(CompatPythonSubset, WhileTrueRunsOutOfTheBudget) {
+  FrontendOptions o;
+  o.file_name = "t.py";
+  o.bindings.emplace_back("n", ParseBindingText("8"));
+  o.limits.max_steps = 100'000;
+  absl::StatusOr<ir::Program> p = CompileSource(HostOnly("    while True:\n        n += 1\n"), o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(p.status().message()), ::testing::StartsWith("t.py:"));
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("budget of 100000 steps"));
+}
+
 } // namespace
 } // namespace kiln::frontend

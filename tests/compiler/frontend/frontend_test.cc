@@ -721,7 +721,7 @@ TEST(ExprTest, CompileTimeErrors) {
       {"'a' - 1", "t.py:5:19: unsupported operand types for -: 'str' and 'int'"},
       {"(x := 1)", "t.py:5:20: assignment expressions (':=') are not supported"},
       {"[i for i in range(3)][0] + (lambda: 1)()", "t.py:5:47: lambda is not supported"},
-      {"f\"{1}\"", "t.py:5:19: f-strings are not supported"},
+      {"f\"{A}\"", "t.py:5:22: f-string: cannot format a buffer"},
       {"A[0:2]",
        "t.py:5:19: a slice is not a single element here; use T.copy or T.fill for regions"},
   };
