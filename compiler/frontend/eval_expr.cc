@@ -313,6 +313,7 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   if (module == "T") {
     if (std::optional<ir::DType> t = ParseDTypeAlias(attr)) return Value::DType(*t);
     if (IsTBuiltin(attr)) return Value::Builtin(absl::StrCat("T.", attr));
+    if (attr == "parallel") return Value::Builtin("T.Parallel"); // TileLang's alias
     return Error(loc, absl::StrCat("'T.", attr, "' is not supported (unknown TileLang name)"));
   }
   if (module == "tilelang") {

@@ -91,7 +91,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 89> kTBuiltins = {
+constexpr std::array<std::string_view, 90> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -103,9 +103,10 @@ constexpr std::array<std::string_view, 89> kTBuiltins = {
     // Loops.
     "Parallel", "Pipelined", "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized",
     // Scalar functions.
-    "min", "max", "if_then_else", "cast", "infinity", "ceildiv", "floordiv", "floormod", "truncdiv",
-    "get_thread_binding", "max_value", "min_value", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
-    "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc", "sigmoid", "print",
+    "min", "max", "clamp", "if_then_else", "cast", "infinity", "ceildiv", "floordiv", "floormod",
+    "truncdiv", "get_thread_binding", "max_value", "min_value", "exp", "exp2", "log", "log2",
+    "sqrt", "rsqrt", "abs", "pow", "tanh", "floor", "ceil", "sin", "cos", "round", "trunc",
+    "sigmoid", "print",
     // Layouts (also reachable as tilelang.layout.*).
     "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
     "make_quarter_bank_swizzled_layout",

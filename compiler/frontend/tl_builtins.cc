@@ -460,6 +460,26 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     }
     return acc;
   }
+  if (fn == "clamp") {
+    // T.clamp(x, lo, hi) == T.min(T.max(x, lo), hi), as TileLang defines it.
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"dst", "min_val", "max_val"}, 3));
+    ASSIGN_OR_RETURN(Value x, Materialize(*m[0], loc));
+    ASSIGN_OR_RETURN(Value lo, Materialize(*m[1], loc));
+    ASSIGN_OR_RETURN(Value hi, Materialize(*m[2], loc));
+    for (const Value* v : {&x, &lo, &hi}) {
+      if (!v->is_number() && !v->is_expr()) {
+        return Error(loc,
+                     absl::StrCat("T.clamp() expects numbers or expressions, got ", TypeName(*v)));
+      }
+    }
+    ASSIGN_OR_RETURN(Value low, ApplyMinMax(Ctx(loc), true, x, lo));
+    ASSIGN_OR_RETURN(Value r, ApplyMinMax(Ctx(loc), false, low, hi));
+    if (!r.is_expr()) {
+      ASSIGN_OR_RETURN(ir::Expr e, ToExpr(Ctx(loc), r));
+      return Value::Expr(std::move(e));
+    }
+    return r;
+  }
   if (fn == "if_then_else" || fn == "if_then_else_") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"cond", "t", "f"}, 3));
     ASSIGN_OR_RETURN(Value c, Materialize(*m[0], loc));

@@ -4,6 +4,7 @@
 // while), small T.* ops, and the diagnostics for TileLang names Kiln lacks
 // and for parameters left unbound. Programs that reach execution also run
 // on the CPU target through the real kiln-run binary.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -340,6 +341,75 @@ TEST(CompatPythonSubset, WhileTrueRunsOutOfTheBudget) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(p.status().message()), ::testing::StartsWith("t.py:"));
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("budget of 100000 steps"));
+}
+
+// ---------------------------------------------------------------------------
+// 3. Small ops: T.clamp, lowercase T.parallel.
+
+constexpr char kClamp[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def clip(A, lo=-0.25, hi=0.5):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    B = T.empty((M, N), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i, j in T.parallel(M, N):
+            B[i, j] = T.clamp(A[i, j], lo, max_val=hi)
+    return B
+)";
+
+TEST(CompatSmallOps, ClampAndLowercaseParallel) {
+  ir::Program p = MustCompile(kClamp, {{"M", "4"}, {"N", "8"}});
+  const ir::Stmt* loop = nullptr;
+  ir::ForEachStmt(p.kernel.body, [&](const ir::Stmt& st) {
+    if (st.kind == ir::StmtKind::kFor && loop == nullptr) loop = &st;
+  });
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->for_kind, ir::ForKind::kParallel);
+  EXPECT_THAT(ir::PrintProgram(p), HasSubstr("min(max(A[i, j], -0.25), 0.5)"));
+}
+
+TEST(CompatSmallOps, ClampRunsOnTheCpu) {
+  CpuRun cpu;
+  auto out = cpu.Run(kClamp, {{"M", "4"}, {"N", "8"}}, {"A", "B"});
+  ASSERT_EQ(out["B"].size(), 32u);
+  int clipped = 0;
+  for (size_t k = 0; k < 32; ++k) {
+    float a = out["A"][k];
+    EXPECT_EQ(out["B"][k], std::min(std::max(a, -0.25f), 0.5f)) << k;
+    clipped += a < -0.25f || a > 0.5f;
+  }
+  EXPECT_GT(clipped, 0); // the inputs reach both sides of the range
+}
+
+TEST(CompatSmallOps, ClampErrors) {
+  constexpr char kTwoArgs[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A):
+    A: T.Tensor((8,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(8):
+            A[i] = T.clamp(A[i], 0.0)
+)";
+  EXPECT_EQ(ErrorOf(kTwoArgs), "t.py:10:20: T.clamp() missing required argument 'max_val'");
+  constexpr char kBuffer[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A):
+    A: T.Tensor((8,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(8):
+            A[i] = T.clamp(A, 0.0, 1.0)
+)";
+  EXPECT_EQ(ErrorOf(kBuffer), "t.py:10:20: T.clamp() expects numbers or expressions, got buffer");
 }
 
 } // namespace
