@@ -273,6 +273,14 @@ class ClassifyTest(unittest.TestCase):
         ("a.py:5:6: 'T.clamp' is not supported (unknown TileLang name)", False, "small_ops"),
         ("a.py:5:6: 'T.parallel' is not supported (unknown TileLang name)", False, "small_ops"),
         ("a.py:7:8: 'while' loops are not supported", False, "python_subset"),
+        ("a.py:7:8: a 'while' loop on a value only known at run time is not supported by "
+         "Kiln yet", False, "python_subset"),
+        # The frontend's newer wording of a missing name.
+        ("a.py:5:6: 'T.clamp' is not supported by Kiln yet (use T.max(T.min(...)))", False,
+         "small_ops"),
+        ("a.py:3:4: 'torch.rand' is not supported in kernel code", False, "host_helpers"),
+        ("a.py:3:4: 'torch.cuda.get_device_properties' is not supported in kernel code", False,
+         "device_query"),
         ("a.py:7:8: 'str' has no attribute 'join'", False, "python_subset"),
         ("a.py:7:8: 'math.gcd' is not supported in kernel code", False, "python_subset"),
         ("a.py:9:1: calling 'tilelang.cuda.intrinsics.macro.X.TensorCoreIntrinEmitter' is not "

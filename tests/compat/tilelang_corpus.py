@@ -90,14 +90,14 @@ BUCKETS = (
                r"copy_async\w*|pdl\w*|\w*mma_ts\w*|\w*2cta\w*|clc\w*)"),
         r"tcgen05|TMEM|sm_100|mbarrier",
     ]),
-    ("host_helpers", "Host helpers used while building the kernel", [
-        _named(r"tilelang\.(math\.\w+|cdiv|next_power_of_2|utils\.\w+)|triton\.\w+|"
-               r"tilelang\.tools\.[\w.]+"),
-    ]),
     ("device_query", "Device queries at kernel-build time", [
         _named(r"torch\.cuda[\w.]*|tilelang\.carver[\w.]*|[\w.]*get_num_sms|"
                r"[\w.]*get_device_properties|[\w.]*determine_arch|[\w.]*is_hopper\w*|"
                r"tilelang\.contrib[\w.]*"),
+    ]),
+    ("host_helpers", "Host helpers used while building the kernel", [
+        _named(r"tilelang\.(math\.\w+|cdiv|next_power_of_2|utils\.\w+)|triton\.\w+|"
+               r"tilelang\.tools\.[\w.]+|torch\.\w+"),
     ]),
     ("layout", "T.Layout and user-defined layouts", [
         _named(r"T\.(Layout|Fragment|annotate_layout|make_swizzled_layout|layout\w*)"),
@@ -120,7 +120,7 @@ BUCKETS = (
                r"bitwise_\w+|copysign|exp10|log1p|erf\w*|fmod|max_value|min_value)"),
     ]),
     ("python_subset", "The Python subset (f-strings, str methods, isinstance, while, ...)", [
-        r"'while' loops", r"f-string", r"'str' has no attribute", r"bit_length",
+        r"'while' loop", r"f-string", r"'str' has no attribute", r"bit_length",
         r"isinstance\(\)", _named(r"math\.\w+|functools\.\w+|itertools\.\w+"),
         r"^assert on a value only known at run time",
         r"a with statement must have exactly one context manager",
@@ -140,7 +140,7 @@ BUCKETS = (
         _named(r"tvm\.[\w.]+|tilelang\.tvm[\w.]*|T\.(alloc_global|alloc_buffer|thread_binding|"
                r"sync_threads|attr|comm_reducer|tvm_\w+|evaluate|launch_thread|env_thread|"
                r"call_packed|call_extern|decl_buffer|match_buffer|block|reinterpret|Ptr|"
-               r"handle|address_of|access_ptr)"),
+               r"handle|address_of|access_ptr|ptx_\w+)"),
         r"only allowed inside a T\.Kernel block", r"only one T\.Kernel per program",
         r"has no attribute 'data'", r"unsupported import",
     ]),
@@ -544,7 +544,7 @@ class Module:
                     out.update(val)
                 continue
             key = self.eval(k, env, depth)
-            if isinstance(key, (str, int)):
+            if isinstance(key, (str, int, DType)):
                 out[key] = val
         return out
 
@@ -649,7 +649,7 @@ class Module:
     def _eval_Subscript(self, node, env, depth):
         value = self.eval(node.value, env, depth)
         index = self.eval(node.slice, env, depth)
-        if isinstance(value, (list, tuple, dict, str)) and isinstance(index, (int, str)):
+        if isinstance(value, (list, tuple, dict, str)) and isinstance(index, (int, str, DType)):
             try:
                 return value[index]
             except (IndexError, KeyError, TypeError):
@@ -1341,11 +1341,12 @@ def _bind_text(b):
 def markdown(results, meta):
     out = []
     t = summarize(results)
-    pub = [r for r in results if r.public]
+    pub = sorted((r for r in results if r.public), key=lambda r: PUBLIC_SET.index(r.file))
     rest = [r for r in results if not r.public]
     tp, tr = summarize(pub), summarize(rest)
     out.append(f"Measured {meta['date']} at Kiln {meta['kiln_commit']} against the examples in "
-               f"`{meta['examples']}`, target `{meta['target']}`:\n")
+               f"`{meta['examples']}`, target `{meta['target']}`, with "
+               f"`tests/compat/tilelang_corpus.py`:\n")
     out.append("| set | files | kernels | frontend accepted | CUDA emitted | files fully accepted |")
     out.append("|---|---|---|---|---|---|")
     for label, s in (("public set", tp), ("the rest", tr), ("all", t)):
@@ -1417,11 +1418,19 @@ def splice_report(path, report):
 
 
 def _kiln_commit():
+    """The checkout's HEAD, marked when compiler/ holds uncommitted changes (kiln-opt
+    may then have been built from them)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def git(*args):
+        return subprocess.run(["git", "-C", here, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=10).stdout.strip()
+
     try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        return subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               timeout=10).stdout.strip() or "unknown"
+        head = git("rev-parse", "--short", "HEAD") or "unknown"
+        root = git("rev-parse", "--show-toplevel")
+        dirty = root and git("status", "--porcelain", "--", os.path.join(root, "compiler"))
+        return head + (" (plus uncommitted changes in compiler/)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
