@@ -241,6 +241,20 @@ class DiscoveryTest(unittest.TestCase):
             """)
         self.assertEqual(mod.bindings_for("mm"), ({"block_M": "128", "block_K": "16"}, None))
 
+    def test_list_argument_is_named_as_unbindable(self):
+        mod = discover("""
+            import tilelang.language as T
+            def grouped(sizes, block):
+                @T.prim_func
+                def main(A: T.Tensor((8,), "float16")):
+                    pass
+                return main
+            grouped([64, 128], 32)
+            """)
+        binds, reason = mod.bindings_for("grouped")
+        self.assertEqual(binds, {"block": "32"})
+        self.assertIn("passes sizes as a list or tuple", reason)
+
     def test_triton_jit_is_not_a_kernel(self):
         mod = discover("""
             import triton

@@ -957,7 +957,8 @@ class Module:
                 continue
             text = binding_text(v)
             if text is None:
-                unbindable.append(n)
+                if isinstance(v, (list, tuple)):
+                    unbindable.append(n)
                 continue
             chosen[n] = text
         self.calls.setdefault(name, []).append((chosen, unbindable, "**" in kwargs))
@@ -1159,11 +1160,11 @@ class Module:
                     if p in k.params and (p not in k.defaults or
                                           (isinstance(k.defaults[p], ast.Constant) and
                                            k.defaults[p].value is None))]
-        candidates = [c[0] for c in self.calls.get(name, [])]
+        candidates = [(c[0], c[1]) for c in self.calls.get(name, [])]
         if not candidates:
-            candidates = [{}]
+            candidates = [({}, [])]
         best = None
-        for binds in candidates:
+        for binds, lists in candidates:
             merged = dict(binds)
             # The first autotune config fills what neither the call nor a default does.
             for n, v in k.autotune_first.items():
@@ -1173,11 +1174,17 @@ class Module:
             missing = [p for p in required if p not in merged]
             score = (len(missing), -len(merged))
             if best is None or score < best[0]:
-                best = (score, merged, missing)
-        _, merged, missing = best
+                best = (score, merged, missing, lists)
+        _, merged, missing, lists = best
         # Parameters defaulting to None are left to the frontend (the kernel may test
         # `x is None`) when the file calls the kernel; the rest must be bound.
         hard = [p for p in missing if p not in k.defaults or name not in self.calls]
+        any_list = set(lists).union(*(c[1] for c in candidates))
+        as_lists = [p for p in hard if p in any_list]
+        if as_lists:
+            return merged, (f"no binding discovered for {', '.join(hard)} (the file passes "
+                            f"{', '.join(as_lists)} as a list or tuple, which kiln-opt --bind "
+                            "cannot carry)")
         if hard:
             where = ("the file never calls it" if name not in self.calls else
                      "the file's calls of it give no literal value")
