@@ -414,6 +414,9 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(set(by_entry), {"good", "lower_bad", "fe_bad", "hang", "crash"})
         self.assertEqual(by_entry["good"]["status"], "emitted")
         self.assertEqual(by_entry["good"]["bindings"], {"n": "1024", "block": "32"})
+        self.assertEqual(by_entry["good"]["command"],
+                         "kiln-opt a/good.py --entry good --bind n=1024 --bind block=32 "
+                         "--emit=cuda --target cuda:sm_90")
         self.assertEqual(by_entry["lower_bad"]["status"], "lowering_failed")
         self.assertTrue(by_entry["lower_bad"]["frontend"])
         self.assertEqual(by_entry["lower_bad"]["bucket"], "lowering")

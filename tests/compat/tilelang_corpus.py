@@ -39,6 +39,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -1217,12 +1218,13 @@ class Result:
     entry: str
     form: str
     bindings: dict
-    status: str  # emitted, lowering_failed, frontend_rejected, unbound, nested, timeout, error
+    status: str  # emitted, lowering_failed, frontend_rejected, unbound, nested, timeout
     frontend: bool
     cuda: bool
     message: str
     bucket: str
     public: bool
+    command: str  # kiln-opt's command line, run in the examples folder ("" if not run)
 
 
 MEMORY_LIMIT_BYTES = 4 << 30  # per kiln-opt process (address space)
@@ -1270,7 +1272,12 @@ def compile_kernel(job, kiln_opt, examples, target, timeout):
 
     def result(status, frontend, cuda, message):
         bucket = "" if cuda else classify(message, frontend)
-        return Result(rel, entry, form, bindings, status, frontend, cuda, message, bucket, public)
+        command = "" if reason is not None else " ".join(shlex.quote(a) for a in [
+            "kiln-opt", rel, "--entry", entry, *[x for n, v in bindings.items()
+                                                 for x in ("--bind", f"{n}={v}")],
+            "--emit=cuda", "--target", target])
+        return Result(rel, entry, form, bindings, status, frontend, cuda, message, bucket, public,
+                      command)
 
     if reason is not None:
         return result("nested" if reason.startswith("kernel defined inside") else "unbound",
