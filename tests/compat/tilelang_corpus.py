@@ -126,11 +126,14 @@ BUCKETS = (
         r"^assert on a value only known at run time",
         r"a with statement must have exactly one context manager",
         r"'(lambda|try|class|global|nonlocal|yield)'", r"comprehension",
+        # TileLang's dtypes are str subclasses: drivers iterate over them.
+        r"'dtype' object is not iterable",
     ]),
     ("internals", "Kernels calling TileLang internals (intrinsic emitters, fp8/sparse helpers)", [
         _named(r"tilelang\.(cuda|intrinsics|layout|quantize|transform|engine|ir|tileop|"
                r"language\.\w+)[\w.]*|quantize\.\w+|[\w.]*Emitter\w*|[\w.]*decode_\w+|"
                r"[\w.]*sparse\w*"),
+        r"unknown PassConfigKey",
     ]),
     ("dtypes", "dtypes (float4_e2m1fn, int4, tfloat32, ...)", [
         _named(r"T\.(float4\w*|float6\w*|int4|uint4|int1|uint1|tfloat32|float8_e8m0\w*)"),
