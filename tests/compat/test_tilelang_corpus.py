@@ -2,7 +2,8 @@
 binding discovery on small example sources written here, the feature buckets, and the
 runner end to end against a stand-in kiln-opt (so no compiler build is needed).
 
-Run: python3 -m unittest tests/compat/test_tilelang_corpus.py (ctest: compat/tilelang_corpus_runner).
+Run: python3 -m unittest tests/compat/test_tilelang_corpus.py
+(ctest: compat/tilelang_corpus_runner).
 """
 import io
 import json
@@ -389,6 +390,8 @@ class RunnerTest(unittest.TestCase):
                 f.write(EXAMPLE_FOR_RUNNER.format(name=name))
         with open(os.path.join(self.examples, "a", "not_a_kernel.py"), "w") as f:
             f.write("print('hello')\n")
+        with open(os.path.join(self.examples, "a", "broken.py"), "w") as f:
+            f.write("def f(:\n")
         self.kiln_opt = os.path.join(root, "kiln-opt")
         with open(self.kiln_opt, "w") as f:
             f.write(FAKE_KILN_OPT.format(python=sys.executable))
@@ -438,6 +441,8 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("| all | 5 | 5 | 2 | 1 | 1 |", md)
         self.assertIn("### Small ops", md)
         self.assertIn("### Timeouts and crashes of kiln-opt (2)", md)
+        self.assertIn("could not parse (their kernels are not counted): `a/broken.py`", md)
+        self.assertEqual([u["file"] for u in doc["unparsed_files"]], ["a/broken.py"])
         # The gate: one kernel emits, two are demanded.
         rc, _, err = self.run_main("--min-emitted", "2", "--only", "^a/")
         self.assertEqual(rc, 1)

@@ -64,7 +64,7 @@ PUBLIC_SET = (
 # into "lowering" when the frontend accepted the kernel and "other" otherwise.
 # Kiln names what it lacks as "'T.name' is not supported (unknown TileLang name)",
 # "'a.b.c' is not supported in kernel code" or "calling 'a.b.c' is not supported";
-# _NAMED(...) matches those forms for a set of names.
+# _named(...) matches those forms for a set of names.
 
 
 def _named(names):
@@ -936,8 +936,7 @@ class Module:
                 default = False
             if "default" not in kwargs and kwargs.get("action") == "store_false":
                 default = True
-            typ = kwargs.get("type")
-            parser.defaults[dest] = default if typ is None or default is None else default
+            parser.defaults[dest] = default
             return UNKNOWN
         if method in ("parse_args",):
             return _Namespace(dict(parser.defaults))
@@ -1364,12 +1363,17 @@ def markdown(results, meta):
     out.append(f"Measured {meta['date']} at Kiln {meta['kiln_commit']} against the examples in "
                f"`{meta['examples']}`, target `{meta['target']}`, with "
                f"`tests/compat/tilelang_corpus.py`:\n")
-    out.append("| set | files | kernels | frontend accepted | CUDA emitted | files fully accepted |")
+    out.append("| set | files | kernels | frontend accepted | CUDA emitted | "
+               "files fully accepted |")
     out.append("|---|---|---|---|---|---|")
     for label, s in (("public set", tp), ("the rest", tr), ("all", t)):
         out.append(f"| {label} | {s['files']} | {s['kernels']} | {s['frontend_accepted']} | "
                    f"{s['cuda_emitted']} | {s['files_fully_accepted']} |")
     out.append("")
+    if meta.get("unparsed"):
+        out.append(f"Files Python {sys.version_info.major}.{sys.version_info.minor} could not "
+                   "parse (their kernels are not counted): " +
+                   ", ".join(f"`{f}` ({_md_escape(m)})" for f, m in meta["unparsed"]) + "\n")
     failed = [r for r in results if not r.cuda]
     counts = {}
     for r in failed:
@@ -1497,10 +1501,11 @@ def main(argv=None):
         "kiln_commit": _kiln_commit(),
         "examples": os.path.normpath(args.examples),
         "target": args.target,
+        "unparsed": file_errors,
     }
     totals = summarize(results)
     if args.json:
-        doc = {"meta": meta, "totals": totals,
+        doc = {"meta": {k: v for k, v in meta.items() if k != "unparsed"}, "totals": totals,
                "unparsed_files": [{"file": f, "message": m} for f, m in file_errors],
                "kernels": [{k: v for k, v in r.__dict__.items()} for r in results]}
         write_file(args.json, json.dumps(doc, indent=1) + "\n")
