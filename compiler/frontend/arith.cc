@@ -34,8 +34,18 @@ absl::Status ChargeSteps(const ArithContext& ctx, size_t steps) {
   return ctx.budget->Charge(ctx.loc, static_cast<int64_t>(steps));
 }
 
+// A None that stands for an entry parameter left unbound (value.h): the
+// parameter is the mistake to report, not the operation on None.
+bool IsUnbound(const Value& v) { return v.kind == ValueKind::kNone && !v.s.empty(); }
+
+absl::Status UnboundError(const ArithContext& ctx, const Value& a, const Value& b) {
+  const Value& v = IsUnbound(a) ? a : b;
+  return Err(ctx, absl::StrCat("parameter '", v.s, "' has no binding (its default is None)"));
+}
+
 absl::Status BadOperands(const ArithContext& ctx, std::string_view op, const Value& a,
                          const Value& b) {
+  if (IsUnbound(a) || IsUnbound(b)) return UnboundError(ctx, a, b);
   return Err(ctx, absl::StrCat("unsupported operand types for ", std::string(op), ": '",
                                TypeName(a), "' and '", TypeName(b), "'"));
 }
@@ -290,6 +300,7 @@ absl::StatusOr<ir::Expr> ToExpr(const ArithContext& ctx, const Value& v) {
     return *v.expr;
   }
   default:
+    if (IsUnbound(v)) return UnboundError(ctx, v, v);
     return Err(ctx, absl::StrCat("expected a number or expression, got ", TypeName(v)));
   }
 }
@@ -303,6 +314,7 @@ absl::StatusOr<ir::Expr> ToExprOf(const ArithContext& ctx, const Value& v, DType
 absl::Status PromotePair(const ArithContext& ctx, const Value& a, const Value& b, ir::Expr* x,
                          ir::Expr* y) {
   if (!IsScalarOperand(a) || !IsScalarOperand(b)) {
+    if (IsUnbound(a) || IsUnbound(b)) return UnboundError(ctx, a, b);
     return Err(ctx, absl::StrCat("expected numbers or expressions, got '", TypeName(a), "' and '",
                                  TypeName(b), "'"));
   }
@@ -411,10 +423,12 @@ absl::StatusOr<Value> ApplyUnary(const ArithContext& ctx, std::string_view op, c
       return Value::Int(-a.i);
     }
     if (op == "~" && a.is_int()) return Value::Int(~a.i);
+    if (IsUnbound(a)) return UnboundError(ctx, a, a);
     return Err(
         ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '", TypeName(a), "'"));
   }
   if (!a.is_expr()) {
+    if (IsUnbound(a)) return UnboundError(ctx, a, a);
     return Err(
         ctx, absl::StrCat("bad operand type for unary ", std::string(op), ": '", TypeName(a), "'"));
   }
@@ -529,6 +543,7 @@ absl::StatusOr<Value> ApplyCompare(const ArithContext& ctx, std::string_view op,
   } else if (a.kind == ValueKind::kString && b.kind == ValueKind::kString) {
     cmp = a.s.compare(b.s);
   } else {
+    if (IsUnbound(a) || IsUnbound(b)) return UnboundError(ctx, a, b);
     return Err(ctx, absl::StrCat("'", std::string(op), "' not supported between '", TypeName(a),
                                  "' and '", TypeName(b), "'"));
   }

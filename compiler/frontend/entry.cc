@@ -344,6 +344,9 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
         frame_ = saved;
         return v.status();
       }
+      // A None default usually means "the autotuner fills this in": keep
+      // the name so that using it says which parameter needs a binding.
+      if (v->is_none()) v->s = p.name;
       Bind(p.name, *std::move(v));
       continue;
     }

@@ -314,6 +314,13 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
     if (std::optional<ir::DType> t = ParseDTypeAlias(attr)) return Value::DType(*t);
     if (IsTBuiltin(attr)) return Value::Builtin(absl::StrCat("T.", attr));
     if (attr == "parallel") return Value::Builtin("T.Parallel"); // TileLang's alias
+    if (std::optional<std::string_view> rewrite = MissingTileLangName(attr)) {
+      return Error(loc, absl::StrCat("'T.", attr, "' is not supported by Kiln yet",
+                                     rewrite->empty() ? "" : "; ", std::string(*rewrite)));
+    }
+    if (IsMissingTileLangDType(attr)) {
+      return Error(loc, absl::StrCat("dtype 'T.", attr, "' is not supported by Kiln yet"));
+    }
     return Error(loc, absl::StrCat("'T.", attr, "' is not supported (unknown TileLang name)"));
   }
   if (module == "tilelang") {

@@ -117,6 +117,90 @@ constexpr std::array<std::string_view, 90> kTBuiltins = {
     "barrier_arrive", "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "set_max_nreg",
     "inc_max_nreg", "dec_max_nreg", "disable_warp_group_reg_alloc", "no_set_max_nreg"};
 
+// TileLang names (its examples use them) that Kiln lacks, each with the
+// rewrite that works in Kiln where one exists.
+constexpr std::string_view kNoSm100 = "Blackwell tcgen05/TMEM needs an sm_100 target, which Kiln "
+                                      "does not have yet";
+constexpr std::string_view kRawTir =
+    "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
+constexpr std::string_view kWsSchedule =
+    "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
+constexpr std::array<std::pair<std::string_view, std::string_view>, 66> kMissingNames = {{
+    {"thread_binding", "use T.get_thread_binding(dim) for the thread index"},
+    {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
+    {"sync_threads", ""},
+    {"sync_warp", ""},
+    {"sync_grid", ""},
+    {"alloc_global", "declare the buffer as a kernel parameter or a T.empty output"},
+    {"reshape", "allocate the buffer with the shape it is indexed by, or index the original "
+                "buffer"},
+    {"view", "allocate a buffer of the wanted shape and dtype"},
+    {"rng_init", ""},
+    {"rng_rand", ""},
+    {"rng_rand_float", ""},
+    {"alloc_reducer", "accumulate in a T.alloc_fragment and combine with T.reduce_* or "
+                      "T.atomic_add"},
+    {"finalize_reducer", "accumulate in a T.alloc_fragment and combine with T.reduce_* or "
+                         "T.atomic_add"},
+    {"cumsum", ""},
+    {"im2col", "copy the patches with T.copy or a T.Parallel loop"},
+    {"gemm_sp", ""},
+    {"Layout", ""},
+    {"Fragment", ""},
+    {"make_tensor", ""},
+    {"alloc_tmem", kNoSm100},
+    {"tcgen05_gemm", kNoSm100},
+    {"tcgen05_gemm_blockscaled", kNoSm100},
+    {"tcgen05_mma_arrive", kNoSm100},
+    {"tcgen05_sf_warp_transpose", kNoSm100},
+    {"tcgen05_cp_warpx4", kNoSm100},
+    {"mma_gemm_blockscaled", kNoSm100},
+    {"clc_try_cancel_multicast", kNoSm100},
+    {"clc_is_canceled", kNoSm100},
+    {"clc_get_first_ctaid_x", kNoSm100},
+    {"ClusterKernel", "thread-block clusters are not modelled; use T.Kernel"},
+    {"alloc_cluster_barrier", "thread-block clusters are not modelled; use T.alloc_barrier"},
+    {"block_rank_in_cluster", "thread-block clusters are not modelled"},
+    {"wgmma_gemm", "T.gemm lowers to wgmma on sm_90a"},
+    {"wait_wgmma", "T.gemm lowers to wgmma on sm_90a and waits for it"},
+    {"Persistent", ""},
+    {"PersistentTileScheduler", ""},
+    {"ws_op", kWsSchedule},
+    {"WSSync", kWsSchedule},
+    {"WSID", kWsSchedule},
+    {"WSPipeline", kWsSchedule},
+    {"WSScope", kWsSchedule},
+    {"WSRole", kWsSchedule},
+    {"WSSchedule", kWsSchedule},
+    {"annotate_ws_schedule", kWsSchedule},
+    {"annotate_producer_reg_dealloc", "use T.dec_max_nreg inside the producer's T.ws block"},
+    {"annotate_consumer_reg_alloc", "use T.inc_max_nreg inside the consumer's T.ws block"},
+    {"fence_proxy_async", ""},
+    {"attr", kRawTir},
+    {"comm_reducer", kRawTir},
+    {"tvm_thread_allreduce", kRawTir},
+    {"tvm_warp_shuffle", kRawTir},
+    {"reinterpret", kRawTir},
+    {"evaluate", kRawTir},
+    {"call_extern", kRawTir},
+    {"call_intrin", kRawTir},
+    {"import_source", kRawTir},
+    {"ptx_cp_async", kRawTir},
+    {"ptx_commit_group", kRawTir},
+    {"ptx_wait_group", kRawTir},
+    {"cp_async_barrier_noinc", kRawTir},
+    {"access_ptr", kRawTir},
+    {"address_of", kRawTir},
+    {"dp4a", kRawTir},
+    {"atomic_load", "read the value with an ordinary load"},
+    {"atomic_store", "write the value with an ordinary store"},
+    {"atomic_addx4", "use T.atomic_add"},
+}};
+
+constexpr std::array<std::string_view, 8> kMissingDTypes = {
+    "int4",          "uint4",         "tfloat32",       "float4_e2m1fn",
+    "float6_e2m3fn", "float6_e3m2fn", "float8_e8m0fnu", "float4_e2m1_unpacked"};
+
 constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kLayouts = {{
     {"make_swizzled_layout", "swizzled"},
     {"make_full_bank_swizzled_layout", "full_bank_swizzled"},
@@ -192,6 +276,15 @@ bool IsPythonBuiltin(std::string_view name) { return In(kPythonBuiltins, name); 
 bool IsTBuiltin(std::string_view name) { return In(kTBuiltins, name); }
 
 bool IsHostMathHelper(std::string_view name) { return name == "next_power_of_2" || name == "cdiv"; }
+
+std::optional<std::string_view> MissingTileLangName(std::string_view name) {
+  for (const auto& [n, rewrite] : kMissingNames) {
+    if (n == name) return rewrite;
+  }
+  return std::nullopt;
+}
+
+bool IsMissingTileLangDType(std::string_view name) { return In(kMissingDTypes, name); }
 
 std::optional<std::string> LayoutKind(std::string_view fn) {
   for (const auto& [f, kind] : kLayouts) {

@@ -36,6 +36,14 @@ bool IsHostMathHelper(std::string_view name);
 // T.<name> functions and namespaces the frontend knows (without "T.").
 bool IsTBuiltin(std::string_view name);
 
+// A T.<name> (without "T.") that TileLang has and Kiln does not implement
+// yet: the rewrite that works in Kiln, or "" when there is none. nullopt
+// for a name Kiln does not know TileLang to have.
+std::optional<std::string_view> MissingTileLangName(std::string_view name);
+
+// A TileLang dtype name Kiln has no type for yet (int4, tfloat32, ...).
+bool IsMissingTileLangDType(std::string_view name);
+
 // The layout kind a tilelang layout function makes ("swizzled", ...), or
 // nullopt when `fn` (e.g. "make_swizzled_layout") is not a supported one.
 std::optional<std::string> LayoutKind(std::string_view fn);

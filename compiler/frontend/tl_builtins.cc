@@ -138,6 +138,9 @@ absl::StatusOr<std::vector<ir::Expr>> Evaluator::ToShape(const Value& v, Loc loc
       out.push_back(*d.expr);
       continue;
     }
+    if (d.is_none() && !d.s.empty()) {
+      return Error(loc, absl::StrCat("parameter '", d.s, "' has no binding (its default is None)"));
+    }
     return Error(loc, absl::StrCat("shape dimension must be an integer, got ", TypeName(d)));
   }
   return out;

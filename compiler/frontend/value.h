@@ -24,7 +24,8 @@ struct PyStmt;
 class EvalBudget;
 
 enum class ValueKind : uint8_t {
-  kNone,
+  kNone,       // s = the entry parameter it is the default of, when that
+               // parameter was left unbound (diagnostics name it); else ""
   kBool,       // i = 0/1
   kInt,        // i
   kFloat,      // f

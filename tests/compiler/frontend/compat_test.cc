@@ -412,5 +412,77 @@ def f(A):
   EXPECT_EQ(ErrorOf(kBuffer), "t.py:10:20: T.clamp() expects numbers or expressions, got buffer");
 }
 
+// ---------------------------------------------------------------------------
+// 4. Diagnostics: TileLang names Kiln lacks, parameters left unbound.
+
+// A kernel whose T.Parallel body line is `stmt` (line 10, column 13).
+std::string InKernel(const std::string& stmt) {
+  return absl::StrCat(R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A, block_M=None, block_N=32):
+    A: T.Tensor((64,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(64):
+            )",
+                      stmt, "\n");
+}
+
+TEST(CompatDiagnostics, TileLangNamesKilnLacks) {
+  struct Case {
+    std::string stmt;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"s = T.reshape(A, (8, 8))",
+       "t.py:10:17: 'T.reshape' is not supported by Kiln yet; allocate the buffer with the shape "
+       "it is indexed by, or index the original buffer"},
+      {"T.rng_init(1, 0, i)", "t.py:10:13: 'T.rng_init' is not supported by Kiln yet"},
+      {"A[i] = T.rng_rand()", "t.py:10:20: 'T.rng_rand' is not supported by Kiln yet"},
+      {"T.sync_threads()", "t.py:10:13: 'T.sync_threads' is not supported by Kiln yet"},
+      {"t = T.thread_binding(0, 32, thread=\"threadIdx.x\")",
+       "t.py:10:17: 'T.thread_binding' is not supported by Kiln yet; use "
+       "T.get_thread_binding(dim) for the thread index"},
+      {"T.tcgen05_mma_arrive(A)",
+       "t.py:10:13: 'T.tcgen05_mma_arrive' is not supported by Kiln yet; Blackwell tcgen05/TMEM "
+       "needs an sm_100 target, which Kiln does not have yet"},
+      {"A[i] = T.cast(A[i], T.int4)", "t.py:10:33: dtype 'T.int4' is not supported by Kiln yet"},
+      {"A[i] = T.frobnicate(A[i])",
+       "t.py:10:20: 'T.frobnicate' is not supported (unknown TileLang name)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stmt);
+    EXPECT_EQ(ErrorOf(InKernel(c.stmt), {{"block_M", "16"}}), c.message);
+  }
+}
+
+TEST(CompatDiagnostics, UnboundParameterIsNamed) {
+  struct Case {
+    std::string stmt;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"A[i] = A[i] * block_M",
+       "t.py:10:20: parameter 'block_M' has no binding (its default is None)"},
+      {"A[i] = block_N * block_M",
+       "t.py:10:20: parameter 'block_M' has no binding (its default is None)"},
+      {"A[i] = -block_M", "t.py:10:20: parameter 'block_M' has no binding (its default is None)"},
+      {"A[i] = A[i] if block_M > 4 else 0.0",
+       "t.py:10:28: parameter 'block_M' has no binding (its default is None)"},
+      {"s = T.alloc_fragment((block_M, 4), T.float32)",
+       "t.py:10:17: parameter 'block_M' has no binding (its default is None)"},
+      {"A[i] = T.max(A[i], block_M)",
+       "t.py:10:20: parameter 'block_M' has no binding (its default is None)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stmt);
+    EXPECT_EQ(ErrorOf(InKernel(c.stmt)), c.message);
+  }
+  // A None default that is tested, not used, stays legal.
+  MustCompile(InKernel("A[i] = A[i] * (2 if block_M is None else block_M)"));
+}
+
 } // namespace
 } // namespace kiln::frontend
