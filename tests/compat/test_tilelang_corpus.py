@@ -135,6 +135,12 @@ def large(n):
         pass
     return main
 
+def tiny(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float16")):
+        pass
+    return main
+
 class _attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, causal):
@@ -158,7 +164,11 @@ def main(variant="small", big=False):
     fn = KERNELS[variant]
     fn(tilelang.cdiv(1000, 10))
     if big:
-        large(7)
+        tiny(7)
+        kernel = small
+    else:
+        kernel = large
+    kernel(9)
 """
 
 
@@ -207,9 +217,13 @@ class DiscoveryTest(unittest.TestCase):
         bwd, reason = mod.bindings_for("bwd")  # backward runs with forward's ctx
         self.assertIsNone(reason)
         self.assertEqual(bwd, fwd)
-        self.assertEqual(mod.bindings_for("small"), ({"n": "100"}, None))
-        # `large` is called only in the branch main's defaults do not take.
-        self.assertEqual(mod.bindings_for("large"), ({"n": "7"}, None))
+        # `large` is reached through the table though main's default picks `small`.
+        self.assertEqual(mod.bindings_for("large"), ({"n": "100"}, None))
+        # `tiny` is called only in the branch main's defaults do not take.
+        self.assertEqual(mod.bindings_for("tiny"), ({"n": "7"}, None))
+        # `kernel` holds `large`, or `small` in the other branch: both are called.
+        self.assertEqual([c[0] for c in mod.calls["small"]], [{"n": "100"}, {"n": "9"}])
+        self.assertEqual([c[0] for c in mod.calls["large"]], [{"n": "100"}, {"n": "9"}])
 
     def test_config_object_and_closure(self):
         mod = discover("""

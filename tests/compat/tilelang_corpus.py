@@ -653,6 +653,15 @@ class Module:
     def _eval_Subscript(self, node, env, depth):
         value = self.eval(node.value, env, depth)
         index = self.eval(node.slice, env, depth)
+        if isinstance(value, dict) and value and \
+                all(isinstance(v, _KernelRef) for v in value.values()):
+            # A table of kernel variants (`KERNELS[args.kernel]`): the chosen one,
+            # then the others a command-line flag could choose.
+            chosen = value.get(index) if isinstance(index, (int, str)) else None
+            names = list(chosen.names) if chosen else []
+            for v in value.values():
+                names += [n for n in v.names if n not in names]
+            return _KernelRef(tuple(names))
         if isinstance(value, (list, tuple, dict, str)) and isinstance(index, (int, str, DType)):
             try:
                 return value[index]
@@ -1017,6 +1026,19 @@ class Module:
             if isinstance(container, dict) and isinstance(key, (str, int)):
                 container[key] = value
 
+    @staticmethod
+    def _merge_kernel_refs(env, other):
+        """Variables that hold kernels in ``other`` (another branch's variables) hold
+        those kernels in ``env`` too, after their own."""
+        for name, v in other.items():
+            if not isinstance(v, _KernelRef) or env.get(name) == v:
+                continue
+            cur = env.get(name)
+            if isinstance(cur, _KernelRef):
+                env[name] = _KernelRef(cur.names + tuple(n for n in v.names if n not in cur.names))
+            elif cur is None or cur is UNKNOWN:
+                env[name] = v
+
     def exec_body(self, body, env, depth):
         for s in body:
             self.exec_stmt(s, env, depth)
@@ -1051,20 +1073,27 @@ class Module:
                 # Its value is kept: the function returns the first such value when
                 # it ends without a return of its own (a config chosen by a device
                 # query: `if sm == 80: return {...}`).
+                after_body = env
                 for branch in (s.body, s.orelse):
                     try:
                         self.exec_body(branch, env, depth)
                     except _Return as r:
                         if self._maybe_returns and r.value is not None:
                             self._maybe_returns[-1].append(r.value)
+                    if branch is s.body:
+                        after_body = dict(env)
+                self._merge_kernel_refs(env, after_body)
             else:
-                self.exec_body(s.body if test else s.orelse, env, depth)
                 # The branch not taken still shows how the file calls its kernels
-                # (a variant switch): walked on a copy, so it changes nothing here.
+                # (a variant switch): walked on a copy, so it changes nothing here
+                # but the kernels a variable may hold (`kernel = a if x else b`).
+                shadow = dict(env)
                 try:
-                    self.exec_body(s.orelse if test else s.body, dict(env), depth)
+                    self.exec_body(s.orelse if test else s.body, shadow, depth)
                 except _Return:
                     pass
+                self.exec_body(s.body if test else s.orelse, env, depth)
+                self._merge_kernel_refs(env, shadow)
         elif isinstance(s, ast.For):
             it = self.eval(s.iter, env, depth)
             if isinstance(it, dict):
