@@ -414,7 +414,8 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
     if (attr == "append" || attr == "extend") return BoundMethod(attr, obj);
     break;
   case ValueKind::kString:
-    if (attr == "join" || attr == "startswith" || attr == "endswith") {
+    if (attr == "join" || attr == "startswith" || attr == "endswith" || attr == "isdigit" ||
+        attr == "isalpha") {
       return BoundMethod(attr, obj);
     }
     break;
@@ -589,10 +590,13 @@ absl::StatusOr<std::vector<Value>> Evaluator::Iterate(const Value& v, Loc loc) {
   case ValueKind::kDict:
     RETURN_IF_ERROR(ChargeItems(loc, v.elts().size()));
     return v.elts();
-  case ValueKind::kString: {
-    RETURN_IF_ERROR(ChargeItems(loc, v.s.size(), v.s.size()));
+  case ValueKind::kString:
+  case ValueKind::kDType: {
+    // A TileLang dtype is a str too (its name): `for c in dtype` is common.
+    std::string text = v.kind == ValueKind::kDType ? std::string(ir::DTypeName(v.dtype)) : v.s;
+    RETURN_IF_ERROR(ChargeItems(loc, text.size(), text.size()));
     std::vector<Value> out;
-    for (char c : v.s) out.push_back(Value::Str(std::string(1, c)));
+    for (char c : text) out.push_back(Value::Str(std::string(1, c)));
     return out;
   }
   case ValueKind::kRange: {

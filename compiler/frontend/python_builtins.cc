@@ -106,6 +106,18 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
     }
     return Value::Bool(false);
   }
+  if (name == "isdigit" || name == "isalpha") {
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
+    (void)m;
+    RETURN_IF_ERROR(ChargeScan(loc, self.s.size()));
+    bool all = !self.s.empty();
+    for (char c : self.s) {
+      bool digit = c >= '0' && c <= '9';
+      bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      all = all && (name == "isdigit" ? digit : alpha);
+    }
+    return Value::Bool(all);
+  }
   if (name == "bit_length") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
     (void)m;

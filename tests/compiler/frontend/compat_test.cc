@@ -228,6 +228,7 @@ def scaled(A, N, mode="x"):
     assert f"{N=}|{mode = }|{N=:5d}|{mode=!s}" == "N=96|mode = 'x'|N=   96|mode=x"
     assert isinstance(block, int) and not isinstance(block, (float, str)) and isinstance(True, int)
     assert ",".join([str(1), "2", f"{N}", *("x", "y")]) == "1,2,96,x,y"
+    assert "".join(c for c in T.float16 if not c.isdigit()) == "float" and "16".isdigit()
     s = 2.0 if isinstance(N, int) else 1.0
     n = 0
     while True:
