@@ -14,9 +14,10 @@ data), the runner
    module's top level (the ``if __name__ == "__main__"`` block included), ``main()``,
    test functions and every other function over literal values (module constants,
    argparse defaults, function defaults, arguments passed by the file's own calls,
-   ``**config`` dicts, the first config of ``@autotune(configs=...)``) and records each
-   call of a kernel (``kernel.compile(**binds)``, ``kernel(...)``,
-   ``tilelang.compile(factory(...))``). Tensors and anything else it cannot evaluate
+   ``**config`` dicts, tensor shapes, autograd Functions, kernel variants, the first
+   config of ``@autotune(configs=...)``; docs/compatibility.md lists it all) and records
+   each call of a kernel (``kernel.compile(**binds)``, ``kernel(...)``,
+   ``tilelang.compile(factory(...))``). Tensor data and anything else it cannot evaluate
    stay unknown and are not bound (a jit-form shape symbol left unbound is dynamic);
 3. compiles each kernel with ``kiln-opt FILE --entry NAME --bind ... --emit=cuda
    --target cuda:sm_90`` (and ``--emit=none`` when that fails, to tell the frontend from
