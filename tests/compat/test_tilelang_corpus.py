@@ -316,6 +316,8 @@ class ClassifyTest(unittest.TestCase):
          "supported", False, "internals"),
         ("a.py:35:43: 'dtype' object is not iterable", False, "python_subset"),
         ("a.py:8:9: unknown PassConfigKey 'TL_LAYOUT_VISUALIZATION_ENABLE'", False, "internals"),
+        ("a.py:9:1: dtype 'T.tfloat32' is not supported by Kiln yet", False, "dtypes"),
+        ("a.py:9:1: calling 'tilelang.DataType' is not supported", False, "tvm_multifile"),
         ("a.py:9:1: 'T.float4_e2m1fn' is not supported (unknown TileLang name)", False, "dtypes"),
         ("a.py:9:1: 'tvm.tirx.const' is not supported in kernel code", False, "tvm_multifile"),
         ("a.py:9:1: 'T.attr' is not supported (unknown TileLang name)", False, "tvm_multifile"),

@@ -64,12 +64,13 @@ PUBLIC_SET = (
 # (re.search); the first bucket with a match gets it. Failures no pattern matches fall
 # into "lowering" when the frontend accepted the kernel and "other" otherwise.
 # Kiln names what it lacks as "'T.name' is not supported (unknown TileLang name)",
-# "'a.b.c' is not supported in kernel code" or "calling 'a.b.c' is not supported";
+# "'a.b.c' is not supported in kernel code", "calling 'a.b.c' is not supported" or
+# "dtype 'T.x' is not supported by Kiln yet";
 # _named(...) matches those forms for a set of names.
 
 
 def _named(names):
-    return r"^(calling )?'(" + names + r")' is not supported"
+    return r"^(calling |dtype )?'(" + names + r")' is not supported"
 
 
 BUCKETS = (
@@ -142,7 +143,7 @@ BUCKETS = (
     ]),
     ("tvm_multifile", "Direct TVM API, raw TIR, T.alloc_global/T.alloc_buffer outside "
      "T.Kernel, buffer aliasing, several files or several T.Kernel blocks", [
-        _named(r"tvm\.[\w.]+|tilelang\.tvm[\w.]*|T\.(alloc_global|alloc_buffer|thread_binding|"
+        _named(r"tvm\.[\w.]+|tilelang\.tvm[\w.]*|(tilelang\.|tvm\.)?DataType|T\.(alloc_global|alloc_buffer|thread_binding|"
                r"sync_threads|attr|comm_reducer|tvm_\w+|evaluate|launch_thread|env_thread|"
                r"call_packed|call_extern|decl_buffer|match_buffer|block|reinterpret|Ptr|"
                r"handle|address_of|access_ptr|ptx_\w+)"),
