@@ -741,7 +741,9 @@ bool Parser::ParseFStringParts(const Token& tok, PyExpr* out) {
     if (fstring_nesting >= kMaxFStringNesting) {
       return FailAt(field_loc, "f-string: expressions nested too deeply");
     }
-    std::string source(expr_text);
+    // Parenthesized as Python does: leading spaces and line breaks inside
+    // the field are then not indentation. The '(' takes the place of '{'.
+    std::string source = "(" + std::string(expr_text) + ")";
     absl::StatusOr<TokenStream> sub = Tokenize(source, file_);
     if (!sub.ok()) return FailAt(field_loc, "f-string: invalid expression");
     Parser parser(*sub, file_);
@@ -749,7 +751,7 @@ bool Parser::ParseFStringParts(const Token& tok, PyExpr* out) {
     ++fstring_nesting;
     bool ok = parser.ParseExpressionInput(&expr);
     --fstring_nesting;
-    const Loc base = LocInToken(tok.loc, text, open + 1);
+    const Loc base = field_loc;
     if (!ok) {
       Loc at = parser.error_loc();
       if (at.line == 1) at.col += base.col - 1;

@@ -226,6 +226,10 @@ def scaled(A, N, mode="x"):
     assert f"{(1, 'a')}" == "(1, 'a')" and f"{0.1 + 0.2}" == "0.30000000000000004"
     assert f'{255:#x}{-7:+05d}{1e-5}{"s":^5}{T.float16}' == "0xff-00071e-05  s  float16"
     assert f"{N=}|{mode = }|{N=:5d}|{mode=!s}" == "N=96|mode = 'x'|N=   96|mode=x"
+    assert f"{ {1: 2}[1] }|{'}'}|{3.5:%}|{2**62:b}|{-0.0}|{'abc':.2}" == (
+        "2|}|350.000000%|1" + "0" * 62 + "|-0.0|ab")
+    assert f"""{N
+        + 1}""" == "97"
     assert isinstance(block, int) and not isinstance(block, (float, str)) and isinstance(True, int)
     assert ",".join([str(1), "2", f"{N}", *("x", "y")]) == "1,2,96,x,y"
     assert "".join(c for c in T.float16 if not c.isdigit()) == "float" and "16".isdigit()
@@ -273,7 +277,7 @@ TEST(CompatPythonSubset, Errors) {
   };
   const std::vector<Case> cases = {
       {"    s = f\"{}\"\n", "t.py:8:11: f-string: empty expression not allowed"},
-      {"    s = f\"a{n b}\"\n", "t.py:8:15: f-string: expected end of expression, found name 'b'"},
+      {"    s = f\"a{n b}\"\n", "t.py:8:15: f-string: expected ',' or ')'"},
       {"    s = f\"{n!x}\"\n",
        "t.py:8:13: f-string: invalid conversion character (expected 'r', 's' or 'a')"},
       {"    s = f\"{n:{n}}\"\n",
