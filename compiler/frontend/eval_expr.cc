@@ -664,17 +664,43 @@ absl::StatusOr<Value> Evaluator::EvalCall(const PyExpr& e) {
   return r;
 }
 
+absl::Status Evaluator::CheckBound(const Value& v, Loc loc) const {
+  ValueList direct = v.is_sequence() ? v.elts() : ValueList{v};
+  for (const Value& x : direct) {
+    if (x.is_none() && !x.s.empty()) {
+      return Error(loc, absl::StrCat("parameter '", x.s, "' has no binding (its default is None)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Evaluator::BlameUnbound(absl::Status status, const std::vector<Arg>& args) const {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return status;
+  for (const Arg& a : args) {
+    if (absl::Status st = CheckBound(a.value, a.loc); !st.ok()) return st;
+  }
+  return status;
+}
+
 absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg> args,
                                            const PyExpr& call) {
   switch (callee.kind) {
-  case ValueKind::kBuiltin:
-    if (callee.s.rfind("tilelang.math.", 0) == 0)
-      return CallPythonBuiltin(callee.s, args, call.loc);
-    if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
-      return CallTBuiltin(callee.s, args, call);
+  case ValueKind::kBuiltin: {
+    // Builtins run no user code: an error of one called with an unbound
+    // parameter's None is about that parameter.
+    absl::StatusOr<Value> r;
+    if (callee.s.rfind("tilelang.math.", 0) == 0) {
+      r = CallPythonBuiltin(callee.s, args, call.loc);
+    } else if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
+      r = CallTBuiltin(callee.s, args, call);
+    } else if (callee.s.rfind("method:", 0) == 0) {
+      r = CallMethod(callee, args, call.loc);
+    } else {
+      r = CallPythonBuiltin(callee.s, args, call.loc);
     }
-    if (callee.s.rfind("method:", 0) == 0) return CallMethod(callee, args, call.loc);
-    return CallPythonBuiltin(callee.s, args, call.loc);
+    if (!r.ok()) return BlameUnbound(r.status(), args);
+    return r;
+  }
   case ValueKind::kFunction:
     return CallUserFunction(callee, args, call.loc);
   case ValueKind::kDType: {

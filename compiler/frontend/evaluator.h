@@ -200,6 +200,14 @@ class Evaluator {
   absl::Status Error(Loc loc, std::string_view message) const;
   ArithContext Ctx(Loc loc) const { return ArithContext{options_.file_name, loc, &budget_}; }
   absl::Status RequireKernel(Loc loc, std::string_view what) const;
+  // "parameter 'X' has no binding (its default is None)" at `loc` when `v`
+  // is (or directly holds) the None of an entry parameter left unbound;
+  // else OK. Called where a value was refused, so that the message names
+  // the real mistake.
+  absl::Status CheckBound(const Value& v, Loc loc) const;
+  // `status` (an InvalidArgument of a builtin called with `args`) replaced
+  // by CheckBound's error of the first argument that is unbound.
+  absl::Status BlameUnbound(absl::Status status, const std::vector<Arg>& args) const;
   // A fresh IR name based on `hint` (a validated Python identifier).
   std::string UniqueName(std::string_view hint);
   // The user_name (ir.h) of a symbol or parameter named `hint` in the source

@@ -91,6 +91,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const
       } else if (g.is_expr() && ir::IsInteger(g.expr->dtype)) {
         k.grid.push_back(ir::Simplify(*g.expr));
       } else {
+        RETURN_IF_ERROR(CheckBound(g, a.loc));
         return Error(a.loc, absl::StrCat("grid extent must be an integer, got ", TypeName(g)));
       }
       continue;
@@ -110,6 +111,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const
   }
   ValueList tv = threads.is_sequence() ? threads.elts() : ValueList{threads};
   if (tv.empty() || tv.size() > 3 || threads.is_none()) {
+    RETURN_IF_ERROR(CheckBound(threads, threads_loc));
     return Error(threads_loc, "threads must be an integer or a list of 1 to 3 integers");
   }
   for (const Value& t : tv) {
@@ -232,6 +234,8 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       step = a2->i;
     }
     if (!int_like(start) || !int_like(stop)) {
+      RETURN_IF_ERROR(CheckBound(start, aloc));
+      RETURN_IF_ERROR(CheckBound(stop, aloc));
       return Error(aloc, absl::StrCat(kind, " bounds must be integers, got ", TypeName(start),
                                       " and ", TypeName(stop)));
     }
@@ -282,6 +286,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerLoop(const PyStmt& s, const std:
       }
       ASSIGN_OR_RETURN(Value e, Materialize(a.value, a.loc));
       if (!int_like(e)) {
+        RETURN_IF_ERROR(CheckBound(e, a.loc));
         return Error(a.loc, absl::StrCat("T.Parallel extents must be integers, got ", TypeName(e)));
       }
       if (e.kind == ValueKind::kInt && e.i <= 0) {

@@ -477,13 +477,39 @@ TEST(CompatDiagnostics, UnboundParameterIsNamed) {
       {"A[i] = A[i] if block_M > 4 else 0.0",
        "t.py:10:28: parameter 'block_M' has no binding (its default is None)"},
       {"s = T.alloc_fragment((block_M, 4), T.float32)",
-       "t.py:10:17: parameter 'block_M' has no binding (its default is None)"},
+       "t.py:10:34: parameter 'block_M' has no binding (its default is None)"},
       {"A[i] = T.max(A[i], block_M)",
-       "t.py:10:20: parameter 'block_M' has no binding (its default is None)"},
+       "t.py:10:32: parameter 'block_M' has no binding (its default is None)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.stmt);
     EXPECT_EQ(ErrorOf(InKernel(c.stmt)), c.message);
+  }
+  // Where a builtin, T.Kernel or a loop refuses the None.
+  auto kernel_with = [](const std::string& lines) {
+    return absl::StrCat("import tilelang\nimport tilelang.language as T\n\n\n@tilelang.jit\n"
+                        "def f(A, block_M=None):\n    A: T.Tensor((64,), T.float32)\n",
+                        lines);
+  };
+  const std::vector<Case> sites = {
+      {"    with T.Kernel(T.ceildiv(64, block_M), threads=32) as bx:\n        pass\n",
+       "t.py:8:33: parameter 'block_M' has no binding (its default is None)"},
+      {"    with T.Kernel(1, threads=block_M) as bx:\n        pass\n",
+       "t.py:8:30: parameter 'block_M' has no binding (its default is None)"},
+      {"    with T.Kernel(block_M, threads=32) as bx:\n        pass\n",
+       "t.py:8:19: parameter 'block_M' has no binding (its default is None)"},
+      {"    n = list(range(block_M))\n",
+       "t.py:8:20: parameter 'block_M' has no binding (its default is None)"},
+      {"    with T.Kernel(1, threads=32) as bx:\n        for k in T.Pipelined(block_M):\n"
+       "            pass\n",
+       "t.py:9:30: parameter 'block_M' has no binding (its default is None)"},
+      {"    with T.Kernel(1, threads=32) as bx:\n        for k in T.Parallel(4, block_M):\n"
+       "            pass\n",
+       "t.py:9:32: parameter 'block_M' has no binding (its default is None)"},
+  };
+  for (const Case& c : sites) {
+    SCOPED_TRACE(c.stmt);
+    EXPECT_EQ(ErrorOf(kernel_with(c.stmt)), c.message);
   }
   // A None default that is tested, not used, stays legal.
   MustCompile(InKernel("A[i] = A[i] * (2 if block_M is None else block_M)"));
