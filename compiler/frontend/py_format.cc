@@ -224,10 +224,15 @@ std::string FormatFloat(double d, const Spec& spec) {
       body = absl::StrFormat("%.*e", p, a);
     } else if (type == 'E') {
       body = absl::StrFormat("%.*E", p, a);
-    } else if (type == 'G') {
-      body = absl::StrFormat(spec.alternate ? "%#.*G" : "%.*G", p == 0 ? 1 : p, a);
     } else {
-      body = absl::StrFormat(spec.alternate ? "%#.*g" : "%.*g", p == 0 ? 1 : p, a);
+      // g and G (and no type with a precision); the format strings stay
+      // literals (absl checks them at compile time).
+      int q = p == 0 ? 1 : p;
+      if (type == 'G') {
+        body = spec.alternate ? absl::StrFormat("%#.*G", q, a) : absl::StrFormat("%.*G", q, a);
+      } else {
+        body = spec.alternate ? absl::StrFormat("%#.*g", q, a) : absl::StrFormat("%.*g", q, a);
+      }
     }
   }
   return Pad(spec, SignOf(negative, spec.sign), body, '>');
@@ -321,7 +326,10 @@ absl::StatusOr<std::string> PyFormat(const Value& v, std::string_view spec_text,
   if (spec_text.empty()) return PyStr(v, false, max_bytes);
   absl::StatusOr<Spec> spec = ParseSpec(spec_text);
   if (!spec.ok()) return spec.status();
-  if (v.kind == ValueKind::kString) {
+  if (v.kind == ValueKind::kString || v.kind == ValueKind::kDType) {
+    // A TileLang dtype is a str (its name).
+    const std::string text =
+        v.kind == ValueKind::kDType ? std::string(ir::DTypeName(v.dtype)) : v.s;
     if (spec->type != 0 && spec->type != 's') {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown format code '", std::string(1, spec->type), "' for a str"));
@@ -329,7 +337,7 @@ absl::StatusOr<std::string> PyFormat(const Value& v, std::string_view spec_text,
     if (spec->sign != '-' || spec->align == '=') {
       return absl::InvalidArgumentError("sign and '=' alignment are not allowed for a str");
     }
-    std::string body = v.s;
+    std::string body = text;
     if (spec->precision >= 0 && body.size() > static_cast<size_t>(spec->precision)) {
       body.resize(static_cast<size_t>(spec->precision));
     }

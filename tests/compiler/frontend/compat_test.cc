@@ -225,6 +225,7 @@ def scaled(A, N, mode="x"):
     assert name == "'x':  64|008|0.333|{lit}|k_64_2.5|8.0", name
     assert f"{(1, 'a')}" == "(1, 'a')" and f"{0.1 + 0.2}" == "0.30000000000000004"
     assert f'{255:#x}{-7:+05d}{1e-5}{"s":^5}{T.float16}' == "0xff-00071e-05  s  float16"
+    assert f"{T.bfloat16:>9}|{T.float32:.5}" == " bfloat16|float"
     assert f"{N=}|{mode = }|{N=:5d}|{mode=!s}" == "N=96|mode = 'x'|N=   96|mode=x"
     assert f"{ {1: 2}[1] }|{'}'}|{3.5:%}|{2**62:b}|{-0.0}|{'abc':.2}" == (
         "2|}|350.000000%|1" + "0" * 62 + "|-0.0|ab")
