@@ -74,7 +74,7 @@ class PreparedLaunch:
     """One kernel's launch with its arguments (and tensor maps) encoded once."""
 
     def __init__(self, compiled, tensors):
-        self.fn = compiled.function()
+        self.handle = compiled.handle()
         self.drv = kiln_gpu._CudaDriver.get()
         self.launch = compiled.launch
         self.keep, params = [], []
@@ -93,7 +93,7 @@ class PreparedLaunch:
         self.smem = int(compiled.launch["dynamic_smem_bytes"])
 
     def __call__(self, stream):
-        code = self.drv.launch(self.fn.ptr, *self.grid, *self.block, self.smem, stream, self.argv,
+        code = self.drv.launch(self.handle, *self.grid, *self.block, self.smem, stream, self.argv,
                                None)
         if code != 0:
             raise RuntimeError(self.drv.error(f"cuLaunchKernel({self.launch['symbol']})", code))

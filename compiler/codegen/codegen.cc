@@ -8,6 +8,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
 #include "util/status_macros.h"
 
@@ -130,6 +131,9 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
                    CommentText(lowered.source_name), "). Do not edit.\n");
   if (target.kind == passes::Target::Kind::kCuda) {
     out.target = EmitTarget::kCuda;
+    auto blocks = lowered.attrs.find(passes::kMinBlocksAttr);
+    const std::string min_blocks =
+        blocks == lowered.attrs.end() ? "" : absl::StrCat(", ", blocks->second);
     out.arch = target.arch;
     // wgmma.h is most of the runtime's text: only kernels that use it pay
     // NVRTC's parse of it.
@@ -137,7 +141,7 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
         absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n",
                      body.uses_wgmma ? "#include \"kiln/cuda/wgmma.h\"\n" : "",
                      body.uses_tma ? "#include \"kiln/cuda/tma.h\"\n" : "", "\n",
-                     "extern \"C\" __global__ void __launch_bounds__(", threads, ") ",
+                     "extern \"C\" __global__ void __launch_bounds__(", threads, min_blocks, ") ",
                      launch.symbol, "(", body.params, body.tma_params, ") {\n", body.body, "}\n");
     return out;
   }

@@ -42,6 +42,10 @@ inline constexpr char kGemmAttr[] = "kiln.gemm";
 inline constexpr char kPipelineAttr[] = "kiln.pipeline";
 inline constexpr char kPipelineCpAsync[] = "cp.async";
 inline constexpr char kPipelineWarpSpecialized[] = "tma-ws";
+// Program attr "kiln.min_blocks": the blocks per SM the kernel is compiled
+// for (CUDA's __launch_bounds__ minimum), set by warp specialization where
+// two blocks share an SM (warp_specialize.cc, PlanRegisters). Absent: 1.
+inline constexpr char kMinBlocksAttr[] = "kiln.min_blocks";
 
 using LayoutMap = std::map<std::string, FragmentLayout>;
 

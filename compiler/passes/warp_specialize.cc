@@ -63,7 +63,13 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegs = 40;
 constexpr int64_t kMaxConsumerRegs = 240;
 constexpr int64_t kRegisterFile = 65536;
-constexpr int64_t kSm90SharedBytes = 232448;
+constexpr int64_t kSm90SharedBytes = 232448;   // one block's opt-in maximum
+constexpr int64_t kSm90SmSharedBytes = 233472; // one SM's, 1 KiB of it reserved per block
+constexpr int64_t kBlockReservedSharedBytes = 1024;
+// What a consumer thread needs beyond its register arrays (addresses, loop
+// state, the epilogue's temporaries): ptxas used 26 above the 128
+// accumulator registers of a 128x128 tile on one warpgroup (CUDA 13.0).
+constexpr int64_t kConsumerOverheadRegs = 48;
 constexpr int kConsumerBarrier = 1; // named barrier id of the consumers
 
 Expr Eq(Expr a, Expr b) { return ir::Binary(ir::BinOp::kEq, std::move(a), std::move(b)); }
@@ -98,6 +104,61 @@ int64_t SharedBytes(const std::map<std::string, Buf>& bufs) {
     bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
   }
   return bytes;
+}
+
+// The 32-bit registers a thread's register arrays (local allocations with a
+// constant size) take, anywhere in `body`.
+int64_t RegisterArrayWords(const std::vector<Stmt>& body) {
+  int64_t words = 0;
+  ir::ForEachStmt(body, [&](const Stmt& s) {
+    if (s.kind != StmtKind::kAlloc || s.buffer.scope != ir::Scope::kLocal) return;
+    int64_t n = 1;
+    for (const Expr& e : s.buffer.shape) n *= e.kind == ir::ExprKind::kInt ? e.ival : 1;
+    words += (n * ir::DTypeBits(s.buffer.dtype) + 31) / 32;
+  });
+  return words;
+}
+
+// How a warp-specialized block splits the register file: the blocks per SM
+// it is compiled for (__launch_bounds__'s minimum), the registers a thread
+// has at launch, and after reallocation, the consumers' and the producer's.
+struct RegisterPlan {
+  int64_t blocks = 1;
+  int64_t launch = 0;
+  int64_t consumer = 0;
+  bool realloc = false;
+};
+
+// `t` consumer threads needing `needed` registers each, in blocks of
+// `shared` bytes: two blocks per SM where shared memory holds two and the
+// producer's registers, given back, leave the consumers enough (a block's
+// epilogue and the other's main loop then overlap); else one. ptxas gives
+// a kernel that reallocates exactly the launch count, so a block
+// reallocates only when the plan needs it: with one block that forecloses
+// nothing, since two did not fit.
+RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t shared) {
+  const int64_t threads = t + kProducerThreads;
+  auto plan_for = [&](int64_t blocks) {
+    RegisterPlan p;
+    p.blocks = blocks;
+    const int64_t file = kRegisterFile / blocks;
+    p.launch = std::min<int64_t>(file / threads / 8 * 8, 248);
+    p.consumer =
+        std::min<int64_t>((file - kProducerThreads * kProducerRegs) / t / 8 * 8, kMaxConsumerRegs);
+    return p;
+  };
+  const int64_t fit = kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes);
+  if (fit >= 2) {
+    RegisterPlan two = plan_for(2);
+    if (two.launch >= needed) return two;
+    if (two.consumer >= needed && two.consumer > two.launch) {
+      two.realloc = true;
+      return two;
+    }
+  }
+  RegisterPlan one = plan_for(1);
+  one.realloc = one.consumer > one.launch && (fit < 2 || needed > one.launch);
+  return one;
 }
 
 } // namespace
@@ -337,13 +398,11 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   Guarded(Eq(Tid(), I(0)), std::move(init), &pre);
   pre.push_back(Call("sync_threads", {}));
 
-  // Register reallocation where only one block fits on the SM.
-  const int64_t smem = SharedBytes(bufs_);
-  const int64_t launch_regs =
-      std::min<int64_t>(kRegisterFile / (t + kProducerThreads) / 8 * 8, 248);
-  const int64_t consumer_regs = std::min<int64_t>(
-      (kRegisterFile - kProducerThreads * kProducerRegs) / t / 8 * 8, kMaxConsumerRegs);
-  const bool realloc = consumer_regs > launch_regs && smem * 2 > kSm90SharedBytes;
+  // Blocks per SM and register reallocation (PlanRegisters).
+  const RegisterPlan regs = PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
+                                          SharedBytes(bufs_) + 8 * 2 * ws_stages_);
+  const bool realloc = regs.realloc;
+  const int64_t consumer_regs = regs.consumer;
 
   Stmt split;
   split.kind = StmtKind::kIf;
@@ -356,6 +415,7 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   *body = std::move(pre);
   program_.kernel.threads = {t + kProducerThreads};
   program_.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
+  if (regs.blocks > 1) program_.attrs[kMinBlocksAttr] = absl::StrCat(regs.blocks);
 }
 
 } // namespace kiln::passes::lowering

@@ -26,7 +26,9 @@ namespace kiln::toolchain {
 // 7: swizzled block indices are computed in 64 bits (panel * blocks wrapped).
 // 8: pass option pipeline=tma-ws: wgmma main loops on TMA loads, an mbarrier
 // ring and a producer warpgroup (warp_specialize.cc); named barriers.
-inline constexpr int kKilnCodegenVersion = 8;
+// 9: a warp-specialized block runs two per SM where shared memory allows
+// (__launch_bounds__ minimum 2, registers moved to the consumers).
+inline constexpr int kKilnCodegenVersion = 9;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

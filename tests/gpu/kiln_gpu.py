@@ -213,20 +213,30 @@ class Compiled:
             self._fn = fn
         return self._fn
 
-    def run(self, tensors, stream=None):
+    def handle(self):
+        """The kernel's CUfunction as an int (for cuLaunchKernel): CuPy's RawKernel keeps
+        it on its compiled Function (`.kernel.ptr`)."""
+        fn = self.function()
+        ptr = getattr(fn, "ptr", None)
+        return int(ptr if ptr is not None else fn.kernel.ptr)
+
+    def run(self, tensors, stream=None, smem=None):
         """Launches once on torch tensors (in argument order; ints for symbols), on
         CuPy's current stream, or for a kernel with tensor maps on `stream` (a
-        CUstream handle) when given."""
+        CUstream handle) when given. `smem` overrides the dynamic shared memory
+        bytes (more than the kernel needs keeps other CTAs off the SM); the
+        kernel's attribute must allow it (function().max_dynamic_shared_size_bytes)."""
         grid = tuple(int(g) for g in self.launch["grid"])
         block = tuple(self.launch["block"])
+        smem = int(self.launch["dynamic_smem_bytes"] if smem is None else smem)
         if self.launch.get("tensor_maps"):
-            self._run_with_tensor_maps(tensors, grid, block, stream)
+            self._run_with_tensor_maps(tensors, grid, block, stream, smem)
             return
         import numpy as np
 
         # Raw device pointers by value: works for every dtype (CuPy has no bfloat16).
         args = tuple(np.uint64(t.data_ptr()) if hasattr(t, "data_ptr") else np.int32(t) for t in tensors)
-        self.function()(grid, block, args, shared_mem=self.launch["dynamic_smem_bytes"])
+        self.function()(grid, block, args, shared_mem=smem)
 
     def tensor_map_encodings(self, tensors):
         """One cuTensorMapEncodeTiled argument dict per launch["tensor_maps"] entry,
@@ -244,8 +254,8 @@ class Compiled:
                                            _element_bytes(t), m["box"], int(m["swizzle_bytes"])))
         return out
 
-    def _run_with_tensor_maps(self, tensors, grid, block, stream):
-        fn = self.function()  # loads the module and sets the shared-memory attribute
+    def _run_with_tensor_maps(self, tensors, grid, block, stream, smem):
+        handle = self.handle()  # loads the module and sets the shared-memory attribute
         drv = _CudaDriver.get()
         keep = []  # every value kernelParams points at stays alive until the launch returns
         params = []
@@ -262,7 +272,7 @@ class Compiled:
             import cupy as cp
 
             stream = cp.cuda.get_current_stream().ptr
-        code = drv.launch(fn.ptr, *grid, *block, int(self.launch["dynamic_smem_bytes"]),
+        code = drv.launch(handle, *grid, *block, smem,
                           stream or None, argv, None)
         if code != 0:
             raise RuntimeError(drv.error(f"cuLaunchKernel({self.launch['symbol']})", code))
