@@ -53,8 +53,8 @@ options:
                          repeatable
   --target TARGET        verification target (default: the arch's, e.g. cuda:sm_90)
   --pass NAME=VALUE      a Kiln pass option of every build; repeatable.
-                         gemm=wgmma with --target cuda:sm_90a tunes Hopper's
-                         warpgroup MMA (docs/tuning.md)
+                         on Hopper gemm=mma / pipeline=cp.async tune the
+                         older code paths (docs/tuning.md)
   --entry NAME           the kernel function when the file has several
   --no-verify            skip compiler verification (model only)
   --dry-run              plan only, locally

@@ -71,9 +71,9 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
   }
   auto gemm = lowered.attrs.find("kiln.gemm");
   if (gemm != lowered.attrs.end() && gemm->second == "wgmma" &&
-      target.kind == passes::Target::Kind::kCuda && target.arch != "sm_90a") {
+      target.kind == passes::Target::Kind::kCuda && target.sm_version != 90) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "emit: the program was lowered for wgmma (cuda:sm_90a), not for ", target.arch));
+        "emit: the program was lowered for wgmma (Hopper, sm_90), not for ", target.arch));
   }
   ASSIGN_OR_RETURN(EmittedBody body, EmitBody(lowered));
   const int64_t limit =
@@ -134,7 +134,10 @@ absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
     auto blocks = lowered.attrs.find(passes::kMinBlocksAttr);
     const std::string min_blocks =
         blocks == lowered.attrs.end() ? "" : absl::StrCat(", ", blocks->second);
-    out.arch = target.arch;
+    // wgmma and setmaxnreg exist only in the arch-specific sm_90a; a cubin
+    // for it runs on exactly the devices an sm_90 one does (H100/H200).
+    out.arch =
+        target.arch == "sm_90" && (body.uses_wgmma || body.uses_tma) ? "sm_90a" : target.arch;
     // wgmma.h is most of the runtime's text: only kernels that use it pay
     // NVRTC's parse of it.
     out.source =

@@ -30,11 +30,12 @@ const std::vector<std::string>& LoweringPipeline();
 // (a target string; empty: `target`) is the target whose thread program is
 // built: "cuda:sm_90a" with target "cpu" runs sm_90a's wgmma program on the
 // CPU emulation. A CUDA target must be the one lowered for. `gemm_wgmma`
-// lowers sm_90a gemms to wgmma (PassContext::gemm_wgmma), whose main loops
-// take TMA and a producer warpgroup with `tma_ws_pipeline`.
+// lowers Hopper (sm_90, sm_90a) gemms to wgmma (PassContext::gemm_wgmma),
+// whose main loops take TMA and a producer warpgroup with `tma_ws_pipeline`;
+// both are the default, false is the older path (mma.sync; cp.async).
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
-                                           std::string_view lower_for = {}, bool gemm_wgmma = false,
-                                           bool tma_ws_pipeline = false);
+                                           std::string_view lower_for = {}, bool gemm_wgmma = true,
+                                           bool tma_ws_pipeline = true);
 
 // Emits an already lowered program (attrs "kiln.level" = "thread").
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);

@@ -86,19 +86,19 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
   return absl::OkStatus();
 }
 
-// The last gemm= pass option wins; the default is mma.sync.
+// The last gemm= pass option wins; the default is wgmma where the target
+// has it (Hopper).
 bool GemmWgmma(const BuildOptions& o) {
-  bool wgmma = false;
+  bool wgmma = passes::TargetUsesWgmma(o.target);
   for (const std::string& p : o.pass_options)
     wgmma = p == "gemm=wgmma" ? true : (p == "gemm=mma" ? false : wgmma);
   return wgmma;
 }
 
-// The last pipeline= pass option wins; the default is the cp.async loop
-// until the TMA + warp-specialized one is verified on a GPU (it applies to
-// wgmma programs only).
+// The last pipeline= pass option wins; the default is TMA + warp
+// specialization (it applies to wgmma programs only).
 bool TmaWsPipeline(const BuildOptions& o) {
-  bool tma_ws = false;
+  bool tma_ws = true;
   for (const std::string& p : o.pass_options)
     tma_ws = p == "pipeline=tma-ws" ? true : (p == "pipeline=cp.async" ? false : tma_ws);
   return tma_ws && GemmWgmma(o);
@@ -111,9 +111,9 @@ std::string KernelVariant(const BuildOptions& o) {
   if (Toolchain(o) != Toolchain(defaults)) absl::StrAppend(&out, ";toolchain=", Toolchain(o));
   if (OptLevel(o) != OptLevel(defaults)) absl::StrAppend(&out, ";opt=", OptLevel(o));
   if (o.fast_math) absl::StrAppend(&out, ";fast_math=1");
-  if (GemmWgmma(o) && passes::TargetUsesWgmma(o.target)) absl::StrAppend(&out, ";gemm=wgmma");
-  if (TmaWsPipeline(o) && passes::TargetUsesWgmma(o.target)) {
-    absl::StrAppend(&out, ";pipeline=tma-ws");
+  if (passes::TargetUsesWgmma(o.target)) {
+    if (!GemmWgmma(o)) absl::StrAppend(&out, ";gemm=mma");
+    if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
   }
   return out;
 }

@@ -75,11 +75,13 @@ absl::Status ValidateBuildOptions(const BuildOptions& options);
 std::string CanonicalOptions(const BuildOptions& options);
 // The toolchain fingerprint the options' target and toolchain compile with.
 std::string FingerprintFor(const BuildOptions& options);
-// True when the options ask for wgmma (the last gemm= pass option is
-// gemm=wgmma); it takes effect on cuda:sm_90a only.
+// True when the build lowers gemms to wgmma: on a Hopper target
+// (cuda:sm_90, cuda:sm_90a) unless the last gemm= pass option is gemm=mma,
+// elsewhere only when it is gemm=wgmma (which then has no effect).
 bool GemmWgmma(const BuildOptions& options);
-// True when a wgmma build asks for TMA + warp specialization (the last
-// pipeline= pass option is pipeline=tma-ws) instead of the cp.async loop.
+// True when a wgmma build feeds its main loops with TMA + warp
+// specialization (unless the last pipeline= pass option is
+// pipeline=cp.async).
 bool TmaWsPipeline(const BuildOptions& options);
 // What of the options changes the kernel a config compiles to, beyond the
 // target: "" for the defaults, else ";"-separated name=value items

@@ -637,7 +637,9 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
                        has_fragments);
 }
 
-bool TargetUsesWgmma(std::string_view target) { return target == "cuda:sm_90a"; }
+bool TargetUsesWgmma(std::string_view target) {
+  return target == "cuda:sm_90a" || target == "cuda:sm_90";
+}
 
 int64_t WgmmaBlockElems(int64_t cols) {
   if (cols > 0 && cols % 64 == 0) return 64;

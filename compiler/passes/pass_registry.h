@@ -21,13 +21,14 @@ struct PassContext {
   // build, when it differs from the one emitted: "cuda:sm_90a" with target
   // "cpu" runs the sm_90a (wgmma) program on the CPU emulation. Empty: target.
   std::string lower_for;
-  // Lower sm_90a gemms to wgmma (opt-in: pass option gemm=wgmma, kiln-opt /
-  // kiln-run --gemm=wgmma). Off, sm_90a gets the mma.sync program of sm_90.
-  bool gemm_wgmma = false;
+  // Lower Hopper (cuda:sm_90, cuda:sm_90a) gemms to wgmma where their
+  // operands allow (the default; pass option gemm=mma, kiln-opt / kiln-run
+  // --gemm=mma, turns it off: the mma.sync program of Ampere).
+  bool gemm_wgmma = true;
   // With wgmma: feed the GEMM main loop with TMA + mbarriers + a producer
-  // warpgroup instead of the cp.async pipeline (pass option pipeline=tma-ws,
-  // kiln-opt / kiln-run --pipeline=tma-ws). Opt-in until verified on a GPU.
-  bool tma_ws_pipeline = false;
+  // warpgroup where the loop allows (the default; pass option
+  // pipeline=cp.async, --pipeline=cp.async: the cp.async pipeline).
+  bool tma_ws_pipeline = true;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

@@ -28,7 +28,9 @@ namespace kiln::toolchain {
 // ring and a producer warpgroup (warp_specialize.cc); named barriers.
 // 9: a warp-specialized block runs two per SM where shared memory allows
 // (__launch_bounds__ minimum 2, registers moved to the consumers).
-inline constexpr int kKilnCodegenVersion = 9;
+// 10: Hopper (cuda:sm_90 too, built as sm_90a) lowers gemms to wgmma and
+// their main loops to TMA + warp specialization by default.
+inline constexpr int kKilnCodegenVersion = 10;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -59,9 +59,9 @@ struct Args {
   std::vector<std::string> passes;
   std::string emit = "ir";
   std::string target = "cpu";
-  std::string lower_for;   // build this target's thread program (cpu + cuda:sm_90a)
-  bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
-  bool tma_ws = false;     // --pipeline=tma-ws: wgmma main loops on TMA + a producer warpgroup
+  std::string lower_for;  // build this target's thread program (cpu + cuda:sm_90a)
+  bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
+  bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
   std::string out;
   bool hash = false;
   bool print_locs = false;

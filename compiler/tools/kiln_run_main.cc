@@ -73,11 +73,12 @@ options:
   --arch sm_XX            CUDA architecture to compile for (default: the
                           device's compute capability); one of sm_80 sm_86
                           sm_89 sm_90 sm_90a
-  --gemm wgmma|mma     sm_90a gemms as Hopper wgmma (opt-in) or mma.sync (default)
-  --pipeline cp.async|tma-ws  wgmma main loops: the cp.async pipeline (default) or
-                       TMA + mbarriers + a producer warpgroup (opt-in)
+  --gemm wgmma|mma     Hopper (sm_90, sm_90a) gemms as wgmma (default) or
+                       mma.sync
+  --pipeline tma-ws|cp.async  wgmma main loops: TMA + mbarriers + a producer
+                       warpgroup (default) or the cp.async pipeline
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
-                          that CUDA target (cuda:sm_90a: wgmma) on the CPU
+                          that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation
   --bind NAME=VALUE       bind a kernel parameter or T.const symbol (repeatable;
                           VALUE is an integer, a float, True/False, or a name
@@ -123,8 +124,8 @@ struct Args {
   int device = 0;
   std::string arch;
   std::string lower_for;
-  bool gemm_wgmma = false; // --gemm=wgmma: sm_90a gemms as wgmma
-  bool tma_ws = false;     // --pipeline=tma-ws: wgmma main loops on TMA + a producer warpgroup
+  bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
+  bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path

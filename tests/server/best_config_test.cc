@@ -63,15 +63,21 @@ TEST(BestKeyFor, OptionsThatChangeTheKernelAreInTheTarget) {
   o.set_emit_source(true);
   o.set_emit_ptx(true);
   EXPECT_EQ(BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o).target, "cuda:sm_90a");
+  // Hopper's defaults (wgmma, TMA + warp specialization) add nothing either;
+  // the older paths are variants.
   o.add_pass_options("gemm=wgmma");
-  const cache::BestConfigKey wgmma = BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o);
-  EXPECT_EQ(wgmma.target, "cuda:sm_90a;gemm=wgmma");
-  EXPECT_EQ(wgmma.program_key, plain.program_key);
-  EXPECT_EQ(wgmma.shape, plain.shape);
-  // gemm=wgmma does nothing below sm_90a; a later gemm=mma undoes it.
-  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90", "NVIDIA H200", o).target, "cuda:sm_90");
-  o.add_pass_options("gemm=mma");
+  o.add_pass_options("pipeline=tma-ws");
   EXPECT_EQ(BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o).target, "cuda:sm_90a");
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90", "NVIDIA H200", o).target, "cuda:sm_90");
+  o.add_pass_options("pipeline=cp.async");
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_90", "NVIDIA H200", o).target, "cuda:sm_90;pipeline=cp.async");
+  o.add_pass_options("gemm=mma");
+  const cache::BestConfigKey mma = BestKeyFor(a, "cuda:sm_90a", "NVIDIA H200", o);
+  EXPECT_EQ(mma.target, "cuda:sm_90a;gemm=mma");
+  EXPECT_EQ(mma.program_key, plain.program_key);
+  EXPECT_EQ(mma.shape, plain.shape);
+  // Below Hopper neither option changes the kernel.
+  EXPECT_EQ(BestKeyFor(a, "cuda:sm_80", "NVIDIA A100", o).target, "cuda:sm_80");
   pb::CompileOptions other;
   other.set_toolchain("nvcc");
   other.set_opt_level(2);

@@ -58,14 +58,15 @@ TEST(CompileDriver, KeyIsStableAndCoversTargetAndOptions) {
   EXPECT_NE(KeyOf(GemmInput(), o2), k1);
   EXPECT_EQ(KeyOf(GemmInput(), o1), k1);
 
-  // wgmma is an opt-in pass option: it changes the key; gemm=mma is the default.
+  // wgmma is Hopper's default: saying so changes nothing; gemm=mma, the
+  // older path, is another key.
   BuildOptions wgmma = cuda;
   wgmma.target = "cuda:sm_90a";
   const std::string k90a = KeyOf(GemmInput(), wgmma);
   wgmma.pass_options = {"gemm=wgmma"};
-  EXPECT_NE(KeyOf(GemmInput(), wgmma), k90a);
-  wgmma.pass_options = {"gemm=mma"};
   EXPECT_EQ(KeyOf(GemmInput(), wgmma), k90a);
+  wgmma.pass_options = {"gemm=mma"};
+  EXPECT_NE(KeyOf(GemmInput(), wgmma), k90a);
 
   // Another binding is another program.
   ProgramInput bigger = GemmInput();
@@ -173,20 +174,49 @@ TEST(CompileDriver, BuildsCudaWithResources) {
   EXPECT_THAT(b->launch_json, HasSubstr("\"resources\": {\"registers\": "));
 }
 
-TEST(CompileDriver, WgmmaIsOptInForSm90a) {
+TEST(CompileDriver, HopperTakesWgmmaAndTmaByDefaultAndPassOptionsGiveTheOlderPaths) {
   if (!toolchain::testing::CudaToolkitPresent()) GTEST_SKIP() << toolchain::testing::kNoToolkit;
   ProgramInput in = GemmInput();
-  BuildOptions o;
-  o.target = "cuda:sm_90a";
-  o.emit_source = true;
-  absl::StatusOr<Built> plain = CompileProgram(in, o);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  o.pass_options = {"gemm=wgmma"};
-  absl::StatusOr<Built> wgmma = CompileProgram(in, o);
-  ASSERT_TRUE(wgmma.ok()) << wgmma.status();
-  EXPECT_THAT(plain->kernel.source, Not(HasSubstr("wgmma_m64n")));
-  EXPECT_THAT(plain->kernel.source, HasSubstr("mma_m16n8k16"));
-  EXPECT_THAT(wgmma->kernel.source, HasSubstr("wgmma_m64n"));
+  for (const char* target : {"cuda:sm_90", "cuda:sm_90a"}) {
+    SCOPED_TRACE(target);
+    BuildOptions o;
+    o.target = target;
+    o.emit_source = true;
+    absl::StatusOr<Built> fast = CompileProgram(in, o);
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    EXPECT_THAT(fast->kernel.source, HasSubstr("wgmma_m64n"));
+    // wgmma exists in sm_90a only: cuda:sm_90 builds for it too.
+    EXPECT_EQ(fast->kernel.arch, "sm_90a");
+    o.pass_options = {"pipeline=cp.async"};
+    absl::StatusOr<Built> cp_async = CompileProgram(in, o);
+    ASSERT_TRUE(cp_async.ok()) << cp_async.status();
+    EXPECT_THAT(cp_async->kernel.source, HasSubstr("wgmma_m64n"));
+    EXPECT_THAT(cp_async->kernel.source, Not(HasSubstr("tma_load")));
+    o.pass_options = {"gemm=mma"};
+    absl::StatusOr<Built> mma = CompileProgram(in, o);
+    ASSERT_TRUE(mma.ok()) << mma.status();
+    EXPECT_THAT(mma->kernel.source, Not(HasSubstr("wgmma_m64n")));
+    EXPECT_THAT(mma->kernel.source, HasSubstr("mma_m16n8k16"));
+    EXPECT_EQ(mma->kernel.arch, o.target.substr(5));
+    // The older paths are other kernels: other cache keys and best-config
+    // variants.
+    const std::string mma_key = KeyOf(in, o);
+    EXPECT_EQ(KernelVariant(o), ";gemm=mma");
+    o.pass_options = {"pipeline=cp.async"};
+    const std::string cp_async_key = KeyOf(in, o);
+    EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
+    o.pass_options = {};
+    EXPECT_EQ(KernelVariant(o), "");
+    EXPECT_NE(KeyOf(in, o), mma_key);
+    EXPECT_NE(KeyOf(in, o), cp_async_key);
+  }
+  BuildOptions ampere;
+  ampere.target = "cuda:sm_80";
+  ampere.emit_source = true;
+  absl::StatusOr<Built> a = CompileProgram(in, ampere);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(a->kernel.source, Not(HasSubstr("wgmma")));
+  EXPECT_EQ(KernelVariant(ampere), "");
 }
 
 TEST(CompileDriver, EveryListedTargetBuilds) {

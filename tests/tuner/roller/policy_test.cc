@@ -41,6 +41,7 @@ TEST(Policy, RollerGemmCandidatesAreAlignedFitAndPassVerification) {
     SCOPED_TRACE(n);
     PolicyOptions o;
     o.top_k = 10;
+    o.pass_options = {"gemm=mma"}; // the mma.sync path (Hopper's default is wgmma)
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(n)), H200(), o);
     const double ms =
@@ -71,7 +72,7 @@ TEST(Policy, RollerGemmCandidatesAreAlignedFitAndPassVerification) {
       EXPECT_EQ(bk * 2 % 128, 0);
       EXPECT_GT(c.predicted_us, 0);
       EXPECT_FALSE(c.key.empty());
-      EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90").ok());
+      EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90", {"gemm=mma"}).ok());
       EXPECT_NE(c.rationale.find("tile "), std::string::npos);
       EXPECT_NE(c.rationale.find("-bound"), std::string::npos);
       if (i > 0) {
@@ -437,6 +438,7 @@ TEST(Policy, WgmmaTuningPredictsWarpgroupTilesAndKeysTheirBuilds) {
   PolicyOptions o;
   o.top_k = 10;
   o.target = "cuda:sm_90a";
+  o.pass_options = {"gemm=mma"};
   absl::StatusOr<Proposal> plain = Propose(in, H200(), o);
   ASSERT_TRUE(plain.ok()) << plain.status();
   o.pass_options = {"gemm=wgmma"};
@@ -460,8 +462,15 @@ TEST(Policy, WgmmaTuningPredictsWarpgroupTilesAndKeysTheirBuilds) {
       EXPECT_NE(same->second, c.key);
     }
   }
-  // gemm=wgmma means nothing below sm_90a; an unknown option is refused.
+  // Hopper's default is wgmma, on cuda:sm_90 too.
   o.target = "cuda:sm_90";
+  o.pass_options = {};
+  p = Propose(in, H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->candidates[0].prediction.wgmma) << p->candidates[0].rationale;
+  // gemm=wgmma means nothing below Hopper; an unknown option is refused.
+  o.target = "cuda:sm_80";
+  o.pass_options = {"gemm=wgmma"};
   p = Propose(in, H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
   for (const Candidate& c : p->candidates) EXPECT_FALSE(c.prediction.wgmma) << c.rationale;
