@@ -4,9 +4,10 @@ same tile config through Kiln's code paths, through TileLang itself and against 
 (torch.matmul), in one run on one GPU.
 
 Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API):
-  mma     cuda:sm_90, mma.sync + cp.async pipeline
-  cpasync cuda:sm_90a --gemm=wgmma: wgmma fed by the cp.async pipeline
-  tma-ws  cuda:sm_90a --gemm=wgmma --pipeline=tma-ws: TMA loads, mbarrier ring, producer warpgroup
+  mma     cuda:sm_90 --gemm=mma: mma.sync + cp.async pipeline (the default until codegen 10)
+  cpasync cuda:sm_90 --pipeline=cp.async: wgmma fed by the cp.async pipeline
+  tma-ws  cuda:sm_90, the default: wgmma fed by TMA loads, an mbarrier ring and a producer
+          warpgroup (built as sm_90a)
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -52,10 +53,8 @@ def parse_config(c):
 
 
 def compile_kiln(kiln_opt, variant, binds, workdir):
-    arch = "sm_90" if variant == "mma" else "sm_90a"
-    extra = [] if variant == "mma" else ["--gemm=wgmma"]
-    if variant == "tma-ws":
-        extra.append("--pipeline=tma-ws")
+    arch = "sm_90"
+    extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": []}[variant]
     tag = variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

@@ -38,7 +38,9 @@
 // fills the SM's shared memory: a second resident block could hold the
 // registers an increase waits for.
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +72,10 @@ constexpr int64_t kBlockReservedSharedBytes = 1024;
 // state, the epilogue's temporaries): ptxas used 26 above the 128
 // accumulator registers of a 128x128 tile on one warpgroup (CUDA 13.0).
 constexpr int64_t kConsumerOverheadRegs = 48;
+// One wgmma instruction holds its whole accumulator fragment in registers,
+// and ptxas checks it against the launch's count, not setmaxnreg's: m64n256
+// (128 fp32 registers) asked for 154 (CUDA 13.0).
+constexpr int64_t kWgmmaInstructionOverheadRegs = 28;
 constexpr int kConsumerBarrier = 1; // named barrier id of the consumers
 
 Expr Eq(Expr a, Expr b) { return ir::Binary(ir::BinOp::kEq, std::move(a), std::move(b)); }
@@ -119,6 +125,20 @@ int64_t RegisterArrayWords(const std::vector<Stmt>& body) {
   return words;
 }
 
+// The registers the largest wgmma instruction in `body` needs at once: its
+// accumulator fragment (m64nN: N/2 fp32 registers a thread) and its
+// operands; 0 without wgmma.
+int64_t WgmmaInstructionRegs(const std::vector<Stmt>& body) {
+  int64_t regs = 0;
+  ir::ForEachStmt(body, [&](const Stmt& s) {
+    constexpr std::string_view kPrefix = "wgmma_m64n";
+    if (s.kind != StmtKind::kCall || s.name.rfind(kPrefix, 0) != 0) return;
+    const int64_t n = std::atoll(s.name.c_str() + kPrefix.size());
+    regs = std::max(regs, n / 2 + kWgmmaInstructionOverheadRegs);
+  });
+  return regs;
+}
+
 // How a warp-specialized block splits the register file: the blocks per SM
 // it is compiled for (__launch_bounds__'s minimum), the registers a thread
 // has at launch, and after reallocation, the consumers' and the producer's.
@@ -129,14 +149,15 @@ struct RegisterPlan {
   bool realloc = false;
 };
 
-// `t` consumer threads needing `needed` registers each, in blocks of
+// `t` consumer threads needing `needed` registers each (`instruction` of
+// them in one instruction, which must fit the launch's count), in blocks of
 // `shared` bytes: two blocks per SM where shared memory holds two and the
 // producer's registers, given back, leave the consumers enough (a block's
 // epilogue and the other's main loop then overlap); else one. ptxas gives
 // a kernel that reallocates exactly the launch count, so a block
 // reallocates only when the plan needs it: with one block that forecloses
 // nothing, since two did not fit.
-RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t shared) {
+RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64_t shared) {
   const int64_t threads = t + kProducerThreads;
   auto plan_for = [&](int64_t blocks) {
     RegisterPlan p;
@@ -148,7 +169,7 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t shared) {
     return p;
   };
   const int64_t fit = kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes);
-  if (fit >= 2) {
+  if (fit >= 2 && plan_for(2).launch >= instruction) {
     RegisterPlan two = plan_for(2);
     if (two.launch >= needed) return two;
     if (two.consumer >= needed && two.consumer > two.launch) {
@@ -399,8 +420,9 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   pre.push_back(Call("sync_threads", {}));
 
   // Blocks per SM and register reallocation (PlanRegisters).
-  const RegisterPlan regs = PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
-                                          SharedBytes(bufs_) + 8 * 2 * ws_stages_);
+  const RegisterPlan regs =
+      PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
+                    WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * 2 * ws_stages_);
   const bool realloc = regs.realloc;
   const int64_t consumer_regs = regs.consumer;
 

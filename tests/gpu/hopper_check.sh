@@ -4,9 +4,9 @@
 #   1. the tensor-map launch paths: tests/gpu/tensor_map_gpu_test.cc (kiln-run's and
 #      kiln-worker's launch of a hand-written TMA copy) and the Python client's backends
 #      (tests/python/test_gpu.py -k tensor_map);
-#   2. the TMA + warp-specialized GEMM loop (opt-in: --pipeline=tma-ws) for correctness:
-#      tests/gpu/wgmma_probe.py over its tile configs at a ragged size (each cubin twice, and
-#      once at one CTA per SM) with KILN_GPU_SM90A_FLAGS=--pipeline=tma-ws;
+#   2. the TMA + warp-specialized GEMM loop (Hopper's default since codegen 10) for
+#      correctness: tests/gpu/wgmma_probe.py over its tile configs at a ragged size (each cubin
+#      twice, and once at one CTA per SM);
 #   3. its speed: bench/hopper_gemm.py (mma.sync, wgmma+cp.async, wgmma+TMA-WS, TileLang
 #      when tilelang_bundle/ is carried, cuBLAS), --quick unless FULL=1;
 #   4. the explicit T.ws / T.tma_copy examples: tests/gpu/warp_specialize_gpu.sh.
@@ -40,7 +40,7 @@ else
 fi
 
 step "2. TMA + warp-specialized wgmma: correctness sweep"
-KILN_GPU_SM90A_FLAGS=--pipeline=tma-ws timeout 400 python3 "$here/tests/gpu/wgmma_probe.py" \
+timeout 400 python3 "$here/tests/gpu/wgmma_probe.py" \
   "$bundle/bin/kiln-opt" "${quick[@]}" 2>&1 | tail -30 ||
   fail=$((fail + 1))
 

@@ -290,8 +290,8 @@ def compile_program(kiln_opt, path, binds, arch="sm_90", workdir=None):
     r = subprocess.run(
         [kiln_opt, path, *bind_args(binds), "--emit=cubin", "--target", f"cuda:{arch}", "-o", cubin,
          "--launch-json", launch, *(["--gemm=wgmma"] if arch == "sm_90a" else []),
-         # Extra kiln-opt flags for every sm_90a compile (e.g. --pipeline=tma-ws), so
-         # the GPU scripts can sweep the opt-in paths.
+         # Extra kiln-opt flags for every sm_90a compile (e.g. --pipeline=cp.async), so
+         # the GPU scripts can sweep the older paths.
          *(os.environ.get("KILN_GPU_SM90A_FLAGS", "").split() if arch == "sm_90a" else [])],
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ fail=0
 sizes=("--test-bind"
        "--bind M=1024 --bind N=1024 --bind K=1024 --bind block_M=128 --bind block_N=128 --bind block_K=64"
        "--bind M=4000 --bind N=2056 --bind K=1032 --bind block_M=128 --bind block_N=128 --bind block_K=64")
-for arch in "sm_90a --gemm wgmma" "sm_90"; do
+for arch in "sm_90a --gemm wgmma" "sm_90 --gemm mma"; do
   for f in gemm_ws_barrier gemm_ws_ring gemm_ws_split_n gemm_ws_staged; do
     for b in "${sizes[@]}"; do
       # The split kernel gives each warpgroup half of block_N.

@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
@@ -35,6 +36,11 @@ for bm, bn, bk, st in ((64, 32, 16, 3), (128, 128, 64, 3), (128, 256, 64, 4)):
                         threads=256 if bm == 128 else 128, dtype="bfloat16"))
 if quick:
     configs = configs[::7]
+only = os.environ.get("KILN_PROBE_ONLY")  # a regex over the config tags below
+if only:
+    import re
+    configs = [c for c in configs if re.search(
+        only, "{block_M}x{block_N}x{block_K} st{num_stages} thr{threads} {dtype}".format(**c))]
 
 work = tempfile.mkdtemp(prefix="kiln_wgmma_probe_")
 
@@ -70,6 +76,7 @@ with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as p
             print(f"{tag}: not compiled ({err})", flush=True)
             continue
         A, B, ref = inputs[c["dtype"]]
+        t0 = time.perf_counter()
         counts = []
         for _ in range(2):
             C = torch.zeros(M, N, device="cuda", dtype=A.dtype)
@@ -84,10 +91,11 @@ with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as p
         torch.cuda.synchronize()
         counts.append(bad_count(C, ref))
         ok = not any(counts)
+        took = time.perf_counter() - t0
         passed += ok
         failed += not ok
         print(f"{tag}: {'PASS' if ok else 'FAIL'} bad elements {counts[0]}, {counts[1]}, "
-              f"one CTA/SM {counts[2]}", flush=True)
+              f"one CTA/SM {counts[2]} ({took:.1f} s)", flush=True)
 print(f"wgmma sweep at {M}x{N}x{K}: {passed} passed, {failed} failed, {skipped} not compiled: "
       f"{'PASS' if failed == 0 and passed > 0 else 'FAIL'}")
 sys.exit(1 if failed or not passed else 0)
