@@ -162,10 +162,13 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
   auto plan_for = [&](int64_t blocks) {
     RegisterPlan p;
     p.blocks = blocks;
-    const int64_t file = kRegisterFile / blocks;
-    p.launch = std::min<int64_t>(file / threads / 8 * 8, 248);
-    p.consumer =
-        std::min<int64_t>((file - kProducerThreads * kProducerRegs) / t / 8 * 8, kMaxConsumerRegs);
+    p.launch = std::min<int64_t>(kRegisterFile / blocks / threads / 8 * 8, 248);
+    // setmaxnreg.inc waits until the block's own pool (its launch count
+    // for every thread) holds the registers: asking more than the producer
+    // gave back waits forever (128x64 on 256 + 128 threads at 80 a thread
+    // asked 104 and hung on an H100).
+    p.consumer = std::min<int64_t>(
+        (p.launch * threads - kProducerThreads * kProducerRegs) / t / 8 * 8, kMaxConsumerRegs);
     return p;
   };
   const int64_t fit = kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes);
