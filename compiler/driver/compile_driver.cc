@@ -147,6 +147,9 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
     fo.entry = in.entry;
     fo.bindings = in.bindings;
     fo.limits = in.limits;
+    // Device queries (torch.cuda.get_device_properties, ...) describe the
+    // target's device; the key covers the target, so it covers the answers.
+    fo.device = frontend::DeviceModelForTarget(options.target);
     absl::StatusOr<ir::Program> p = frontend::CompileSource(in.text, fo);
     if (!p.ok()) return p.status();
     out.program = *std::move(p);

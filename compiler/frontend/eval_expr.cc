@@ -2,6 +2,7 @@
 // values; Python builtins; calls of user functions (and @T.macro).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -310,6 +311,7 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   size_t dot = path.rfind('.');
   std::string module = path.substr(0, dot);
   std::string attr = path.substr(dot + 1);
+  if (std::optional<Value> device = ResolveDeviceQueryName(path)) return *std::move(device);
   if (module == "T") {
     if (std::optional<ir::DType> t = ParseDTypeAlias(attr)) return Value::DType(*t);
     if (IsTBuiltin(attr)) return Value::Builtin(absl::StrCat("T.", attr));
@@ -439,6 +441,7 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
       }
       return p;
     }
+    if (obj.s == "torch.cuda._CudaDeviceProperties") return DevicePropertyAttr(attr, e.loc);
     if (obj.s == "tilelang.PassConfigKey") {
       if (std::optional<std::string> v = PassConfigKeyValue(attr)) return Value::Str(*v);
       return Error(e.loc, absl::StrCat("unknown PassConfigKey '", attr, "'"));
@@ -689,7 +692,9 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
     // Builtins run no user code: an error of one called with an unbound
     // parameter's None is about that parameter.
     absl::StatusOr<Value> r;
-    if (callee.s.rfind("tilelang.math.", 0) == 0) {
+    if (IsDeviceQuery(callee.s)) {
+      r = CallDeviceQuery(callee.s, args, call.loc);
+    } else if (callee.s.rfind("tilelang.math.", 0) == 0) {
       r = CallPythonBuiltin(callee.s, args, call.loc);
     } else if (callee.s.rfind("T.", 0) == 0 || callee.s.rfind("tilelang.", 0) == 0) {
       r = CallTBuiltin(callee.s, args, call);

@@ -155,6 +155,14 @@ class Evaluator {
   absl::StatusOr<Value> IndexSequence(const Value& seq, const Value& index, Loc loc);
   absl::StatusOr<Value> ResolveModuleAttr(const std::string& path, Loc loc);
 
+  // ---- device_query.cc: build-time device queries, answered from
+  // options_.device (torch.cuda.*, tilelang.carver.arch.driver.*).
+  // The module, function or property object `path` names, if it is one.
+  static std::optional<Value> ResolveDeviceQueryName(const std::string& path);
+  static bool IsDeviceQuery(const std::string& builtin);
+  absl::StatusOr<Value> CallDeviceQuery(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> DevicePropertyAttr(const std::string& attr, Loc loc);
+
   // ---- tl_builtins.cc: T.* calls, dtypes, allocations, symbols.
   absl::StatusOr<Value> CallTBuiltin(const std::string& name, std::vector<Arg>& args,
                                      const PyExpr& call);

@@ -57,6 +57,40 @@ struct EvalLimits {
   const std::atomic<bool>* cancelled = nullptr;
 };
 
+// The device that a program's build-time device queries describe
+// (torch.cuda.get_device_properties(...).multi_processor_count,
+// torch.cuda.get_device_capability(), tilelang.carver.arch.driver.get_num_sms(),
+// ...): the compile's target, never the machine the compiler runs on, so one
+// source and target give one program (and one cache key) everywhere.
+struct DeviceModel {
+  // The compile's target, named in diagnostics ("cpu", "cuda:sm_90"); empty
+  // when the caller named none.
+  std::string target;
+  // False (the CPU target, no target): every device query is a located
+  // error that says which target to compile for.
+  bool known = false;
+  std::string name; // torch.cuda.get_device_name(), e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0; // multi_processor_count, carver's get_num_sms()
+  int cc_major = 0; // get_device_capability() == (cc_major, cc_minor)
+  int cc_minor = 0;
+  int64_t shared_memory_per_block = 0;       // bytes, without opt-in
+  int64_t shared_memory_per_block_optin = 0; // bytes, with opt-in
+  int64_t shared_memory_per_sm = 0;          // bytes
+  int64_t registers_per_block = 0;           // 32-bit registers
+  int64_t registers_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int warp_size = 32;
+  int64_t l2_cache_bytes = 0;
+  int64_t total_memory_bytes = 0;
+};
+
+// The model of the device a compile for `target` ("cuda:sm_80" ...
+// "cuda:sm_90a", as passes::ParseTarget spells them) builds for: one
+// representative data-center part per architecture (sm_80: A100-SXM4-80GB,
+// sm_86: A40, sm_89: L40S, sm_90/sm_90a: H100 SXM5 80GB; an H200 has the
+// same SMs and limits). Any other target (cpu, unknown) gives known=false.
+DeviceModel DeviceModelForTarget(std::string_view target);
+
 struct FrontendOptions {
   std::string file_name = "<input>"; // used in diagnostics only
   // The kernel function to compile. Empty: the only candidate in the file
@@ -66,6 +100,8 @@ struct FrontendOptions {
   std::string entry;
   std::vector<std::pair<std::string, BindingValue>> bindings;
   EvalLimits limits;
+  // What build-time device queries answer; default: none known.
+  DeviceModel device;
 };
 
 // Errors: InvalidArgument "file:line:col: message" for a bad program;

@@ -185,6 +185,9 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
   options.file_name = name;
   options.entry = args.entry;
   options.bindings = args.bindings;
+  // Device queries describe the device the program is lowered for.
+  options.device =
+      kiln::frontend::DeviceModelForTarget(args.lower_for.empty() ? args.target : args.lower_for);
   if (args.test_bind) {
     absl::StatusOr<kiln::tools::Bindings> line = kiln::tools::BindLine(text, name, "test-bind");
     if (!line.ok()) return line.status();

@@ -335,6 +335,11 @@ int Run(const Args& args) {
   options.file_name = args.file;
   options.entry = args.entry;
   options.bindings = bindings;
+  // Device queries describe the device the program is lowered for: --lower-for's,
+  // --arch's, else the target's (cpu: none).
+  options.device = kiln::frontend::DeviceModelForTarget(
+      !args.lower_for.empty() ? args.lower_for
+                              : (!args.arch.empty() ? "cuda:" + args.arch : args.target));
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
   if (!program.ok()) return Fail(program.status().message());
   if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(s.message());

@@ -1321,7 +1321,8 @@ def compile_kernel(job, kiln_opt, examples, target, timeout):
         return result("emitted", True, True, "")
     if ok is None or msg.startswith("kiln-opt died"):
         return result("timeout", False, False, msg)
-    fe_ok, fe_msg = run_opt(kiln_opt, examples, rel, entry, bindings, ["--emit=none"], timeout)
+    fe_ok, fe_msg = run_opt(kiln_opt, examples, rel, entry, bindings,
+                             ["--emit=none", "--target", target], timeout)
     if fe_ok:
         return result("lowering_failed", True, False, msg)
     if fe_ok is None or fe_msg.startswith("kiln-opt died"):
