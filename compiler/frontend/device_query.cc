@@ -109,8 +109,9 @@ std::optional<Value> Evaluator::ResolveDeviceQueryName(const std::string& path) 
   if (path == "torch.device" || path == kDeviceProperties) return Value::Builtin(path);
   size_t dot = path.rfind('.');
   if (dot == std::string::npos) return std::nullopt;
-  std::string_view module = std::string_view(path).substr(0, dot);
-  std::string_view fn = std::string_view(path).substr(dot + 1);
+  const std::string_view whole = path;
+  std::string_view module = whole.substr(0, dot);
+  std::string_view fn = whole.substr(dot + 1);
   if ((module == "torch.cuda" && In(kTorchCudaFunctions, fn)) ||
       (module == kCarverDriver && In(kCarverDriverFunctions, fn))) {
     return Value::Builtin(path);

@@ -174,7 +174,8 @@ absl::StatusOr<Spec> ParseSpec(std::string_view s) {
 }
 
 // `sign` and `body` (digits) padded to the spec's width.
-std::string Pad(const Spec& spec, std::string sign, std::string body, char default_align) {
+std::string Pad(const Spec& spec, const std::string& sign, const std::string& body,
+                char default_align) {
   char align = spec.align ? spec.align : default_align;
   size_t len = sign.size() + body.size();
   size_t width = static_cast<size_t>(spec.width);
@@ -304,8 +305,8 @@ std::string PyFloatRepr(double d) {
     } else if (exp + 1 >= n) {
       out += digits + std::string(static_cast<size_t>(exp + 1 - n), '0') + ".0";
     } else {
-      out += digits.substr(0, static_cast<size_t>(exp + 1)) + "." +
-             digits.substr(static_cast<size_t>(exp + 1));
+      const size_t point = static_cast<size_t>(exp) + 1;
+      out += digits.substr(0, point) + "." + digits.substr(point);
     }
     return out;
   }
