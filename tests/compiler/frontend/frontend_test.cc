@@ -14,6 +14,7 @@
 #include "compiler/ir/verifier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/frontend_compile.h"
 
 namespace kiln::frontend {
 namespace {
@@ -23,25 +24,9 @@ using ir::StmtKind;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-using Bindings = std::vector<std::pair<std::string, std::string>>;
-
-absl::StatusOr<ir::Program> Compile(std::string_view src, const Bindings& binds = {},
-                                    std::string entry = "") {
-  FrontendOptions o;
-  o.file_name = "t.py";
-  o.entry = std::move(entry);
-  for (const auto& [k, v] : binds) o.bindings.emplace_back(k, ParseBindingText(v));
-  return CompileSource(src, o);
-}
-
-ir::Program MustCompile(std::string_view src, const Bindings& binds = {}, std::string entry = "") {
-  absl::StatusOr<ir::Program> p = Compile(src, binds, std::move(entry));
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return ir::Program();
-  absl::Status v = ir::Verify(*p);
-  EXPECT_TRUE(v.ok()) << v << "\n" << ir::PrintProgram(*p);
-  return *std::move(p);
-}
+using testing::Bindings;
+using testing::Compile;
+using testing::MustCompile;
 
 std::string P(const ir::Expr& e) { return ir::PrintExpr(e); }
 
