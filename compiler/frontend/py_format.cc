@@ -301,17 +301,19 @@ std::string PyFloatRepr(double d) {
   int n = static_cast<int>(digits.size());
   if (exp >= -4 && exp < 16) {
     if (exp < 0) {
-      out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+      absl::StrAppend(&out, "0.", std::string(static_cast<size_t>(-exp - 1), '0'), digits);
     } else if (exp + 1 >= n) {
-      out += digits + std::string(static_cast<size_t>(exp + 1 - n), '0') + ".0";
+      absl::StrAppend(&out, digits, std::string(static_cast<size_t>(exp + 1 - n), '0'), ".0");
     } else {
       const size_t point = static_cast<size_t>(exp) + 1;
-      out += digits.substr(0, point) + "." + digits.substr(point);
+      absl::StrAppend(&out, digits.substr(0, point), ".", digits.substr(point));
     }
     return out;
   }
   out += digits.substr(0, 1);
-  if (n > 1) out += "." + digits.substr(1);
+  // StrAppend, not "." + string: GCC 12 at -O3 reports a false -Wrestrict
+  // overlap in operator+(const char*, string&&).
+  if (n > 1) absl::StrAppend(&out, ".", digits.substr(1));
   absl::StrAppend(&out, exp < 0 ? "e-" : "e+", absl::StrFormat("%02d", exp < 0 ? -exp : exp));
   return out;
 }
