@@ -172,8 +172,7 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
     return p;
   };
   const int64_t fit = kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes);
-  if (fit >= 2 && plan_for(2).launch >= instruction) {
-    RegisterPlan two = plan_for(2);
+  if (RegisterPlan two = plan_for(2); fit >= 2 && two.launch >= instruction) {
     if (two.launch >= needed) return two;
     if (two.consumer >= needed && two.consumer > two.launch) {
       two.realloc = true;
@@ -426,15 +425,13 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   const RegisterPlan regs =
       PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
                     WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * 2 * ws_stages_);
-  const bool realloc = regs.realloc;
-  const int64_t consumer_regs = regs.consumer;
 
   Stmt split;
   split.kind = StmtKind::kIf;
   split.cond = Lt(Tid(), I(t));
-  if (realloc) split.body.push_back(Call("setmaxnreg_inc", {I(consumer_regs)}));
+  if (regs.realloc) split.body.push_back(Call("setmaxnreg_inc", {I(regs.consumer)}));
   for (Stmt& s : consumer) split.body.push_back(std::move(s));
-  if (realloc) split.else_body.push_back(Call("setmaxnreg_dec", {I(kProducerRegs)}));
+  if (regs.realloc) split.else_body.push_back(Call("setmaxnreg_dec", {I(kProducerRegs)}));
   Guarded(Eq(Tid(), I(t)), std::move(ws_producer_), &split.else_body);
   pre.push_back(std::move(split));
   *body = std::move(pre);
