@@ -9,7 +9,10 @@
 // 3. Otherwise the copy is spread over the block's threads in vectors of up
 //    to 16 bytes when both sides are provably aligned; global -> shared
 //    vectors use cp.async with zero fill for out-of-bounds vectors, and
-//    outside a pipeline the copy waits for its own group at once.
+//    outside a pipeline the copy waits for its own group at once. A
+//    tile-level atomic from shared memory (T.atomic_add(dst, smem)) is
+//    spread the same way, one element per thread and step, after the
+//    barrier that orders the writes of its source.
 #include <algorithm>
 #include <utility>
 
@@ -40,6 +43,12 @@ std::vector<Expr> SideIndex(const std::vector<Expr>& min, const std::vector<int>
 }
 
 Expr ZeroOf(ir::DType t) { return ir::IsFloat(t) ? ir::FloatImm(0.0, t) : ir::IntImm(0, t); }
+
+const char* AtomicName(ir::AtomicOp op) {
+  return op == ir::AtomicOp::kAdd   ? "atomic_add"
+         : op == ir::AtomicOp::kMax ? "atomic_max"
+                                    : "atomic_min";
+}
 
 std::string ShapeText(const std::vector<int64_t>& v) {
   return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
@@ -234,10 +243,7 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
     guard = And(And(guard, inb), IsFirstReplica(layout, tid_));
     if (atomic) {
       ASSIGN_OR_RETURN(Expr flat, FlatIndex(o, oidx));
-      const char* name = s.atomic_op == ir::AtomicOp::kAdd   ? "atomic_add"
-                         : s.atomic_op == ir::AtomicOp::kMax ? "atomic_max"
-                                                             : "atomic_min";
-      Guarded(guard, {Call(name, {Address(o, flat), ir::Simplify(v)})}, &body);
+      Guarded(guard, {Call(AtomicName(s.atomic_op), {Address(o, flat), ir::Simplify(v)})}, &body);
     } else {
       ASSIGN_OR_RETURN(Stmt st, ElementStore(o, oidx, v));
       Guarded(guard, {std::move(st)}, &body);
@@ -321,14 +327,17 @@ absl::Status Lowering::CopyFragmentVectors(const Stmt& s, const CopyPlan& plan, 
 
 absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool atomic,
                                        std::vector<Stmt>* out) {
-  if (atomic) {
-    return Error(s.loc, "atomic tile updates need a fragment source (T.atomic_add(dst, frag))");
-  }
   const Buf& src = *plan.src;
   const Buf& dst = *plan.dst;
   const bool per_thread = src.scope == ir::Scope::kLocal || src.scope == ir::Scope::kVar ||
                           dst.scope == ir::Scope::kLocal || dst.scope == ir::Scope::kVar;
-  const int64_t v = per_thread ? 1 : CopyVector(plan);
+  if (atomic && per_thread) {
+    // Every thread would apply its own copy of the tile: the update would
+    // count once per thread.
+    return Error(s.loc, "atomic tile updates need a fragment or shared source and a global or "
+                        "shared destination (T.atomic_add(dst, frag_or_shared))");
+  }
+  const int64_t v = per_thread || atomic ? 1 : CopyVector(plan);
   int64_t total = 1;
   for (int64_t e : plan.extents) total *= e;
   const int64_t nv = total / v;
@@ -350,7 +359,7 @@ absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool
   const int64_t bytes = v * Bytes(src.dtype);
   std::vector<Stmt> body;
   bool async = false;
-  if (src.scope == ir::Scope::kGlobal && dst.scope == ir::Scope::kShared &&
+  if (!atomic && src.scope == ir::Scope::kGlobal && dst.scope == ir::Scope::kShared &&
       src.dtype == dst.dtype && (bytes == 4 || bytes == 8 || bytes == 16)) {
     async = true;
     Expr sflat = GlobalFlat(src, sidx);
@@ -395,6 +404,13 @@ absl::Status Lowering::CopyDistributed(const Stmt& s, const CopyPlan& plan, bool
       }
       Guarded(ir::Unary(ir::UnOp::kNot, s_in), std::move(zeros), &body);
     }
+  } else if (atomic) {
+    // One element per thread and step: each element of the tile is applied
+    // exactly once, by the thread that owns its position.
+    ASSIGN_OR_RETURN(Expr val, ElementLoad(src, sidx));
+    if (val.dtype != dst.dtype) val = ir::Cast(dst.dtype, val);
+    ASSIGN_OR_RETURN(Expr dflat, FlatIndex(dst, didx));
+    Guarded(And(s_in, d_in), {Call(AtomicName(s.atomic_op), {Address(dst, dflat), val})}, &body);
   } else {
     ASSIGN_OR_RETURN(Expr val, ElementLoad(src, sidx));
     if (val.dtype != dst.dtype) val = ir::Cast(dst.dtype, val);
