@@ -21,8 +21,11 @@
 // Shared source: every element of the source is visible to every thread,
 // so no cross-thread combining is needed; after the barrier that orders
 // earlier writes of the source, each output element is one thread's serial
-// loop over the reduced dimension (in index order, so replicas of a
-// fragment output agree bit for bit).
+// loop over the reduced dimension, in an order fixed by the element, so
+// replicas of a fragment output agree bit for bit. Along whole rows of a
+// power-of-two length each element starts at its own column (rotated), so
+// that threads reading different rows at the same step use different
+// banks.
 // 5. Fragment destination: each thread computes the elements its own
 //    registers hold.
 // 6. Shared destination: the block's threads split the output elements
@@ -401,6 +404,18 @@ class ReduceLowering {
     return absl::OkStatus();
   }
 
+  // Whether the serial loops walk each row from a different column: when
+  // they reduce whole, unswizzled rows of a power-of-two length (their
+  // start addresses then share a bank) and there are several rows.
+  bool Rotates() const {
+    const Buf& src = *src_.buf;
+    const int64_t n = src_.ext[s_.dim];
+    int64_t outputs = 1;
+    for (int64_t e : kept_ext_) outputs *= e;
+    return !src.swizzle && s_.dim + 1 == static_cast<int>(src.shape.size()) &&
+           n == src.shape.back() && n > 1 && IsPow2(n) && outputs > 1;
+  }
+
   // acc = identity; for k: acc (+)= src[kept, k] -- the serial loop of one
   // output element over the shared source. `unroll`: whether the loop over
   // the reduced dimension may be unrolled.
@@ -409,7 +424,18 @@ class ReduceLowering {
     const int64_t n = src_.ext[s_.dim];
     const std::string k = l_.Fresh("k");
     l_.var_max_[k] = n - 1;
-    ASSIGN_OR_RETURN(Expr v, l_.ElementLoad(*src_.buf, SrcIndex(kept, Var(k))));
+    Expr pos = Var(k);
+    if (Rotates()) {
+      // Along a row: start each output's walk at its own column, so that
+      // threads reading different rows at the same step reach different
+      // banks (rows a power-of-two apart would otherwise all hit one).
+      Expr linear = I(0);
+      for (size_t j = 0; j < kept.size(); ++j) {
+        linear = Add(Mul(linear, I(kept_ext_[j])), kept[j]);
+      }
+      pos = Mod(Add(Var(k), linear), n);
+    }
+    ASSIGN_OR_RETURN(Expr v, l_.ElementLoad(*src_.buf, SrcIndex(kept, pos)));
     out->push_back(Store(acc, {I(0)}, Identity(kind_, acc_)));
     out->push_back(
         For(k, I(n), unroll ? ir::ForKind::kUnroll : ir::ForKind::kSerial,

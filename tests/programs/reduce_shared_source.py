@@ -1,10 +1,11 @@
 # Reductions whose source is in shared memory (compiler/passes/lower_reduce.cc,
 # steps 5 and 6): into fragments and into shared memory, along both dimensions,
-# with and without clear, of a sub-region, and into a keep-dims (rows, 1) tile.
-# Each block reduces its own block_M x N tile of X; N is not a multiple of a
-# warp and the fragments' layouts replicate, so replicas and partial warps are
-# both exercised.
-# kiln: test-bind M=48 N=40 block_M=16 threads=64
+# with and without clear, of sub-regions, and into a keep-dims (rows, 1) tile.
+# Each block reduces its own block_M x N tile of X. Whole rows of N = 64 are
+# walked from a different column by each row (the bank rotation), a row's
+# first 24 columns in order; the fragments' layouts replicate. The same
+# program at N = 40 (no rotation, partial warps) passes too.
+# kiln: test-bind M=48 N=64 block_M=16 threads=64
 import numpy as np
 import tilelang
 import tilelang.language as T
@@ -23,6 +24,7 @@ def reduce_shared_source(M, N, block_M, threads=64, dtype=T.float32):
         head_abssum: T.Tensor((G, N), dtype),
         row_min_keep: T.Tensor((M, 1), dtype),
         col_min_acc: T.Tensor((G, N), dtype),
+        head_row_sum: T.Tensor((M,), dtype),
     ):
         with T.Kernel(G, threads=threads) as bx:
             xs = T.alloc_shared((block_M, N), dtype)
@@ -33,6 +35,7 @@ def reduce_shared_source(M, N, block_M, threads=64, dtype=T.float32):
             ha = T.alloc_fragment((N,), dtype)
             rk = T.alloc_shared((block_M, 1), dtype)
             cn = T.alloc_fragment((N,), dtype)
+            hr = T.alloc_shared((block_M,), dtype)
 
             T.copy(X[bx * block_M, 0], xs)
             # shared -> fragment, dim 0, clear
@@ -59,6 +62,9 @@ def reduce_shared_source(M, N, block_M, threads=64, dtype=T.float32):
             T.fill(cn, -0.25)
             T.reduce_min(xs, cn, dim=0, clear=False)
             T.copy(cn, col_min_acc[bx, 0])
+            # a row's first 24 columns, shared -> shared
+            T.reduce_sum(xs[:, 0:24], hr, dim=1)
+            T.copy(hr, head_row_sum[bx * block_M])
 
     return main
 
@@ -75,4 +81,5 @@ def ref_program(X):
         np.abs(t[:, 0:4, :]).sum(1),
         X.min(1, keepdims=True),
         np.minimum(t.min(1), -0.25),
+        X[:, 0:24].sum(1),
     )
