@@ -521,7 +521,7 @@ class ReduceLowering {
   std::vector<std::pair<int, int>> pairs_; // (index into kept_, destination dimension)
   std::string rd_;                         // the register loop variable of steps 1-4
 
-  Expr Converted(Expr v) const { return v.dtype == acc_ ? v : ir::Cast(acc_, v); }
+  Expr Converted(const Expr& v) const { return v.dtype == acc_ ? v : ir::Cast(acc_, v); }
 };
 
 } // namespace
