@@ -11,16 +11,26 @@
 //      its loop variables, and every other fragment it indexes by loop
 //      variables gets the projection of that layout.
 //    A fragment given two different layouts is a located error.
-// 3. When nothing changes and fragments remain unknown: the first Parallel
+//    A fragment only read in a loop, whose layout is fully replicated
+//    (every thread holds every element), takes no constraint from it: any
+//    thread reads any element of it directly.
+// 3. When nothing changes, fragments accessed element by element outside
+//    a T.Parallel loop, or inside one by indices that are not distinct loop
+//    variables (`if mask[k]:`, `x[0]` in a loop over i), get the fully
+//    replicated layout (every thread holds all of it, row-major in its
+//    registers), unless they have a layout already; at the end, each such
+//    fragment must have a fully replicated layout, else a located error at
+//    the access names the statement that distributed it.
+// 4. When nothing changes and fragments remain unknown: the first Parallel
 //    loop over an unknown fragment gets a default layout (threads over the
 //    innermost dimension, 16-byte vectors); else the first unknown fragment
 //    does. Then back to 2.
-// 4. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
+// 5. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
 //    swizzle when their rows are a multiple of 16 bytes.
-// 5. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
+// 6. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
 //    A and B, an f32 accumulator and a shape wgmma tiles (WgmmaGroups),
 //    accumulators get the wgmma D layout and the operands the column-block
-//    layout of wgmma's swizzle modes instead of 1.'s and 4.'s choices.
+//    layout of wgmma's swizzle modes instead of 1.'s and 5.'s choices.
 #include "compiler/passes/layout_inference.h"
 
 #include <algorithm>
@@ -87,6 +97,7 @@ struct Candidate {
   std::string buffer;
   std::vector<int> dims;
   ir::Loc loc;
+  bool write = false; // some access with these dims stores to it
 };
 
 void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& fn) {
@@ -97,29 +108,35 @@ void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& fn) {
 std::vector<Candidate> LoopCandidates(const Stmt& loop,
                                       const std::map<std::string, FragInfo>& frags) {
   std::vector<Candidate> out;
-  auto consider = [&](const std::string& name, const std::vector<Expr>& indices, ir::Loc loc) {
+  auto consider = [&](const std::string& name, const std::vector<Expr>& indices, ir::Loc loc,
+                      bool write) {
     if (!frags.count(name)) return;
     std::optional<std::vector<int>> dims = LoopDims(indices, loop.loop_vars);
     if (!dims) return;
-    for (const Candidate& c : out) {
-      if (c.buffer == name && c.dims == *dims) return;
+    for (Candidate& c : out) {
+      if (c.buffer == name && c.dims == *dims) {
+        c.write = c.write || write;
+        return;
+      }
     }
-    out.push_back({name, *dims, loc});
+    out.push_back({name, *dims, loc, write});
   };
   auto on_expr = [&](const Expr& root) {
     VisitExpr(root, [&](const Expr& e) {
-      if (e.kind == ExprKind::kLoad) consider(e.name, e.args, e.loc);
+      if (e.kind == ExprKind::kLoad) consider(e.name, e.args, e.loc, false);
     });
   };
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
-      if (s.kind == StmtKind::kStore) consider(s.name, s.indices, s.loc);
-      // An element-wise atomic names its operands as one-element regions.
+      if (s.kind == StmtKind::kStore) consider(s.name, s.indices, s.loc, true);
+      // An element-wise atomic names its operands as one-element regions
+      // (the first is the destination).
       if (s.kind == StmtKind::kAtomic) {
-        for (const ir::Region& r : s.regions) {
+        for (size_t k = 0; k < s.regions.size(); ++k) {
+          const ir::Region& r = s.regions[k];
           std::vector<Expr> mins;
           for (const ir::Range& rg : r.ranges) mins.push_back(rg.min);
-          consider(r.buffer, mins, r.loc);
+          consider(r.buffer, mins, r.loc, k == 0);
         }
       }
       if (s.kind == StmtKind::kAtomic && s.has_value) on_expr(s.value);
@@ -131,6 +148,71 @@ std::vector<Candidate> LoopCandidates(const Stmt& loop,
     }
   };
   walk(loop.body);
+  return out;
+}
+
+// The first element-by-element access of a fragment that needs a copy of
+// every element in every thread (step 3 of the overview).
+struct ElementAccess {
+  ir::Loc loc;
+  bool in_parallel = false; // inside a T.Parallel loop, by non-loop indices
+  bool write = false;
+  int64_t threads = 0; // of the statement (a T.ws region's, or the block's)
+};
+
+std::map<std::string, ElementAccess> ElementAccesses(const ir::Program& p,
+                                                     const std::map<std::string, FragInfo>& frags) {
+  std::map<std::string, ElementAccess> out;
+  // `vars`: the variables of the enclosing T.Parallel loops, or null.
+  auto note = [&](const std::string& name, const std::vector<Expr>& indices, ir::Loc loc,
+                  const std::vector<std::string>* vars, bool write, int64_t threads) {
+    if (!frags.count(name) || out.count(name)) return;
+    if (vars && LoopDims(indices, *vars)) return;
+    out.emplace(name, ElementAccess{loc, vars != nullptr, write, threads});
+  };
+  auto loads = [&](const Expr& root, const std::vector<std::string>* vars, int64_t threads) {
+    VisitExpr(root, [&](const Expr& e) {
+      if (e.kind == ExprKind::kLoad) note(e.name, e.args, e.loc, vars, false, threads);
+    });
+  };
+  std::function<void(const std::vector<Stmt>&, const std::vector<std::string>*, int64_t)> walk =
+      [&](const std::vector<Stmt>& body, const std::vector<std::string>* vars, int64_t threads) {
+        for (const Stmt& s : body) {
+          if (s.has_value) loads(s.value, vars, threads);
+          if (s.kind == StmtKind::kIf) loads(s.cond, vars, threads);
+          for (const Expr& e : s.indices) loads(e, vars, threads);
+          for (const Expr& e : s.extents) loads(e, vars, threads);
+          for (const ir::Region& r : s.regions) {
+            for (const ir::Range& rg : r.ranges) {
+              loads(rg.min, vars, threads);
+              loads(rg.extent, vars, threads);
+            }
+          }
+          if (s.kind == StmtKind::kStore) note(s.name, s.indices, s.loc, vars, true, threads);
+          // Inside a loop, an atomic's regions are single elements (the
+          // first is the destination); outside, it is a tile op.
+          if (s.kind == StmtKind::kAtomic && vars) {
+            for (size_t k = 0; k < s.regions.size(); ++k) {
+              std::vector<Expr> mins;
+              for (const ir::Range& rg : s.regions[k].ranges) mins.push_back(rg.min);
+              note(s.regions[k].buffer, mins, s.regions[k].loc, vars, k == 0, threads);
+            }
+          }
+          int64_t inner = threads;
+          if (s.kind == StmtKind::kWarpSpecialize) {
+            if (auto r = WarpGroupRange(s)) inner = r->second - r->first;
+          }
+          if (s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kParallel) {
+            std::vector<std::string> all = vars ? *vars : std::vector<std::string>{};
+            all.insert(all.end(), s.loop_vars.begin(), s.loop_vars.end());
+            walk(s.body, &all, inner);
+          } else {
+            walk(s.body, vars, inner);
+          }
+          walk(s.else_body, vars, inner);
+        }
+      };
+  walk(p.kernel.body, nullptr, BlockThreads(p));
   return out;
 }
 
@@ -212,9 +294,12 @@ class Inference {
       changed_ = false;
       RETURN_IF_ERROR(Propagate(p_.kernel.body));
       if (changed_) continue;
+      RETURN_IF_ERROR(ReplicateElementAccessed());
+      if (changed_) continue;
       ASSIGN_OR_RETURN(bool defaulted, DefaultOne());
       if (!defaulted) break;
     }
+    RETURN_IF_ERROR(CheckElementAccessed());
     for (const auto& [name, layout] : known_) {
       p_.attrs[absl::StrCat("layout.", name)] = layout.ToString();
     }
@@ -239,6 +324,38 @@ class Inference {
                        absl::StrCat("layout conflict for fragment '", name, "': ", origin_[name],
                                     " gives ", it->second.ToString(), " but ", why, " needs ",
                                     layout.ToString()));
+  }
+
+  // Step 3: the fragments that need every element in every thread and
+  // have no layout yet get the fully replicated one.
+  absl::Status ReplicateElementAccessed() {
+    for (const auto& [name, access] : element_accesses_) {
+      if (known_.count(name)) continue;
+      RETURN_IF_ERROR(Set(name, ReplicatedLayout(frags_.at(name).shape, access.threads), access.loc,
+                          absl::StrCat(Describe(access), " at line ", access.loc.line)));
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string Describe(const ElementAccess& access) {
+    return absl::StrCat(access.write ? "the write" : "the read",
+                        access.in_parallel
+                            ? " by indices that are not distinct variables of the T.Parallel loop"
+                            : " outside a T.Parallel loop");
+  }
+
+  absl::Status CheckElementAccessed() const {
+    for (const auto& [name, access] : element_accesses_) {
+      auto it = known_.find(name);
+      if (it == known_.end() || FullyReplicated(it->second)) continue;
+      return ir::ErrorAt(
+          p_.source_name, access.loc,
+          absl::StrCat("fragment '", name, "': ", Describe(access),
+                       " needs every element in every thread (a fully replicated layout), but ",
+                       origin_.at(name), " spreads it over threads as ", it->second.ToString(),
+                       "; copy it to a shared buffer and index that instead"));
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Propagate(const std::vector<Stmt>& body) {
@@ -410,6 +527,9 @@ class Inference {
     if (!have && !allow_default) return absl::OkStatus();
     ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(p_, loop, known_, std::nullopt, threads_));
     for (const Candidate& c : cands) {
+      // Lowering reads any element of a fully replicated fragment directly.
+      auto it = known_.find(c.buffer);
+      if (!c.write && it != known_.end() && FullyReplicated(it->second)) continue;
       RETURN_IF_ERROR(Set(c.buffer, Project(layout, c.dims, frags_.at(c.buffer).shape), c.loc,
                           absl::StrCat("the T.Parallel loop at line ", loop.loc.line)));
     }
@@ -519,6 +639,7 @@ class Inference {
   LayoutOptions options_;
   bool wgmma_ = false;
   std::map<const Stmt*, std::pair<int64_t, int64_t>> wgmma_groups_;
+  std::map<std::string, ElementAccess> element_accesses_ = ElementAccesses(p_, frags_);
 };
 
 absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
@@ -604,10 +725,22 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
     extents.push_back(*v);
   }
   const std::vector<Candidate> cands = LoopCandidates(loop, frags);
-  for (const Candidate& c : cands) {
-    if (c.dims.size() != extents.size()) continue;
+  // A fully replicated fragment that the loop only reads says nothing about
+  // how the loop's iterations are spread: prefer any other known fragment.
+  const Candidate* from = nullptr;
+  for (int pass = 0; pass < 2 && !from; ++pass) {
+    for (const Candidate& c : cands) {
+      if (c.dims.size() != extents.size()) continue;
+      auto it = known.find(c.buffer);
+      if (it == known.end()) continue;
+      if (pass == 0 && !c.write && FullyReplicated(it->second)) continue;
+      from = &c;
+      break;
+    }
+  }
+  if (from) {
+    const Candidate& c = *from;
     auto it = known.find(c.buffer);
-    if (it == known.end()) continue;
     FragmentLayout out = it->second;
     out.shape = extents;
     for (size_t k = 0; k < c.dims.size(); ++k) {
@@ -635,6 +768,21 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
   const bool has_fragments = !cands.empty();
   return DefaultLayout(extents, threads > 0 ? threads : BlockThreads(program), vector,
                        has_fragments);
+}
+
+bool FullyReplicated(const FragmentLayout& layout) {
+  return std::none_of(layout.thread.begin(), layout.thread.end(),
+                      [](const LayoutDigit& d) { return d.dim >= 0; });
+}
+
+FragmentLayout ReplicatedLayout(const std::vector<int64_t>& shape, int64_t threads) {
+  FragmentLayout layout;
+  layout.shape = shape;
+  layout.thread.push_back({-1, threads, 1});
+  for (size_t d = shape.size(); d-- > 0;) {
+    layout.reg.push_back({static_cast<int>(d), shape[d], 1});
+  }
+  return Normalize(std::move(layout));
 }
 
 bool TargetUsesWgmma(std::string_view target) {

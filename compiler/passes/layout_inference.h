@@ -82,7 +82,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> GemmWarps(int64_t m, int64_t n, int6
 
 // The layout a T.Parallel loop runs with: the layout of the first fragment
 // whose indices are exactly the loop variables (permuted onto the loop's
-// dimensions), else a default layout over the loop extents (vectorized by
+// dimensions; a fully replicated fragment the loop only reads comes last),
+// else a default layout over the loop extents (vectorized by
 // the dtype of `vector_hint`, when given) over `threads` (0: the block's;
 // a T.ws region's loop runs on the region's threads). Error when extents are
 // not constant or disagree with that fragment's shape.
@@ -91,13 +92,25 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const ir::
                                           std::optional<ir::DType> vector_hint = std::nullopt,
                                           int64_t threads = 0);
 
+// True when every thread holds every element (no thread digit belongs to a
+// dimension): any thread may read any element, by any index.
+bool FullyReplicated(const FragmentLayout& layout);
+
+// The layout in which each of `threads` threads holds the whole fragment,
+// row-major in its registers (normalized). Layout inference gives it to
+// fragments indexed element by element outside a T.Parallel loop, or inside
+// one by indices that are not distinct loop variables.
+FragmentLayout ReplicatedLayout(const std::vector<int64_t>& shape, int64_t threads);
+
 // dims[k] = the loop dimension that index k names, when `indices` are
 // distinct plain variables of `vars`; nullopt otherwise.
 std::optional<std::vector<int>> LoopDims(const std::vector<ir::Expr>& indices,
                                          const std::vector<std::string>& vars);
 
 // Infers all fragment layouts (and records shared swizzles) of `program`,
-// writing attrs. Errors are located diagnostics (conflicting layouts,
+// writing attrs. Errors are located diagnostics (conflicting layouts, a
+// fragment indexed element by element that another statement spreads over
+// threads,
 // non-constant fragment shapes, gemm shapes the MMA atoms cannot tile).
 // With options.wgmma, gemms whose operands are all 16-bit shared tiles with
 // an f32 accumulator (every gemm of the program, or none) get the wgmma

@@ -12,7 +12,11 @@
 //    layout; its variables become the element index of (thread, register);
 //    fragments are indexed by register through the projection of the loop's
 //    layout, so register indices are compile-time constants after
-//    unrolling.
+//    unrolling. A fully replicated fragment (every thread holds all of it)
+//    may also be indexed element by element, outside a T.Parallel loop or
+//    by any index expressions: its register is the element's place in the
+//    layout. Every thread runs a statement outside T.Parallel, so a store
+//    there updates every copy.
 #include "compiler/passes/lowering.h"
 
 #include <algorithm>
@@ -339,34 +343,53 @@ absl::StatusOr<Expr> Lowering::FlatIndex(const Buf& b, const std::vector<Expr>& 
 }
 
 absl::StatusOr<Expr> Lowering::FragmentReg(const Buf& b, const std::vector<Expr>& original,
-                                           ir::Loc loc) {
-  if (!loop_) {
+                                           ir::Loc loc, bool write) {
+  std::optional<std::vector<int>> dims;
+  if (loop_) dims = LoopDims(original, loop_->vars);
+  if (dims) {
+    const FragmentLayout projected = Project(loop_->layout, *dims, b.shape);
+    if (projected == Normalize(*b.layout)) {
+      std::vector<bool> kept(loop_->layout.shape.size(), false);
+      for (int d : *dims) kept[d] = true;
+      Expr reg = I(0);
+      int64_t place = 1;
+      for (size_t k = 0; k < loop_->layout.reg.size(); ++k) {
+        const LayoutDigit& d = loop_->layout.reg[k];
+        if (!kept[d.dim]) continue;
+        reg = Add(reg, Mul(RegDigit(loop_->layout, k, loop_->reg), I(place)));
+        place *= d.size;
+      }
+      return ir::Simplify(reg);
+    }
+    if (write || !FullyReplicated(*b.layout)) {
+      return Error(loc, absl::StrCat("fragment '", b.name, "' has layout ", b.layout->ToString(),
+                                     " but this T.Parallel loop runs with ", projected.ToString()));
+    }
+  }
+  // Element by element: only a fully replicated fragment (every thread
+  // holds every element) can be indexed so; layout inference gives such
+  // fragments that layout or a located error.
+  if (!FullyReplicated(*b.layout)) {
+    return Error(loc, absl::StrCat("fragment '", b.name, "' (layout ", b.layout->ToString(),
+                                   ") is spread over threads: index it only inside a T.Parallel "
+                                   "loop, by distinct variables of the loop"));
+  }
+  // A write must reach every thread's copy: outside a T.Parallel loop every
+  // thread runs it; inside one, only when every thread runs every iteration.
+  if (write && loop_ && !FullyReplicated(loop_->layout)) {
     return Error(loc, absl::StrCat("fragment '", b.name,
-                                   "' can only be indexed inside a T.Parallel loop (use T.copy, "
-                                   "T.fill or a reduction outside)"));
+                                   "' is written by indices that are not distinct variables of "
+                                   "the enclosing T.Parallel loop, whose iterations are spread "
+                                   "over threads: each thread would update only its own copy "
+                                   "(write it outside the loop, or index it by the loop's "
+                                   "variables)"));
   }
-  std::optional<std::vector<int>> dims = LoopDims(original, loop_->vars);
-  if (!dims) {
-    return Error(loc, absl::StrCat("fragment '", b.name,
-                                   "' must be indexed by distinct variables of the enclosing "
-                                   "T.Parallel loop"));
+  std::vector<Expr> idx;
+  for (const Expr& a : original) {
+    ASSIGN_OR_RETURN(Expr x, LowerExpr(a));
+    idx.push_back(std::move(x));
   }
-  const FragmentLayout projected = Project(loop_->layout, *dims, b.shape);
-  if (!(projected == Normalize(*b.layout))) {
-    return Error(loc, absl::StrCat("fragment '", b.name, "' has layout ", b.layout->ToString(),
-                                   " but this T.Parallel loop runs with ", projected.ToString()));
-  }
-  std::vector<bool> kept(loop_->layout.shape.size(), false);
-  for (int d : *dims) kept[d] = true;
-  Expr reg = I(0);
-  int64_t place = 1;
-  for (size_t k = 0; k < loop_->layout.reg.size(); ++k) {
-    const LayoutDigit& d = loop_->layout.reg[k];
-    if (!kept[d.dim]) continue;
-    reg = Add(reg, Mul(RegDigit(loop_->layout, k, loop_->reg), I(place)));
-    place *= d.size;
-  }
-  return ir::Simplify(reg);
+  return RegisterOf(*b.layout, idx);
 }
 
 absl::StatusOr<Expr> Lowering::ElementLoad(const Buf& b, const std::vector<Expr>& idx) {
@@ -481,7 +504,7 @@ absl::StatusOr<Expr> Lowering::LowerExpr(const Expr& e) {
     const Buf* b = FindBuf(e.name);
     if (!b) return Error(e.loc, absl::StrCat("unknown buffer '", e.name, "'"));
     if (b->scope == ir::Scope::kFragment) {
-      ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, e.args, e.loc));
+      ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, e.args, e.loc, /*write=*/false));
       return ir::Load(b->name, b->dtype, {reg}, e.loc);
     }
     std::vector<Expr> idx;
@@ -511,7 +534,7 @@ absl::Status Lowering::LowerStore(const Stmt& s, std::vector<Stmt>* out) {
   ASSIGN_OR_RETURN(Expr value, LowerExpr(s.value));
   Stmt st;
   if (b->scope == ir::Scope::kFragment) {
-    ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, s.indices, s.loc));
+    ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, s.indices, s.loc, /*write=*/true));
     if (value.dtype != b->dtype) value = ir::Cast(b->dtype, value);
     st = Store(b->name, {reg}, value);
   } else {

@@ -116,8 +116,14 @@ class Lowering {
   absl::StatusOr<ir::Expr> FlatIndex(const Buf& b, const std::vector<ir::Expr>& idx);
   ir::Expr GlobalFlat(const Buf& b, const std::vector<ir::Expr>& idx);
   ir::Expr SharedPhys(const Buf& b, const std::vector<ir::Expr>& idx);
+  // The register of fragment element `original` (tile-level indices): by
+  // the enclosing Parallel loop's layout when they are distinct loop
+  // variables and the fragment follows that layout, else (a fully
+  // replicated fragment) by the element's place in the layout. A located
+  // error for a fragment spread over threads, and for a `write` that would
+  // update some threads' copies only.
   absl::StatusOr<ir::Expr> FragmentReg(const Buf& b, const std::vector<ir::Expr>& original,
-                                       ir::Loc loc);
+                                       ir::Loc loc, bool write);
   // A load/store expression of element `idx` (lowered indices).
   absl::StatusOr<ir::Expr> ElementLoad(const Buf& b, const std::vector<ir::Expr>& idx);
   absl::StatusOr<ir::Stmt> ElementStore(const Buf& b, const std::vector<ir::Expr>& idx,
