@@ -92,6 +92,9 @@ std::string CompileService::MemoKey(const CompileCall& call) {
     field(name);
     field(BindingText(value));
   }
+  // Sorted and without repeats (request_convert.cc): a set, as the compile sees it.
+  field(absl::StrCat(call.program.dynamic_params.size()));
+  for (const std::string& name : call.program.dynamic_params) field(name);
   field(call.options.target);
   field(driver::CanonicalOptions(call.options));
   field(absl::StrCat(call.options.pass_options.size()));
@@ -176,6 +179,13 @@ CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
   field(program.entry());
   field(program.file_name());
   bindings(program.bindings());
+  // Dynamic parameters as the compile sees them: a set (request_convert.cc).
+  absl::InlinedVector<absl::string_view, 8> dynamic(program.dynamic_params().begin(),
+                                                    program.dynamic_params().end());
+  std::sort(dynamic.begin(), dynamic.end());
+  dynamic.erase(std::unique(dynamic.begin(), dynamic.end()), dynamic.end());
+  number(static_cast<uint64_t>(dynamic.size()));
+  for (absl::string_view name : dynamic) field(name);
   bindings(request.config());
   field(request.target());
   std::string options;

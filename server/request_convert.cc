@@ -52,6 +52,9 @@ absl::Status AddSorted(const google::protobuf::Map<std::string, kiln::v1::Bindin
   return absl::OkStatus();
 }
 
+// ProgramSource.dynamic_params: a kernel has few parameters.
+constexpr int kMaxDynamicParams = 64;
+
 } // namespace
 
 absl::StatusOr<driver::ProgramInput>
@@ -83,6 +86,19 @@ ProgramFromProto(const kiln::v1::ProgramSource& source,
         "program: set one of tilelang_source, ir_text or ir (the request has no program)");
   }
   if (absl::Status s = AddSorted(source.bindings(), "binding", &in.bindings); !s.ok()) return s;
+  if (source.dynamic_params_size() > kMaxDynamicParams) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("program.dynamic_params: ", source.dynamic_params_size(), " names; at most ",
+                     kMaxDynamicParams));
+  }
+  for (const std::string& name : source.dynamic_params()) {
+    if (name.empty()) return absl::InvalidArgumentError("program.dynamic_params: an empty name");
+    in.dynamic_params.push_back(name);
+  }
+  // Order does not change the program; sorted, equal requests are equal.
+  std::sort(in.dynamic_params.begin(), in.dynamic_params.end());
+  in.dynamic_params.erase(std::unique(in.dynamic_params.begin(), in.dynamic_params.end()),
+                          in.dynamic_params.end());
   std::vector<std::pair<std::string, frontend::BindingValue>> overrides;
   if (absl::Status s = AddSorted(config, "config entry", &overrides); !s.ok()) return s;
   for (auto& entry : overrides) {

@@ -146,6 +146,7 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
     fo.file_name = in.file_name;
     fo.entry = in.entry;
     fo.bindings = in.bindings;
+    fo.dynamic_params = in.dynamic_params;
     fo.limits = in.limits;
     // Device queries (torch.cuda.get_device_properties, ...) describe the
     // target's device; the key covers the target, so it covers the answers.
@@ -157,9 +158,9 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
   }
   case ProgramInput::Kind::kIrText:
   case ProgramInput::Kind::kProgram: {
-    if (!in.bindings.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(in.file_name, ": bindings apply to TileLang source, not to IR"));
+    if (!in.bindings.empty() || !in.dynamic_params.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          in.file_name, ": bindings and dynamic parameters apply to TileLang source, not to IR"));
     }
     if (in.kind == ProgramInput::Kind::kIrText) {
       absl::StatusOr<ir::Program> p = ir::ParseProgramText(in.text, in.file_name);

@@ -47,6 +47,9 @@ struct ProgramInput {
   std::string file_name = "<request>";
   std::string entry; // TileLang: the kernel function; empty: the only one
   std::vector<std::pair<std::string, frontend::BindingValue>> bindings;
+  // TileLang: parameters compiled as dynamic shape symbols
+  // (frontend::FrontendOptions::dynamic_params).
+  std::vector<std::string> dynamic_params;
   // TileLang: the budget of the compile-time evaluation (deadline and
   // cancellation included); not part of the key.
   frontend::EvalLimits limits;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
+#include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "util/status_macros.h"
 
@@ -320,6 +321,12 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
       if (name == p.name) binding = &value;
     }
     if (annotated.contains(p.name)) {
+      if (IsDynamicParam(p.name)) {
+        frame_ = saved;
+        return Error(p.loc, absl::StrCat("parameter '", p.name,
+                                         "' is a tensor (annotated in the body) and cannot be "
+                                         "dynamic; its shape can use T.dynamic symbols"));
+      }
       if (binding) {
         frame_ = saved;
         return Error(p.loc, absl::StrCat("parameter '", p.name,
@@ -330,6 +337,16 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
       continue;
     }
     binding_names_valid_.push_back(p.name);
+    if (IsDynamicParam(p.name)) {
+      if (binding) {
+        frame_ = saved;
+        return Error(p.loc, absl::StrCat("parameter '", p.name,
+                                         "' is both bound and named dynamic; give one of them"));
+      }
+      dynamic_used_.insert(p.name);
+      Bind(p.name, DeclareDynamicParam(p));
+      continue;
+    }
     if (binding) {
       bindings_used_.insert(p.name);
       Bind(p.name, BindingToValue(*binding));
@@ -357,7 +374,31 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
   return absl::OkStatus();
 }
 
+bool Evaluator::IsDynamicParam(const std::string& name) const {
+  return std::find(options_.dynamic_params.begin(), options_.dynamic_params.end(), name) !=
+         options_.dynamic_params.end();
+}
+
+Value Evaluator::DeclareDynamicParam(const Param& p) {
+  ir::Symbol sym;
+  sym.name = UniqueName(p.name);
+  sym.user_name = UserNameFor(p.name, sym.name);
+  sym.dtype = ir::DType::kInt32;
+  sym.loc = p.loc;
+  Value v = Value::Expr(ir::VarRef(sym.name, sym.dtype, p.loc));
+  program_.symbols.push_back(std::move(sym));
+  return v;
+}
+
 absl::Status Evaluator::CheckBindingsUsed() {
+  for (const std::string& name : options_.dynamic_params) {
+    if (dynamic_used_.contains(name)) continue;
+    std::string shown = IsIdentifier(name) ? name : "<invalid name>";
+    return Error(entry_->loc,
+                 absl::StrCat("dynamic parameter '", shown,
+                              "' is neither an integer parameter nor a shape symbol of '",
+                              entry_->str, "'"));
+  }
   for (const auto& [name, value] : options_.bindings) {
     if (bindings_used_.contains(name)) continue;
     std::vector<std::string> valid = binding_names_valid_;

@@ -110,6 +110,9 @@ class Evaluator {
   absl::Status ApplyJitDecorator(const PyExpr& call);
   absl::Status BindEntryParams(const PyStmt& entry, int frame);
   absl::Status CheckBindingsUsed();
+  bool IsDynamicParam(const std::string& name) const;
+  // A shape symbol standing for the entry parameter `p`.
+  Value DeclareDynamicParam(const Param& p);
   absl::Status LowerPrimFunc(const PyStmt& def);
   absl::StatusOr<Flow> ExecBlock(const std::vector<PyStmt>& body);
   absl::StatusOr<Flow> ExecStmt(const PyStmt& s);
@@ -288,6 +291,8 @@ class Evaluator {
   absl::flat_hash_set<std::string> pending_tensor_params_;
   std::vector<int64_t> out_idx_;
   std::vector<std::string> binding_names_valid_;
+  // FrontendOptions::dynamic_params that named a parameter of the entry.
+  absl::flat_hash_set<std::string> dynamic_used_;
   absl::flat_hash_set<std::string> bindings_used_;
   Value return_value_;
 

@@ -99,6 +99,16 @@ struct FrontendOptions {
   // error that lists them.
   std::string entry;
   std::vector<std::pair<std::string, BindingValue>> bindings;
+  // Integer parameters of the kernel function to compile as dynamic shape
+  // symbols (like T.dynamic) instead of binding them: the kernel then takes
+  // their values at launch (LaunchInfo.symbols). For values only known at
+  // run time, e.g. the total token count of a variable-length batch. A
+  // T.const symbol named here stays dynamic too. A name that is also bound,
+  // is neither a parameter nor a symbol of the entry, or is a tensor
+  // parameter is a located error; so is a use that needs a compile-time
+  // value (Python control flow on it; a shared-memory shape, which
+  // verify-resources refuses).
+  std::vector<std::string> dynamic_params;
   EvalLimits limits;
   // What build-time device queries answer; default: none known.
   DeviceModel device;

@@ -208,7 +208,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kLayouts 
     {"make_quarter_bank_swizzled_layout", "quarter_bank_swizzled"},
 }};
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kPassConfigKeys = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kPassConfigKeys = {{
     {"TL_SIMPLIFY", "tl.Simplify"},
     {"TL_DISABLE_BUFFER_INIT_CHECK", "tl.disable_buffer_init_check"},
     {"TL_DISABLE_DATA_RACE_CHECK", "tl.disable_data_race_check"},
@@ -239,6 +239,28 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kPassCon
     {"TIR_DISABLE_STORAGE_REWRITE", "tirx.disable_storage_rewrite"},
     {"TIR_DISABLE_VECTORIZE", "tirx.disable_vectorize"},
     {"TIR_USE_ASYNC_COPY", "tirx.use_async_copy"},
+    {"TL_DISABLE_FAST_MATH", "tl.disable_fast_math"},
+    {"TL_ENABLE_PTXAS_VERBOSE_OUTPUT", "tl.enable_ptxas_verbose_output"},
+    {"TL_DISABLE_PRELOWER_SEMANTIC_CHECK", "tl.disable_prelower_semantic_check"},
+    {"TL_ENABLE_AUTO_WARP_SPECIALIZATION", "tl.enable_auto_warp_specialization"},
+    {"TL_ENABLE_REDUCER_PLAN_VERBOSE", "tl.enable_reducer_plan_verbose"},
+    {"TL_REDUCER_FORCE_BASELINE", "tl.reducer_force_baseline"},
+    {"TL_ENABLE_FP32X2_REDUCTION", "tl.enable_fp32x2_reduction"},
+    {"TL_ENABLE_LOWER_LDGSTG_PREDICATED", "tl.enable_lower_ldgstg_predicated"},
+    {"TL_ENABLE_VECTORIZE_PLANNER_VERBOSE", "tl.enable_vectorize_planner_verbose"},
+    {"TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS", "tl.debug_merge_shared_memory_allocations"},
+    {"TL_LOOP_UNSWITCHING_ALLOW_NON_TRIVIAL_ELSE", "tl.loop_unswitching_allow_non_trivial_else"},
+    {"TL_AST_PRINT_ENABLE", "tl.ast_print_enable"},
+    {"TL_LAYOUT_VISUALIZATION_ENABLE", "tl.layout_visualization_enable"},
+    {"TL_LAYOUT_VISUALIZATION_FORMATS", "tl.layout_visualization_formats"},
+    {"TL_DUMP_IR_DIR", "tl.dump_ir_path"},
+    {"TL_PASS_PROFILE", "tl.pass_profile"},
+    {"TL_PASS_PROFILE_THRESHOLD_MS", "tl.pass_profile_threshold_ms"},
+    {"TIR_ENABLE_EQUIV_TERMS_IN_CSE", "tir.enable_equiv_terms_in_cse_tir"},
+    {"TIR_ENABLE_DEBUG", "tirx.enable_debug"},
+    {"TIR_MERGE_STATIC_SMEM", "tirx.merge_static_smem"},
+    {"TIR_NOALIAS", "tirx.noalias"},
+    {"CUDA_KERNELS_OUTPUT_DIR", "cuda.kernels_output_dir"},
 }};
 
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

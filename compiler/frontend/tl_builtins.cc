@@ -209,7 +209,14 @@ absl::StatusOr<Value> Evaluator::DeclareSymbols(const std::string& fn, std::vect
     for (const auto& [bn, bv] : options_.bindings) {
       if (bn == n) binding = &bv;
     }
-    if (binding) {
+    if (IsDynamicParam(n)) {
+      // Named dynamic: stays a symbol, and may not be bound as well.
+      if (binding) {
+        return Error(loc, absl::StrCat("shape symbol '", n,
+                                       "' is both bound and named dynamic; give one of them"));
+      }
+      dynamic_used_.insert(n);
+    } else if (binding) {
       bindings_used_.insert(n);
       if (binding->kind != BindingValue::Kind::kInt) {
         return Error(loc, absl::StrCat("binding for '", n, "' must be an integer"));

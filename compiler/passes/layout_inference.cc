@@ -10,7 +10,8 @@
 //    - a T.Parallel loop takes the layout of a fragment indexed by exactly
 //      its loop variables, and every other fragment it indexes by loop
 //      variables gets the projection of that layout.
-//    A fragment given two different layouts is a located error.
+//    A fragment given two different layouts is a located error. (Perfect
+//    nests of T.Parallel loops are fused into one loop first.)
 //    A fragment only read in a loop, whose layout is fully replicated
 //    (every thread holds every element), takes no constraint from it: any
 //    thread reads any element of it directly.
@@ -808,7 +809,35 @@ std::optional<std::pair<int64_t, int64_t>> WgmmaGroups(int64_t m, int64_t n, int
   return std::nullopt;
 }
 
+bool IsParallelNest(const Stmt& s) {
+  return s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kParallel && s.body.size() == 1 &&
+         s.body[0].kind == StmtKind::kFor && s.body[0].for_kind == ir::ForKind::kParallel;
+}
+
+Stmt FuseParallelNest(Stmt loop) {
+  while (IsParallelNest(loop)) {
+    Stmt inner = std::move(loop.body[0]);
+    loop.loop_vars.insert(loop.loop_vars.end(), inner.loop_vars.begin(), inner.loop_vars.end());
+    loop.extents.insert(loop.extents.end(), inner.extents.begin(), inner.extents.end());
+    loop.body = std::move(inner.body);
+  }
+  return loop;
+}
+
+namespace {
+
+void FuseParallelNests(std::vector<Stmt>* body) {
+  for (Stmt& s : *body) {
+    if (IsParallelNest(s)) s = FuseParallelNest(std::move(s));
+    FuseParallelNests(&s.body);
+    FuseParallelNests(&s.else_body);
+  }
+}
+
+} // namespace
+
 absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options) {
+  FuseParallelNests(&program.kernel.body);
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
   Inference inference(program, std::move(frags), options);
   return inference.Run();

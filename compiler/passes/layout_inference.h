@@ -107,8 +107,18 @@ FragmentLayout ReplicatedLayout(const std::vector<int64_t>& shape, int64_t threa
 std::optional<std::vector<int>> LoopDims(const std::vector<ir::Expr>& indices,
                                          const std::vector<std::string>& vars);
 
+// True for a T.Parallel loop whose whole body is one T.Parallel loop.
+bool IsParallelNest(const ir::Stmt& s);
+
+// A T.Parallel loop with its perfectly nested T.Parallel loops (each the
+// whole body of the one around it) merged into one multi-dimensional loop
+// (outer variables first): the same iterations, run with one layout.
+ir::Stmt FuseParallelNest(ir::Stmt loop);
+
 // Infers all fragment layouts (and records shared swizzles) of `program`,
-// writing attrs. Errors are located diagnostics (conflicting layouts, a
+// writing attrs; perfect nests of T.Parallel loops are first fused
+// (FuseParallelNest) in place. Errors are located diagnostics (conflicting
+// layouts, a
 // fragment indexed element by element that another statement spreads over
 // threads,
 // non-constant fragment shapes, gemm shapes the MMA atoms cannot tile).

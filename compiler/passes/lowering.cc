@@ -597,9 +597,12 @@ absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out)
 }
 
 absl::Status Lowering::LowerParallel(const Stmt& s, std::vector<Stmt>* out) {
+  // Layout inference fuses perfect nests; a program lowered without it
+  // (layouts given as attrs) gets the same loop here.
+  if (IsParallelNest(s)) return LowerParallel(FuseParallelNest(s), out);
   if (loop_) {
-    return Error(s.loc, "nested T.Parallel loops are not supported; use one "
-                        "multi-dimensional T.Parallel");
+    return Error(s.loc, "a T.Parallel loop nested in another must be the whole body of the outer "
+                        "one (then the two run as one multi-dimensional T.Parallel)");
   }
   ASSIGN_OR_RETURN(FragmentLayout layout,
                    LoopLayout(program_, s, layouts_, std::nullopt, threads_));

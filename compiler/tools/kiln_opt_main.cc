@@ -45,7 +45,8 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln-opt FILE [--bind NAME=VALUE]... [--entry NAME] [--passes=a,b,...]\n"
+    "usage: kiln-opt FILE [--bind NAME=VALUE]... [--dynamic NAME]... [--entry NAME]\n"
+    "                [--passes=a,b,...]\n"
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
@@ -56,6 +57,7 @@ struct Args {
   std::string file;
   std::string entry;
   std::vector<std::pair<std::string, kiln::frontend::BindingValue>> bindings;
+  std::vector<std::string> dynamic_params; // --dynamic: parameters compiled as shape symbols
   std::vector<std::string> passes;
   std::string emit = "ir";
   std::string target = "cpu";
@@ -105,6 +107,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (eq == std::string::npos || eq == 0) return UsageError("--bind expects NAME=VALUE");
       args->bindings.emplace_back(value.substr(0, eq),
                                   kiln::frontend::ParseBindingText(value.substr(eq + 1)));
+    } else if (TakeValue(argc, argv, i, "--dynamic", &value)) {
+      if (value.empty()) return UsageError("--dynamic expects a parameter name");
+      args->dynamic_params.push_back(value);
     } else if (TakeValue(argc, argv, i, "--entry", &value)) {
       args->entry = value;
     } else if (TakeValue(argc, argv, i, "--passes", &value)) {
@@ -176,8 +181,10 @@ bool ReadInput(const std::string& path, std::string* text) {
 absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text) {
   std::string name = args.file == "-" ? "<stdin>" : args.file;
   if (kiln::ir::LooksLikeIrText(text)) {
-    if (!args.bindings.empty()) {
-      return absl::InvalidArgumentError(name + ": --bind applies to TileLang source, not IR text");
+    if (!args.bindings.empty() || !args.dynamic_params.empty()) {
+      return absl::InvalidArgumentError(name +
+                                        ": --bind and --dynamic apply to TileLang source, not IR "
+                                        "text");
     }
     return kiln::ir::ParseProgramText(text, name);
   }
@@ -185,6 +192,7 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
   options.file_name = name;
   options.entry = args.entry;
   options.bindings = args.bindings;
+  options.dynamic_params = args.dynamic_params;
   // Device queries describe the device the program is lowered for.
   options.device =
       kiln::frontend::DeviceModelForTarget(args.lower_for.empty() ? args.target : args.lower_for);

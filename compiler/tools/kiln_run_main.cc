@@ -83,6 +83,9 @@ options:
   --bind NAME=VALUE       bind a kernel parameter or T.const symbol (repeatable;
                           VALUE is an integer, a float, True/False, or a name
                           such as float16)
+  --dynamic NAME           compile integer parameter NAME as a dynamic shape
+                          symbol (repeatable); its run-time value comes from
+                          --bind NAME=N
   --test-bind             take the bindings of the file's '# kiln: test-bind'
                           line (--bind overrides single names)
   --entry NAME            the kernel function, when the file has several
@@ -117,6 +120,7 @@ exit status:
 struct Args {
   std::string file;
   std::vector<std::pair<std::string, BindingValue>> bindings;
+  std::vector<std::string> dynamic_params; // --dynamic
   bool test_bind = false;
   std::string entry;
   std::string target;
@@ -207,6 +211,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--bind expects NAME=VALUE, got '" + value + "'");
       }
       args->bindings.emplace_back(name, kiln::frontend::ParseBindingText(rest));
+    } else if (take("--dynamic")) {
+      if (missing || value.empty()) return UsageError("--dynamic needs a parameter name");
+      args->dynamic_params.push_back(value);
     } else if (take("--entry")) {
       if (missing) return UsageError("--entry needs a function name");
       args->entry = value;
@@ -334,7 +341,15 @@ int Run(const Args& args) {
   kiln::frontend::FrontendOptions options;
   options.file_name = args.file;
   options.entry = args.entry;
-  options.bindings = bindings;
+  // A --dynamic parameter is a symbol of the program: its --bind value is
+  // the run-time value (below), not a binding.
+  options.dynamic_params = args.dynamic_params;
+  for (const auto& binding : bindings) {
+    if (std::find(args.dynamic_params.begin(), args.dynamic_params.end(), binding.first) ==
+        args.dynamic_params.end()) {
+      options.bindings.push_back(binding);
+    }
+  }
   // Device queries describe the device the program is lowered for: --lower-for's,
   // --arch's, else the target's (cpu: none).
   options.device = kiln::frontend::DeviceModelForTarget(

@@ -1189,6 +1189,13 @@ class Module:
 
     def bindings_for(self, name):
         """(bindings, reason): the file's bindings of one kernel, or why there are none."""
+        binds, reason, _ = self.bindings_and_dynamic(name)
+        return binds, reason
+
+    def bindings_and_dynamic(self, name):
+        """(bindings, reason, dynamic): bindings_for's answer, and the parameters the
+        file's calls pass values of run time to (a token count taken from a tensor's
+        shape): Kiln can compile those as dynamic shape symbols (kiln-opt --dynamic)."""
         k = self.kernels[name]
         required = [p for p in self.bindable_names(k)
                     if p in k.params and (p not in k.defaults or
@@ -1218,12 +1225,14 @@ class Module:
         if as_lists:
             return merged, (f"no binding discovered for {', '.join(hard)} (the file passes "
                             f"{', '.join(as_lists)} as a list or tuple, which kiln-opt --bind "
-                            "cannot carry)")
+                            "cannot carry)"), []
         if hard:
-            where = ("the file never calls it" if name not in self.calls else
-                     "the file's calls of it give no literal value")
-            return merged, f"no binding discovered for {', '.join(hard)} ({where})"
-        return merged, None
+            if name not in self.calls:
+                return merged, f"no binding discovered for {', '.join(hard)} " \
+                               "(the file never calls it)", []
+            return merged, (f"no binding discovered for {', '.join(hard)} (the file's calls "
+                            "of it give no literal value)"), list(hard)
+        return merged, None, []
 
 
 def binding_text(v):
@@ -1258,6 +1267,9 @@ class Result:
     bucket: str
     public: bool
     command: str  # kiln-opt's command line, run in the examples folder ("" if not run)
+    # Parameters compiled as dynamic shape symbols (kiln-opt --dynamic): the file
+    # passes them values known only at run time.
+    dynamic: list = field(default_factory=list)
 
 
 MEMORY_LIMIT_BYTES = 4 << 30  # per kiln-opt process (address space)
@@ -1301,28 +1313,37 @@ def run_opt(kiln_opt, examples, rel, entry, bindings, extra, timeout):
 
 
 def compile_kernel(job, kiln_opt, examples, target, timeout):
-    rel, entry, form, bindings, reason, public = job
+    rel, entry, form, bindings, reason, public = job[:6]
+    dynamic = list(job[6]) if len(job) > 6 else []
+    dyn_flags = [x for n in dynamic for x in ("--dynamic", n)]
 
-    def result(status, frontend, cuda, message):
+    def result(status, frontend, cuda, message, ran=True):
         bucket = "" if cuda else classify(message, frontend)
-        command = "" if reason is not None else " ".join(shlex.quote(a) for a in [
+        command = "" if not ran else " ".join(shlex.quote(a) for a in [
             "kiln-opt", rel, "--entry", entry, *[x for n, v in bindings.items()
                                                  for x in ("--bind", f"{n}={v}")],
-            "--emit=cuda", "--target", target])
+            *dyn_flags, "--emit=cuda", "--target", target])
         return Result(rel, entry, form, bindings, status, frontend, cuda, message, bucket, public,
-                      command)
+                      command, dynamic if ran else [])
 
-    if reason is not None:
+    if reason is not None and not dynamic:
         return result("nested" if reason.startswith("kernel defined inside") else "unbound",
-                      False, False, reason)
-    ok, msg = run_opt(kiln_opt, examples, rel, entry, bindings, ["--emit=cuda", "--target", target],
-                      timeout)
+                      False, False, reason, ran=False)
+    ok, msg = run_opt(kiln_opt, examples, rel, entry, bindings,
+                      dyn_flags + ["--emit=cuda", "--target", target], timeout)
+    if reason is not None:
+        # Values of run time, compiled as dynamic shape symbols: counted when the
+        # kernel emits; otherwise still a kernel without bindings, with the reason.
+        if ok:
+            return result("emitted", True, True, "")
+        return result("unbound", False, False,
+                      f"{reason}; compiled with {', '.join(dynamic)} dynamic: {msg}")
     if ok:
         return result("emitted", True, True, "")
     if ok is None or msg.startswith("kiln-opt died"):
         return result("timeout", False, False, msg)
     fe_ok, fe_msg = run_opt(kiln_opt, examples, rel, entry, bindings,
-                             ["--emit=none", "--target", target], timeout)
+                             dyn_flags + ["--emit=none", "--target", target], timeout)
     if fe_ok:
         return result("lowering_failed", True, False, msg)
     if fe_ok is None or fe_msg.startswith("kiln-opt died"):
@@ -1355,9 +1376,10 @@ def collect_jobs(examples, only):
                 if k.nested:
                     binds, reason = {}, (f"kernel defined inside {name.rsplit('.', 1)[0]}(): "
                                          "Kiln compiles only module-level functions")
+                    dynamic = []
                 else:
-                    binds, reason = mod.bindings_for(name)
-                jobs.append((rel, name, k.form, binds, reason, rel in PUBLIC_SET))
+                    binds, reason, dynamic = mod.bindings_and_dynamic(name)
+                jobs.append((rel, name, k.form, binds, reason, rel in PUBLIC_SET, dynamic))
     return jobs, file_errors
 
 
@@ -1375,6 +1397,7 @@ def summarize(results):
         "frontend_accepted": sum(r.frontend for r in results),
         "cuda_emitted": sum(r.cuda for r in results),
         "files_fully_accepted": sum(all(r.cuda for r in rs) for rs in files.values()),
+        "cuda_emitted_dynamic": sum(r.cuda and bool(r.dynamic) for r in results),
     }
 
 
@@ -1382,8 +1405,9 @@ def _md_escape(text):
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _bind_text(b):
-    return " ".join(f"{k}={v}" for k, v in b.items()) or "(none)"
+def _bind_text(b, dynamic=()):
+    text = " ".join([f"{k}={v}" for k, v in b.items()] + [f"{n}=dynamic" for n in dynamic])
+    return text or "(none)"
 
 
 def markdown(results, meta):
@@ -1402,6 +1426,12 @@ def markdown(results, meta):
         out.append(f"| {label} | {s['files']} | {s['kernels']} | {s['frontend_accepted']} | "
                    f"{s['cuda_emitted']} | {s['files_fully_accepted']} |")
     out.append("")
+    if t["cuda_emitted_dynamic"]:
+        out.append(f"Of the kernels that emit CUDA, {t['cuda_emitted_dynamic']} take parameters "
+                   "whose values the file computes at run time (a token count from a tensor's "
+                   "shape): they are compiled with those parameters as dynamic shape symbols "
+                   "(`kiln-opt --dynamic NAME`; `NAME=dynamic` in the tables), one kernel for "
+                   "every value.\n")
     if meta.get("unparsed"):
         out.append(f"Files Python {sys.version_info.major}.{sys.version_info.minor} could not "
                    "parse (their kernels are not counted): " +
@@ -1424,7 +1454,7 @@ def markdown(results, meta):
     out.append("|---|---|---|---|")
     for r in pub:
         res = "CUDA emitted" if r.cuda else f"{BUCKET_TITLES[r.bucket]}: `{_md_escape(r.message)}`"
-        out.append(f"| {r.file} | {r.entry} | {_md_escape(_bind_text(r.bindings))} | {res} |")
+        out.append(f"| {r.file} | {r.entry} | {_md_escape(_bind_text(r.bindings, r.dynamic))} | {res} |")
     out.append("")
     for key in order:
         out.append(f"### {BUCKET_TITLES[key]} ({len(counts[key])})\n")
@@ -1438,7 +1468,7 @@ def markdown(results, meta):
     out.append("| file | kernel | bindings |")
     out.append("|---|---|---|")
     for r in ok:
-        out.append(f"| {r.file} | {r.entry} | {_md_escape(_bind_text(r.bindings))} |")
+        out.append(f"| {r.file} | {r.entry} | {_md_escape(_bind_text(r.bindings, r.dynamic))} |")
     out.append("")
     return "\n".join(out)
 
@@ -1550,7 +1580,8 @@ def main(argv=None):
     for f, m in file_errors:
         print(f"{f}: not parsed by Python 3.{sys.version_info.minor}: {m}", file=sys.stderr)
     print(f"kernels {totals['kernels']} in {totals['files']} files; frontend accepted "
-          f"{totals['frontend_accepted']}; CUDA emitted {totals['cuda_emitted']}; files fully "
+          f"{totals['frontend_accepted']}; CUDA emitted {totals['cuda_emitted']} "
+          f"({totals['cuda_emitted_dynamic']} with dynamic parameters); files fully "
           f"accepted {totals['files_fully_accepted']}")
     if totals["cuda_emitted"] < args.min_emitted:
         print(f"tilelang_corpus: regression: {totals['cuda_emitted']} kernels emit CUDA, "

@@ -281,6 +281,47 @@ TEST_F(CompileE2ETest, BadProgramIsInvalidArgumentWithItsLocation) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// gemm.py's M is a T.const symbol: bound by the test bindings, dynamic when
+// named in dynamic_params instead.
+TEST_F(CompileE2ETest, DynamicParamsBecomeLaunchSymbols) {
+  kiln::v1::CompileRequest req = GemmRequest();
+  req.mutable_program()->mutable_bindings()->erase("M");
+  req.mutable_program()->add_dynamic_params("M");
+  kiln::v1::CompileResponse resp;
+  grpc::Status s = Compile(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const kiln::v1::LaunchInfo& launch = resp.artifact().launch();
+  ASSERT_EQ(launch.symbols_size(), 1);
+  EXPECT_EQ(launch.symbols(0), "M");
+  ASSERT_GE(launch.params_size(), 1);
+  ASSERT_GE(launch.params(0).shape_size(), 1);
+  EXPECT_EQ(launch.params(0).shape(0), "M");
+  // The same request again is a hit.
+  kiln::v1::CompileResponse again;
+  ASSERT_TRUE(Compile(req, &again).ok());
+  EXPECT_EQ(again.outcome(), kiln::v1::CACHE_OUTCOME_HIT);
+  EXPECT_EQ(again.artifact().key(), resp.artifact().key());
+  kiln::v1::CompileRequest typo = req;
+  typo.mutable_program()->add_dynamic_params("MM");
+  s = Compile(typo, &again);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("dynamic parameter 'MM' is neither"));
+
+  kiln::v1::CompileRequest both = GemmRequest();
+  both.mutable_program()->add_dynamic_params("M");
+  s = Compile(both, &again);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              ::testing::MatchesRegex(
+                  "examples/gemm/gemm.py:[0-9]+:[0-9]+: shape symbol 'M' is both bound and "
+                  "named dynamic.*"));
+  kiln::v1::CompileRequest many = req;
+  for (int i = 0; i < 64; ++i) many.mutable_program()->add_dynamic_params("x" + std::to_string(i));
+  s = Compile(many, &again);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("program.dynamic_params: 65 names; at most 64"));
+}
+
 TEST_F(CompileE2ETest, SixtyFourConcurrentIdenticalCallsCauseOneCompile) {
   constexpr int kCallers = 64;
   std::vector<std::thread> threads;

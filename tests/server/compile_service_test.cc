@@ -443,6 +443,15 @@ TEST(CompileService, RequestDigestCoversEveryFieldThatMatters) {
   EXPECT_NE(changed([](auto& r) { r.set_target("cuda:sm_90"); }), d);
   EXPECT_NE(changed([](auto& r) { r.mutable_options()->set_opt_level(2); }), d);
   EXPECT_NE(changed([](auto& r) { r.mutable_program()->set_entry("other"); }), d);
+  // Dynamic parameters are a set: order and repeats do not matter, names do.
+  const auto with_dynamic = [&](std::vector<std::string> names) {
+    return changed([&](auto& r) {
+      for (const std::string& n : names) r.mutable_program()->add_dynamic_params(n);
+    });
+  };
+  EXPECT_NE(with_dynamic({"M"}), d);
+  EXPECT_NE(with_dynamic({"M"}), with_dynamic({"N"}));
+  EXPECT_EQ(with_dynamic({"M", "N"}), with_dynamic({"N", "M", "N"}));
   EXPECT_NE(changed([](auto& r) { r.mutable_program()->mutable_tilelang_source()->append(" "); }),
             d);
   // Source text as IR text is another request.

@@ -58,10 +58,12 @@ def _read_maybe_path(value):
 
 
 def program_source(program=None, *, source=None, path=None, file_name=None, entry=None,
-                   bindings=None):
+                   bindings=None, dynamic=None):
     """A ProgramSource message. ``program`` is a path (str or os.PathLike) or, when it
     holds a newline, the source text itself; ``source``/``path`` say which explicitly.
-    Text that starts with ``program `` is textual IR, anything else TileLang source."""
+    Text that starts with ``program `` is textual IR, anything else TileLang source.
+    ``dynamic`` names integer parameters (or T.const symbols) to compile as dynamic
+    shape symbols, whose values the kernel takes at launch."""
     if sum(x is not None for x in (program, source, path)) != 1:
         raise TypeError("give the program once: as a path or as source text")
     if program is not None:
@@ -86,6 +88,10 @@ def program_source(program=None, *, source=None, path=None, file_name=None, entr
     if entry:
         msg.entry = entry
     fill_map(msg.bindings, bindings)
+    if dynamic:
+        if isinstance(dynamic, str):
+            dynamic = [dynamic]
+        msg.dynamic_params.extend(dynamic)
     return msg
 
 
@@ -444,18 +450,19 @@ class Client:
 
     # -- Compile / GetArtifact --
 
-    def compile(self, program=None, *, source=None, path=None, bindings=None, target="cpu",
-                entry=None, file_name=None, config=None, use_best_for_device=None,
+    def compile(self, program=None, *, source=None, path=None, bindings=None, dynamic=None,
+                target="cpu", entry=None, file_name=None, config=None, use_best_for_device=None,
                 options=None, toolchain=None, opt_level=None, fast_math=None, emit_source=False,
                 emit_ptx=False, line_info=None, pass_options=None, wait=True, timeout=None):
         """Compiles a program for ``target`` ("cpu", "cuda:sm_90", ...) or takes it from
         the cache. Returns an Artifact; raises CompileError (with ``diagnostics``) for a
         program that does not compile. ``wait=False`` returns once the job is queued
-        (``artifact.job_id``; the metadata is empty)."""
+        (``artifact.job_id``; the metadata is empty). ``dynamic`` names parameters
+        compiled as dynamic shape symbols (values given at launch)."""
         req = pb.CompileRequest(target=target)
         req.program.CopyFrom(program_source(program, source=source, path=path,
                                             file_name=file_name, entry=entry,
-                                            bindings=bindings))
+                                            bindings=bindings, dynamic=dynamic))
         req.options.CopyFrom(self._options(options, emit_source, emit_ptx, toolchain, opt_level,
                                            fast_math, line_info, pass_options))
         fill_map(req.config, config)
