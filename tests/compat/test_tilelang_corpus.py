@@ -377,6 +377,15 @@ elif entry == "hang":
     time.sleep(30)
 elif entry == "crash":
     os.kill(os.getpid(), signal.SIGSEGV)
+elif entry in ("varlen", "varlen_bad"):
+    dyn = [args[i + 1] for i, a in enumerate(args) if a == "--dynamic"]
+    if entry == "varlen_bad":
+        sys.stderr.write(loc + "shared.dyn buffer 'S' needs a constant shape\\n")
+        sys.exit(1)
+    if dyn != ["n"] or "block=32" not in binds:
+        sys.stderr.write(loc + "parameter 'n' has no binding and no default\\n")
+        sys.exit(1)
+    print("// cuda")
 """
 
 EXAMPLE_FOR_RUNNER = """
@@ -451,7 +460,8 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(by_entry["crash"]["status"], "timeout")
         self.assertIn("died with status -11", by_entry["crash"]["message"])
         self.assertEqual(doc["totals"], {"kernels": 5, "files": 5, "frontend_accepted": 2,
-                                         "cuda_emitted": 1, "files_fully_accepted": 1})
+                                         "cuda_emitted": 1, "files_fully_accepted": 1,
+                                         "cuda_emitted_dynamic": 0})
         with open(self.md) as f:
             md = f.read()
         self.assertIn("| all | 5 | 5 | 2 | 1 | 1 |", md)
@@ -463,6 +473,34 @@ class RunnerTest(unittest.TestCase):
         rc, _, err = self.run_main("--min-emitted", "2", "--only", "^a/")
         self.assertEqual(rc, 1)
         self.assertIn("fewer than --min-emitted 2", err)
+
+    def test_run_time_values_compile_as_dynamic_parameters(self):
+        # The file passes n a value of run time (a tensor's shape): kiln-opt gets
+        # --dynamic n; a kernel that still fails stays "unbound" and says why.
+        os.makedirs(os.path.join(self.examples, "d"))
+        for name in ("varlen", "varlen_bad"):
+            with open(os.path.join(self.examples, "d", f"{name}.py"), "w") as f:
+                f.write(EXAMPLE_FOR_RUNNER.format(name=name).replace(
+                    f"{name}(1024, 32)", f"x = torch.load(path)\n{name}(x.shape[0], 32)"))
+        rc, out, _ = self.run_main("--only", "^d/")
+        self.assertEqual(rc, 0, out)
+        with open(self.json) as f:
+            doc = json.load(f)
+        by_entry = {k["entry"]: k for k in doc["kernels"]}
+        good, bad = by_entry["varlen"], by_entry["varlen_bad"]
+        self.assertEqual(good["status"], "emitted")
+        self.assertEqual(good["dynamic"], ["n"])
+        self.assertEqual(good["command"], "kiln-opt d/varlen.py --entry varlen --bind block=32 "
+                         "--dynamic n --emit=cuda --target cuda:sm_90")
+        self.assertEqual(bad["status"], "unbound")
+        self.assertEqual(bad["bucket"], "unbound")
+        self.assertIn("no binding discovered for n (the file's calls of it give no literal "
+                      "value); compiled with n dynamic: d/varlen_bad.py:3:5: shared.dyn", bad["message"])
+        self.assertEqual(doc["totals"]["cuda_emitted_dynamic"], 1)
+        with open(self.md) as f:
+            md = f.read()
+        self.assertIn("| d/varlen.py | varlen | block=32 n=dynamic |", md)
+        self.assertIn("Of the kernels that emit CUDA, 1 take parameters", md)
 
     def test_markdown_spliced_between_marks(self):
         os.makedirs(os.path.dirname(self.md), exist_ok=True)
