@@ -170,7 +170,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
     return Value::Expr(ir::Select(std::move(c), std::move(x), std::move(y), e.loc));
   }
   case PyExprKind::kLambda:
-    return Error(e.loc, "lambda is not supported");
+    return MakeLambda(e);
   case PyExprKind::kStarred:
     return Error(e.loc, "starred expression is not supported here");
   case PyExprKind::kComprehension:

@@ -194,6 +194,14 @@ class Evaluator {
   absl::StatusOr<Value> LowerAnnotateLayout(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> LowerUseSwizzle(std::vector<Arg>& args, Loc loc);
 
+  // ---- layout_fn.cc: T.Layout (user-defined index layouts) and lambdas.
+  // The layout value's kind (Value::s of a kLayout made by T.Layout).
+  static constexpr std::string_view kIndexLayout = "index";
+  absl::StatusOr<Value> MakeLambda(const PyExpr& e);
+  absl::StatusOr<Value> MakeIndexLayout(std::vector<Arg>& args, Loc loc);
+  // Attaches a T.Layout value to tensor parameter `buffer` (T.annotate_layout).
+  absl::Status AnnotateIndexLayout(int buffer, const Value& layout, Loc loc);
+
   // ---- hopper_ops.cc: T.alloc_barrier, T.ws, T.tma_copy, mbarrier calls.
   absl::StatusOr<Value> CallHopperOp(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<ir::Region> BarrierOperand(const Value& v, Loc loc, const std::string& op);
@@ -295,6 +303,8 @@ class Evaluator {
   absl::flat_hash_set<std::string> dynamic_used_;
   absl::flat_hash_set<std::string> bindings_used_;
   Value return_value_;
+  // The def each lambda expression of the source stands for (MakeLambda).
+  absl::flat_hash_map<const PyExpr*, std::unique_ptr<PyStmt>> lambda_defs_;
 
   int depth_ = 0;
   // Mutable: ArithContexts (made by the const Ctx) charge it.

@@ -91,7 +91,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 90> kTBuiltins = {
+constexpr std::array<std::string_view, 91> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -109,7 +109,7 @@ constexpr std::array<std::string_view, 90> kTBuiltins = {
     "sigmoid", "print",
     // Layouts (also reachable as tilelang.layout.*).
     "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
-    "make_quarter_bank_swizzled_layout",
+    "make_quarter_bank_swizzled_layout", "Layout",
     // Aliases.
     "ceil_div", "if_then_else_", "Cast", "device_assert",
     // Hopper synchronization (hopper_ops.cc).
@@ -125,7 +125,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 66> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 65> kMissingNames = {{
     {"thread_binding", "use T.get_thread_binding(dim) for the thread index"},
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_threads", ""},
@@ -145,7 +145,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 66> kMissing
     {"cumsum", ""},
     {"im2col", "copy the patches with T.copy or a T.Parallel loop"},
     {"gemm_sp", ""},
-    {"Layout", ""},
     {"Fragment", ""},
     {"make_tensor", ""},
     {"alloc_tmem", kNoSm100},

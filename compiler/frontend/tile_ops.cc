@@ -501,10 +501,14 @@ absl::StatusOr<Value> Evaluator::LowerAnnotateLayout(std::vector<Arg>& args, Loc
                    absl::StrCat("T.annotate_layout keys must be buffers, got ", TypeName(key)));
     }
     const ir::Buffer& b = buffers_[key.i].buffer;
+    if (layout.kind == ValueKind::kLayout && layout.s == kIndexLayout) {
+      RETURN_IF_ERROR(AnnotateIndexLayout(static_cast<int>(key.i), layout, mloc));
+      continue;
+    }
     if (layout.kind != ValueKind::kLayout) {
       return Error(mloc, absl::StrCat("layout for '", b.name,
-                                      "' must come from a swizzle layout function such as "
-                                      "T.make_swizzled_layout, got ",
+                                      "' must come from T.Layout or a swizzle layout "
+                                      "function such as T.make_swizzled_layout, got ",
                                       TypeName(layout)));
     }
     if (layout.i != key.i) {

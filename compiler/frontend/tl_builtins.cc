@@ -437,6 +437,7 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     return Error(loc, "T.GemmWarpPolicy is not callable; use T.GemmWarpPolicy.Square etc.");
   }
   if (fn == "device_assert") return Error(loc, "T.device_assert is not supported");
+  if (fn == "Layout") return MakeIndexLayout(args, loc);
   if (std::optional<std::string> kind = LayoutKind(fn)) {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"buffer"}, 1));
     if (m[0]->kind != ValueKind::kBuffer) {

@@ -67,10 +67,16 @@ class Canonicalizer {
     e->loc = {};
   }
 
-  void RewriteBuffer(Buffer* b) const {
+  void RewriteBuffer(Buffer* b) {
     for (Expr& e : b->shape) Rewrite(&e);
     Rewrite(&b->init);
     b->loc = {};
+    if (b->index_layout) {
+      // The layout's variables are defined by the layout, before its indices.
+      for (std::string& v : b->index_layout->vars) v = Define(v, "l", &layout_vars_);
+      for (Expr& e : b->index_layout->forward) Rewrite(&e);
+      b->index_layout->loc = {};
+    }
   }
 
   void RewriteRegion(Region* r) const {
@@ -110,7 +116,7 @@ class Canonicalizer {
   }
 
   std::map<std::string, std::string> renamed_;
-  int symbols_ = 0, params_ = 0, block_vars_ = 0, buffers_ = 0, loop_vars_ = 0;
+  int symbols_ = 0, params_ = 0, block_vars_ = 0, buffers_ = 0, loop_vars_ = 0, layout_vars_ = 0;
 };
 
 } // namespace

@@ -76,6 +76,14 @@ class KeyWriter {
     Bool(b.has_init);
     Write(b.init);
     Write(b.loc);
+    // Only when present, behind its own tag, so that the keys of programs
+    // without one stay as they were (the next field is never this tag).
+    if (b.index_layout) {
+      Str("index_layout");
+      Strings(b.index_layout->vars);
+      WriteAll(b.index_layout->forward);
+      Write(b.index_layout->loc);
+    }
   }
 
   void Write(const Range& r) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,20 @@ enum class Scope : uint8_t {
   kBarrier,
 };
 
+// A user-defined index layout of a global tensor (TileLang's T.Layout with
+// T.annotate_layout): the element at logical index (vars[0], ..., vars[n-1]),
+// one variable per dimension of the tensor, each over [0, shape[d]), is
+// stored at physical index (forward[0], ..., forward[m-1]) of a row-major
+// array whose extent in dimension k is the largest value of forward[k] plus
+// one (index_layout.h computes it). `vars` are int32 names bound only inside
+// `forward`, distinct from every other name of the program.
+struct IndexLayout {
+  std::vector<std::string> vars;
+  std::vector<Expr> forward;
+  Loc loc; // of the T.Layout call
+  bool operator==(const IndexLayout&) const = default;
+};
+
 struct Buffer {
   std::string name;
   DType dtype = DType::kFloat32;
@@ -143,6 +158,8 @@ struct Buffer {
   bool has_init = false;   // kVar only: initial value in `init`
   Expr init;
   Loc loc;
+  // Tensor parameters only: the storage order of the tensor's elements.
+  std::optional<IndexLayout> index_layout = std::nullopt;
   bool operator==(const Buffer&) const = default;
 };
 

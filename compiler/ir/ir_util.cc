@@ -14,6 +14,10 @@ void StripBuffer(Buffer* b) {
   b->loc = Loc{};
   for (Expr& e : b->shape) StripExpr(&e);
   StripExpr(&b->init);
+  if (b->index_layout) {
+    b->index_layout->loc = Loc{};
+    for (Expr& e : b->index_layout->forward) StripExpr(&e);
+  }
 }
 
 // Clears every Loc of every field, used or not, so that `==` after
@@ -97,6 +101,9 @@ void ForEachStmt(const std::vector<Stmt>& stmts, const std::function<void(const 
 void ForEachExpr(const Program& program, const std::function<void(const Expr&)>& fn) {
   for (const Param& p : program.params) {
     for (const Expr& e : p.buffer.shape) VisitExpr(e, fn);
+    if (p.buffer.index_layout) {
+      for (const Expr& e : p.buffer.index_layout->forward) VisitExpr(e, fn);
+    }
   }
   for (const Expr& e : program.kernel.grid) VisitExpr(e, fn);
   ForEachStmt(program.kernel.body, [&](const Stmt& s) {
@@ -107,6 +114,9 @@ void ForEachExpr(const Program& program, const std::function<void(const Expr&)>&
 void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn) {
   for (Param& p : program->params) {
     for (Expr& e : p.buffer.shape) RewriteExpr(&e, fn);
+    if (p.buffer.index_layout) {
+      for (Expr& e : p.buffer.index_layout->forward) RewriteExpr(&e, fn);
+    }
   }
   for (Expr& e : program->kernel.grid) RewriteExpr(&e, fn);
   RewriteStmts(&program->kernel.body, fn);

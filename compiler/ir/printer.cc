@@ -122,6 +122,7 @@ class Printer {
       } else {
         absl::StrAppend(out, ScopeText(b.scope), " ", DTypeText(b.dtype));
         ExprList(b.shape, b.loc, "[", "]", out);
+        IndexLayout_(b, out);
       }
       if (param.is_output) out->append(" out");
       absl::StrAppend(out, StmtLoc(b.loc), "\n");
@@ -144,6 +145,16 @@ class Printer {
 
  private:
   bool NeedsAnnotation(Loc loc, Loc parent) const { return locations_ && !(loc == parent); }
+
+  // ` layout(v0, v1)@L:C -> [f0, f1]` (ir::IndexLayout).
+  void IndexLayout_(const Buffer& b, std::string* out) const {
+    if (!b.index_layout) return;
+    const IndexLayout& l = *b.index_layout;
+    absl::StrAppend(out, " layout(", absl::StrJoin(l.vars, ", "), ")");
+    if (NeedsAnnotation(l.loc, b.loc)) absl::StrAppend(out, "@", LocText(l.loc));
+    out->append(" -> ");
+    ExprList(l.forward, l.loc, "[", "]", out);
+  }
 
   // ` loc(L:C)` for statement-level constructs. In location mode it is
   // printed even when unknown (0:0): without it the parser would use the
@@ -358,6 +369,7 @@ class Printer {
       if (NeedsAnnotation(b.loc, l)) absl::StrAppend(out, "@", LocText(b.loc));
       absl::StrAppend(out, ": ", ScopeText(b.scope), " ", DTypeText(b.dtype));
       ExprList(b.shape, b.loc, "[", "]", out);
+      IndexLayout_(b, out);
       if (b.has_init) {
         out->append(" = ");
         Expr_(b.init, b.loc, out);

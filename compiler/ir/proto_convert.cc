@@ -264,6 +264,12 @@ void EncodeBuffer(const Buffer& b, pb::Buffer* out) {
   for (const Expr& extent : b.shape) EncodeExpr(extent, out->add_shape());
   if (b.has_init) EncodeExpr(b.init, out->mutable_init());
   if (IsKnownLoc(b.loc)) EncodeLoc(b.loc, out->mutable_loc());
+  if (b.index_layout) {
+    pb::IndexLayout* l = out->mutable_index_layout();
+    for (const std::string& v : b.index_layout->vars) l->add_vars(v);
+    for (const Expr& f : b.index_layout->forward) EncodeExpr(f, l->add_forward());
+    if (IsKnownLoc(b.index_layout->loc)) EncodeLoc(b.index_layout->loc, l->mutable_loc());
+  }
 }
 
 void EncodeRegion(const Region& r, pb::Region* out) {
@@ -340,7 +346,8 @@ bool FindThreadIr(const std::vector<Expr>& es, Loc at, ThreadIrUse* use) {
 
 bool FindThreadIr(const Buffer& b, Loc at, ThreadIrUse* use) {
   const Loc loc = KnownOr(b.loc, at);
-  return FindThreadIr(b.shape, loc, use) || FindThreadIr(b.init, loc, use);
+  return FindThreadIr(b.shape, loc, use) || FindThreadIr(b.init, loc, use) ||
+         (b.index_layout && FindThreadIr(b.index_layout->forward, loc, use));
 }
 
 bool FindThreadIr(const std::vector<Stmt>& stmts, ThreadIrUse* use) {
@@ -758,7 +765,22 @@ absl::Status Decoder::DecodeBuffer(const pb::Buffer& in, bool name_required, Buf
   RETURN_IF_ERROR(DecodeEnum(kScopes, in.scope(), true, "scope", &out->scope));
   RETURN_IF_ERROR(DecodeExprs(in.shape(), "shape", &out->shape));
   out->has_init = in.has_init();
-  return DecodeExprField(in.has_init(), in.init(), "init", &out->init);
+  RETURN_IF_ERROR(DecodeExprField(in.has_init(), in.init(), "init", &out->init));
+  out->index_layout.reset();
+  if (!in.has_index_layout()) return absl::OkStatus();
+  Enter enter(this, "index_layout");
+  const pb::IndexLayout& l = in.index_layout();
+  IndexLayout layout;
+  layout.loc = DecodeLoc(l.has_loc(), l.loc());
+  RETURN_IF_ERROR(CountExprs(l.vars_size(), "vars"));
+  for (int i = 0; i < l.vars_size(); ++i) {
+    Enter var(this, "vars", i);
+    RETURN_IF_ERROR(CheckName(l.vars(i), true, "vars", "layout variable"));
+    layout.vars.push_back(l.vars(i));
+  }
+  RETURN_IF_ERROR(DecodeExprs(l.forward(), "forward", &layout.forward));
+  out->index_layout = std::move(layout);
+  return absl::OkStatus();
 }
 
 absl::Status Decoder::DecodeRegion(const pb::Region& in, Region* out) {

@@ -100,6 +100,11 @@ void ResolveLocs(Buffer* b, Loc parent) {
   if (b->loc == kInherit) b->loc = parent;
   for (Expr& e : b->shape) ResolveLocs(&e, b->loc);
   ResolveLocs(&b->init, b->loc);
+  if (b->index_layout) {
+    IndexLayout& l = *b->index_layout;
+    if (l.loc == kInherit) l.loc = b->loc;
+    for (Expr& e : l.forward) ResolveLocs(&e, l.loc);
+  }
 }
 
 // Every field of a statement except its bodies (resolved on their own).
@@ -726,6 +731,34 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // ` layout(v0, v1)[@L:C] -> [f0, f1]` after a buffer's shape, if present;
+  // the variables are int32 and visible only in the forward indices.
+  absl::Status ParseIndexLayout(Buffer* b, int* depth) {
+    if (!IsWord("layout")) return absl::OkStatus();
+    Next();
+    IndexLayout l;
+    l.loc = kInherit;
+    RETURN_IF_ERROR(ExpectPunct("("));
+    Frame frame;
+    while (true) {
+      ASSIGN_OR_RETURN(std::string v, ExpectName("a layout variable"));
+      frame.vars[v] = DType::kInt32;
+      l.vars.push_back(std::move(v));
+      if (IsPunct(")")) break;
+      if (!IsPunct(",")) return Expected("',' or ')'");
+      Next();
+    }
+    Next();
+    RETURN_IF_ERROR(ParseAnnotation(&l.loc));
+    RETURN_IF_ERROR(ExpectPunct("->"));
+    frames_.push_back(std::move(frame));
+    absl::Status st = ParseExprList("[", "]", &l.forward, depth);
+    frames_.pop_back();
+    RETURN_IF_ERROR(st);
+    b->index_layout = std::move(l);
+    return absl::OkStatus();
+  }
+
   absl::Status ParseParam(Program* p) {
     Param param;
     Buffer& b = param.buffer;
@@ -742,6 +775,7 @@ class Parser {
       ASSIGN_OR_RETURN(b.dtype, ExpectDType());
       int depth = 0;
       RETURN_IF_ERROR(ParseExprList("[", "]", &b.shape, &depth));
+      RETURN_IF_ERROR(ParseIndexLayout(&b, &depth));
     }
     if (IsWord("out")) {
       Next();
@@ -1113,6 +1147,7 @@ class Parser {
     ASSIGN_OR_RETURN(b.dtype, ExpectDType());
     int depth = 0;
     RETURN_IF_ERROR(ParseExprList("[", "]", &b.shape, &depth));
+    RETURN_IF_ERROR(ParseIndexLayout(&b, &depth));
     if (IsPunct("=")) {
       Next();
       b.has_init = true;

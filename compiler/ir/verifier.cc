@@ -23,6 +23,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/index_layout.h"
 #include "compiler/ir/intrinsics.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
@@ -288,6 +289,11 @@ class Verifier {
     for (const Symbol& s : p_.symbols) RETURN_IF_ERROR(Declare(s.name, s.loc, "symbol"));
     for (const Param& prm : p_.params) {
       RETURN_IF_ERROR(Declare(prm.buffer.name, prm.buffer.loc, "parameter"));
+      if (prm.buffer.index_layout) {
+        for (const std::string& v : prm.buffer.index_layout->vars) {
+          RETURN_IF_ERROR(Declare(v, prm.buffer.index_layout->loc, "layout variable"));
+        }
+      }
     }
     for (const std::string& v : p_.kernel.block_vars) {
       RETURN_IF_ERROR(Declare(v, p_.kernel.loc, "block variable"));
@@ -1032,6 +1038,11 @@ class Verifier {
       const Buffer& b = s.buffer;
       const Loc loc = Or(b.loc, s.loc);
       RETURN_IF_ERROR(CheckShape(b, loc));
+      if (b.index_layout) {
+        return Err(Or(b.index_layout->loc, loc),
+                   absl::StrCat("T.Layout on ", SC(b.scope), " buffer '", b.name,
+                                "' is not supported yet (only on tensor parameters)"));
+      }
       if (b.scope == Scope::kVar) {
         std::optional<int64_t> c = b.shape.size() == 1 ? ConstInt(b.shape[0]) : std::nullopt;
         if (!c || *c != 1) {
@@ -1231,8 +1242,24 @@ class Verifier {
                                        "' must be in global scope, not ", SC(b.scope)));
       }
       RETURN_IF_ERROR(Bind(b.name, Def{Kind::kTensor, b.dtype, &b}));
+      if (b.index_layout) RETURN_IF_ERROR(CheckIndexLayout(b));
     }
     return CheckKernel();
+  }
+
+  // A tensor's T.Layout: indices typed over its own variables (visible only
+  // there), and a physical shape that IndexLayoutShape can bound.
+  absl::Status CheckIndexLayout(const Buffer& b) {
+    const IndexLayout& l = *b.index_layout;
+    for (const std::string& v : l.vars) scope_[v] = Def{Kind::kLoopVar, DType::kInt32, nullptr};
+    absl::Status st = absl::OkStatus();
+    for (const Expr& f : l.forward) {
+      st = CheckIntegral(f, Or(l.loc, b.loc), absl::StrCat("layout index of '", b.name, "'"));
+      if (!st.ok()) break;
+    }
+    for (const std::string& v : l.vars) scope_.erase(v);
+    RETURN_IF_ERROR(st);
+    return IndexLayoutShape(l, b.shape, p_.source_name).status();
   }
 
   const Program& p_;

@@ -173,6 +173,7 @@ int64_t Lowering::CopyVector(const CopyPlan& plan) const {
       if (ok && !IsMultipleOf(ir::Simplify(b.shape_expr[last]), v)) ok = false;
       if (ok && b.scope == ir::Scope::kShared && b.size % v != 0) ok = false;
       if (b.scope == ir::Scope::kLocal || b.scope == ir::Scope::kVar) ok = false;
+      if (b.index_layout) ok = false; // T.Layout: logical neighbours are not adjacent
     }
     if (ok) return v;
   }
@@ -264,6 +265,7 @@ int64_t Lowering::FragmentVector(const CopyPlan& plan, bool frag_src) const {
   const Buf& f = frag_src ? *plan.src : *plan.dst;
   const Buf& o = frag_src ? *plan.dst : *plan.src;
   if (o.scope != ir::Scope::kGlobal && o.scope != ir::Scope::kShared) return 1;
+  if (o.index_layout) return 1; // T.Layout: logical neighbours are not adjacent
   const FragmentLayout& layout = *f.layout;
   const std::vector<int>& fdims = frag_src ? plan.src_dims : plan.dst_dims;
   const std::vector<int>& odims = frag_src ? plan.dst_dims : plan.src_dims;

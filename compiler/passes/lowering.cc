@@ -29,6 +29,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/global_layout.h"
 #include "compiler/passes/warp_groups.h"
 #include "util/status_macros.h"
 
@@ -198,6 +199,7 @@ absl::Status Lowering::Run() {
     b.scope = p.is_scalar ? ir::Scope::kVar : ir::Scope::kGlobal;
     b.shape_expr = p.buffer.shape;
     b.loc = p.buffer.loc;
+    RETURN_IF_ERROR(AttachGlobalLayout(p, program_.source_name, &b)); // T.Layout (index_layout)
     if (!p.is_scalar) bufs_[b.name] = b;
   }
   {
@@ -278,6 +280,7 @@ absl::Status Lowering::Run() {
 // --- indexing --------------------------------------------------------------------
 
 Expr Lowering::GlobalFlat(const Buf& b, const std::vector<Expr>& idx) {
+  if (b.index_layout) return GlobalLayoutFlat(b, idx); // T.Layout: global_layout.h
   Expr flat = ir::IntImm(0, ir::DType::kInt64);
   Expr stride = ir::IntImm(1, ir::DType::kInt64);
   for (size_t d = idx.size(); d-- > 0;) {
@@ -393,7 +396,7 @@ absl::StatusOr<Expr> Lowering::FragmentReg(const Buf& b, const std::vector<Expr>
 }
 
 absl::StatusOr<Expr> Lowering::ElementLoad(const Buf& b, const std::vector<Expr>& idx) {
-  if (b.scope == ir::Scope::kGlobal) return ir::Load(b.name, b.dtype, idx);
+  if (b.scope == ir::Scope::kGlobal && !b.index_layout) return ir::Load(b.name, b.dtype, idx);
   ASSIGN_OR_RETURN(Expr flat, FlatIndex(b, idx));
   return ir::Load(b.name, b.dtype, {flat});
 }
@@ -401,7 +404,7 @@ absl::StatusOr<Expr> Lowering::ElementLoad(const Buf& b, const std::vector<Expr>
 absl::StatusOr<Stmt> Lowering::ElementStore(const Buf& b, const std::vector<Expr>& idx,
                                             Expr value) {
   if (value.dtype != b.dtype) value = ir::Cast(b.dtype, value);
-  if (b.scope == ir::Scope::kGlobal) return Store(b.name, idx, value);
+  if (b.scope == ir::Scope::kGlobal && !b.index_layout) return Store(b.name, idx, value);
   ASSIGN_OR_RETURN(Expr flat, FlatIndex(b, idx));
   return Store(b.name, {flat}, value);
 }

@@ -43,6 +43,10 @@ struct Buf {
   int stages = 1;
   const FragmentLayout* layout = nullptr; // fragments
   ir::Loc loc;
+  // Tensors with a T.Layout (global_layout.h): the layout and the shape of
+  // the physical array it maps into; accessed one element at a time.
+  const ir::IndexLayout* index_layout = nullptr;
+  std::vector<ir::Expr> physical_shape;
 };
 
 // The Parallel loop being lowered: its layout and the register loop var.

@@ -204,8 +204,9 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
   if (s.kind != StmtKind::kCopy || s.regions.size() != 2) return std::nullopt;
   const Buf* src = FindBuf(s.regions[0].buffer);
   const Buf* dst = FindBuf(s.regions[1].buffer);
-  if (!src || !dst || src->scope != ir::Scope::kGlobal || dst->scope != ir::Scope::kShared ||
-      dst->wgmma_block == 0 || dst->shape.size() != 2 || src->dtype != dst->dtype) {
+  if (!src || !dst || src->scope != ir::Scope::kGlobal || src->index_layout ||
+      dst->scope != ir::Scope::kShared || dst->wgmma_block == 0 || dst->shape.size() != 2 ||
+      src->dtype != dst->dtype) {
     return std::nullopt;
   }
   const int64_t elem = std::max(1, ir::DTypeBits(src->dtype) / 8);

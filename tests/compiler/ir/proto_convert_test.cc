@@ -97,6 +97,9 @@ Program Everything() {
     p.params.push_back(param);
   }
   p.params.back().is_output = true;
+  // A T.Layout on the first tensor: element (i, j) at (j, i).
+  p.params[0].buffer.index_layout =
+      IndexLayout{{"li", "lj"}, {VarRef("lj"), VarRef("li")}, Loc{2, 40}};
   Param alpha;
   alpha.buffer = MakeBuffer("alpha", DType::kFloat32, Scope::kGlobal, {});
   alpha.is_scalar = true;
