@@ -148,7 +148,17 @@ class Bounder {
 // An element count for messages: the number when it is one.
 std::string CountText(const Expr& n) {
   std::optional<int64_t> c = ConstInt(n);
-  return c ? std::to_string(*c) : PrintExpr(n);
+  if (c) return std::to_string(*c);
+  // As the user wrote the extents: without the int64 widening.
+  Expr plain = n;
+  RewriteExpr(&plain, [](Expr e) {
+    if (e.kind == ExprKind::kCast && IsInteger(e.dtype) && IsInteger(e.args[0].dtype)) {
+      return e.args[0];
+    }
+    if (IsInteger(e.dtype)) e.dtype = DType::kInt32;
+    return e;
+  });
+  return PrintExpr(plain);
 }
 
 Expr Product(const std::vector<Expr>& extents) {

@@ -73,6 +73,22 @@ TEST(IndexLayoutTest, SymbolicExtentsGiveSymbolicShapes) {
   EXPECT_EQ(Const((*shape)[2]), 8);
 }
 
+TEST(IndexLayoutTest, AFitThatDependsOnAnUnboundExtentIsRefused) {
+  // ((L - 1) // 8 + 1) * 8 elements fit in L only when 8 divides L.
+  Program p = MustParse(R"(program @p {
+  sym L: int32
+  param A: global float32[L] layout(i) -> [i // 8, i % 8]
+  kernel grid(1) threads(32) as (bx) {
+  }
+}
+)");
+  EXPECT_TRUE(Verify(p).ok()) << Verify(p);
+  absl::Status st = CheckedIndexLayoutShape(p.params[0].buffer, "t.kir").status();
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("t.kir:3:3: T.Layout: cannot show that the layout of 'A' ("));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("bind the dimensions that decide it"));
+}
+
 TEST(IndexLayoutTest, TextAndProtoRoundTripKeepTheLayout) {
   Program p = MustParse(kProgram);
   ASSERT_TRUE(Verify(p).ok()) << Verify(p);
