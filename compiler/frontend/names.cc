@@ -50,7 +50,10 @@ constexpr std::array<std::string_view, 58> kReserved = {"program",       "attr",
 constexpr std::array<std::string_view, 5> kReservedHopper = {"ws", "tma_copy", "barrier_arrive",
                                                              "barrier_wait", "barrier_expect_tx"};
 
-constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = {{
+// tfloat32: TileLang's name for float32 operands that the tensor cores read
+// as TF32. Kiln's float32 gemms already run on the TF32 mma, and element-wise
+// code computes in float32 either way, so it is float32 storage.
+constexpr std::array<std::pair<std::string_view, ir::DType>, 10> kDTypeAliases = {{
     {"float", ir::DType::kFloat32},
     {"half", ir::DType::kFloat16},
     {"double", ir::DType::kFloat64},
@@ -60,6 +63,7 @@ constexpr std::array<std::pair<std::string_view, ir::DType>, 9> kDTypeAliases = 
     {"uint", ir::DType::kUInt32},
     {"ulong", ir::DType::kUInt64},
     {"float8_e4m3fn", ir::DType::kFloat8E4M3},
+    {"tfloat32", ir::DType::kFloat32},
 }};
 
 constexpr std::array<std::pair<std::string_view, ir::DType>, 21> kTorchDTypes = {{
@@ -196,9 +200,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 65> kMissing
     {"atomic_addx4", "use T.atomic_add"},
 }};
 
-constexpr std::array<std::string_view, 8> kMissingDTypes = {
-    "int4",          "uint4",         "tfloat32",       "float4_e2m1fn",
-    "float6_e2m3fn", "float6_e3m2fn", "float8_e8m0fnu", "float4_e2m1_unpacked"};
+constexpr std::array<std::string_view, 7> kMissingDTypes = {
+    "int4",          "uint4",          "float4_e2m1fn",       "float6_e2m3fn",
+    "float6_e3m2fn", "float8_e8m0fnu", "float4_e2m1_unpacked"};
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kLayouts = {{
     {"make_swizzled_layout", "swizzled"},

@@ -409,6 +409,47 @@ def f(A):
   EXPECT_EQ(ErrorOf(kBuffer), "t.py:10:20: T.clamp() expects numbers or expressions, got buffer");
 }
 
+// T.tfloat32: float32 storage whose gemm runs on the TF32 tensor-core path.
+constexpr char kTf32Gemm[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def tf32_gemm(A, B):
+    A: T.Tensor((32, 16), T.tfloat32)
+    B: T.Tensor((16, 32), T.tfloat32)
+    C = T.empty((32, 32), T.float32)
+    with T.Kernel(1, threads=128) as bx:
+        a = T.alloc_shared((32, 16), T.tfloat32)
+        b = T.alloc_shared((16, 32), T.tfloat32)
+        c = T.alloc_fragment((32, 32), T.float32)
+        T.copy(A, a)
+        T.copy(B, b)
+        T.clear(c)
+        T.gemm(a, b, c)
+        T.copy(c, C)
+    return C
+)";
+
+TEST(CompatSmallOps, TFloat32IsFloat32StorageAndItsGemmRuns) {
+  ir::Program p = MustCompile(kTf32Gemm);
+  ASSERT_EQ(p.params.size(), 3u);
+  EXPECT_EQ(p.params[0].buffer.dtype, ir::DType::kFloat32);
+  CpuRun cpu;
+  auto out = cpu.Run(kTf32Gemm, {}, {"A", "B", "C"});
+  ASSERT_EQ(out["A"].size(), 512u);
+  ASSERT_EQ(out["C"].size(), 1024u);
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 32; ++j) {
+      double ref = 0;
+      for (int k = 0; k < 16; ++k)
+        ref += static_cast<double>(out["A"][i * 16 + k]) * out["B"][k * 32 + j];
+      // TF32 keeps 10 mantissa bits: each product is off by about 2^-10 relative.
+      EXPECT_NEAR(out["C"][i * 32 + j], ref, 16 * 2e-3) << i << "," << j;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // 4. Diagnostics: TileLang names Kiln lacks, parameters left unbound.
 
