@@ -25,7 +25,10 @@
 // 4. When nothing changes and fragments remain unknown: the first Parallel
 //    loop over an unknown fragment gets a default layout (threads over the
 //    innermost dimension, 16-byte vectors); else the first unknown fragment
-//    does. Then back to 2.
+//    does. Then back to 2. ("First" is the first statement in program order
+//    that touches an unknown fragment; where that order ends in an error,
+//    inference runs again with every T.Parallel loop before other
+//    statements.)
 // 5. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
 //    swizzle when their rows are a multiple of 16 bytes.
 // 6. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
@@ -285,8 +288,12 @@ WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& s
 
 class Inference {
  public:
-  Inference(ir::Program& p, std::map<std::string, FragInfo> frags, LayoutOptions options)
-      : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)), options_(options) {}
+  // `loops_first`: step 4 defaults the first T.Parallel loop over an
+  // unknown fragment anywhere before any other statement's fragment.
+  Inference(ir::Program& p, std::map<std::string, FragInfo> frags, LayoutOptions options,
+            bool loops_first)
+      : p_(p), frags_(std::move(frags)), threads_(BlockThreads(p)), options_(options),
+        loops_first_(loops_first) {}
 
   absl::Status Run() {
     RETURN_IF_ERROR(CheckFragmentThreads());
@@ -547,6 +554,7 @@ class Inference {
     const int64_t block = threads_;
     int64_t at = block; // the threads of the statement found
     int64_t cur = block;
+    bool only_loops = loops_first_;
     std::function<void(const std::vector<Stmt>&)> find = [&](const std::vector<Stmt>& body) {
       for (const Stmt& s : body) {
         if (loop || frag) return;
@@ -566,7 +574,8 @@ class Inference {
         }
         // A fill fits any layout; a reduction's destination follows its
         // source.
-        const size_t regions = s.kind == StmtKind::kFill     ? 0
+        const size_t regions = only_loops                    ? 0
+                               : s.kind == StmtKind::kFill   ? 0
                                : s.kind == StmtKind::kReduce ? 1
                                                              : s.regions.size();
         for (size_t k = 0; k < regions; ++k) {
@@ -578,6 +587,11 @@ class Inference {
       }
     };
     find(p_.kernel.body);
+    if (only_loops && !loop) {
+      only_loops = false;
+      cur = at = block;
+      find(p_.kernel.body);
+    }
     if (!loop && !frag) at = block;
     if (loop) {
       threads_ = at;
@@ -641,6 +655,7 @@ class Inference {
   bool wgmma_ = false;
   std::map<const Stmt*, std::pair<int64_t, int64_t>> wgmma_groups_;
   std::map<std::string, ElementAccess> element_accesses_ = ElementAccesses(p_, frags_);
+  bool loops_first_ = false;
 };
 
 absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
@@ -839,8 +854,16 @@ void FuseParallelNests(std::vector<Stmt>* body) {
 absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options) {
   FuseParallelNests(&program.kernel.body);
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
-  Inference inference(program, std::move(frags), options);
-  return inference.Run();
+  absl::Status status = Inference(program, frags, options, /*loops_first=*/false).Run();
+  if (status.ok()) return status;
+  // A fragment copied from memory before the loop that indexes it got its
+  // own default, which that loop then contradicts: T.Parallel loops decide
+  // first. Only where the usual order fails, so working programs keep their
+  // layouts; the usual order's error stands when this fails too.
+  if (Inference(program, std::move(frags), options, /*loops_first=*/true).Run().ok()) {
+    return absl::OkStatus();
+  }
+  return status;
 }
 
 absl::StatusOr<LayoutMap> ReadLayouts(const ir::Program& program) {
