@@ -41,6 +41,7 @@
 #include "compiler/tools/bind_lines.h"
 #include "google/protobuf/util/json_util.h"
 #include "util/file_path.h"
+#include "util/source_snippet.h"
 
 namespace {
 
@@ -232,14 +233,19 @@ int main(int argc, char** argv) {
     std::cerr << "kiln-opt: cannot read '" << args.file << "'\n";
     return 2;
   }
+  // Located errors (the program's, the passes') quote the source line.
+  const std::string shown_name = args.file == "-" ? "<stdin>" : args.file;
+  auto located = [&](absl::string_view message) {
+    return kiln::util::WithSourceSnippets(std::string(message), shown_name, text);
+  };
   absl::StatusOr<kiln::ir::Program> program = Load(args, text);
   if (!program.ok()) {
-    std::cerr << program.status().message() << "\n";
+    std::cerr << located(program.status().message()) << "\n";
     return 1;
   }
   if (args.verify) {
     if (absl::Status s = kiln::ir::Verify(*program); !s.ok()) {
-      std::cerr << s.message() << "\n";
+      std::cerr << located(s.message()) << "\n";
       return 1;
     }
   }
@@ -249,7 +255,7 @@ int main(int argc, char** argv) {
   ctx.gemm_wgmma = args.gemm_wgmma;
   ctx.tma_ws_pipeline = args.tma_ws;
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
-    std::cerr << s.message() << "\n";
+    std::cerr << located(s.message()) << "\n";
     return 1;
   }
 
@@ -280,7 +286,7 @@ int main(int argc, char** argv) {
                                            args.tma_ws);
     }
     if (!kernel.ok()) {
-      std::cerr << kernel.status().message() << "\n";
+      std::cerr << located(kernel.status().message()) << "\n";
       return 1;
     }
     std::string launch_json;

@@ -49,6 +49,7 @@
 #include "tuner/measure/cuda_driver.h"
 #include "tuner/measure/kernel_launch.h"
 #include "util/file_path.h"
+#include "util/source_snippet.h"
 
 namespace {
 
@@ -356,8 +357,12 @@ int Run(const Args& args) {
       !args.lower_for.empty() ? args.lower_for
                               : (!args.arch.empty() ? "cuda:" + args.arch : args.target));
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
-  if (!program.ok()) return Fail(program.status().message());
-  if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(s.message());
+  // Located errors of the program quote its source line.
+  auto located = [&](absl::string_view message) {
+    return kiln::util::WithSourceSnippets(std::string(message), args.file, *source);
+  };
+  if (!program.ok()) return Fail(located(program.status().message()));
+  if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(located(s.message()));
 
   // Which parameters are outputs, and which feed ref_program.
   absl::StatusOr<int> arity = kiln::tools::RefProgramArity(*source, args.file);
@@ -491,7 +496,7 @@ int Run(const Args& args) {
 
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
       kiln::codegen::LowerAndEmit(*program, target, args.lower_for, args.gemm_wgmma, args.tma_ws);
-  if (!kernel.ok()) return Fail(kernel.status().message());
+  if (!kernel.ok()) return Fail(located(kernel.status().message()));
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {
       return Fail(s.message());

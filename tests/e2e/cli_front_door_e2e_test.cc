@@ -282,6 +282,31 @@ TEST_F(CliFrontDoorTest, CompileNotesShapeSymbolsLeftDynamic) {
   EXPECT_EQ(ParseJson(bound.stdout_data)["dynamic_symbols"], nlohmann::json::array());
 }
 
+TEST_F(CliFrontDoorTest, CompileErrorsQuoteTheSourceLineAndDynamicNamesSymbols) {
+  Start();
+  const std::string server = "--server=" + daemon_.address();
+  // --dynamic compiles a parameter as a shape symbol; bound as well, it is a
+  // located error whose source line the CLI quotes under the message.
+  util::SubprocessResult dynamic =
+      Kiln({"compile", kAdd, "--bind", "N=130", "--bind", "block_M=16", "--bind", "block_N=64",
+            "--dynamic", "M", server, "--json"});
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.stderr_data;
+  EXPECT_EQ(ParseJson(dynamic.stdout_data)["dynamic_symbols"], nlohmann::json::array({"M"}));
+  util::SubprocessResult both = Kiln({"compile", kAdd, "--test-bind", "--dynamic", "M", server});
+  EXPECT_EQ(both.exit_code, 1) << both.stderr_data;
+  EXPECT_THAT(both.stderr_data, HasSubstr("parameter 'M' is both bound and named dynamic"));
+  EXPECT_THAT(both.stderr_data, ::testing::ContainsRegex("\n +[0-9]+ \\| def add\\(M, N"));
+  // A misspelt tile op: the message, then the line and a caret under it.
+  const std::string bad = dir_ + "/bad.py";
+  std::filesystem::copy_file(kAdd, bad);
+  ASSERT_EQ(std::system(("sed -i 's/T.Parallel(/T.Paralel(/' " + bad).c_str()), 0);
+  util::SubprocessResult r = Kiln({"compile", bad, "--test-bind", server});
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_data;
+  EXPECT_THAT(r.stderr_data, ::testing::ContainsRegex(bad + ":[0-9]+:[0-9]+: "));
+  EXPECT_THAT(r.stderr_data, ::testing::ContainsRegex("\n +[0-9]+ \\| .*T\\.Paralel\\("));
+  EXPECT_THAT(r.stderr_data, ::testing::ContainsRegex("\n +\\| +\\^"));
+}
+
 TEST_F(CliFrontDoorTest, TestBindTakesTheFilesLineAndBindWins) {
   Start();
   const std::string server = "--server=" + daemon_.address();

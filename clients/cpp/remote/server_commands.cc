@@ -20,14 +20,15 @@
 #include "clients/cpp/remote/tune_report.h"
 #include "clients/cpp/suggest.h"
 #include "util/file_path.h"
+#include "util/source_snippet.h"
 
 namespace kiln::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads FILE into `program` (client::LoadProgram), keeping bindings and entry
-// already set; false after printing why not.
+// Reads FILE into `program` (client::LoadProgram), keeping the bindings,
+// entry and dynamic parameters already set; false after printing why not.
 bool ReadProgram(const std::string& file, kiln::v1::ProgramSource* program, const char* command,
                  CommandIo io) {
   absl::StatusOr<kiln::v1::ProgramSource> loaded = client::LoadProgram(file);
@@ -38,6 +39,7 @@ bool ReadProgram(const std::string& file, kiln::v1::ProgramSource* program, cons
   kiln::v1::ProgramSource merged = *std::move(loaded);
   merged.mutable_bindings()->insert(program->bindings().begin(), program->bindings().end());
   if (!program->entry().empty()) merged.set_entry(program->entry());
+  *merged.mutable_dynamic_params() = program->dynamic_params();
   *program = std::move(merged);
   return true;
 }
@@ -88,15 +90,16 @@ std::string DynamicSymbolsNote(const google::protobuf::RepeatedPtrField<std::str
 
 constexpr char kCompileUsage[] =
     "usage: kiln compile FILE [--bind NAME=VALUE]... [--config NAME=VALUE]... [--entry NAME]\n"
-    "                    [--target T] [--emit cubin|ptx|cuda|cpp|so|ir] [-o OUT]\n"
+    "                    [--dynamic NAME]... [--target T] [--emit cubin|ptx|cuda|cpp|so|ir]\n"
+    "                    [-o OUT]\n"
     "                    [--launch-json FILE]\n"
     "                    [--toolchain nvrtc|nvcc|cc] [--pass NAME=VALUE]...\n"
     "                    [--use-best DEVICE_MODEL] [--test-bind] [--async] [--json]\n";
 
 const std::vector<std::string>& CompileFlags() {
   static const std::vector<std::string> kFlags = WithConnectionFlags(
-      {"--bind", "--config", "--entry", "--target", "--emit", "-o", "--launch-json", "--toolchain",
-       "--pass", "--use-best", "--test-bind", "--async", "--help"});
+      {"--bind", "--config", "--entry", "--dynamic", "--target", "--emit", "-o", "--launch-json",
+       "--toolchain", "--pass", "--use-best", "--test-bind", "--async", "--help"});
   return kFlags;
 }
 
@@ -126,6 +129,8 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
       }
     } else if (TakeValue(a, i, "--entry", &v)) {
       req.mutable_program()->set_entry(v);
+    } else if (TakeValue(a, i, "--dynamic", &v)) {
+      req.mutable_program()->add_dynamic_params(v);
     } else if (TakeValue(a, i, "--target", &v)) {
       req.set_target(v);
     } else if (TakeValue(a, i, "--toolchain", &v)) {
@@ -204,7 +209,16 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
   const Clock::time_point t0 = Clock::now();
   absl::StatusOr<client::CompileResult> r = client->Compile(req);
   const double request_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  if (!r.ok()) return ReportFailure(r.status(), *c, io);
+  if (!r.ok()) {
+    // A located error in the program: quote the line from the file sent.
+    absl::Status s = r.status();
+    if (s.code() == absl::StatusCode::kInvalidArgument && !c->json) {
+      s = absl::Status(s.code(),
+                       util::WithSourceSnippets(std::string(s.message()), req.program().file_name(),
+                                                req.program().tilelang_source()));
+    }
+    return ReportFailure(s, *c, io);
+  }
   for (const kiln::v1::Diagnostic& d : r->diagnostics) {
     io.err << (d.rendered().empty() ? d.message() : d.rendered()) << "\n";
   }
