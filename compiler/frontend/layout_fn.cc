@@ -65,6 +65,11 @@ absl::StatusOr<Value> Evaluator::MakeIndexLayout(std::vector<Arg>& args, Loc loc
                  absl::StrCat("T.Layout expects a non-empty shape (a list or tuple), got ",
                               TypeName(shape)));
   }
+  if (shape.elts().size() > ir::kMaxIndexLayoutDims) {
+    return Error(ArgLoc(args, names, 0, loc),
+                 absl::StrCat("T.Layout takes at most ", ir::kMaxIndexLayoutDims,
+                              " dimensions, got ", shape.elts().size()));
+  }
   ASSIGN_OR_RETURN(std::vector<ir::Expr> dims, ToShape(shape, ArgLoc(args, names, 0, loc)));
   if (fn.kind != ValueKind::kFunction) {
     return Error(ArgLoc(args, names, 1, loc),
@@ -95,6 +100,10 @@ absl::StatusOr<Value> Evaluator::MakeIndexLayout(std::vector<Arg>& args, Loc loc
     outs = result.elts();
   } else {
     outs.push_back(result);
+  }
+  if (outs.empty() || outs.size() > ir::kMaxIndexLayoutDims) {
+    return Error(loc, absl::StrCat("T.Layout: the function must return 1 to ",
+                                   ir::kMaxIndexLayoutDims, " indices, got ", outs.size()));
   }
   ValueList forward;
   ir::IndexLayout layout;

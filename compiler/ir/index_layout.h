@@ -25,7 +25,8 @@
 
 namespace kiln::ir {
 
-// Most output dimensions a layout may have (TileLang's dQ layout has 6).
+// Most input and output dimensions a layout may have (TileLang's dQ layout
+// maps 4 to 6).
 inline constexpr size_t kMaxIndexLayoutDims = 8;
 
 // The physical shape (int64 extents, simplified; symbolic where the
