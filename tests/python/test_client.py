@@ -102,6 +102,26 @@ def test_source_text_is_named_in_diagnostics(client):
     with pytest.raises(kiln.CompileError) as info:
         client.compile(source=src, file_name="mine.py", bindings={"N": 256, "block": 64})
     assert info.value.diagnostics[0].rendered.startswith("mine.py:13:19: ")
+    # str() quotes line 13 with a caret under column 19; details stay one line.
+    line13 = src.split("\n")[12]
+    shown = str(info.value).split("\n")
+    assert shown[0] == info.value.details
+    assert shown[1] == f"  13 | {line13}"
+    assert shown[2] == "     | " + "".join("\t" if c == "\t" else " " for c in line13[:18]) + "^"
+
+
+def test_source_snippets_render_like_the_cli():
+    src = "a = 1\n\tx = 'äö' + T.bad\n"
+    col = len("\tx = 'äö' + ".encode()) + 1
+    text = kiln.errors.with_source_snippets(f"t.py:2:{col}: no\nu.py:1:1: other", "t.py", src)
+    assert text == (f"t.py:2:{col}: no\n"
+                    "  2 | \tx = 'äö' + T.bad\n"
+                    "    | \t" + " " * len("x = 'äö' + ") + "^\n"
+                    "u.py:1:1: other")
+    assert kiln.errors.with_source_snippets("t.py:9:1: past", "t.py", src) == "t.py:9:1: past"
+    long = "a" * 300 + "X" + "b" * 300
+    lines = kiln.errors.with_source_snippets("f:1:301: x", "f", long).split("\n")
+    assert lines[1].index("X") == lines[2].index("^")
 
 
 def test_missing_binding_is_invalid_argument(client):

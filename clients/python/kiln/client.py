@@ -481,7 +481,11 @@ class Client:
             if meta is not None and self.cache.has_all_files(meta):
                 self._count("compile_hits")
                 return Artifact(self, pb.CompileResponse(artifact=meta), target, outcome="local")
-        resp = self._unary("Compile", req, timeout, retry=wait)
+        try:
+            resp = self._unary("Compile", req, timeout, retry=wait)
+        except errors.CompileError as e:
+            e.attach_source(req.program.file_name, req.program.tilelang_source)
+            raise
         if self.cache is not None and is_key(resp.artifact.key):
             try:  # best effort: a full disk costs the next run a round trip, nothing else
                 self.cache.put_metadata(resp.artifact)

@@ -79,7 +79,57 @@ class InvalidArgument(KilnError):
 
 class CompileError(InvalidArgument):
     """INVALID_ARGUMENT with located diagnostics: the program does not compile.
-    ``diagnostics[0]`` is the first error (file, line, col, message)."""
+    ``diagnostics[0]`` is the first error (file, line, col, message). When the client
+    sent the source text (``Client.compile``), ``str(e)`` quotes each located line of
+    the source with a caret under its column; ``details`` stays the server's message."""
+
+    source = None
+    source_file = None
+
+    def attach_source(self, file_name, source):
+        self.source_file, self.source = file_name, source
+
+    def __str__(self):
+        if not self.source or not self.details:
+            return super().__str__()
+        return with_source_snippets(self.details, self.source_file, self.source)
+
+
+_MAX_SHOWN = 120  # characters of a quoted line; longer ones show a window around the column
+
+
+def _snippet(line_text, line_no, col):
+    """Two lines: the source line and a caret under byte column ``col`` (1-based)."""
+    raw = line_text.encode("utf-8", "surrogatepass")
+    prefix = raw[:max(col - 1, 0)].decode("utf-8", "replace")
+    text = line_text
+    start = 0
+    if len(text) > _MAX_SHOWN:
+        start = max(len(prefix) - _MAX_SHOWN // 2, 0)
+    shown = text[start:start + _MAX_SHOWN]
+    lead = "..." if start > 0 else ""
+    tail = "..." if start + _MAX_SHOWN < len(text) else ""
+    clean = "".join(c if c == "\t" or (c.isprintable() and c != "\x7f") else " " for c in shown)
+    indent = "".join("\t" if c == "\t" else " " for c in prefix[start:])
+    number = str(line_no)
+    return (f"  {number} | {lead}{clean}{tail}\n"
+            f"  {' ' * len(number)} | {' ' * len(lead)}{indent}^")
+
+
+def with_source_snippets(message, file_name, source):
+    """``message`` with the quoted source line and a caret after each line that is
+    located in ``file_name`` (the same rendering as kiln-opt and ``kiln compile``)."""
+    lines = source.split("\n")
+    out = []
+    for text in message.split("\n"):
+        out.append(text)
+        m = _LOCATED.match(text)
+        if not m or m.group("file") != file_name:
+            continue
+        line_no, col = int(m.group("line")), int(m.group("col"))
+        if 1 <= line_no <= len(lines) and col >= 1:
+            out.append(_snippet(lines[line_no - 1].rstrip("\r"), line_no, col))
+    return "\n".join(out)
 
 
 class NotFound(KilnError):
