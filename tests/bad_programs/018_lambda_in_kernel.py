@@ -1,4 +1,4 @@
-# EXPECT: 11:13: lambda is not supported
+# EXPECT: 12:25: <lambda>() takes 1 positional arguments but 2 were given
 # BIND: N=256 block=64
 import tilelang
 import tilelang.language as T
@@ -9,3 +9,4 @@ def kern(A, block):
     A: T.Tensor((N, N), T.float16)
     with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
         f = lambda x: x + 1
+        A[bx, 0] = f(1, 2)
