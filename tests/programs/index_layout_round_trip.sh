@@ -1,18 +1,20 @@
 #!/bin/sh
-# Round trip through a T.Layout on the CPU target: index_layout_atomic.py
+# Round trip through a T.Layout (on the CPU target unless TARGET is given,
+# e.g. cuda:0): index_layout_atomic.py
 # writes 3 * X into dQ in the layout's physical order, index_layout_read.py
 # reads that dQ back through the same layout (a separate kernel, as the
 # attention backward's postprocess does); the result must be 3 * X, and dQ
 # itself must not be in logical order.
-#   usage: index_layout_round_trip.sh KILN_RUN
+#   usage: index_layout_round_trip.sh KILN_RUN [TARGET]
 set -eu
 run=$1
+target=${2:-cpu}
 dir=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$run" "$dir/index_layout_atomic.py" --test-bind --target cpu --quiet \
+"$run" "$dir/index_layout_atomic.py" --test-bind --target "$target" --quiet \
     --save X="$tmp/x.npy" --save dQ="$tmp/dq.npy"
-"$run" "$dir/index_layout_read.py" --test-bind --target cpu --quiet \
+"$run" "$dir/index_layout_read.py" --test-bind --target "$target" --quiet \
     --input dQ="$tmp/dq.npy" --save out="$tmp/out.npy"
 # The interpreter kiln-run's --check would use: one that imports NumPy.
 py=${KILN_PYTHON:-}
