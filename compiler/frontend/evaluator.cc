@@ -416,7 +416,8 @@ absl::Status Evaluator::Assign(const PyExpr& target, const Value& v) {
   }
 }
 
-absl::Status Evaluator::StoreTo(const Value& access, const Value& v, Loc loc) {
+absl::Status Evaluator::StoreTo(const Value& raw, const Value& v, Loc loc) {
+  ASSIGN_OR_RETURN(Value access, ResolveView(raw, loc, /*store=*/true));
   const ir::Buffer& buf = buffers_[access.i].buffer;
   if (!in_kernel_) {
     return Error(loc, absl::StrCat("store to buffer '", buf.name,

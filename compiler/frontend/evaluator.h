@@ -87,6 +87,10 @@ class Evaluator {
     ir::Buffer buffer;
     bool is_param = false;
     std::string user_name = {}; // params: ir::Param::user_name
+    // T.reshape / T.view: the buffer whose storage this view names (never
+    // itself a view); -1 for buffers with their own storage. A view is never
+    // allocated: its accesses are rewritten to that buffer (ResolveView).
+    int view_of = -1;
   };
   // A lazily evaluated module-level binding.
   struct ModuleName {
@@ -174,6 +178,15 @@ class Evaluator {
   absl::StatusOr<Value> DeclareSymbols(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> DeclareOutput(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> MakeTensorType(const Value& shape, const Value& dtype, Loc loc);
+  // T.reshape(src, shape) and T.view(src, shape=None, dtype=None).
+  absl::StatusOr<Value> MakeView(const std::string& name, std::vector<Arg>& args, Loc loc);
+  // An element access of a view (T.reshape / T.view) as the access of the
+  // same element of the buffer it views: the view's indices are taken to a
+  // row-major offset and back to the viewed buffer's indices. Other accesses
+  // are returned unchanged. A store (`store`) through a view of a fragment
+  // that regroups dimensions is refused: a fragment's layout follows the
+  // T.Parallel variables that index its stores.
+  absl::StatusOr<Value> ResolveView(const Value& access, Loc loc, bool store = false);
   absl::StatusOr<ir::DType> ToDType(const Value& v, Loc loc);
   absl::StatusOr<std::vector<ir::Expr>> ToShape(const Value& v, Loc loc);
   absl::StatusOr<int> AddParamBuffer(const std::string& name, const Value& type, Loc loc,

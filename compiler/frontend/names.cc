@@ -95,12 +95,14 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 91> kTBuiltins = {
+constexpr std::array<std::string_view, 93> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
     // Allocation.
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
+    // Views of a buffer's storage.
+    "reshape", "view",
     // Tile ops.
     "copy", "gemm", "fill", "clear", "reduce_max", "reduce_min", "reduce_sum", "reduce_abssum",
     "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "use_swizzle", "annotate_layout",
@@ -129,16 +131,13 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 65> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 63> kMissingNames = {{
     {"thread_binding", "use T.get_thread_binding(dim) for the thread index"},
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_threads", ""},
     {"sync_warp", ""},
     {"sync_grid", ""},
     {"alloc_global", "declare the buffer as a kernel parameter or a T.empty output"},
-    {"reshape", "allocate the buffer with the shape it is indexed by, or index the original "
-                "buffer"},
-    {"view", "allocate a buffer of the wanted shape and dtype"},
     {"rng_init", ""},
     {"rng_rand", ""},
     {"rng_rand_float", ""},

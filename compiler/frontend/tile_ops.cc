@@ -75,7 +75,8 @@ absl::StatusOr<std::vector<ir::Expr>> Evaluator::ScalarIndices(const Value& acce
   return out;
 }
 
-absl::StatusOr<ir::Expr> Evaluator::LoadOf(const Value& access, Loc loc) {
+absl::StatusOr<ir::Expr> Evaluator::LoadOf(const Value& raw, Loc loc) {
+  ASSIGN_OR_RETURN(Value access, ResolveView(raw, loc));
   const ir::Buffer& b = buffers_[access.i].buffer;
   ASSIGN_OR_RETURN(std::vector<ir::Expr> indices, ScalarIndices(access, loc));
   return ir::Load(b.name, b.dtype, std::move(indices), loc);
@@ -84,7 +85,26 @@ absl::StatusOr<ir::Expr> Evaluator::LoadOf(const Value& access, Loc loc) {
 absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::string_view op) {
   Operand out;
   out.loc = arg.loc;
-  const Value& v = arg.value;
+  Value v = arg.value;
+  if ((v.kind == ValueKind::kBuffer || v.kind == ValueKind::kAccess) &&
+      buffers_[v.i].view_of >= 0) {
+    // A view of the same shape is its buffer; regions of a reshaped view
+    // are not rectangles of the buffer in general.
+    const BufferInfo& view = buffers_[v.i];
+    const ir::Buffer& base = buffers_[view.view_of].buffer;
+    bool same = view.buffer.shape.size() == base.shape.size();
+    for (size_t d = 0; same && d < base.shape.size(); ++d) {
+      same = ir::PrintExpr(view.buffer.shape[d]) == ir::PrintExpr(base.shape[d]);
+    }
+    if (!same) {
+      return Error(arg.loc, absl::StrCat(std::string(op), " on '", view.buffer.name,
+                                         "', a view of '", base.name,
+                                         "' with another shape (T.reshape / T.view), is not "
+                                         "supported yet; index its elements in a T.Parallel "
+                                         "loop instead"));
+    }
+    v.i = view.view_of;
+  }
   if (v.kind == ValueKind::kBuffer) {
     const ir::Buffer& b = buffers_[v.i].buffer;
     out.buffer = static_cast<int>(v.i);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/int_range.h"
+#include "compiler/ir/printer.h"
 #include "util/status_macros.h"
 
 namespace kiln::frontend {
@@ -92,6 +94,89 @@ absl::Status CheckShapeSize(std::string_view file, ir::Loc loc, const std::vecto
                      absl::StrCat("buffer of ", dims, " ", std::string(ir::DTypeName(dtype)),
                                   " elements is larger than ", std::numeric_limits<int64_t>::max(),
                                   " bytes (sizes are computed in int64)"));
+}
+
+// The dimensions of a view (T.reshape / T.view) and of the buffer it views
+// fall into groups of equal element count: view dimensions [v_begin, v_end)
+// hold the same elements, in the same row-major order, as buffer dimensions
+// [b_begin, b_end). Splitting and merging dimensions stays inside a group,
+// so an index maps group by group, with divisions only where a group has
+// several buffer dimensions.
+struct DimGroup {
+  size_t v_begin, v_end, b_begin, b_end;
+};
+
+// A product of extents as a constant times a multiset of symbolic factors
+// (by their printed form), so that [Q, H] and [Q * H] are seen to hold the
+// same number of elements when Q and H are only known at run time.
+struct Product {
+  int64_t c = 1;
+  std::multiset<std::string> sym;
+  bool overflow = false;
+  void Mul(const ir::Expr& e) {
+    if (e.kind == ir::ExprKind::kInt) {
+      std::optional<int64_t> p = ir::CheckedMul(c, e.ival);
+      overflow |= !p.has_value();
+      c = p.value_or(0);
+    } else if (e.kind == ir::ExprKind::kBinary && e.bop == ir::BinOp::kMul) {
+      Mul(e.args[0]);
+      Mul(e.args[1]);
+    } else {
+      sym.insert(ir::PrintExpr(e));
+    }
+  }
+};
+
+bool ProperSubset(const std::multiset<std::string>& a, const std::multiset<std::string>& b) {
+  return a.size() < b.size() && std::includes(b.begin(), b.end(), a.begin(), a.end());
+}
+
+// nullopt when the element counts differ or cannot be shown equal.
+std::optional<std::vector<DimGroup>> GroupDims(const std::vector<ir::Expr>& view,
+                                               const std::vector<ir::Expr>& base) {
+  std::vector<DimGroup> out;
+  size_t i = 0, j = 0;
+  while (i < view.size() || j < base.size()) {
+    DimGroup g{i, i, j, j};
+    Product pv, pb;
+    bool took = false;
+    while (!took || pv.c != pb.c || pv.sym != pb.sym) {
+      bool take_view;
+      if (i == view.size() && j == base.size()) return std::nullopt;
+      if (j == base.size()) {
+        take_view = true;
+      } else if (i == view.size()) {
+        take_view = false;
+      } else if (pv.sym == pb.sym) {
+        take_view = pv.c <= pb.c; // the smaller side grows
+      } else if (ProperSubset(pv.sym, pb.sym)) {
+        take_view = true;
+      } else if (ProperSubset(pb.sym, pv.sym)) {
+        take_view = false;
+      } else {
+        return std::nullopt;
+      }
+      if (take_view) {
+        pv.Mul(view[i++]);
+      } else {
+        pb.Mul(base[j++]);
+      }
+      if (pv.overflow || pb.overflow) return std::nullopt;
+      took = true;
+    }
+    g.v_end = i;
+    g.b_end = j;
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::string ShapeText(const std::vector<ir::Expr>& shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); ++k) {
+    absl::StrAppend(&s, k ? ", " : "", ir::PrintExpr(shape[k]));
+  }
+  return s + "]";
 }
 
 } // namespace
@@ -361,6 +446,120 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
 }
 
+absl::StatusOr<Value> Evaluator::MakeView(const std::string& name, std::vector<Arg>& args,
+                                          Loc loc) {
+  const std::string& file = options_.file_name;
+  const bool is_reshape = name == "T.reshape";
+  std::vector<std::string_view> names = {"src", "shape"};
+  if (!is_reshape) names.emplace_back("dtype");
+  ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, names, is_reshape ? 2 : 1));
+  if (m[0]->kind != ValueKind::kBuffer) {
+    return Error(ArgLoc(args, names, 0, loc),
+                 absl::StrCat(name, "() expects a buffer, got ", TypeName(*m[0])));
+  }
+  const int src = static_cast<int>(m[0]->i);
+  // A view of a view names the first buffer's storage: row-major reshapes
+  // compose, so the view maps straight onto it.
+  const int root = buffers_[src].view_of >= 0 ? buffers_[src].view_of : src;
+  const ir::Buffer& base = buffers_[root].buffer;
+  if (base.scope == ir::Scope::kVar || base.scope == ir::Scope::kBarrier) {
+    return Error(loc, absl::StrCat(name, "() of '", base.name, "', a ",
+                                   base.scope == ir::Scope::kVar ? "T.alloc_var" : "barrier",
+                                   " buffer, is not supported"));
+  }
+  ir::Buffer view;
+  view.scope = base.scope;
+  view.dtype = base.dtype;
+  view.loc = loc;
+  if (m.size() > 2 && m[2].has_value() && !m[2]->is_none()) {
+    ASSIGN_OR_RETURN(view.dtype, ToDType(*m[2], ArgLoc(args, names, 2, loc)));
+  }
+  if (m[1].has_value() && !m[1]->is_none()) {
+    ASSIGN_OR_RETURN(view.shape, ToShape(*m[1], ArgLoc(args, names, 1, loc)));
+  } else {
+    view.shape = buffers_[src].buffer.shape;
+  }
+  if (view.dtype != base.dtype) {
+    // TileLang allows any dtype of the same total bits; Kiln's IR has no
+    // reinterpreting load or store, so the bytes cannot be read as another
+    // type. Refused rather than given separate storage, which would break
+    // the aliasing the program relies on.
+    return Error(loc, absl::StrCat(name, "() as ", std::string(ir::DTypeName(view.dtype)), " of '",
+                                   base.name, "' (", std::string(ir::DTypeName(base.dtype)),
+                                   ") reinterprets its bytes, which Kiln does not support yet; "
+                                   "a view may change the shape only"));
+  }
+  if (!GroupDims(view.shape, base.shape)) {
+    return Error(loc, absl::StrCat(name, "(): shape ", ShapeText(view.shape), " does not hold the ",
+                                   "same number of elements as '", base.name, "' ",
+                                   ShapeText(base.shape),
+                                   " (extents known only at run time must appear unchanged)"));
+  }
+  view.name = UniqueName(call_hint_.empty() ? "view" : call_hint_);
+  call_hint_.clear();
+  BufferInfo info;
+  info.buffer = std::move(view);
+  info.view_of = root;
+  buffers_.push_back(std::move(info));
+  return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
+}
+
+absl::StatusOr<Value> Evaluator::ResolveView(const Value& access, Loc loc, bool store) {
+  const int root = buffers_[access.i].view_of;
+  if (root < 0) return access;
+  const std::vector<ir::Expr>& vshape = buffers_[access.i].buffer.shape;
+  const std::vector<ir::Expr>& bshape = buffers_[root].buffer.shape;
+  std::optional<std::vector<DimGroup>> groups = GroupDims(vshape, bshape);
+  if (!groups) return Error(loc, "internal: view shape no longer matches its buffer");
+  if (store && buffers_[root].buffer.scope == ir::Scope::kFragment) {
+    for (const DimGroup& g : *groups) {
+      if (g.v_end - g.v_begin > 1 || g.b_end - g.b_begin > 1) {
+        return Error(loc,
+                     absl::StrCat("store through '", buffers_[access.i].buffer.name,
+                                  "', a reshaped view of fragment '", buffers_[root].buffer.name,
+                                  "', is not supported: a fragment is laid out by the "
+                                  "T.Parallel variables that index its stores; store into "
+                                  "the fragment with its own shape (reads through the view "
+                                  "work)"));
+      }
+    }
+  }
+  const ValueList& idx = access.elts();
+  for (const Value& v : idx) {
+    if (v.kind == ValueKind::kSlice) {
+      return Error(loc, "a slice is not a single element here; use T.copy or T.fill for regions");
+    }
+  }
+  auto extent = [](const ir::Expr& e) {
+    return e.kind == ir::ExprKind::kInt ? Value::Int(e.ival) : Value::Expr(e);
+  };
+  ValueList out(bshape.size(), Value::Int(0));
+  for (const DimGroup& g : *groups) {
+    if (g.b_begin == g.b_end) continue; // only unit view dimensions
+    // The row-major offset of the element inside the group ...
+    Value flat = g.v_begin < g.v_end ? idx[g.v_begin] : Value::Int(0);
+    for (size_t d = g.v_begin + 1; d < g.v_end; ++d) {
+      ASSIGN_OR_RETURN(Value scaled, ApplyBinary(Ctx(loc), "*", flat, extent(vshape[d])));
+      ASSIGN_OR_RETURN(flat, ApplyBinary(Ctx(loc), "+", scaled, idx[d]));
+    }
+    // ... taken apart over the buffer's dimensions of the group.
+    for (size_t d = g.b_end; d-- > g.b_begin;) {
+      if (d == g.b_begin) {
+        out[d] = flat;
+        break;
+      }
+      Value ext = extent(bshape[d]);
+      ASSIGN_OR_RETURN(out[d], ApplyBinary(Ctx(loc), "%", flat, ext));
+      ASSIGN_OR_RETURN(flat, ApplyBinary(Ctx(loc), "//", flat, ext));
+    }
+  }
+  Value r;
+  r.kind = ValueKind::kAccess;
+  r.i = root;
+  r.items = NewValueList(std::move(out));
+  return r;
+}
+
 absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args, Loc loc) {
   const MathFn* spec = nullptr;
   for (const MathFn& m : kMath) {
@@ -426,6 +625,7 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"shape", "dtype"}, 1));
     return MakeTensorType(*m[0], m[1].has_value() ? *m[1] : Value::Str("float32"), loc);
   }
+  if (fn == "reshape" || fn == "view") return MakeView(name, args, loc);
   if (fn == "Kernel") return Error(loc, "T.Kernel must be used as 'with T.Kernel(...) as ...:'");
   if (IsLoopBuiltin(fn)) {
     return Error(loc, absl::StrCat("T.", fn, " can only be used as the iterator of a for loop"));

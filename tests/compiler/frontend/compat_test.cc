@@ -474,9 +474,9 @@ TEST(CompatDiagnostics, TileLangNamesKilnLacks) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"s = T.reshape(A, (8, 8))",
-       "t.py:10:17: 'T.reshape' is not supported by Kiln yet; allocate the buffer with the shape "
-       "it is indexed by, or index the original buffer"},
+      {"s = T.alloc_reducer((8,), T.float32)",
+       "t.py:10:17: 'T.alloc_reducer' is not supported by Kiln yet; accumulate in a "
+       "T.alloc_fragment and combine with T.reduce_* or T.atomic_add"},
       {"T.rng_init(1, 0, i)", "t.py:10:13: 'T.rng_init' is not supported by Kiln yet"},
       {"A[i] = T.rng_rand()", "t.py:10:20: 'T.rng_rand' is not supported by Kiln yet"},
       {"T.sync_threads()", "t.py:10:13: 'T.sync_threads' is not supported by Kiln yet"},

@@ -1,0 +1,258 @@
+// TileLang compatibility of the frontend, continued (issue 30): buffer views
+// (T.reshape, T.view), explicit block barriers (T.sync_threads), thread-bound
+// loops (T.thread_binding), run-time assertions (assert, T.device_assert)
+// and small parts of the Python subset (str.strip, several context managers
+// in one `with`). Programs that reach execution run on the CPU target
+// through the real kiln-run binary and their outputs are checked.
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/tools/npy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/frontend_compile.h"
+#include "util/subprocess.h"
+
+namespace kiln::frontend {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+using testing::Bindings;
+using testing::Compile;
+using testing::MustCompile;
+
+// The whole message of a compile that must fail.
+std::string ErrorOf(std::string_view src, const Bindings& binds = {}) {
+  absl::StatusOr<ir::Program> p = Compile(src, binds);
+  EXPECT_FALSE(p.ok()) << ir::PrintProgram(*p);
+  return p.ok() ? "" : std::string(p.status().message());
+}
+
+// One kiln-run of a program on the CPU target: its exit, its output and
+// the float32 parameters it was asked to save.
+struct CpuResult {
+  bool success = false;
+  std::string stderr_data;
+  std::map<std::string, std::vector<float>> arrays;
+};
+
+// Runs `src` once on the CPU target with kiln-run, in a temporary folder.
+class CpuRun {
+ public:
+  CpuRun() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-compat-more-XXXXXX").string();
+    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  ~CpuRun() { fs::remove_all(dir_); }
+  CpuRun(const CpuRun&) = delete;
+  CpuRun& operator=(const CpuRun&) = delete;
+
+  CpuResult Run(const std::string& src, const Bindings& binds,
+                const std::vector<std::string>& save) {
+    std::ofstream((dir_ / "k.py").string()) << src;
+    std::vector<std::string> args = {std::string(KILN_BINARY_DIR) + "/kiln-run",
+                                     (dir_ / "k.py").string(), "--target", "cpu", "--quiet"};
+    for (const auto& [k, v] : binds) {
+      args.emplace_back("--bind");
+      args.push_back(absl::StrCat(k, "=", v));
+    }
+    for (const std::string& name : save) {
+      args.emplace_back("--save");
+      args.push_back(absl::StrCat(name, "=", (dir_ / (name + ".npy")).string()));
+    }
+    util::SubprocessOptions options;
+    options.timeout = std::chrono::seconds(300);
+    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(args, options);
+    CpuResult out;
+    EXPECT_TRUE(run.ok()) << run.status();
+    if (!run.ok()) return out;
+    out.success = run->success();
+    out.stderr_data = run->stderr_data;
+    if (!out.success) return out;
+    for (const std::string& name : save) {
+      absl::StatusOr<tools::NpyArray> a = tools::ReadNpyFile((dir_ / (name + ".npy")).string());
+      EXPECT_TRUE(a.ok()) << a.status();
+      if (!a.ok() || a->dtype != ir::DType::kFloat32) continue;
+      std::vector<float>& v = out.arrays[name];
+      v.resize(a->data.size() / sizeof(float));
+      std::memcpy(v.data(), a->data.data(), v.size() * sizeof(float));
+    }
+    return out;
+  }
+
+  // Run() that must succeed: the saved arrays.
+  std::map<std::string, std::vector<float>> MustRun(const std::string& src, const Bindings& binds,
+                                                    const std::vector<std::string>& save) {
+    CpuResult r = Run(src, binds, save);
+    EXPECT_TRUE(r.success) << r.stderr_data;
+    return r.arrays;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// ---------------------------------------------------------------------------
+// 1. T.reshape / T.view: another shape over the same storage.
+
+// A shared buffer split (M, 4N) -> (M, N, 4) and written through the view,
+// a fragment read through a view, a global tensor flattened and read, an
+// output written through a flat view, and an identity view as a T.copy
+// operand.
+constexpr char kReshape[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def reshape_kernel(A):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N * 4), T.float32)
+    B = T.empty((M, N * 4), T.float32)
+    C = T.empty((M, N), T.float32)
+    D = T.empty((M, N * 4), T.float32)
+    with T.Kernel(1, threads=64) as bx:
+        a_shared = T.alloc_shared((M, N * 4), T.float32)
+        s = T.alloc_fragment((M, N * 4), T.float32)
+        T.copy(A, a_shared)
+        a3 = T.reshape(a_shared, (M, N, 4))
+        for i, j, k in T.Parallel(M, N, 4):
+            a3[i, j, k] = a3[i, j, k] * (k + 1)
+        T.copy(a_shared, s)
+        s3 = T.reshape(s, [M, N, 4])
+        for i, j in T.Parallel(M, N * 4):
+            B[i, j] = s3[i, j // 4, j % 4]
+        flat = T.reshape(A, (M * N * 4,))
+        cv = T.view(C, shape=(M * N,))
+        for i in T.Parallel(M * N):
+            cv[i] = flat[i * 4]
+        d = T.view(D)
+        T.copy(A, d)
+    return B, C, D
+)";
+
+TEST(CompatViews, AccessesAreRewrittenToTheViewedBuffer) {
+  ir::Program p = MustCompile(kReshape, {{"M", "4"}, {"N", "8"}});
+  std::string text = ir::PrintProgram(p);
+  // No view is allocated; its accesses name the viewed buffer.
+  EXPECT_THAT(text, Not(HasSubstr("a3")));
+  EXPECT_THAT(text, Not(HasSubstr("cv")));
+  EXPECT_THAT(text, HasSubstr("a_shared[i, j * 4 + k] = a_shared[i, j * 4 + k]"));
+  EXPECT_THAT(text, HasSubstr("C[i_2 // 8, i_2 % 8] = A[i_2 * 4 // 32, i_2 * 4 % 32]"));
+  EXPECT_THAT(text, HasSubstr("copy A[0 +: 4, 0 +: 32] -> D[0 +: 4, 0 +: 32]"));
+}
+
+TEST(CompatViews, RunOnTheCpu) {
+  CpuRun cpu;
+  auto out = cpu.MustRun(kReshape, {{"M", "4"}, {"N", "8"}}, {"A", "B", "C", "D"});
+  const std::vector<float>& a = out["A"];
+  ASSERT_EQ(a.size(), 128u);
+  ASSERT_EQ(out["B"].size(), 128u);
+  ASSERT_EQ(out["C"].size(), 32u);
+  ASSERT_EQ(out["D"].size(), 128u);
+  for (size_t k = 0; k < 128; ++k) {
+    EXPECT_EQ(out["B"][k], a[k] * static_cast<float>(k % 4 + 1)) << k;
+    EXPECT_EQ(out["D"][k], a[k]) << k;
+  }
+  for (size_t m = 0; m < 4; ++m) {
+    for (size_t n = 0; n < 8; ++n) EXPECT_EQ(out["C"][m * 8 + n], a[m * 32 + 4 * n]) << m << n;
+  }
+}
+
+// (4, 6) read as (3, 8): one group of 24 elements, divided on both sides.
+constexpr char kRegroup[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def regroup(A):
+    A: T.Tensor((4, 6), T.float32)
+    D = T.empty((3, 8), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        f = T.alloc_fragment((4, 6), T.float32)
+        T.copy(A, f)
+        v = T.reshape(T.view(f, (24,)), (3, 8))
+        g = T.alloc_fragment((3, 8), T.float32)
+        for i, j in T.Parallel(3, 8):
+            g[i, j] = v[i, j] + 1.0
+        T.copy(g, D)
+    return D
+)";
+
+TEST(CompatViews, RegroupedFragmentReadRunsOnTheCpu) {
+  CpuRun cpu;
+  auto out = cpu.MustRun(kRegroup, {}, {"A", "D"});
+  ASSERT_EQ(out["A"].size(), 24u);
+  ASSERT_EQ(out["D"].size(), 24u);
+  for (size_t k = 0; k < 24; ++k) EXPECT_EQ(out["D"][k], out["A"][k] + 1.0f) << k;
+}
+
+// A view's shape with extents known only at run time: [Q, H] is [Q * H].
+TEST(CompatViews, SymbolicExtentsGroupByFactors) {
+  constexpr char kSrc[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def sym(A):
+    Q, H = T.const("Q, H")
+    A: T.Tensor((4, Q * H), T.float32)
+    B = T.empty((4, Q, H), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        a = T.reshape(A, (4, Q, H))
+        for i, j, k in T.Parallel(4, Q, H):
+            B[i, j, k] = a[i, j, k]
+    return B
+)";
+  ir::Program p = MustCompile(kSrc);
+  EXPECT_THAT(ir::PrintProgram(p), HasSubstr("= A[i, j * H + k]"));
+}
+
+// A view over a base with the error located at the view's call.
+std::string ViewProgram(const std::string& alloc, const std::string& body) {
+  return absl::StrCat("import tilelang\nimport tilelang.language as T\n\n\n@tilelang.jit\n"
+                      "def f(A):\n    A: T.Tensor((8, 8), T.float32)\n"
+                      "    with T.Kernel(1, threads=32) as bx:\n        x = ",
+                      alloc, "\n", body);
+}
+
+TEST(CompatViews, Errors) {
+  const std::string shared = "T.alloc_shared((8, 8), T.float16)";
+  EXPECT_THAT(ErrorOf(ViewProgram(shared, "        v = T.reshape(x, (8, 9))\n")),
+              HasSubstr("t.py:10:13: T.reshape(): shape [8, 9] does not hold the same number of "
+                        "elements as 'x' [8, 8]"));
+  EXPECT_THAT(ErrorOf(ViewProgram(shared, "        v = T.view(x, (32,), dtype=T.float32)\n")),
+              HasSubstr("t.py:10:13: T.view() as float32 of 'x' (float16) reinterprets its bytes, "
+                        "which Kiln does not support yet"));
+  EXPECT_THAT(ErrorOf(ViewProgram(shared, "        v = T.reshape(x, (64,))\n"
+                                          "        T.clear(v)\n")),
+              HasSubstr("t.py:11:17: T.clear on 'v', a view of 'x' with another shape"));
+  EXPECT_THAT(ErrorOf(ViewProgram("T.alloc_var(T.int32)", "        v = T.reshape(x, (1,))\n")),
+              HasSubstr("t.py:10:23: T.reshape() expects a buffer, got symbolic int32 expression"));
+  EXPECT_THAT(ErrorOf(ViewProgram("T.alloc_fragment((8, 8), T.float32)",
+                                  "        v = T.reshape(x, (64,))\n"
+                                  "        for i in T.Parallel(64):\n"
+                                  "            v[i] = 1.0\n")),
+              HasSubstr("t.py:12:13: store through 'v', a reshaped view of fragment 'x', is not "
+                        "supported"));
+  EXPECT_THAT(ErrorOf(ViewProgram(shared, "        v = T.reshape(x)\n")), HasSubstr("shape"));
+}
+
+} // namespace
+} // namespace kiln::frontend
