@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
 #include "compiler/ir/builder.h"
@@ -60,6 +61,33 @@ void AnnotatedNames(const std::vector<PyStmt>& body, absl::flat_hash_set<std::st
     AnnotatedNames(s.body, out);
     AnnotatedNames(s.orelse, out);
   }
+}
+
+// The function definitions in `body`, looking through control flow but not
+// into nested functions or classes: the functions that running `body`
+// defines. Only those named `name` when it is not empty.
+void NestedDefs(const std::vector<PyStmt>& body, const std::string& name,
+                std::vector<const PyStmt*>* out) {
+  for (const PyStmt& s : body) {
+    if (s.kind == PyStmtKind::kFunctionDef) {
+      if (name.empty() || s.str == name) out->push_back(&s);
+      continue;
+    }
+    if (s.kind == PyStmtKind::kClassDef) continue;
+    NestedDefs(s.body, name, out);
+    NestedDefs(s.orelse, name, out);
+    NestedDefs(s.handlers, name, out);
+    NestedDefs(s.finalbody, name, out);
+  }
+}
+
+// "a, b, c" of the names of `defs`, each once, in order.
+std::string DefNames(const std::vector<const PyStmt*>& defs) {
+  std::vector<std::string> names;
+  for (const PyStmt* d : defs) {
+    if (std::find(names.begin(), names.end(), d->str) == names.end()) names.push_back(d->str);
+  }
+  return absl::StrJoin(names, ", ");
 }
 
 Value BindingToValue(const BindingValue& b) {
@@ -160,13 +188,24 @@ absl::StatusOr<const PyStmt*> Evaluator::SelectEntry() {
       return absl::InvalidArgumentError(it->second->message);
     }
     std::string entry = IsIdentifier(options_.entry) ? options_.entry : "<invalid name>";
-    return Error(Loc{}, absl::StrCat("entry function '", entry, "' not found",
-                                     candidates.empty() ? "" : "; candidates: ",
-                                     candidates.empty() ? "" : names()));
+    std::vector<std::string> all;
+    for (const PyStmt* c : candidates) all.push_back(c->str);
+    for (std::string& n : NestedCandidates()) all.push_back(std::move(n));
+    return Error(Loc{},
+                 absl::StrCat("entry function '", entry, "' not found",
+                              all.empty() ? "" : "; candidates: ", absl::StrJoin(all, ", ")));
   }
   if (candidates.size() == 1) return candidates[0];
   if (candidates.empty()) {
     if (!module_.broken.empty()) return absl::InvalidArgumentError(module_.broken[0].message);
+    std::vector<std::string> nested = NestedCandidates();
+    if (!nested.empty()) {
+      return Error(Loc{},
+                   absl::StrCat("no module-level kernel function; kernels defined inside "
+                                "functions: ",
+                                absl::StrJoin(nested, ", "),
+                                " (name one with the entry option, e.g. '", nested[0], "')"));
+    }
     return Error(Loc{},
                  "no kernel function found (expected a function decorated with @tilelang.jit "
                  "or @T.prim_func, or one that defines a @T.prim_func)");
@@ -175,9 +214,157 @@ absl::StatusOr<const PyStmt*> Evaluator::SelectEntry() {
                                    "); choose one with the entry option"));
 }
 
+std::vector<std::string> Evaluator::NestedCandidates() const {
+  std::vector<std::string> out;
+  for (const PyStmt& s : module_.body) {
+    // A kernel function's own nested @T.prim_func is its kernel, not another.
+    if (s.kind != PyStmtKind::kFunctionDef || IsCandidate(s)) continue;
+    std::vector<const PyStmt*> defs;
+    NestedDefs(s.body, "", &defs);
+    for (const PyStmt* d : defs) {
+      std::string name = absl::StrCat(s.str, ".", d->str);
+      if (IsCandidate(*d) && std::find(out.begin(), out.end(), name) == out.end()) {
+        out.push_back(std::move(name));
+      }
+    }
+  }
+  return out;
+}
+
+std::string Evaluator::EntryDisplayName() const {
+  if (options_.entry.find('.') != std::string::npos) return options_.entry;
+  return entry_ ? entry_->str : options_.entry;
+}
+
+namespace {
+
+// The parts of a dotted entry ("outer.inner"); an error unless each is an
+// identifier. The entry is shown only when it is made of name characters
+// and dots (a client's text in a diagnostic).
+absl::StatusOr<std::vector<std::string>> SplitDottedEntry(const std::string& entry,
+                                                          const std::string& file) {
+  std::vector<std::string> path = absl::StrSplit(entry, '.');
+  bool ok = true;
+  bool showable = entry.size() <= 256;
+  for (const std::string& part : path) {
+    ok = ok && IsIdentifier(part);
+    showable = showable && (part.empty() || IsIdentifier(absl::StrCat("_", part)));
+  }
+  if (ok) return path;
+  return absl::InvalidArgumentError(absl::StrCat(
+      file, ": entry '", showable ? entry : "<invalid name>",
+      "' is neither a function name nor a dotted path of nested functions (outer.inner)"));
+}
+
+} // namespace
+
+bool Evaluator::StopsAtNestedEntry(const PyStmt& def) {
+  if (nested_run_frame_ < 0 || frame_ != nested_run_frame_) return false;
+  if (std::find(nested_stop_defs_.begin(), nested_stop_defs_.end(), &def) ==
+      nested_stop_defs_.end()) {
+    return false;
+  }
+  nested_reached_ = &def;
+  return true;
+}
+
+namespace {
+
+// The module-level function `name` (the last definition, as Python binds
+// it), or nullptr.
+const PyStmt* ModuleFunction(const Module& module, const std::string& name) {
+  const PyStmt* found = nullptr;
+  for (const PyStmt& s : module.body) {
+    if (s.kind == PyStmtKind::kFunctionDef && s.str == name) found = &s;
+  }
+  return found;
+}
+
+// The definitions of `name` that running `fn` (called `prefix` in the
+// entry) may reach; an error naming the functions it defines when none.
+absl::StatusOr<std::vector<const PyStmt*>> DefsNamed(const PyStmt& fn, const std::string& prefix,
+                                                     const std::string& name,
+                                                     const std::string& file) {
+  std::vector<const PyStmt*> next;
+  NestedDefs(fn.body, name, &next);
+  if (!next.empty()) return next;
+  std::vector<const PyStmt*> defined;
+  NestedDefs(fn.body, "", &defined);
+  return ir::ErrorAt(file, fn.loc,
+                     absl::StrCat("'", prefix, "' defines no function '", name, "'",
+                                  defined.empty() ? " (it defines no functions)" : "; it defines: ",
+                                  DefNames(defined)));
+}
+
+} // namespace
+
+absl::Status Evaluator::OuterNotFound(const std::string& name) const {
+  if (auto it = broken_names_.find(name); it != broken_names_.end()) {
+    return absl::InvalidArgumentError(it->second->message);
+  }
+  std::vector<std::string> nested = NestedCandidates();
+  return Error(Loc{}, absl::StrCat("function '", name, "' of entry '", options_.entry,
+                                   "' not found at module level",
+                                   nested.empty() ? "" : "; kernels defined inside functions: ",
+                                   absl::StrJoin(nested, ", ")));
+}
+
+absl::StatusOr<const PyStmt*> Evaluator::RunToNestedEntry(const std::vector<std::string>& path) {
+  const PyStmt* fn = ModuleFunction(module_, path[0]);
+  if (fn == nullptr) return OuterNotFound(path[0]);
+  int def_frame = 0;
+  std::string prefix = path[0];
+  for (size_t level = 1; level < path.size(); ++level) {
+    const std::string& next_name = path[level];
+    ASSIGN_OR_RETURN(std::vector<const PyStmt*> next,
+                     DefsNamed(*fn, prefix, next_name, options_.file_name));
+    // Run `fn` as a call would, its parameters bound from the bindings,
+    // until it reaches a definition of `next_name`.
+    RETURN_IF_ERROR(budget_.Charge(fn->loc, kCallSteps, kFrameBytes));
+    frames_.push_back(std::make_unique<Frame>());
+    int frame = static_cast<int>(frames_.size()) - 1;
+    frames_[frame]->parent = def_frame;
+    RETURN_IF_ERROR(BindEntryParams(*fn, frame, def_frame, /*is_kernel=*/false));
+    nested_stop_defs_ = next;
+    nested_run_frame_ = frame;
+    nested_reached_ = nullptr;
+    frame_ = frame;
+    absl::StatusOr<Flow> flow = ExecBlock(fn->body);
+    frame_ = 0;
+    nested_stop_defs_.clear();
+    nested_run_frame_ = -1;
+    std::string target = absl::StrCat("'", next_name, "' (line ", next[0]->loc.line, ")");
+    if (!flow.ok()) {
+      return absl::Status(flow.status().code(),
+                          absl::StrCat(flow.status().message(), " (while running '", prefix,
+                                       "' up to its definition of ", target, ")"));
+    }
+    if (nested_reached_ == nullptr) {
+      return Error(next[0]->loc, absl::StrCat("'", prefix, "' ",
+                                              *flow == Flow::kReturn ? "returns before it defines "
+                                                                     : "ends without defining ",
+                                              target, " with these bindings; entry '",
+                                              options_.entry, "' needs that definition to run"));
+    }
+    fn = nested_reached_;
+    nested_reached_ = nullptr;
+    def_frame = frame;
+    absl::StrAppend(&prefix, ".", next_name);
+  }
+  entry_def_frame_ = def_frame;
+  return fn;
+}
+
 absl::StatusOr<ir::Program> Evaluator::Run() {
   RETURN_IF_ERROR(IndexModule());
-  ASSIGN_OR_RETURN(const PyStmt* entry, SelectEntry());
+  const PyStmt* entry = nullptr;
+  if (options_.entry.find('.') != std::string::npos) {
+    ASSIGN_OR_RETURN(std::vector<std::string> path,
+                     SplitDottedEntry(options_.entry, options_.file_name));
+    ASSIGN_OR_RETURN(entry, RunToNestedEntry(path));
+  } else {
+    ASSIGN_OR_RETURN(entry, SelectEntry());
+  }
   entry_ = entry;
   RETURN_IF_ERROR(RunEntry(*entry));
   RETURN_IF_ERROR(budget_.status()); // a charge no later step reported (Emit's)
@@ -226,6 +413,11 @@ std::optional<BindingValue> LiteralDefault(const PyExpr& e) {
 
 absl::StatusOr<EntrySignature> Evaluator::DescribeEntry() {
   RETURN_IF_ERROR(IndexModule());
+  if (options_.entry.find('.') != std::string::npos) {
+    ASSIGN_OR_RETURN(std::vector<std::string> path,
+                     SplitDottedEntry(options_.entry, options_.file_name));
+    return DescribeNestedEntry(path);
+  }
   ASSIGN_OR_RETURN(const PyStmt* entry, SelectEntry());
   absl::flat_hash_set<std::string> annotated;
   AnnotatedNames(entry->body, &annotated);
@@ -243,8 +435,50 @@ absl::StatusOr<EntrySignature> Evaluator::DescribeEntry() {
   return out;
 }
 
+absl::StatusOr<EntrySignature>
+Evaluator::DescribeNestedEntry(const std::vector<std::string>& path) {
+  // Nothing runs: each level's first definition of the next name stands for
+  // the function a run would reach.
+  std::vector<const PyStmt*> levels;
+  const PyStmt* fn = ModuleFunction(module_, path[0]);
+  if (fn == nullptr) return OuterNotFound(path[0]);
+  levels.push_back(fn);
+  std::string prefix = path[0];
+  for (size_t level = 1; level < path.size(); ++level) {
+    ASSIGN_OR_RETURN(std::vector<const PyStmt*> next,
+                     DefsNamed(*fn, prefix, path[level], options_.file_name));
+    fn = next[0];
+    levels.push_back(fn);
+    absl::StrAppend(&prefix, ".", path[level]);
+  }
+  EntrySignature out;
+  out.name = prefix;
+  // The kernel function's parameters, then each enclosing function's, from
+  // the innermost out; a name that several levels declare is listed once,
+  // as the innermost declares it (a binding binds it at every level).
+  absl::flat_hash_set<std::string> seen;
+  for (size_t k = levels.size(); k-- > 0;) {
+    const PyStmt& def = *levels[k];
+    const bool is_kernel = k + 1 == levels.size();
+    absl::flat_hash_set<std::string> annotated;
+    if (is_kernel) AnnotatedNames(def.body, &annotated);
+    for (const Param& p : def.params) {
+      if (p.kind == Param::kVarArgs || p.kind == Param::kKwArgs) continue;
+      if (!seen.insert(p.name).second) continue;
+      EntryParam e;
+      e.name = p.name;
+      e.is_tensor = is_kernel && (annotated.contains(p.name) || !p.annotation.empty());
+      e.has_default = !p.default_value.empty();
+      if (e.has_default) e.default_value = LiteralDefault(p.default_value[0]);
+      out.params.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
 absl::Status Evaluator::ApplyJitDecorator(const PyExpr& call) {
-  int saved = std::exchange(frame_, 0);
+  // Decorator arguments are evaluated where the function is defined.
+  int saved = std::exchange(frame_, entry_def_frame_);
   absl::Status status;
   for (const Keyword& kw : call.keywords) {
     if (kw.name != "out_idx" && kw.name != "pass_configs") continue;
@@ -297,13 +531,16 @@ absl::Status Evaluator::ApplyJitDecorator(const PyExpr& call) {
   return status;
 }
 
-absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
+absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame, int def_frame,
+                                        bool is_kernel) {
+  // Only the kernel function declares tensors (`A: T.Tensor(...)` in its
+  // body); an enclosing function's parameters are plain Python values.
   absl::flat_hash_set<std::string> annotated;
-  AnnotatedNames(entry.body, &annotated);
+  if (is_kernel) AnnotatedNames(entry.body, &annotated);
   int saved = std::exchange(frame_, frame);
   for (size_t k = 0; k < entry.params.size(); ++k) {
     const Param& p = entry.params[k];
-    entry_param_index_[p.name] = static_cast<int>(k);
+    if (is_kernel) entry_param_index_[p.name] = static_cast<int>(k);
     if (p.kind == Param::kVarArgs) {
       Bind(p.name, Value::Tuple({}));
       continue;
@@ -344,7 +581,10 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
                                          "' is both bound and named dynamic; give one of them"));
       }
       dynamic_used_.insert(p.name);
-      Bind(p.name, DeclareDynamicParam(p));
+      // A name that several levels of a dotted entry declare is one symbol.
+      auto [it, fresh] = dynamic_values_.try_emplace(p.name);
+      if (fresh) it->second = DeclareDynamicParam(p);
+      Bind(p.name, it->second);
       continue;
     }
     if (binding) {
@@ -354,7 +594,7 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
     }
     if (!p.default_value.empty()) {
       // Defaults are evaluated where the function is defined.
-      frame_ = 0;
+      frame_ = def_frame;
       absl::StatusOr<Value> v = Eval(p.default_value[0]);
       frame_ = frame;
       if (!v.ok()) {
@@ -368,7 +608,9 @@ absl::Status Evaluator::BindEntryParams(const PyStmt& entry, int frame) {
       continue;
     }
     frame_ = saved;
-    return Error(p.loc, absl::StrCat("parameter '", p.name, "' has no binding and no default"));
+    return Error(p.loc, absl::StrCat("parameter '", p.name, "'",
+                                     is_kernel ? "" : absl::StrCat(" of '", entry.str, "'"),
+                                     " has no binding and no default"));
   }
   frame_ = saved;
   return absl::OkStatus();
@@ -397,7 +639,7 @@ absl::Status Evaluator::CheckBindingsUsed() {
     return Error(entry_->loc,
                  absl::StrCat("dynamic parameter '", shown,
                               "' is neither an integer parameter nor a shape symbol of '",
-                              entry_->str, "'"));
+                              EntryDisplayName(), "'"));
   }
   for (const auto& [name, value] : options_.bindings) {
     if (bindings_used_.contains(name)) continue;
@@ -405,8 +647,8 @@ absl::Status Evaluator::CheckBindingsUsed() {
     std::sort(valid.begin(), valid.end());
     valid.erase(std::unique(valid.begin(), valid.end()), valid.end());
     std::string shown = IsIdentifier(name) ? name : "<invalid name>";
-    return Error(entry_->loc, absl::StrCat("unknown binding '", shown, "' for '", entry_->str,
-                                           "'; valid names: ",
+    return Error(entry_->loc, absl::StrCat("unknown binding '", shown, "' for '",
+                                           EntryDisplayName(), "'; valid names: ",
                                            valid.empty() ? "(none)" : absl::StrJoin(valid, ", ")));
   }
   return absl::OkStatus();
@@ -422,13 +664,13 @@ absl::Status Evaluator::RunEntry(const PyStmt& entry) {
     }
   }
   if (is_prim) {
-    frame_ = 0;
+    frame_ = entry_def_frame_;
     RETURN_IF_ERROR(LowerPrimFunc(entry));
   } else {
     frames_.push_back(std::make_unique<Frame>());
     int frame = static_cast<int>(frames_.size()) - 1;
-    frames_[frame]->parent = 0;
-    RETURN_IF_ERROR(BindEntryParams(entry, frame));
+    frames_[frame]->parent = entry_def_frame_;
+    RETURN_IF_ERROR(BindEntryParams(entry, frame, entry_def_frame_, /*is_kernel=*/true));
     frame_ = frame;
     entry_frame_ = frame;
     ASSIGN_OR_RETURN(Flow flow, ExecBlock(entry.body));

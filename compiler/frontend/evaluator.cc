@@ -242,6 +242,8 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecStmt(const PyStmt& s) {
   case PyStmtKind::kWith:
     return ExecWith(s);
   case PyStmtKind::kFunctionDef:
+    // A dotted entry's next function ends the run of its enclosing body.
+    if (StopsAtNestedEntry(s)) return Flow::kReturn;
     return ExecFunctionDef(s);
   case PyStmtKind::kClassDef:
     return Error(s.loc, "class definitions are not supported here");

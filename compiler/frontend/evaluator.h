@@ -112,7 +112,27 @@ class Evaluator {
   absl::StatusOr<const PyStmt*> SelectEntry();
   absl::Status RunEntry(const PyStmt& entry);
   absl::Status ApplyJitDecorator(const PyExpr& call);
-  absl::Status BindEntryParams(const PyStmt& entry, int frame);
+  // Binds the parameters of `fn` (the kernel function when `is_kernel`, else
+  // a function enclosing it in a dotted entry) in `frame`; defaults are
+  // evaluated in `def_frame`, where `fn` is defined.
+  absl::Status BindEntryParams(const PyStmt& fn, int frame, int def_frame, bool is_kernel);
+  // ---- entry.cc: dotted entries ("outer.inner", a kernel function defined
+  // inside another function). Each enclosing function runs with its
+  // parameters bound until it reaches the definition of the next name; the
+  // kernel function then closes over its frame.
+  absl::StatusOr<const PyStmt*> RunToNestedEntry(const std::vector<std::string>& path);
+  absl::StatusOr<EntrySignature> DescribeNestedEntry(const std::vector<std::string>& path);
+  // The "outer.inner" names of kernel functions defined inside module-level
+  // functions (for diagnostics).
+  std::vector<std::string> NestedCandidates() const;
+  // The error for a dotted entry whose first name is no module-level function.
+  absl::Status OuterNotFound(const std::string& name) const;
+  // True (and the frame recorded) when `def` is the definition that the
+  // enclosing function being run for a dotted entry is to stop at; called
+  // by ExecStmt before it executes a def.
+  bool StopsAtNestedEntry(const PyStmt& def);
+  // The entry as the user named it, for diagnostics.
+  std::string EntryDisplayName() const;
   absl::Status CheckBindingsUsed();
   bool IsDynamicParam(const std::string& name) const;
   // A shape symbol standing for the entry parameter `p`.
@@ -301,6 +321,17 @@ class Evaluator {
 
   // The entry function and its parameters.
   const PyStmt* entry_ = nullptr;
+  // The frame the entry function is defined in: the module's, or for a
+  // dotted entry the frame of the function that defines it.
+  int entry_def_frame_ = 0;
+  // While a dotted entry's enclosing function runs: the defs of the next
+  // name it may reach, the frame its body runs in, and the def reached.
+  std::vector<const PyStmt*> nested_stop_defs_;
+  int nested_run_frame_ = -1;
+  const PyStmt* nested_reached_ = nullptr;
+  // Dynamic parameters already declared, by name: one symbol for a name
+  // that several levels of a dotted entry declare.
+  absl::flat_hash_map<std::string, Value> dynamic_values_;
   int entry_frame_ = -1; // the frame of the entry function's body
   bool prim_func_lowered_ = false;
   const PyStmt* prim_func_ = nullptr;

@@ -96,7 +96,11 @@ struct FrontendOptions {
   // The kernel function to compile. Empty: the only candidate in the file
   // (a function decorated with @tilelang.jit / @jit / @T.prim_func, or a
   // function whose body defines a @T.prim_func); several candidates are an
-  // error that lists them.
+  // error that lists them. A dotted name ("outer.inner", any depth) is a
+  // function defined inside a module-level function: `outer` runs at compile
+  // time, its parameters bound from `bindings`, up to its `def inner`, which
+  // then compiles as the kernel function, closing over `outer`'s locals. A
+  // binding binds the parameter of its name at every level that declares one.
   std::string entry;
   std::vector<std::pair<std::string, BindingValue>> bindings;
   // Integer parameters of the kernel function to compile as dynamic shape
@@ -137,7 +141,10 @@ struct EntrySignature {
 };
 
 // The entry function of `source` (chosen as CompileSource chooses it) and its
-// parameters in order; nothing is evaluated. Errors: as CompileSource's for
+// parameters in order; nothing is evaluated. For a dotted entry: the kernel
+// function's parameters, then each enclosing function's (innermost first; a
+// name several levels declare once, as the innermost declares it), and
+// `name` is the dotted entry. Errors: as CompileSource's for
 // a file that does not parse or has no (or no unique) entry.
 absl::StatusOr<EntrySignature> DescribeEntry(std::string_view source,
                                              const FrontendOptions& options);

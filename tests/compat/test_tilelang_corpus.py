@@ -172,6 +172,74 @@ def main(variant="small", big=False):
 """
 
 
+NESTED_DRIVERS = """
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import AutoTuner
+
+def get_configs():
+    return [{"block": b, "dtype": "float32"} for b in (64, 128)]
+
+def get_best(M, N, dtype="float16", rep=20):
+    def kernel(block=None, dtype=None):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype)):
+            pass
+        return main
+    tuner = AutoTuner.from_kernel(kernel=kernel, configs=get_configs()).set_compile_args(
+        out_idx=[-1])
+    return tuner.run(warmup=3, rep=rep)
+
+def make():
+    def kernel(block=None):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float16")):
+            pass
+        return main
+    return kernel
+
+def direct(scale):
+    @tilelang.jit
+    def kernel(A, block):
+        A: T.Tensor((8,), T.float16)
+        return A
+    return kernel(block=16)
+
+def outer(n):
+    def mid():
+        def kernel(block=32):
+            @T.prim_func
+            def main(A: T.Tensor((n,), "float16")):
+                pass
+            return main
+        return kernel
+    return mid
+
+def uncalled(M):
+    def kernel(block=None):
+        @T.prim_func
+        def main(A: T.Tensor((M,), "float16")):
+            pass
+        return main
+    return AutoTuner.from_kernel(kernel, [{"block": 16}])
+
+class Holder:
+    def build(self):
+        def kernel(block):
+            @T.prim_func
+            def main(A: T.Tensor((8,), "float16")):
+                pass
+            return main
+        return kernel
+
+def main():
+    get_best(1024, 512)
+    AutoTuner.from_kernel(kernel=make(), configs=[{"block": 128}])
+    direct(3)
+    outer(8)
+"""
+
+
 class DiscoveryTest(unittest.TestCase):
 
     def test_jit_form_binds_from_argparse_defaults_and_arithmetic(self):
@@ -280,6 +348,49 @@ class DiscoveryTest(unittest.TestCase):
             """)
         self.assertEqual(mod.kernels, {})
 
+    def test_nested_kernel_binds_both_levels(self):
+        # TileLang's autotune drivers: the kernel function closes over the driver's
+        # parameters, and AutoTuner.from_kernel's first config binds its tunables.
+        mod = discover(NESTED_DRIVERS)
+        k = mod.kernels["get_best.kernel"]
+        self.assertTrue(k.nested)
+        self.assertEqual([f.name for f in k.chain], ["get_best"])
+        binds, reason = mod.bindings_for("get_best.kernel")
+        self.assertIsNone(reason)
+        # M and N from main's call of get_best, block from the first config; dtype is
+        # declared by both levels: the kernel function's config value wins.
+        self.assertEqual(binds, {"M": "1024", "N": "512", "block": "64", "dtype": "float32"})
+        self.assertEqual(list(binds)[:2], ["M", "N"])  # the enclosing level's first
+
+    def test_nested_kernel_through_a_factory_and_a_direct_call(self):
+        mod = discover(NESTED_DRIVERS)
+        # make() returns the kernel function, which from_kernel receives.
+        self.assertEqual(mod.bindings_for("make.kernel"), ({"block": "128"}, None))
+        # A call of the nested kernel function binds it like a module-level kernel's.
+        self.assertEqual(mod.bindings_for("direct.kernel"),
+                         ({"scale": "3", "block": "16"}, None))
+
+    def test_nested_path_names_every_level(self):
+        mod = discover(NESTED_DRIVERS)
+        # Named by the functions that define it, as kiln-opt --entry takes it.
+        self.assertIn("outer.mid.kernel", mod.kernels)
+        self.assertNotIn("outer.kernel", mod.kernels)
+        self.assertEqual([f.name for f in mod.kernels["outer.mid.kernel"].chain],
+                         ["outer", "mid"])
+        binds, reason = mod.bindings_for("outer.mid.kernel")
+        self.assertEqual(binds, {"n": "8"})  # block keeps its default
+        self.assertIsNone(reason)
+
+    def test_nested_kernel_without_enclosing_bindings_or_in_a_class(self):
+        mod = discover(NESTED_DRIVERS)
+        binds, reason = mod.bindings_for("uncalled.kernel")
+        self.assertEqual(binds, {"block": "16"})
+        self.assertEqual(reason, "no binding discovered for M of uncalled (the file's calls "
+                                 "of it give no literal value)")
+        _, reason = mod.bindings_for("Holder.build.kernel")
+        self.assertEqual(reason, "kernel defined inside class Holder: Kiln compiles "
+                                 "module-level functions and functions defined in them")
+
     def test_binding_text(self):
         self.assertEqual(corpus.binding_text(True), "True")
         self.assertEqual(corpus.binding_text(3), "3")
@@ -377,6 +488,11 @@ elif entry == "hang":
     time.sleep(30)
 elif entry == "crash":
     os.kill(os.getpid(), signal.SIGSEGV)
+elif entry == "nest.kernel":
+    if binds != ["n=1024", "block=64"]:
+        sys.stderr.write(loc + "parameter 'block' has no binding (its default is None)\\n")
+        sys.exit(1)
+    print("// cuda")
 elif entry in ("varlen", "varlen_bad"):
     dyn = [args[i + 1] for i, a in enumerate(args) if a == "--dynamic"]
     if entry == "varlen_bad":
@@ -501,6 +617,33 @@ class RunnerTest(unittest.TestCase):
             md = f.read()
         self.assertIn("| d/varlen.py | varlen | block=32 n=dynamic |", md)
         self.assertIn("Of the kernels that emit CUDA, 1 take parameters", md)
+
+    def test_nested_kernel_compiles_with_a_dotted_entry(self):
+        os.makedirs(os.path.join(self.examples, "n"))
+        with open(os.path.join(self.examples, "n", "nest.py"), "w") as f:
+            f.write(textwrap.dedent("""
+                import tilelang.language as T
+                from tilelang.autotuner import AutoTuner
+
+                def nest(n):
+                    def kernel(block=None):
+                        @T.prim_func
+                        def main(A: T.Tensor((n,), "float16")):
+                            pass
+                        return main
+                    return AutoTuner.from_kernel(kernel=kernel, configs=[{"block": 64}])
+
+                nest(1024)
+                """))
+        rc, out, _ = self.run_main("--only", "^n/")
+        self.assertEqual(rc, 0, out)
+        with open(self.json) as f:
+            doc = json.load(f)
+        (k,) = doc["kernels"]
+        self.assertEqual(k["entry"], "nest.kernel")
+        self.assertEqual(k["status"], "emitted")
+        self.assertEqual(k["command"], "kiln-opt n/nest.py --entry nest.kernel --bind n=1024 "
+                         "--bind block=64 --emit=cuda --target cuda:sm_90")
 
     def test_markdown_spliced_between_marks(self):
         os.makedirs(os.path.dirname(self.md), exist_ok=True)

@@ -79,7 +79,7 @@ BUCKETS = (
         r"has no binding and no default",
         r"unsupported operand types for .*'None'",
     ]),
-    ("nested", "Kernel defined inside another function (not an entry Kiln can name)", [
+    ("nested", "Kernel defined inside a class (not an entry Kiln can name)", [
         r"^kernel defined inside",
     ]),
     ("timeout", "Timeouts and crashes of kiln-opt", [
@@ -206,6 +206,12 @@ class KernelDef:
     consts: list = field(default_factory=list)  # jit form: T.const symbols
     var_kw: bool = False
     autotune_first: dict = field(default_factory=dict)  # first config of @autotune
+    # A nested kernel: the functions enclosing it, outermost first (kiln-opt
+    # --entry outer.inner runs them up to its definition), and the class that holds
+    # the outermost one ("" when it is a module-level function; Kiln cannot name a
+    # method).
+    chain: list = field(default_factory=list)
+    in_class: str = ""
 
 
 @dataclass
@@ -318,11 +324,18 @@ class Module:
         self.classes = {}  # module-level class name -> node (autograd Functions)
         self.kernels = {}  # entry name -> KernelDef
         self.calls = {}  # kernel name -> list of (bindings dict, unbindable names)
+        # id(def) of a function enclosing a nested kernel -> the bindings of each call
+        # of it the walk made (literal arguments only)
+        self.enclosing_calls = {}
         self._steps = 0
         self.module_env = {}  # the module's top-level names, once discover() ran
         self._maybe_returns = []  # per active call: values returned under unknown tests
         self._read_imports()
         self._find_kernels()
+        self._nested_by_node = {id(k.node): k.name for k in self.kernels.values()
+                                if k.nested and not k.in_class}
+        self._enclosing = {id(f) for k in self.kernels.values() if k.nested and not k.in_class
+                           for f in k.chain}
 
     # -- imports and kernels --
 
@@ -402,26 +415,41 @@ class Module:
                     continue
             if isinstance(s, ast.ClassDef):
                 self.classes[s.name] = s
-            if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
-                self._find_nested(s, s.name)
+            if isinstance(s, ast.FunctionDef):
+                self._find_nested(s, s.name, [s], "")
+            elif isinstance(s, ast.ClassDef):
+                self._find_nested(s, s.name, [], s.name)
 
-    def _find_nested(self, outer, prefix):
-        for s in ast.walk(outer):
-            if s is outer or not isinstance(s, ast.FunctionDef):
+    @staticmethod
+    def _direct_defs(body):
+        """The functions running ``body`` defines: defs in it, looking through control
+        flow but not into other functions or classes (Kiln's rule for a dotted entry)."""
+        out = []
+        for s in body:
+            if isinstance(s, ast.FunctionDef):
+                out.append(s)
                 continue
-            form = self._kernel_form(s)
-            # A @T.prim_func inside a factory is that factory's kernel, not another one.
-            if form and not (form == "prim_func" and self._inside_factory(outer, s)):
-                name = f"{prefix}.{s.name}"
-                self.kernels.setdefault(name, self._kernel_def(name, form, s, nested=True))
+            if isinstance(s, (ast.ClassDef, ast.AsyncFunctionDef)):
+                continue
+            for attr in ("body", "orelse", "finalbody"):
+                out += Module._direct_defs(getattr(s, attr, []) or [])
+            for h in getattr(s, "handlers", []) or []:
+                out += Module._direct_defs(h.body)
+        return out
 
-    def _inside_factory(self, outer, target):
-        for s in ast.walk(outer):
-            if isinstance(s, ast.FunctionDef) and s is not target and \
-                    self._kernel_form(s) == "factory" and \
-                    any(x is target for x in ast.walk(s)):
-                return True
-        return False
+    def _find_nested(self, outer, prefix, chain, in_class):
+        """Kernels defined inside ``outer`` (a function ``chain`` leads to), named by
+        their dotted path. A kernel's own nested @T.prim_func is its kernel, not another
+        one, so kernels are not looked into."""
+        for s in self._direct_defs(outer.body):
+            name = f"{prefix}.{s.name}"
+            form = self._kernel_form(s)
+            if form:
+                k = self._kernel_def(name, form, s, nested=True)
+                k.chain, k.in_class = list(chain), in_class
+                self.kernels.setdefault(name, k)
+            else:
+                self._find_nested(s, name, chain + [s], in_class)
 
     def _kernel_def(self, name, form, fn, nested=False):
         k = KernelDef(name=name, form=form, node=fn, nested=nested)
@@ -747,6 +775,12 @@ class Module:
                     self._record(n, args, kwargs)
                 return _KernelObj(ref.names[0])
         d = _dotted(func)
+        if d is not None and (d == "from_kernel" or d.endswith(".from_kernel")):
+            # AutoTuner.from_kernel(kernel=fn, configs=[...]): the tuner's first config
+            # binds a nested kernel's tunables as @autotune's would.
+            self._from_kernel(kwargs.get("kernel", args[0] if args else None),
+                              kwargs.get("configs", args[1] if len(args) > 1 else None))
+            return UNKNOWN
         if d is not None:
             builtin = self._builtin(d, args, kwargs)
             if builtin is not None:
@@ -783,6 +817,8 @@ class Module:
             return UNKNOWN
         callee = self.eval(func, env, depth) if not isinstance(func, ast.Name) else \
             self.lookup(func.id, env)
+        if isinstance(callee, _FuncRef) and id(callee.node) in self._nested_by_node:
+            return self._record(self._nested_by_node[id(callee.node)], args, kwargs)
         if isinstance(callee, _FuncRef) and depth < self.MAX_DEPTH:
             return self.call_function(callee.node, args, kwargs, depth + 1)
         if isinstance(callee, _ApplyRef):
@@ -794,6 +830,14 @@ class Module:
                 self._record(n, args, kwargs)
             return _KernelObj(callee.names[0])
         return UNKNOWN
+
+    def _from_kernel(self, kernel, configs):
+        if not isinstance(kernel, _FuncRef) or id(kernel.node) not in self._nested_by_node:
+            return
+        k = self.kernels[self._nested_by_node[id(kernel.node)]]
+        if not k.autotune_first and isinstance(configs, (list, tuple)) and configs and \
+                isinstance(configs[0], dict):
+            k.autotune_first = dict(configs[0])
 
     def _instantiate(self, cls, args, kwargs, depth):
         """An instance of one of the file's classes: dataclass-style fields (class-level
@@ -998,6 +1042,13 @@ class Module:
         for n, v in kwargs.items():
             if n in env:
                 env[n] = v
+        if id(fn) in self._enclosing:
+            given = {p.arg: v for p, v in zip(positional, args)}
+            given.update({n: v for n, v in kwargs.items() if n in env})
+            texts = {n: binding_text(v) for n, v in given.items()
+                     if v is not UNKNOWN and v is not None}
+            self.enclosing_calls.setdefault(id(fn), []).append(
+                {n: t for n, t in texts.items() if t is not None})
         self._maybe_returns.append([])
         try:
             self.exec_body(fn.body, env, depth)
@@ -1184,7 +1235,7 @@ class Module:
                 if kw.arg == "configs":
                     configs = self._safe_eval(kw.value, {})
                     if isinstance(configs, (list, tuple)) and configs and \
-                            isinstance(configs[0], dict):
+                            isinstance(configs[0], dict) and not k.autotune_first:
                         k.autotune_first = dict(configs[0])
 
     def bindings_for(self, name):
@@ -1197,6 +1248,39 @@ class Module:
         file's calls pass values of run time to (a token count taken from a tensor's
         shape): Kiln can compile those as dynamic shape symbols (kiln-opt --dynamic)."""
         k = self.kernels[name]
+        outer, outer_missing = {}, []
+        if k.nested:
+            if k.in_class:
+                return {}, (f"kernel defined inside class {k.in_class}: Kiln compiles "
+                            "module-level functions and functions defined in them"), []
+            outer, outer_missing = self._enclosing_bindings(k)
+        merged, reason, dynamic = self._kernel_bindings(k, name)
+        # kiln-opt binds a name at every level that declares it; the kernel function's
+        # own value wins where both levels have one.
+        merged = {**{n: v for n, v in outer.items() if n not in merged}, **merged}
+        if outer_missing:
+            missing = f"no binding discovered for {', '.join(outer_missing)} (the file's " \
+                      "calls of it give no literal value)"
+            return merged, missing if reason is None else f"{missing}; {reason}", []
+        return merged, reason, dynamic
+
+    def _enclosing_bindings(self, k):
+        """(bindings, missing) of the functions enclosing a nested kernel: for each, the
+        call of it the walk made that gives the most literal arguments; a parameter
+        without a default that it does not give is missing ("N of get_best")."""
+        binds, missing = {}, []
+        for f in k.chain:
+            a = f.args
+            positional = a.posonlyargs + a.args
+            optional = {p.arg for p in positional[len(positional) - len(a.defaults):]}
+            optional |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+            best = max(self.enclosing_calls.get(id(f), []), key=len, default={})
+            binds.update(best)
+            missing += [f"{p.arg} of {f.name}" for p in positional + a.kwonlyargs
+                        if p.arg not in optional and p.arg not in best]
+        return binds, missing
+
+    def _kernel_bindings(self, k, name):
         required = [p for p in self.bindable_names(k)
                     if p in k.params and (p not in k.defaults or
                                           (isinstance(k.defaults[p], ast.Constant) and
@@ -1373,12 +1457,7 @@ def collect_jobs(examples, only):
                 continue
             mod.discover()
             for name, k in mod.kernels.items():
-                if k.nested:
-                    binds, reason = {}, (f"kernel defined inside {name.rsplit('.', 1)[0]}(): "
-                                         "Kiln compiles only module-level functions")
-                    dynamic = []
-                else:
-                    binds, reason, dynamic = mod.bindings_and_dynamic(name)
+                binds, reason, dynamic = mod.bindings_and_dynamic(name)
                 jobs.append((rel, name, k.form, binds, reason, rel in PUBLIC_SET, dynamic))
     return jobs, file_errors
 
