@@ -1230,8 +1230,9 @@ class Verifier {
       }
       if (prm.is_scalar) {
         RETURN_IF_ERROR(CheckDType(b.dtype, b.loc));
-        if (!b.shape.empty()) {
-          return Err(b.loc, absl::StrCat("scalar parameter '", b.name, "' cannot have a shape"));
+        if (!b.shape.empty() || b.index_layout) {
+          return Err(b.loc, absl::StrCat("scalar parameter '", b.name, "' cannot have a shape",
+                                         b.index_layout ? " or a layout" : ""));
         }
         RETURN_IF_ERROR(Bind(b.name, Def{Kind::kScalar, b.dtype, nullptr}));
         continue;

@@ -162,6 +162,14 @@ TEST(IndexLayoutTest, LocatedErrors) {
     }
     EXPECT_THAT(std::string(st.message()), HasSubstr(c.error));
   }
+  // Not on scalars (only the proto form can say it).
+  Program scalar = MustParse(kProgram);
+  scalar.params[0].is_scalar = true;
+  scalar.params[0].buffer.shape.clear();
+  scalar.params[0].buffer.index_layout = scalar.params[1].buffer.index_layout;
+  scalar.params[1].buffer.index_layout.reset();
+  EXPECT_THAT(std::string(Verify(scalar).message()),
+              HasSubstr("t.kir:2:3: scalar parameter 'X' cannot have a shape or a layout"));
   // Not on shared buffers (yet).
   absl::StatusOr<Program> p = ParseProgramText(R"(program @p {
   kernel grid(1) threads(32) as (bx) {
