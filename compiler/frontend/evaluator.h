@@ -207,6 +207,15 @@ class Evaluator {
   // that regroups dimensions is refused: a fragment's layout follows the
   // T.Parallel variables that index its stores.
   absl::StatusOr<Value> ResolveView(const Value& access, Loc loc, bool store = false);
+  // T.thread_binding(start, stop, thread="threadIdx.x"): the thread index
+  // along that dimension (plus start); the extent must be the kernel's.
+  absl::StatusOr<Value> ThreadBinding(std::vector<Arg>& args, Loc loc);
+  // `for v in T.thread_binding(...)`: the body runs once, in every thread,
+  // with v bound to the thread index.
+  absl::StatusOr<Flow> ExecThreadBindingFor(const PyStmt& s, std::vector<Arg>& args, Loc loc);
+  // T.sync_threads([barrier_id[, arrive_count]]): an explicit block barrier
+  // (a named barrier of arrive_count threads when given).
+  absl::StatusOr<Value> SyncThreads(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<ir::DType> ToDType(const Value& v, Loc loc);
   absl::StatusOr<std::vector<ir::Expr>> ToShape(const Value& v, Loc loc);
   absl::StatusOr<int> AddParamBuffer(const std::string& name, const Value& type, Loc loc,

@@ -171,6 +171,10 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecFor(const PyStmt& s) {
   const PyExpr& iter = s.exprs[0];
   if (iter.kind == PyExprKind::kCall) {
     ASSIGN_OR_RETURN(Value callee, Eval(iter.elts[0]));
+    if (callee.kind == ValueKind::kBuiltin && callee.s == "T.thread_binding") {
+      ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(iter));
+      return ExecThreadBindingFor(s, args, iter.loc);
+    }
     if (callee.kind == ValueKind::kBuiltin &&
         (IsIrLoop(callee.s) || (callee.s == "range" && in_kernel_))) {
       if (!in_kernel_) {

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 93> kTBuiltins = {
+constexpr std::array<std::string_view, 95> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -103,6 +103,8 @@ constexpr std::array<std::string_view, 93> kTBuiltins = {
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
     // Views of a buffer's storage.
     "reshape", "view",
+    // Threads and barriers.
+    "thread_binding", "sync_threads",
     // Tile ops.
     "copy", "gemm", "fill", "clear", "reduce_max", "reduce_min", "reduce_sum", "reduce_abssum",
     "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "use_swizzle", "annotate_layout",
@@ -131,10 +133,8 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 63> kMissingNames = {{
-    {"thread_binding", "use T.get_thread_binding(dim) for the thread index"},
+constexpr std::array<std::pair<std::string_view, std::string_view>, 61> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
-    {"sync_threads", ""},
     {"sync_warp", ""},
     {"sync_grid", ""},
     {"alloc_global", "declare the buffer as a kernel parameter or a T.empty output"},

@@ -560,6 +560,117 @@ absl::StatusOr<Value> Evaluator::ResolveView(const Value& access, Loc loc, bool 
   return r;
 }
 
+absl::StatusOr<Value> Evaluator::ThreadBinding(std::vector<Arg>& args, Loc loc) {
+  RETURN_IF_ERROR(RequireKernel(loc, "T.thread_binding"));
+  const std::vector<std::string_view> names = {"start", "stop", "thread", "annotations"};
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "thread_binding", args, names, 1, 3));
+  // TileLang's forms: (start, stop, thread), (extent, thread=...) and
+  // (extent, thread) with the thread name second.
+  std::optional<Value> start = m[0], stop = m[1], thread = m[2];
+  if (!thread.has_value() && stop.has_value() && stop->kind == ValueKind::kString) {
+    thread = stop;
+    stop.reset();
+  }
+  if (!stop.has_value() || stop->is_none()) {
+    stop = start;
+    start = Value::Int(0);
+  }
+  if (!thread.has_value() || thread->kind != ValueKind::kString) {
+    return Error(loc, "T.thread_binding needs thread=\"threadIdx.x\" (or .y, .z)");
+  }
+  const std::string& t = thread->s;
+  int dim = -1;
+  if (t == "threadIdx.x") dim = 0;
+  if (t == "threadIdx.y") dim = 1;
+  if (t == "threadIdx.z") dim = 2;
+  if (dim < 0) {
+    if (t.rfind("blockIdx.", 0) == 0 && IsSafeText(t)) {
+      return Error(loc, absl::StrCat("T.thread_binding over ", t,
+                                     " is not supported; use the block variables of "
+                                     "'with T.Kernel(...) as (bx, by)'"));
+    }
+    return Error(loc, "T.thread_binding: thread must be \"threadIdx.x\", \"threadIdx.y\" or "
+                      "\"threadIdx.z\"");
+  }
+  const std::vector<int64_t>& threads = program_.kernel.threads;
+  if (dim >= static_cast<int>(threads.size())) {
+    return Error(loc, absl::StrCat("T.thread_binding over ", t,
+                                   ", but the kernel's thread block is ", threads.size(), "-d"));
+  }
+  ASSIGN_OR_RETURN(Value lo, Materialize(*start, loc));
+  ASSIGN_OR_RETURN(Value hi, Materialize(*stop, loc));
+  if (!lo.is_int() || !hi.is_int()) {
+    return Error(loc, "T.thread_binding: start and stop must be compile-time integers");
+  }
+  // The loop runs once per thread of the block, so its extent is the
+  // block's along that dimension (TileLang binds the launch's own thread).
+  if (hi.i - lo.i != threads[dim]) {
+    return Error(loc, absl::StrCat("T.thread_binding over ", t, " with extent ", hi.i - lo.i,
+                                   ", but the kernel has ", threads[dim], " threads along it"));
+  }
+  ir::Expr idx = ir::ThreadIdx(dim, loc);
+  if (lo.i == 0) return Value::Expr(std::move(idx));
+  return ApplyBinary(Ctx(loc), "+", Value::Expr(std::move(idx)), lo);
+}
+
+absl::StatusOr<Evaluator::Flow> Evaluator::ExecThreadBindingFor(const PyStmt& s,
+                                                                std::vector<Arg>& args, Loc loc) {
+  ASSIGN_OR_RETURN(Value tid, ThreadBinding(args, loc));
+  const PyExpr& target = s.targets[0];
+  if (s.targets.size() != 1 || target.kind != PyExprKind::kName) {
+    return Error(target.loc, "a T.thread_binding loop binds one name");
+  }
+  RETURN_IF_ERROR(CheckRebind(target.str, target.loc));
+  Bind(target.str, std::move(tid));
+  ASSIGN_OR_RETURN(Flow f, ExecBlock(s.body));
+  return f == Flow::kReturn ? f : Flow::kNormal;
+}
+
+absl::StatusOr<Value> Evaluator::SyncThreads(std::vector<Arg>& args, Loc loc) {
+  RETURN_IF_ERROR(RequireKernel(loc, "T.sync_threads"));
+  const std::vector<std::string_view> names = {"barrier_id", "arrive_count"};
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "sync_threads", args, names, 0));
+  int64_t block = 1;
+  for (int64_t t : program_.kernel.threads) block *= t;
+  ir::Stmt st;
+  st.kind = ir::StmtKind::kCall;
+  st.loc = loc;
+  st.name = "sync_threads";
+  if (m[0].has_value() && !m[0]->is_none()) {
+    // bar.sync id, count: ids 0..15 (0 is __syncthreads' own); the count
+    // is whole warps, at most the block.
+    ASSIGN_OR_RETURN(Value id, Materialize(*m[0], loc));
+    if (!id.is_int() || id.i < 0 || id.i > 15) {
+      return Error(ArgLoc(args, names, 0, loc),
+                   "T.sync_threads: barrier_id must be a compile-time integer in [0, 15]");
+    }
+    int64_t count = block;
+    if (m[1].has_value() && !m[1]->is_none()) {
+      ASSIGN_OR_RETURN(Value c, Materialize(*m[1], loc));
+      if (!c.is_int()) {
+        return Error(ArgLoc(args, names, 1, loc),
+                     "T.sync_threads: arrive_count must be a compile-time integer");
+      }
+      count = c.i;
+    }
+    if (count <= 0 || count % 32 != 0 || count > block) {
+      return Error(ArgLoc(args, names, 1, loc),
+                   absl::StrCat("T.sync_threads: arrive_count must be a positive multiple of 32 "
+                                "of at most the block's ",
+                                block, " threads, got ", count));
+    }
+    if (id.i != 0 || count != block) {
+      st.name = "named_barrier_sync";
+      st.indices = {ir::IntImm(id.i, ir::DType::kInt32, loc),
+                    ir::IntImm(count, ir::DType::kInt32, loc)};
+    }
+  } else if (m[1].has_value() && !m[1]->is_none()) {
+    return Error(loc, "T.sync_threads: arrive_count needs a barrier_id");
+  }
+  Emit(std::move(st));
+  return Value::None();
+}
+
 absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args, Loc loc) {
   const MathFn* spec = nullptr;
   for (const MathFn& m : kMath) {
@@ -626,6 +737,8 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     return MakeTensorType(*m[0], m[1].has_value() ? *m[1] : Value::Str("float32"), loc);
   }
   if (fn == "reshape" || fn == "view") return MakeView(name, args, loc);
+  if (fn == "thread_binding") return ThreadBinding(args, loc);
+  if (fn == "sync_threads") return SyncThreads(args, loc);
   if (fn == "Kernel") return Error(loc, "T.Kernel must be used as 'with T.Kernel(...) as ...:'");
   if (IsLoopBuiltin(fn)) {
     return Error(loc, absl::StrCat("T.", fn, " can only be used as the iterator of a for loop"));

@@ -746,6 +746,12 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     for (Expr& e : st.indices) {
       ASSIGN_OR_RETURN(e, LowerExpr(e));
     }
+    // A barrier the program placed itself (T.sync_threads) orders the
+    // accesses before it against those after it, like one of ours.
+    if (st.name == "sync_threads" || st.name == "named_barrier_sync") {
+      dirty_.clear();
+      read_.clear();
+    }
     out->push_back(std::move(st));
     return absl::OkStatus();
   }

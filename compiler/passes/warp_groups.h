@@ -63,6 +63,7 @@ inline bool HasExplicitSync(const std::vector<ir::Stmt>& body) {
     case ir::StmtKind::kBarrierArrive:
     case ir::StmtKind::kBarrierWait:
     case ir::StmtKind::kBarrierExpectTx:
+    case ir::StmtKind::kCall: // a barrier of the program's own (T.sync_threads)
       return true;
     default:
       break;

@@ -20,6 +20,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/tools/npy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -252,6 +253,105 @@ TEST(CompatViews, Errors) {
               HasSubstr("t.py:12:13: store through 'v', a reshaped view of fragment 'x', is not "
                         "supported"));
   EXPECT_THAT(ErrorOf(ViewProgram(shared, "        v = T.reshape(x)\n")), HasSubstr("shape"));
+}
+
+// ---------------------------------------------------------------------------
+// 2. T.thread_binding and T.sync_threads.
+
+// Both forms of T.thread_binding (an expression, a loop) and both barriers:
+// the block's, and a named one of the 64 threads that take a branch. The
+// results depend on each barrier: each thread reads what others wrote.
+constexpr char kThreads[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def threads(A):
+    A: T.Tensor((128,), T.float32)
+    B = T.empty((128,), T.float32)
+    C = T.empty((64,), T.float32)
+    with T.Kernel(1, threads=128) as bx:
+        s = T.alloc_shared((128,), T.float32)
+        tx = T.thread_binding(0, 128, thread="threadIdx.x")
+        s[tx] = A[tx] * 2.0
+        T.sync_threads()
+        B[tx] = s[127 - tx]
+        T.sync_threads()
+        for t in T.thread_binding(128, "threadIdx.x"):
+            if t < 64:
+                s[t] = s[t] + s[t + 64]
+                T.sync_threads(1, 64)
+                C[t] = s[63 - t]
+    return B, C
+)";
+
+TEST(CompatThreads, ThreadBindingIsTheThreadIndexAndBarriersAreCalls) {
+  ir::Program p = MustCompile(kThreads);
+  std::string text = ir::PrintProgram(p);
+  EXPECT_THAT(text, HasSubstr("s[thread_idx(0)] = A[thread_idx(0)] * 2.0\n"
+                              "    call sync_threads()\n"));
+  EXPECT_THAT(text, HasSubstr("if thread_idx(0) < 64 {"));
+  EXPECT_THAT(text, HasSubstr("call named_barrier_sync(1, 64)"));
+  EXPECT_THAT(text, Not(HasSubstr("for t"))); // the loop body runs once per thread
+}
+
+TEST(CompatThreads, ExplicitBarriersReplaceTheLoweringsOwn) {
+  // Lowering adds no barrier where the program has one (none inside the
+  // branch only 64 threads take, where a block barrier would hang).
+  ir::Program p = MustCompile(kThreads);
+  absl::Status lowered = passes::RunPasses(p, {"layout-inference", "lower-tile-ops"});
+  ASSERT_TRUE(lowered.ok()) << lowered;
+  std::string text = ir::PrintProgram(p);
+  EXPECT_THAT(text, Not(HasSubstr("sync_threads()\n    call sync_threads()")));
+  size_t branch = text.find("if thread_idx(0) < 64 {");
+  ASSERT_NE(branch, std::string::npos);
+  EXPECT_EQ(text.find("call sync_threads()", branch), std::string::npos) << text;
+}
+
+TEST(CompatThreads, RunOnTheCpu) {
+  CpuRun cpu;
+  auto out = cpu.MustRun(kThreads, {}, {"A", "B", "C"});
+  const std::vector<float>& a = out["A"];
+  ASSERT_EQ(a.size(), 128u);
+  ASSERT_EQ(out["B"].size(), 128u);
+  ASSERT_EQ(out["C"].size(), 64u);
+  for (size_t k = 0; k < 128; ++k) EXPECT_EQ(out["B"][k], a[127 - k] * 2.0f) << k;
+  for (size_t t = 0; t < 64; ++t) {
+    EXPECT_EQ(out["C"][t], a[63 - t] * 2.0f + a[127 - t] * 2.0f) << t;
+  }
+}
+
+std::string ThreadsProgram(const std::string& body) {
+  return absl::StrCat("import tilelang\nimport tilelang.language as T\n\n\n@tilelang.jit\n"
+                      "def f(A):\n    A: T.Tensor((128,), T.float32)\n"
+                      "    with T.Kernel(1, threads=128) as bx:\n",
+                      body);
+}
+
+TEST(CompatThreads, Errors) {
+  EXPECT_THAT(
+      ErrorOf(ThreadsProgram("        t = T.thread_binding(0, 64, thread=\"threadIdx.x\")\n")),
+      HasSubstr("t.py:9:13: T.thread_binding over threadIdx.x with extent 64, but the "
+                "kernel has 128 threads along it"));
+  EXPECT_THAT(
+      ErrorOf(ThreadsProgram("        t = T.thread_binding(0, 4, thread=\"threadIdx.y\")\n")),
+      HasSubstr("t.py:9:13: T.thread_binding over threadIdx.y, but the kernel's thread "
+                "block is 1-d"));
+  EXPECT_THAT(
+      ErrorOf(ThreadsProgram("        t = T.thread_binding(0, 4, thread=\"blockIdx.x\")\n")),
+      HasSubstr("T.thread_binding over blockIdx.x is not supported; use the block "
+                "variables"));
+  EXPECT_THAT(ErrorOf(ThreadsProgram("        t = T.thread_binding(0, 128)\n")),
+              HasSubstr("T.thread_binding needs thread=\"threadIdx.x\""));
+  EXPECT_THAT(ErrorOf(ThreadsProgram("        T.sync_threads(1, 48)\n")),
+              HasSubstr("t.py:9:27: T.sync_threads: arrive_count must be a positive multiple of "
+                        "32 of at most the block's 128 threads, got 48"));
+  EXPECT_THAT(ErrorOf(ThreadsProgram("        T.sync_threads(16)\n")),
+              HasSubstr("t.py:9:24: T.sync_threads: barrier_id must be a compile-time integer "
+                        "in [0, 15]"));
+  EXPECT_THAT(ErrorOf("import tilelang.language as T\n\n\n@T.prim_func\ndef f():\n"
+                      "    T.sync_threads()\n"),
+              HasSubstr("T.sync_threads"));
 }
 
 } // namespace

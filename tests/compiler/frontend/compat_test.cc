@@ -479,10 +479,10 @@ TEST(CompatDiagnostics, TileLangNamesKilnLacks) {
        "T.alloc_fragment and combine with T.reduce_* or T.atomic_add"},
       {"T.rng_init(1, 0, i)", "t.py:10:13: 'T.rng_init' is not supported by Kiln yet"},
       {"A[i] = T.rng_rand()", "t.py:10:20: 'T.rng_rand' is not supported by Kiln yet"},
-      {"T.sync_threads()", "t.py:10:13: 'T.sync_threads' is not supported by Kiln yet"},
-      {"t = T.thread_binding(0, 32, thread=\"threadIdx.x\")",
-       "t.py:10:17: 'T.thread_binding' is not supported by Kiln yet; use "
-       "T.get_thread_binding(dim) for the thread index"},
+      {"T.sync_warp()", "t.py:10:13: 'T.sync_warp' is not supported by Kiln yet"},
+      {"t = T.get_block_binding(0)",
+       "t.py:10:17: 'T.get_block_binding' is not supported by Kiln yet; use the block variables "
+       "of 'with T.Kernel(...) as (bx, by)'"},
       {"T.tcgen05_mma_arrive(A)",
        "t.py:10:13: 'T.tcgen05_mma_arrive' is not supported by Kiln yet; Blackwell tcgen05/TMEM "
        "needs an sm_100 target, which Kiln does not have yet"},
