@@ -33,8 +33,11 @@ const std::vector<std::string>& LoweringPipeline() {
   static const std::vector<std::string>* passes =
       // verify-resources before simplify: its integer-range checks must see
       // the literals as sent, before the simplifier wraps them to their dtype.
+      // shared-placement last: it places the shared buffers the emitter
+      // declares, barriers included.
       new std::vector<std::string>{"verify",           "verify-resources", "simplify",
-                                   "layout-inference", "lower-tile-ops",   "simplify-bounds"};
+                                   "layout-inference", "lower-tile-ops",   "simplify-bounds",
+                                   "shared-placement"};
   return *passes;
 }
 

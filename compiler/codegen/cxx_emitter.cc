@@ -1,5 +1,6 @@
 #include "compiler/codegen/cxx_emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
@@ -503,10 +505,18 @@ class Emitter {
         int64_t align = 128;
         auto al = p_.attrs.find(absl::StrCat("kiln.smem_align.", b.name));
         if (al != p_.attrs.end() && al->second == "1024") align = 1024;
-        smem_ = (smem_ + align - 1) / align * align;
+        int64_t offset = (smem_ + align - 1) / align * align;
+        // Pass shared-placement's offset, where buffers share bytes; the
+        // size is the highest end either way.
+        auto placed = p_.attrs.find(absl::StrCat("kiln.smem_offset.", b.name));
+        if (placed != p_.attrs.end() && (!absl::SimpleAtoi(placed->second, &offset) || offset < 0 ||
+                                         offset % align != 0 || offset > (int64_t{1} << 40))) {
+          return Error(s.loc, absl::StrCat("internal: shared buffer '", b.name, "' placed at '",
+                                           placed->second, "', not a multiple of ", align));
+        }
         Line(indent, absl::StrCat(t, "* ", name, " = reinterpret_cast<", t,
-                                  "*>(kiln::rt::dyn_smem() + ", smem_, ");"));
-        smem_ += *n * std::max(1, ir::DTypeBits(b.dtype) / 8);
+                                  "*>(kiln::rt::dyn_smem() + ", offset, ");"));
+        smem_ = std::max(smem_, offset + *n * std::max(1, ir::DTypeBits(b.dtype) / 8));
         return absl::OkStatus();
       }
       if (b.scope == ir::Scope::kVar && b.has_init) {

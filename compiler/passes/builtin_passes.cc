@@ -11,6 +11,7 @@ void RegisterCanonicalizePass();
 void RegisterVerifyResourcesPass();
 void RegisterLayoutInferencePass();
 void RegisterLowerTileOpsPass();
+void RegisterSharedPlacementPass();
 
 void RegisterBuiltinPasses() {
   RegisterVerifyPass();
@@ -20,6 +21,7 @@ void RegisterBuiltinPasses() {
   RegisterVerifyResourcesPass();
   RegisterLayoutInferencePass();
   RegisterLowerTileOpsPass();
+  RegisterSharedPlacementPass();
 }
 
 } // namespace kiln::passes

@@ -48,6 +48,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/lowering.h"
 #include "util/status_macros.h"
@@ -249,6 +250,49 @@ class ReduceLowering {
     return kept;
   }
 
+  // The shared scratch array of step 3, `size` elements of acc_. One array
+  // of each dtype serves all the kernel's reductions (the largest size):
+  // each use starts with a block barrier, after every thread's last read of
+  // the one before. Not in a program with T.ws regions, whose named
+  // barriers order only their own threads: there each reduction has its own.
+  std::string Scratch(int64_t size) {
+    bool regions = false;
+    ir::ForEachStmt(l_.program_.kernel.body, [&](const Stmt& s) {
+      regions = regions || s.kind == ir::StmtKind::kWarpSpecialize;
+    });
+    for (Stmt& a : l_.top_allocs_) {
+      if (regions || a.kind != ir::StmtKind::kAlloc || a.buffer.dtype != acc_ ||
+          a.buffer.scope != ir::Scope::kSharedDyn || a.buffer.name.rfind("kiln_scratch", 0) != 0) {
+        continue;
+      }
+      Buf& sb = l_.bufs_.at(a.buffer.name);
+      if (size > sb.size) {
+        a.buffer.shape = {I(size)};
+        sb.shape = {size};
+        sb.shape_expr = {I(size)};
+        sb.size = size;
+      }
+      return a.buffer.name;
+    }
+    const std::string scratch = l_.Fresh("scratch");
+    Stmt alloc;
+    alloc.kind = ir::StmtKind::kAlloc;
+    alloc.buffer.name = scratch;
+    alloc.buffer.dtype = acc_;
+    alloc.buffer.scope = ir::Scope::kSharedDyn;
+    alloc.buffer.shape = {I(size)};
+    l_.top_allocs_.push_back(alloc);
+    Buf sb;
+    sb.name = scratch;
+    sb.dtype = acc_;
+    sb.scope = ir::Scope::kShared;
+    sb.shape = {size};
+    sb.shape_expr = {I(size)};
+    sb.size = size;
+    l_.bufs_[scratch] = sb;
+    return scratch;
+  }
+
   // Steps 1-3: a register array with the reduction of the source's
   // elements that each result register of layout `ld` holds.
   absl::StatusOr<std::string> ReduceRegisters(const FragmentLayout& ls, const FragmentLayout& ld,
@@ -317,22 +361,7 @@ class ReduceLowering {
       out->push_back(For(rd_, I(rd_count), ir::ForKind::kUnroll, std::move(body)));
     }
     if (!cross.empty()) {
-      const std::string scratch = l_.Fresh("scratch");
-      Stmt alloc;
-      alloc.kind = ir::StmtKind::kAlloc;
-      alloc.buffer.name = scratch;
-      alloc.buffer.dtype = acc_;
-      alloc.buffer.scope = ir::Scope::kSharedDyn;
-      alloc.buffer.shape = {I(threads * rd_count)};
-      l_.top_allocs_.push_back(alloc);
-      Buf sb;
-      sb.name = scratch;
-      sb.dtype = acc_;
-      sb.scope = ir::Scope::kShared;
-      sb.shape = {threads * rd_count};
-      sb.shape_expr = {I(threads * rd_count)};
-      sb.size = threads * rd_count;
-      l_.bufs_[scratch] = sb;
+      const std::string scratch = Scratch(threads * rd_count);
 
       l_.Barrier(out);
       out->push_back(For(rd_, I(rd_count), ir::ForKind::kUnroll,

@@ -14,9 +14,13 @@
 //    the simplify pass (codegen's pipeline) so it sees the literals as sent.
 // 1. Threads per block and grid extents (y and z at most 65535).
 // 2. Shared memory: every shared/shared.dyn buffer must have a constant
-//    shape; a buffer written by a copy inside a Pipelined loop with
-//    num_stages = s is counted s times (the pipeline multi-buffers it). The
-//    total must fit the target's opt-in limit.
+//    shape; a buffer the pipeline multi-buffers (a producer copy of a
+//    Pipelined loop with num_stages = s: lowering::CollectPipelineStages) is
+//    counted s times. Buffers whose live ranges do not overlap share bytes
+//    (shared_liveness.h, as pass shared-placement places them after
+//    lowering); the total must fit the target's opt-in limit. Alignment
+//    padding and lowering's reduction scratch are not known here: the
+//    emitter checks the final size again.
 // 3. Registers: fragments are spread over the block's threads and local
 //    buffers are per thread; the resulting lower bound on 32-bit registers
 //    per thread may exceed the target's limit by up to kSpillFactor times:
@@ -28,6 +32,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,8 +41,11 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/int_range.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/lowering.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/shared_liveness.h"
 #include "compiler/passes/target.h"
 #include "util/status_macros.h"
 
@@ -53,23 +61,6 @@ struct SharedUse {
   int64_t bytes = 0;
   int stages = 1;
 };
-
-// Records, for every buffer written by a copy inside a pipelined loop, the
-// largest num_stages of the loops around that copy.
-void CollectStages(const std::vector<ir::Stmt>& body, int stages, std::map<std::string, int>* out) {
-  for (const ir::Stmt& s : body) {
-    int inner = stages;
-    if (s.kind == ir::StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined) {
-      inner = std::max(stages, static_cast<int>(s.num_stages));
-    }
-    if (s.kind == ir::StmtKind::kCopy && s.regions.size() == 2 && stages > 1) {
-      int& v = (*out)[s.regions[1].buffer];
-      v = std::max(v, stages);
-    }
-    CollectStages(s.body, inner, out);
-    CollectStages(s.else_body, inner, out);
-  }
-}
 
 void CollectAllocs(const std::vector<ir::Stmt>& body, std::vector<const ir::Stmt*>* out) {
   for (const ir::Stmt& s : body) {
@@ -272,6 +263,34 @@ absl::StatusOr<int64_t> ConstBytes(const ir::Program& program, const ir::Stmt& a
   return elems * std::max(1, ir::DTypeBits(alloc.buffer.dtype) / 8);
 }
 
+// The bytes the buffers need when those whose lifetimes do not overlap
+// share them (section 2). A program with its own T.ws regions, TMA copies or
+// mbarriers keeps one place per buffer (pass shared-placement does not reuse
+// there): the plain sum.
+int64_t SharedWithReuse(const ir::Program& program, const std::vector<SharedUse>& shared,
+                        int64_t sum) {
+  constexpr int64_t kHuge = int64_t{1} << 50;
+  bool async_sync = false;
+  ir::ForEachStmt(program.kernel.body, [&](const ir::Stmt& s) {
+    async_sync = async_sync || s.kind == ir::StmtKind::kWarpSpecialize ||
+                 s.kind == ir::StmtKind::kTmaCopy || s.kind == ir::StmtKind::kBarrierArrive ||
+                 s.kind == ir::StmtKind::kBarrierWait || s.kind == ir::StmtKind::kBarrierExpectTx ||
+                 (s.kind == ir::StmtKind::kAlloc && s.buffer.scope == ir::Scope::kBarrier);
+  });
+  if (async_sync) return sum;
+  std::set<std::string> names;
+  for (const SharedUse& u : shared) names.insert(u.alloc->buffer.name);
+  const std::map<std::string, LiveRange> live = SharedLiveRanges(program, names);
+  std::vector<SharedSlot> slots;
+  for (const SharedUse& u : shared) {
+    SharedSlot& slot = slots.emplace_back();
+    slot.name = u.alloc->buffer.name;
+    slot.bytes = std::min(kHuge, u.bytes * u.stages);
+    slot.live = live.at(slot.name);
+  }
+  return PlaceByLiveness(slots).total;
+}
+
 absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
   auto target = ParseTarget(ctx.target);
   if (!target.ok()) return target.status();
@@ -296,7 +315,7 @@ absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
   }
 
   std::map<std::string, int> stages;
-  CollectStages(kernel.body, 1, &stages);
+  lowering::CollectPipelineStages(kernel.body, &stages);
   std::vector<const ir::Stmt*> allocs;
   CollectAllocs(kernel.body, &allocs);
 
@@ -334,20 +353,29 @@ absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
   }
 
   if (shared_total > target->shared_bytes_optin) {
-    std::sort(shared.begin(), shared.end(), [](const SharedUse& x, const SharedUse& y) {
-      return x.bytes * x.stages > y.bytes * y.stages;
-    });
-    std::vector<std::string> parts;
-    for (const SharedUse& u : shared) {
-      parts.push_back(u.stages > 1 ? absl::StrCat(u.alloc->buffer.name, " ", u.bytes, " x ",
-                                                  u.stages, " stages")
-                                   : absl::StrCat(u.alloc->buffer.name, " ", u.bytes));
+    const int64_t reused = SharedWithReuse(program, shared, shared_total);
+    if (reused > target->shared_bytes_optin) {
+      std::sort(shared.begin(), shared.end(), [](const SharedUse& x, const SharedUse& y) {
+        return x.bytes * x.stages > y.bytes * y.stages;
+      });
+      std::vector<std::string> parts;
+      for (const SharedUse& u : shared) {
+        parts.push_back(u.stages > 1 ? absl::StrCat(u.alloc->buffer.name, " ", u.bytes, " x ",
+                                                    u.stages, " stages")
+                                     : absl::StrCat(u.alloc->buffer.name, " ", u.bytes));
+      }
+      // Without reuse: the plain sum, as before there was any.
+      const std::string needs =
+          reused < shared_total
+              ? absl::StrCat(reused,
+                             " bytes per block, with buffers whose lifetimes do not overlap "
+                             "sharing bytes (",
+                             shared_total, " without sharing: ", absl::StrJoin(parts, ", "), "),")
+              : absl::StrCat(shared_total, " bytes per block (", absl::StrJoin(parts, ", "), ")");
+      return ir::ErrorAt(file, shared.front().alloc->loc,
+                         absl::StrCat("shared memory: the kernel needs ", needs, " but target ",
+                                      ctx.target, " allows at most ", target->shared_bytes_optin));
     }
-    return ir::ErrorAt(file, shared.front().alloc->loc,
-                       absl::StrCat("shared memory: the kernel needs ", shared_total,
-                                    " bytes per block (", absl::StrJoin(parts, ", "),
-                                    ") but target ", ctx.target, " allows at most ",
-                                    target->shared_bytes_optin));
   }
 
   int64_t regs = (fragment_bytes + threads * 4 - 1) / (threads * 4) + (local_bytes + 3) / 4;
