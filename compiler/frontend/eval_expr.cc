@@ -38,6 +38,10 @@ absl::StatusOr<Value> Evaluator::Materialize(const Value& v, Loc loc) {
 }
 
 absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
+  // Every expression node is a step: a flat node can be as long as the
+  // source (a 120,000-link `a == b == ...` chain), so counting statements
+  // alone let one statement in a loop run for minutes under the budget.
+  RETURN_IF_ERROR(Step(e.loc));
   RETURN_IF_ERROR(EnterNesting(e.loc));
   struct Leave {
     Evaluator* ev;

@@ -47,7 +47,7 @@ BindingValue ParseBindingText(std::string_view text);
 // defaults are far above what real kernels use (the examples take a few
 // thousand steps, kilobytes and milliseconds).
 struct EvalLimits {
-  int64_t max_steps = 2'000'000;          // statements, loop iterations, items walked
+  int64_t max_steps = 2'000'000; // statements, loop iterations, expression nodes, items walked
   int64_t max_bytes = int64_t{256} << 20; // bytes of values allocated, in total
   double max_seconds = 10;                // wall time
   // The caller's deadline (an RPC's): past it, DeadlineExceeded.

@@ -99,6 +99,11 @@ TEST(EvalBudgetTest, EveryUnboundedShapeEndsWithALocatedBudgetError) {
        "    with T.Kernel(1, threads=32) as bx:\n        y = A[1]\n" +
            Repeat("        y = y + y\n", 9) + "        f(40, y)\n",
        "t.py:13:13", "268435456 bytes"},
+      // Found by frontend_structured_fuzzer: one statement, but a flat node
+      // as long as the source; every expression node is a step.
+      {"a 20,000-link comparison chain in a loop",
+       "    x = 0\n    for _ in range(1000000):\n        x = x" + Repeat(" == x", 20000) + "\n",
+       "t.py:10"},
       {"exponential recursion",
        "    def f(n):\n        return 0 if n == 0 else f(n - 1) + f(n - 1)\n    x = f(25)\n", ""},
   };
