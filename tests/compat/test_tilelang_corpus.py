@@ -338,6 +338,23 @@ class DiscoveryTest(unittest.TestCase):
         self.assertEqual(binds, {"block": "32"})
         self.assertIn("passes sizes as a list or tuple", reason)
 
+    def test_get_tir_binds_like_compile(self):
+        mod = discover("""
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kernel(A, block_M, threads):
+    M = T.const("M")
+    A: T.Tensor((M,), T.float16)
+    with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+        pass
+
+def main():
+    f = kernel.get_tir(block_M=128, threads=256)
+""")
+        self.assertEqual(mod.bindings_for("kernel"), ({"block_M": "128", "threads": "256"}, None))
+
     def test_triton_jit_is_not_a_kernel(self):
         mod = discover("""
             import triton

@@ -761,14 +761,15 @@ class Module:
             else:
                 kwargs[kw.arg] = v
         func = node.func
-        # A kernel: kernel(...), kernel.compile(...).
+        # A kernel: kernel(...), kernel.compile(...), kernel.get_tir(...) (the
+        # program without compiling it: its bindings all the same).
         if isinstance(func, ast.Name) and func.id in self.kernels and func.id not in env:
             return self._record(func.id, args, kwargs)
-        if isinstance(func, ast.Attribute) and func.attr == "compile" and \
+        if isinstance(func, ast.Attribute) and func.attr in KERNEL_BUILDERS and \
                 isinstance(func.value, ast.Name) and func.value.id in self.kernels and \
                 func.value.id not in env:
             return self._record(func.value.id, args, kwargs)
-        if isinstance(func, ast.Attribute) and func.attr == "compile":
+        if isinstance(func, ast.Attribute) and func.attr in KERNEL_BUILDERS:
             ref = self.eval(func.value, env, depth)
             if isinstance(ref, _KernelRef):
                 for n in ref.names:
@@ -1336,6 +1337,10 @@ def binding_text(v):
 
 # ---------------------------------------------------------------------------
 # Running kiln-opt.
+
+
+# Methods of a @tilelang.jit kernel that build it for the bindings they are given.
+KERNEL_BUILDERS = ("compile", "get_tir")
 
 
 @dataclass
