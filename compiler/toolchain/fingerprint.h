@@ -30,7 +30,10 @@ namespace kiln::toolchain {
 // (__launch_bounds__ minimum 2, registers moved to the consumers).
 // 10: Hopper (cuda:sm_90 too, built as sm_90a) lowers gemms to wgmma and
 // their main loops to TMA + warp specialization by default.
-inline constexpr int kKilnCodegenVersion = 10;
+// 11: one reduction scratch array per dtype serves all of a kernel's
+// reductions; shared buffers that do not fit one after another share bytes
+// by lifetime (pass shared-placement).
+inline constexpr int kKilnCodegenVersion = 11;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
