@@ -563,6 +563,22 @@ class Emitter {
       Line(indent, "}");
       return absl::OkStatus();
     }
+    case StmtKind::kAssert: {
+      // The message is spelled out in octal escapes: no byte of the
+      // program's text reaches the generated source as itself.
+      if (!ir::IsValidAssertMessage(s.message)) {
+        return Error(s.loc, "internal: assert message is not printable text");
+      }
+      ASSIGN_OR_RETURN(std::string c, E(s.cond));
+      std::string text;
+      for (char ch : s.message) {
+        char esc[8];
+        std::snprintf(esc, sizeof esc, "\\%03o", static_cast<unsigned>(ch));
+        text += esc;
+      }
+      Line(indent, absl::StrCat("if (!(", c, ")) kiln::rt::assert_fail(\"", text, "\");"));
+      return absl::OkStatus();
+    }
     case StmtKind::kStore: {
       ASSIGN_OR_RETURN(std::string idx, GlobalIndex(s.name, s.indices, s.loc));
       ASSIGN_OR_RETURN(std::string v, E(s.value));

@@ -279,7 +279,15 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecStmt(const PyStmt& s) {
     bool known = true;
     bool ok = Truthy(test, &known);
     if (!known) {
-      return Error(s.loc, "assert on a value only known at run time is not supported");
+      // Checked when the kernel runs (Python evaluates the message only on
+      // failure; here it must be known now, or the check goes without it).
+      std::optional<Value> msg;
+      if (s.exprs.size() > 1) {
+        absl::StatusOr<Value> m = Eval(s.exprs[1]);
+        if (m.ok()) msg = *m;
+      }
+      RETURN_IF_ERROR(EmitRuntimeCheck(test, msg, s.loc, "assert"));
+      return Flow::kNormal;
     }
     if (ok) return Flow::kNormal;
     std::string message = "assertion failed";

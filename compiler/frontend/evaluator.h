@@ -216,6 +216,15 @@ class Evaluator {
   // T.sync_threads([barrier_id[, arrive_count]]): an explicit block barrier
   // (a named barrier of arrive_count threads when given).
   absl::StatusOr<Value> SyncThreads(std::vector<Arg>& args, Loc loc);
+  // A kAssert statement checking `cond` (a symbolic value, or a constant
+  // for T.device_assert) when the kernel runs; `message` is the user's,
+  // shown when it is printable text. Inside T.Kernel it goes where it
+  // stands; outside (an assert on a parameter only known at launch), to
+  // the start of the kernel body, after earlier ones.
+  absl::Status EmitRuntimeCheck(const Value& cond, const std::optional<Value>& message, Loc loc,
+                                std::string_view what);
+  // T.device_assert(cond, msg="", no_stack_info=False).
+  absl::StatusOr<Value> DeviceAssert(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<ir::DType> ToDType(const Value& v, Loc loc);
   absl::StatusOr<std::vector<ir::Expr>> ToShape(const Value& v, Loc loc);
   absl::StatusOr<int> AddParamBuffer(const std::string& name, const Value& type, Loc loc,
@@ -326,6 +335,7 @@ class Evaluator {
   std::string call_hint_; // name_hint_ as seen by the call being dispatched
   int ct_loop_depth_ = 0; // compile-time for loops being executed
   int user_calls_in_kernel_ = 0;
+  int host_checks_ = 0;     // run-time checks placed at the start of the kernel body
   int call_scope_base_ = 0; // open_scopes_ when the innermost user call began
 
   // The entry function and its parameters.

@@ -671,6 +671,61 @@ absl::StatusOr<Value> Evaluator::SyncThreads(std::vector<Arg>& args, Loc loc) {
   return Value::None();
 }
 
+absl::Status Evaluator::EmitRuntimeCheck(const Value& cond, const std::optional<Value>& message,
+                                         Loc loc, std::string_view what) {
+  ir::Stmt st;
+  st.kind = ir::StmtKind::kAssert;
+  st.loc = loc;
+  ASSIGN_OR_RETURN(st.cond, ToCondition(Ctx(loc), cond));
+  // The source line (not the file: its name is not part of the cache key)
+  // and the user's text, kept to printable ASCII and kMaxAssertMessage.
+  std::string text = absl::StrCat(std::string(what), " at line ", loc.line, " failed");
+  if (message.has_value()) {
+    std::string user;
+    if (message->kind == ValueKind::kString) {
+      user = message->s;
+    } else if (message->is_number()) {
+      user = Describe(*message);
+    }
+    for (char& c : user) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    if (!user.empty()) absl::StrAppend(&text, ": ", user);
+  }
+  if (text.size() > ir::kMaxAssertMessage) {
+    text.resize(ir::kMaxAssertMessage - 3);
+    text += "...";
+  }
+  st.message = std::move(text);
+  if (in_kernel_) {
+    Emit(std::move(st));
+  } else {
+    // A check on values known at launch, before the kernel does anything.
+    std::vector<ir::Stmt>& body = program_.kernel.body;
+    body.insert(body.begin() + host_checks_, std::move(st));
+    ++host_checks_;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value> Evaluator::DeviceAssert(std::vector<Arg>& args, Loc loc) {
+  RETURN_IF_ERROR(RequireKernel(loc, "T.device_assert"));
+  const std::vector<std::string_view> names = {"condition", "msg", "no_stack_info"};
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "device_assert", args, names, 1));
+  ASSIGN_OR_RETURN(Value c, Materialize(*m[0], loc));
+  if (!c.is_number() && !c.is_expr()) {
+    return Error(ArgLoc(args, names, 0, loc),
+                 absl::StrCat("T.device_assert expects a condition, got ", TypeName(c)));
+  }
+  bool known = true;
+  const bool truth = Truthy(c, &known);
+  if (known && truth) return Value::None();
+  // A false constant still fails only where the kernel reaches it.
+  if (known) c = Value::Expr(ir::BoolImm(false, loc));
+  RETURN_IF_ERROR(EmitRuntimeCheck(c, m[1], loc, "T.device_assert"));
+  return Value::None();
+}
+
 absl::StatusOr<Value> Evaluator::CallMath(const std::string& fn, std::vector<Arg>& args, Loc loc) {
   const MathFn* spec = nullptr;
   for (const MathFn& m : kMath) {
@@ -749,7 +804,7 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
   if (fn == "GemmWarpPolicy") {
     return Error(loc, "T.GemmWarpPolicy is not callable; use T.GemmWarpPolicy.Square etc.");
   }
-  if (fn == "device_assert") return Error(loc, "T.device_assert is not supported");
+  if (fn == "device_assert") return DeviceAssert(args, loc);
   if (fn == "Layout") return MakeIndexLayout(args, loc);
   if (std::optional<std::string> kind = LayoutKind(fn)) {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"buffer"}, 1));

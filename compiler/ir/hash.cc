@@ -130,6 +130,12 @@ class KeyWriter {
     Int(s.panel_size);
     Str(s.swizzle_order);
     Bool(s.enable);
+    // Only where present, so that the keys of programs without asserts
+    // stay what they were before the field existed.
+    if (!s.message.empty()) {
+      Str("message");
+      Str(s.message);
+    }
   }
 
   void Write(const Kernel& k) {

@@ -13,6 +13,7 @@
 // Thread-safety: plain data; no internal synchronization.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -202,12 +203,29 @@ enum class StmtKind : uint8_t {
   kBarrierArrive,   // regions = {barrier}: each executing thread arrives
   kBarrierWait,     // regions = {barrier}; value = parity (0/1) of the phase
   kBarrierExpectTx, // regions = {barrier}; value = transaction bytes
+  // A check made when the kernel runs (Python's assert on a value only
+  // known then, T.device_assert): cond (bool); when it is false the kernel
+  // stops with `message` (printable ASCII, at most kMaxAssertMessage bytes).
+  kAssert,
   // Thread IR only (after lowering; never on the wire): a call of one of
   // the runtime's thread-level intrinsics (barrier, ldmatrix, mma, cp.async,
   // shuffles, vector copies, atomics; see compiler/ir/intrinsics.h).
   // name = intrinsic, indices = arguments.
   kCall,
 };
+
+// The longest kAssert message (bytes); the verifier refuses longer ones.
+inline constexpr size_t kMaxAssertMessage = 256;
+
+// A kAssert message: printable ASCII (0x20..0x7e), at most
+// kMaxAssertMessage bytes. Generated code spells it out byte by byte.
+inline bool IsValidAssertMessage(const std::string& m) {
+  if (m.size() > kMaxAssertMessage) return false;
+  for (char c : m) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
 
 enum class ForKind : uint8_t { kSerial, kUnroll, kVectorized, kParallel, kPipelined };
 enum class ReduceKind : uint8_t { kSum, kMax, kMin, kAbsSum, kAbsMax };
@@ -268,6 +286,9 @@ struct Stmt {
   int32_t panel_size = 0;
   std::string swizzle_order = "row";
   bool enable = true;
+
+  // kAssert: what a failing check reports.
+  std::string message;
 
   bool operator==(const Stmt&) const = default;
 };

@@ -60,7 +60,7 @@ void ForEachStmtExprSlot(StmtT& s, Fn&& fn) {
   if (s.kind == StmtKind::kFor) {
     for (auto& e : s.extents) fn(e);
   }
-  if (s.kind == StmtKind::kIf) fn(s.cond);
+  if (s.kind == StmtKind::kIf || s.kind == StmtKind::kAssert) fn(s.cond);
   if (s.kind == StmtKind::kStore || s.kind == StmtKind::kCall) {
     for (auto& e : s.indices) fn(e);
   }

@@ -460,6 +460,11 @@ class Printer {
       absl::StrAppend(out, "call ", s.name);
       ExprList(s.indices, l, "(", ")", out);
       break;
+    case StmtKind::kAssert:
+      out->append("assert ");
+      Expr_(s.cond, l, out);
+      absl::StrAppend(out, ", ", Quoted(s.message));
+      break;
     }
     absl::StrAppend(out, StmtLoc(l), "\n");
   }

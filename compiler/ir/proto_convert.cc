@@ -168,7 +168,7 @@ constexpr EnumTable<Scope, pb::Scope, 7> kScopes = {{
 }};
 static_assert(IndexedByOrdinal(kScopes));
 
-constexpr EnumTable<StmtKind, pb::StmtKind, 16> kStmtKinds = {{
+constexpr EnumTable<StmtKind, pb::StmtKind, 17> kStmtKinds = {{
     {StmtKind::kAlloc, pb::STMT_KIND_ALLOC},
     {StmtKind::kCopy, pb::STMT_KIND_COPY},
     {StmtKind::kGemm, pb::STMT_KIND_GEMM},
@@ -185,6 +185,7 @@ constexpr EnumTable<StmtKind, pb::StmtKind, 16> kStmtKinds = {{
     {StmtKind::kBarrierArrive, pb::STMT_KIND_BARRIER_ARRIVE},
     {StmtKind::kBarrierWait, pb::STMT_KIND_BARRIER_WAIT},
     {StmtKind::kBarrierExpectTx, pb::STMT_KIND_BARRIER_EXPECT_TX},
+    {StmtKind::kAssert, pb::STMT_KIND_ASSERT},
 }};
 static_assert(IndexedByOrdinal(kStmtKinds));
 
@@ -305,7 +306,9 @@ void EncodeStmt(const Stmt& s, pb::Stmt* out) {
   out->set_num_stages(s.num_stages);
   for (int32_t v : s.order) out->add_order(v);
   for (int32_t v : s.stage) out->add_stage(v);
-  if (s.kind == StmtKind::kIf || !(s.cond == Expr{})) EncodeExpr(s.cond, out->mutable_cond());
+  if (s.kind == StmtKind::kIf || s.kind == StmtKind::kAssert || !(s.cond == Expr{})) {
+    EncodeExpr(s.cond, out->mutable_cond());
+  }
   for (const Stmt& b : s.body) EncodeStmt(b, out->add_body());
   for (const Stmt& b : s.else_body) EncodeStmt(b, out->add_else_body());
   out->set_name(s.name);
@@ -314,6 +317,7 @@ void EncodeStmt(const Stmt& s, pb::Stmt* out) {
   out->set_panel_size(s.panel_size);
   out->set_swizzle_order(s.swizzle_order);
   out->set_enable(s.enable);
+  out->set_message(s.message);
 }
 
 // The first thread-IR node of a program, for ToProto's error.
@@ -881,7 +885,9 @@ absl::Status Decoder::DecodeStmtHead(const pb::Stmt& in, Stmt* out) {
   out->order.assign(in.order().begin(), in.order().end());
   out->stage.assign(in.stage().begin(), in.stage().end());
 
-  if (kind == StmtKind::kIf && !in.has_cond()) return Error("if statement without cond", "cond");
+  if ((kind == StmtKind::kIf || kind == StmtKind::kAssert) && !in.has_cond()) {
+    return Error(absl::StrCat(ShortName(in.kind()), " statement without cond"), "cond");
+  }
   RETURN_IF_ERROR(DecodeExprField(in.has_cond(), in.cond(), "cond", &out->cond));
   return absl::OkStatus();
 }
@@ -907,6 +913,15 @@ absl::Status Decoder::DecodeStmtTail(const pb::Stmt& in, Stmt* out) {
   }
   out->swizzle_order = order;
   out->enable = in.enable();
+  // Checked here as well as by the verifier: generated code spells the
+  // message out byte by byte, and only printable text may reach it.
+  const std::string& message = in.message();
+  if (!IsValidAssertMessage(message) || (!message.empty() && kind != StmtKind::kAssert)) {
+    return Error(absl::StrCat("message must be printable ASCII of at most ", kMaxAssertMessage,
+                              " bytes, on an assert statement only"),
+                 "message");
+  }
+  out->message = message;
   return absl::OkStatus();
 }
 
@@ -960,6 +975,7 @@ absl::Status Decoder::CheckStmtOperands(const Stmt& s, const pb::Stmt& in) {
     return absl::OkStatus(); // the verifier checks the warpgroup ids
   case StmtKind::kFor:
   case StmtKind::kIf:
+  case StmtKind::kAssert:
   case StmtKind::kAnnotateLayout:
   case StmtKind::kUseSwizzle:
     return absl::OkStatus(); // checked with their fields

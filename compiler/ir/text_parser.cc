@@ -1007,6 +1007,13 @@ class Parser {
       RETURN_IF_ERROR(ExpectPunct(","));
       ASSIGN_OR_RETURN(Region bar, ParseRegion());
       s->regions.push_back(std::move(bar));
+    } else if (kw == "assert") {
+      Next();
+      s->kind = StmtKind::kAssert;
+      ASSIGN_OR_RETURN(s->cond, ParseExpr());
+      RETURN_IF_ERROR(ExpectPunct(","));
+      if (Peek().kind != TokKind::kString) return Expected("the assert's message as a string");
+      s->message = Next().value;
     } else if (kw == "barrier_arrive") {
       Next();
       s->kind = StmtKind::kBarrierArrive;

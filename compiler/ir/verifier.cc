@@ -1103,6 +1103,13 @@ class Verifier {
     case StmtKind::kIf:
     case StmtKind::kWarpSpecialize:
       return absl::OkStatus(); // CheckStmt checks these
+    case StmtKind::kAssert:
+      RETURN_IF_ERROR(CheckBool(s.cond, s.loc, "assert condition"));
+      if (!IsValidAssertMessage(s.message)) {
+        return Err(s.loc, absl::StrCat("assert message must be printable ASCII of at most ",
+                                       kMaxAssertMessage, " bytes"));
+      }
+      return absl::OkStatus();
     case StmtKind::kTmaCopy:
     case StmtKind::kBarrierArrive:
     case StmtKind::kBarrierWait:

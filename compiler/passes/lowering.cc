@@ -483,7 +483,7 @@ void Lowering::SharedAccesses(const Stmt& s, std::set<std::string>* reads,
     if (st.has_value) on_expr(st.value);
     for (const Expr& e : st.indices) on_expr(e);
     for (const Expr& e : st.extents) on_expr(e);
-    if (st.kind == StmtKind::kIf) on_expr(st.cond);
+    if (st.kind == StmtKind::kIf || st.kind == StmtKind::kAssert) on_expr(st.cond);
     for (const Stmt& b : st.body) on_stmt(b);
     for (const Stmt& b : st.else_body) on_stmt(b);
   };
@@ -728,6 +728,18 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   }
   case StmtKind::kStore:
     return LowerStore(s, out);
+  case StmtKind::kAssert: {
+    // A run-time check reads shared memory like a load does.
+    if (!loop_) {
+      std::set<std::string> reads, writes;
+      SharedAccesses(s, &reads, &writes);
+      Touch(reads, writes, out);
+    }
+    Stmt st = s;
+    ASSIGN_OR_RETURN(st.cond, LowerExpr(s.cond));
+    out->push_back(std::move(st));
+    return absl::OkStatus();
+  }
   case StmtKind::kAnnotateLayout:
     return absl::OkStatus();
   case StmtKind::kUseSwizzle:

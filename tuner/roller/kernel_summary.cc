@@ -351,6 +351,7 @@ class Walker {
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
     case StmtKind::kAnnotateLayout:
+    case StmtKind::kAssert:
     case StmtKind::kCall:
       break;
     }

@@ -23,6 +23,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -74,6 +76,17 @@ inline uint32_t lane_id() {
 // ---- Barrier and shared memory.
 
 inline void sync_threads() { fiber::BlockBarrier(); }
+
+// A run-time check that failed (IR kAssert): the block fails with `message`
+// (the launch reports it); outside launch_grid the process aborts.
+[[noreturn]] inline void assert_fail(const char* message) {
+  fiber::BlockState* b = fiber::CurrentBlock();
+  if (b == nullptr) {
+    std::fprintf(stderr, "kiln::rt: kernel check failed: %s\n", message);
+    std::abort();
+  }
+  fiber::FailBlock(b, "thread %d: kernel check failed: %s", b->self().tid, message);
+}
 
 // The block's dynamic shared memory; nullptr outside launch_grid.
 inline unsigned char* dyn_smem() {

@@ -16,9 +16,14 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/cxx_emitter.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/hash.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/proto_convert.h"
+#include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/tools/npy.h"
@@ -352,6 +357,164 @@ TEST(CompatThreads, Errors) {
   EXPECT_THAT(ErrorOf("import tilelang.language as T\n\n\n@T.prim_func\ndef f():\n"
                       "    T.sync_threads()\n"),
               HasSubstr("T.sync_threads"));
+}
+
+// ---------------------------------------------------------------------------
+// 3. assert on values known at run time, and T.device_assert.
+
+// A host-level assert on a parameter compiled as a launch-time symbol (it
+// moves to the start of the kernel), and a device check on loaded data.
+constexpr char kChecked[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def checked(A, N, limit):
+    assert N % 4 == 0, "N must be a multiple of 4"
+    A: T.Tensor((N,), T.float32)
+    B = T.empty((N,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.serial(N // 32):
+            T.device_assert(A[i * 32 + bx] < limit, "value over the limit")
+        T.device_assert(N > 0)
+        for i in T.Parallel(64):
+            if i < N:
+                B[i] = A[i] + 1.0
+    return B
+)";
+
+absl::StatusOr<ir::Program> CompileDynamic(std::string_view src, const Bindings& binds,
+                                           const std::vector<std::string>& dynamic) {
+  FrontendOptions o;
+  o.file_name = "t.py";
+  for (const auto& [k, v] : binds) o.bindings.emplace_back(k, ParseBindingText(v));
+  o.dynamic_params = dynamic;
+  return CompileSource(src, o);
+}
+
+TEST(CompatAssert, RunTimeAssertsBecomeChecksInTheKernel) {
+  absl::StatusOr<ir::Program> p = CompileDynamic(kChecked, {{"limit", "2.0"}}, {"N"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(ir::Verify(*p).ok()) << ir::Verify(*p);
+  std::string text = ir::PrintProgram(*p);
+  // The host assert is the kernel's first statement.
+  EXPECT_THAT(text, HasSubstr("as (bx) {\n    assert N % 4 == 0, \"assert at line 7 failed: N must "
+                              "be a multiple of 4\"\n"));
+  EXPECT_THAT(text, HasSubstr("assert A[i * 32 + bx] < 2.0, \"T.device_assert at line 12 failed: "
+                              "value over the limit\""));
+  EXPECT_THAT(text, HasSubstr("assert N > 0, \"T.device_assert at line 13 failed\""));
+  // A bound N decides the assert at compile time: no check is left.
+  ir::Program bound = MustCompile(kChecked, {{"N", "64"}, {"limit", "2.0"}});
+  EXPECT_THAT(ir::PrintProgram(bound), Not(HasSubstr("assert N")));
+  EXPECT_THAT(ErrorOf(kChecked, {{"N", "62"}, {"limit", "2.0"}}),
+              HasSubstr("t.py:7:5: assertion failed: N must be a multiple of 4"));
+}
+
+TEST(CompatAssert, TextAndProtoRoundTrip) {
+  absl::StatusOr<ir::Program> p = CompileDynamic(kChecked, {{"limit", "2.0"}}, {"N"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string text = ir::PrintProgram(*p, {.locations = true});
+  absl::StatusOr<ir::Program> parsed = ir::ParseProgramText(text, "t.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(ir::PrintProgram(*parsed, {.locations = true}), text);
+  absl::StatusOr<v1::Program> wire = ir::ToProto(*p);
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  absl::StatusOr<ir::Program> back = ir::FromProto(*wire);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ir::PrintProgram(*back, {.locations = true}), text);
+  // The message is part of the key.
+  ir::Program other = *p;
+  other.kernel.body[0].message = "another message";
+  EXPECT_NE(ir::ProgramKey(*p), ir::ProgramKey(other));
+}
+
+TEST(CompatAssert, VerifierAndWireRefuseBadChecks) {
+  absl::StatusOr<ir::Program> p = CompileDynamic(kChecked, {{"limit", "2.0"}}, {"N"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ir::Program bad_message = *p;
+  bad_message.kernel.body[0].message = "line\nbreak";
+  EXPECT_THAT(std::string(ir::Verify(bad_message).message()),
+              HasSubstr("assert message must be printable ASCII of at most 256 bytes"));
+  ir::Program long_message = *p;
+  long_message.kernel.body[0].message = std::string(257, 'x');
+  EXPECT_FALSE(ir::Verify(long_message).ok());
+  ir::Program not_bool = *p;
+  not_bool.kernel.body[0].cond = ir::IntImm(1, ir::DType::kInt32);
+  EXPECT_THAT(std::string(ir::Verify(not_bool).message()), HasSubstr("assert condition"));
+  absl::StatusOr<v1::Program> wire = ir::ToProto(*p);
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  v1::Program tampered = *wire;
+  tampered.mutable_kernel()->mutable_body(0)->set_message("quote \" and \\ are fine, \x01 is not");
+  EXPECT_THAT(std::string(ir::FromProto(tampered).status().message()),
+              HasSubstr("message must be printable ASCII"));
+  v1::Program no_cond = *wire;
+  no_cond.mutable_kernel()->mutable_body(0)->clear_cond();
+  EXPECT_THAT(std::string(ir::FromProto(no_cond).status().message()), HasSubstr("without cond"));
+}
+
+TEST(CompatAssert, ChecksRunOnTheCpu) {
+  CpuRun cpu;
+  // Passing checks: the kernel's result.
+  CpuResult ok = cpu.Run(kChecked, {{"N", "64"}, {"limit", "2.0"}}, {"A", "B"});
+  ASSERT_TRUE(ok.success) << ok.stderr_data;
+  ASSERT_EQ(ok.arrays["B"].size(), 64u);
+  for (size_t k = 0; k < 64; ++k) EXPECT_EQ(ok.arrays["B"][k], ok.arrays["A"][k] + 1.0f) << k;
+  // Inputs are in [-1, 1): every element is over a limit of -1.
+  CpuResult over = cpu.Run(kChecked, {{"N", "64"}, {"limit", "-1.0"}}, {});
+  EXPECT_FALSE(over.success);
+  EXPECT_THAT(over.stderr_data, HasSubstr("kernel check failed: T.device_assert at line 12 "
+                                          "failed: value over the limit"));
+}
+
+// kiln-run with N dynamic: the launch-time value fails the host assert.
+TEST(CompatAssert, HostAssertFailsAtLaunchOnTheCpu) {
+  fs::path dir = fs::temp_directory_path() / absl::StrCat("kiln-compat-assert-", getpid());
+  fs::create_directories(dir);
+  std::ofstream((dir / "k.py").string()) << kChecked;
+  auto run = [&](const std::string& n) {
+    std::vector<std::string> args = {std::string(KILN_BINARY_DIR) + "/kiln-run",
+                                     (dir / "k.py").string(),
+                                     "--target",
+                                     "cpu",
+                                     "--quiet",
+                                     "--dynamic",
+                                     "N",
+                                     "--bind",
+                                     "N=" + n,
+                                     "--bind",
+                                     "limit=2.0"};
+    return util::RunSubprocess(args, util::SubprocessOptions{});
+  };
+  absl::StatusOr<util::SubprocessResult> good = run("64");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_TRUE(good->success()) << good->stderr_data;
+  absl::StatusOr<util::SubprocessResult> bad = run("62");
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_FALSE(bad->success());
+  EXPECT_THAT(bad->stderr_data, HasSubstr("kernel check failed: assert at line 7 failed: N must "
+                                          "be a multiple of 4"));
+  fs::remove_all(dir);
+}
+
+TEST(CompatAssert, CodegenSpellsTheMessageInEscapes) {
+  absl::StatusOr<ir::Program> p = CompileDynamic(kChecked, {{"limit", "2.0"}}, {"N"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  // A message with C++ and format metacharacters reaches the source only
+  // as octal escapes.
+  p->kernel.body[0].message = "\"); system(\"x\"); // %s %n";
+  ASSERT_TRUE(passes::RunPasses(*p, {"layout-inference", "lower-tile-ops"}).ok());
+  absl::StatusOr<codegen::EmittedBody> body = codegen::EmitBody(*p);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_THAT(body->body, HasSubstr("kiln::rt::assert_fail(\"\\042\\051\\073\\040\\163"));
+  EXPECT_THAT(body->body, Not(HasSubstr("system")));
+}
+
+TEST(CompatAssert, Errors) {
+  EXPECT_THAT(ErrorOf("import tilelang.language as T\n\n\n@T.prim_func\ndef f():\n"
+                      "    T.device_assert(1 > 0)\n"),
+              HasSubstr("T.device_assert"));
+  EXPECT_THAT(ErrorOf(ThreadsProgram("        T.device_assert(A)\n")),
+              HasSubstr("t.py:9:25: T.device_assert expects a condition, got buffer"));
 }
 
 } // namespace

@@ -263,7 +263,11 @@ Program Everything() {
   wait.regions = {bar};
   wait.has_value = true;
   wait.value = Binary(BinOp::kFloorMod, VarRef("bx"), IntImm(2));
-  ws.body = {expect, tma, arrive, wait};
+  // A run-time check with quotes and backslashes in its message.
+  Stmt check = MakeStmt(StmtKind::kAssert, Loc{41, 3});
+  check.cond = Binary(BinOp::kLt, VarRef("bx"), IntImm(64));
+  check.message = "assert at line 41 failed: \"bx\" \\ 64";
+  ws.body = {expect, tma, arrive, wait, check};
   k.body.push_back(ws);
 
   p.attrs = {{"fast_math", "true"}, {"tl.disable_tma", "1"}};
