@@ -274,7 +274,7 @@ class ReduceLowering {
       }
       return a.buffer.name;
     }
-    const std::string scratch = l_.Fresh("scratch");
+    std::string scratch = l_.Fresh("scratch");
     Stmt alloc;
     alloc.kind = ir::StmtKind::kAlloc;
     alloc.buffer.name = scratch;
