@@ -358,6 +358,7 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   if (module == "torch") {
     if (std::optional<ir::DType> t = TorchDType(attr)) return Value::DType(*t);
   }
+  if (module == "tilelang.tools.cuda.iket" && IsIketCall(attr)) return Value::Builtin(path);
   if (module == "math") {
     if (attr == "pi") return Value::Float(M_PI);
     if (attr == "e") return Value::Float(M_E);
@@ -421,7 +422,7 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
     break;
   case ValueKind::kString:
     if (attr == "join" || attr == "startswith" || attr == "endswith" || attr == "isdigit" ||
-        attr == "isalpha") {
+        attr == "strip" || attr == "lstrip" || attr == "rstrip" || attr == "isalpha") {
       return BoundMethod(attr, obj);
     }
     break;

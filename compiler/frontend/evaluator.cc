@@ -592,15 +592,42 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecIf(const PyStmt& s) {
 }
 
 absl::StatusOr<Evaluator::Flow> Evaluator::ExecWith(const PyStmt& s) {
-  if (s.exprs.size() != 1) {
-    return Error(s.loc, "a with statement must have exactly one context manager (T.Kernel)");
+  // One T.Kernel or T.ws, and besides it only context managers that do
+  // nothing (TileLang's profiling ranges, iket.range): `with T.Kernel(...)
+  // as bx, iket.range("k"):` runs as `with T.Kernel(...) as bx:`.
+  size_t main_item = 0;
+  if (s.exprs.size() > 1) {
+    size_t mains = 0;
+    for (size_t k = 0; k < s.exprs.size(); ++k) {
+      const PyExpr& item = s.exprs[k];
+      if (item.kind == PyExprKind::kCall) {
+        ASSIGN_OR_RETURN(Value callee, Eval(item.elts[0]));
+        if (callee.kind == ValueKind::kBuiltin && (callee.s == "T.Kernel" || callee.s == "T.ws")) {
+          main_item = k;
+          ++mains;
+          continue;
+        }
+      }
+      ASSIGN_OR_RETURN(Value v, Eval(item));
+      if (v.kind != ValueKind::kOpaque || v.s.rfind("a profiling range", 0) != 0) {
+        return Error(item.loc, absl::StrCat("a with statement may combine T.Kernel or T.ws only "
+                                            "with no-op context managers (iket.range), not a ",
+                                            TypeName(v)));
+      }
+      if (k < s.targets.size() && s.targets[k].kind != PyExprKind::kNone) {
+        return Error(s.targets[k].loc, "'as' on a profiling range is not supported");
+      }
+    }
+    if (mains != 1) {
+      return Error(s.loc, "a with statement must have exactly one T.Kernel or T.ws");
+    }
   }
-  const PyExpr& cm = s.exprs[0];
+  const PyExpr& cm = s.exprs[main_item];
   if (cm.kind == PyExprKind::kCall) {
     ASSIGN_OR_RETURN(Value callee, Eval(cm.elts[0]));
     if (callee.kind == ValueKind::kBuiltin && callee.s == "T.Kernel") {
       static const PyExpr kNoTarget;
-      return LowerKernel(s, cm, s.targets.empty() ? kNoTarget : s.targets[0]);
+      return LowerKernel(s, cm, main_item < s.targets.size() ? s.targets[main_item] : kNoTarget);
     }
     if (callee.kind == ValueKind::kBuiltin && callee.s == "T.ws") {
       return LowerWarpSpecialize(s, cm);

@@ -301,6 +301,10 @@ bool IsTBuiltin(std::string_view name) { return In(kTBuiltins, name); }
 
 bool IsHostMathHelper(std::string_view name) { return name == "next_power_of_2" || name == "cdiv"; }
 
+bool IsIketCall(std::string_view name) {
+  return name == "range" || name == "mark" || name == "payload";
+}
+
 std::optional<std::string_view> MissingTileLangName(std::string_view name) {
   for (const auto& [n, rewrite] : kMissingNames) {
     if (n == name) return rewrite;

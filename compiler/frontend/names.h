@@ -32,6 +32,9 @@ bool IsPythonBuiltin(std::string_view name);
 // Host helpers of tilelang.math (also tilelang.<name>) the frontend
 // evaluates at compile time: next_power_of_2, cdiv.
 bool IsHostMathHelper(std::string_view name);
+// Calls of TileLang's in-kernel event tracer (tilelang.tools.cuda.iket:
+// range, mark, payload), which only profile: Kiln runs them as no-ops.
+bool IsIketCall(std::string_view name);
 
 // T.<name> functions and namespaces the frontend knows (without "T.").
 bool IsTBuiltin(std::string_view name);

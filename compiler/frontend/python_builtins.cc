@@ -106,6 +106,26 @@ absl::StatusOr<Value> Evaluator::CallMethod(const Value& method, std::vector<Arg
     }
     return Value::Bool(false);
   }
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    // Python's: strip whitespace, or any of the characters of `chars`.
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"chars"}, 0));
+    std::string chars = " \t\n\r\v\f";
+    if (m[0].has_value() && !m[0]->is_none()) {
+      if (m[0]->kind != ValueKind::kString) {
+        return Error(loc, absl::StrCat(name, "() arg must be None or str, got ", TypeName(*m[0])));
+      }
+      chars = m[0]->s;
+    }
+    RETURN_IF_ERROR(ChargeScan(loc, self.s.size()));
+    size_t begin = 0, end = self.s.size();
+    if (name != "rstrip") {
+      while (begin < end && chars.find(self.s[begin]) != std::string::npos) ++begin;
+    }
+    if (name != "lstrip") {
+      while (end > begin && chars.find(self.s[end - 1]) != std::string::npos) --end;
+    }
+    return Value::Str(self.s.substr(begin, end - begin));
+  }
   if (name == "isdigit" || name == "isalpha") {
     ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {}, 0));
     (void)m;

@@ -26,6 +26,9 @@ namespace kiln::frontend {
 
 bool IsHopperOp(std::string_view fn); // hopper_ops.cc
 
+// What iket.range(...) returns: a context manager that does nothing.
+constexpr char kIketRange[] = "a profiling range (iket.range), a no-op in Kiln";
+
 namespace {
 
 bool IsLoopBuiltin(std::string_view fn) {
@@ -776,6 +779,18 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
                                               const PyExpr& call) {
   Loc loc = call.loc;
   const std::string& file = options_.file_name;
+  constexpr std::string_view kIket = "tilelang.tools.cuda.iket.";
+  if (name.rfind(kIket, 0) == 0) {
+    // TileLang's event tracer records timestamps for a profiler and changes
+    // no result: its calls are accepted and do nothing (no trace is kept).
+    std::string fn = name.substr(kIket.size());
+    std::vector<std::string_view> names = {"name", "payload"};
+    if (fn == "payload") names = {"value", "dtype"};
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, absl::StrCat("iket.", fn), args, names, 1));
+    (void)m;
+    if (fn == "range") return Value::Opaque(kIketRange);
+    return Value::None();
+  }
   if (name.rfind("tilelang.", 0) == 0) {
     return Error(loc, absl::StrCat("'", name, "' cannot be called here"));
   }

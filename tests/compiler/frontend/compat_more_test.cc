@@ -517,5 +517,93 @@ TEST(CompatAssert, Errors) {
               HasSubstr("t.py:9:25: T.device_assert expects a condition, got buffer"));
 }
 
+// ---------------------------------------------------------------------------
+// 4. The Python subset: str.strip / lstrip / rstrip, and `with` statements
+// that pair T.Kernel with TileLang's profiling ranges.
+
+TEST(CompatPython, StripMethods) {
+  constexpr char kSrc[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def f(A):
+    name = "  Radeon RX \n".strip()
+    assert name == "Radeon RX"
+    assert "xxabcxx".strip("x") == "abc" and "xxabc".lstrip("x") == "abc"
+    assert "abc  ".rstrip() == "abc" and "  abc".lstrip() == "abc" and "abc".strip(None) == "abc"
+    assert "".strip() == "" and "xxx".strip("x") == ""
+    A: T.Tensor((32,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(32):
+            A[i] = len(name) * 1.0
+)";
+  ir::Program p = MustCompile(kSrc);
+  EXPECT_THAT(ir::PrintProgram(p), HasSubstr("A[i] = 9.0"));
+  std::string src = kSrc;
+  src.replace(src.find("\"xxabcxx\".strip(\"x\")"), 20, "\"xxabcxx\".strip(1)");
+  EXPECT_THAT(ErrorOf(src), HasSubstr("t.py:9:12: strip() arg must be None or str, got int"));
+}
+
+// TileLang's iket example, unchanged but for the file layout: a profiling
+// range next to T.Kernel and marks inside it.
+constexpr char kIket[] = R"(import tilelang
+import tilelang.language as T
+from tilelang.tools.cuda import iket
+
+
+def add_scale_with_iket(n: int, threads: int = 128, dtype=T.float32):
+    @T.prim_func
+    def main(
+        A: T.Tensor((n,), dtype),
+        B: T.Tensor((n,), dtype),
+        Scale: T.Tensor((1,), dtype),
+        C: T.Tensor((n,), dtype),
+    ):
+        with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx, iket.range("block_total"):
+            iket.mark("block_enter", payload=iket.payload(bx, dtype="int32"))
+            for i in T.Parallel(threads):
+                idx = bx * threads + i
+                if idx < n:
+                    iket.mark("load_inputs")
+                    value = (A[idx] + B[idx]) * Scale[0]
+                    C[idx] = value
+            iket.mark("block_exit", payload=iket.payload(bx, dtype="int32"))
+
+    return main
+)";
+
+TEST(CompatPython, ProfilingRangesAreNoOps) {
+  ir::Program p = MustCompile(kIket, {{"n", "200"}});
+  EXPECT_EQ(p.kernel.block_vars.size(), 1u);
+  EXPECT_THAT(ir::PrintProgram(p), HasSubstr("C[bx * 128 + i] = (A[bx * 128 + i] + B[bx * 128 + "
+                                             "i]) * Scale[0]"));
+  CpuRun cpu;
+  auto out = cpu.MustRun(kIket, {{"n", "200"}}, {"A", "B", "Scale", "C"});
+  ASSERT_EQ(out["C"].size(), 200u);
+  ASSERT_EQ(out["Scale"].size(), 1u);
+  for (size_t k = 0; k < 200; ++k) {
+    EXPECT_EQ(out["C"][k], (out["A"][k] + out["B"][k]) * out["Scale"][0]) << k;
+  }
+}
+
+TEST(CompatPython, WithErrors) {
+  auto with = [](const std::string& items) {
+    return absl::StrCat("import tilelang\nimport tilelang.language as T\n"
+                        "from tilelang.tools.cuda import iket\n\n\n@tilelang.jit\n"
+                        "def f(A):\n    A: T.Tensor((32,), T.float32)\n    with ",
+                        items, ":\n        A[0] = 1.0\n");
+  };
+  EXPECT_THAT(ErrorOf(with("T.Kernel(1) as bx, range(3)")),
+              HasSubstr("t.py:9:29: a with statement may combine T.Kernel or T.ws only with no-op "
+                        "context managers (iket.range), not a range"));
+  EXPECT_THAT(ErrorOf(with("iket.range(\"a\"), iket.range(\"b\")")),
+              HasSubstr("t.py:9:5: a with statement must have exactly one T.Kernel or T.ws"));
+  EXPECT_THAT(ErrorOf(with("T.Kernel(1) as bx, iket.range(\"a\") as r")),
+              HasSubstr("t.py:9:48: 'as' on a profiling range is not supported"));
+  EXPECT_THAT(ErrorOf(with("T.Kernel(1) as bx, T.Kernel(2) as by")),
+              HasSubstr("exactly one T.Kernel or T.ws"));
+}
+
 } // namespace
 } // namespace kiln::frontend

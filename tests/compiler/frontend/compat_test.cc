@@ -474,9 +474,7 @@ TEST(CompatDiagnostics, TileLangNamesKilnLacks) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"s = T.alloc_reducer((8,), T.float32)",
-       "t.py:10:17: 'T.alloc_reducer' is not supported by Kiln yet; accumulate in a "
-       "T.alloc_fragment and combine with T.reduce_* or T.atomic_add"},
+      {"T.gemm_sp(A, A, A)", "t.py:10:13: 'T.gemm_sp' is not supported by Kiln yet"},
       {"T.rng_init(1, 0, i)", "t.py:10:13: 'T.rng_init' is not supported by Kiln yet"},
       {"A[i] = T.rng_rand()", "t.py:10:20: 'T.rng_rand' is not supported by Kiln yet"},
       {"T.sync_warp()", "t.py:10:13: 'T.sync_warp' is not supported by Kiln yet"},
