@@ -91,6 +91,8 @@ class Evaluator {
     // itself a view); -1 for buffers with their own storage. A view is never
     // allocated: its accesses are rewritten to that buffer (ResolveView).
     int view_of = -1;
+    // T.alloc_reducer: the reducer's op (compiler/ir/reducer.h).
+    std::optional<ir::ReduceKind> reducer = std::nullopt;
   };
   // A lazily evaluated module-level binding.
   struct ModuleName {

@@ -95,12 +95,13 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 95> kTBuiltins = {
+constexpr std::array<std::string_view, 97> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
     // Allocation.
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer",
+    "finalize_reducer",
     // Views of a buffer's storage.
     "reshape", "view",
     // Threads and barriers.
@@ -133,7 +134,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 61> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 59> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -141,10 +142,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 61> kMissing
     {"rng_init", ""},
     {"rng_rand", ""},
     {"rng_rand_float", ""},
-    {"alloc_reducer", "accumulate in a T.alloc_fragment and combine with T.reduce_* or "
-                      "T.atomic_add"},
-    {"finalize_reducer", "accumulate in a T.alloc_fragment and combine with T.reduce_* or "
-                         "T.atomic_add"},
     {"cumsum", ""},
     {"im2col", "copy the patches with T.copy or a T.Parallel loop"},
     {"gemm_sp", ""},

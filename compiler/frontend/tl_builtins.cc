@@ -20,6 +20,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/int_range.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/reducer.h"
 #include "util/status_macros.h"
 
 namespace kiln::frontend {
@@ -368,6 +369,7 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   const std::string& file = options_.file_name;
   Value shape, dtype, scope, init;
   bool has_init = false;
+  std::optional<ir::ReduceKind> reducer; // T.alloc_reducer's op
   if (fn == "alloc_var") {
     // alloc_var(dtype, [init | scope | init, scope], scope=, init=)
     ASSIGN_OR_RETURN(auto m,
@@ -393,6 +395,49 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
       has_init = true;
     }
     shape = Value::Int(1);
+  } else if (fn == "alloc_reducer") {
+    // alloc_reducer(shape, dtype, op="sum", replication=None): a fragment
+    // each thread holds whole and accumulates into (compiler/ir/reducer.h).
+    const std::vector<std::string_view> names = {"shape", "dtype", "op", "replication"};
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, fn, args, names, 2));
+    shape = *m[0];
+    dtype = *m[1];
+    scope = Value::Str("local.fragment");
+    reducer = ir::ReduceKind::kSum;
+    if (m[2].has_value() && !m[2]->is_none()) {
+      const Value& op = *m[2];
+      const Loc oloc = ArgLoc(args, names, 2, loc);
+      if (op.kind != ValueKind::kString) {
+        return Error(oloc, absl::StrCat("T.alloc_reducer op must be a string, got ", TypeName(op)));
+      }
+      if (op.s == "max") {
+        reducer = ir::ReduceKind::kMax;
+      } else if (op.s == "min") {
+        reducer = ir::ReduceKind::kMin;
+      } else if (op.s == "bitand" || op.s == "bitor" || op.s == "bitxor") {
+        return Error(oloc, absl::StrCat("T.alloc_reducer op \"", op.s,
+                                        "\" is not supported by Kiln yet; use \"sum\", \"max\" "
+                                        "or \"min\""));
+      } else if (op.s != "sum") {
+        return Error(oloc, IsSafeText(op.s)
+                               ? absl::StrCat("T.alloc_reducer op must be \"sum\", \"max\" or "
+                                              "\"min\", got \"",
+                                              op.s, "\"")
+                               : std::string("T.alloc_reducer op must be \"sum\", \"max\" or "
+                                             "\"min\""));
+      }
+    }
+    if (m[3].has_value() && !m[3]->is_none()) {
+      const Value& rep = *m[3];
+      const Loc rloc = ArgLoc(args, names, 3, loc);
+      if (rep.kind == ValueKind::kString && rep.s == "none") {
+        return Error(rloc, "T.alloc_reducer replication=\"none\" is not supported by Kiln yet; "
+                           "use replication=\"all\" (every thread holds every element)");
+      }
+      if (rep.kind != ValueKind::kString || rep.s != "all") {
+        return Error(rloc, "T.alloc_reducer replication must be \"all\" or \"none\"");
+      }
+    }
   } else {
     std::string default_scope = fn == "alloc_shared"     ? "shared.dyn"
                                 : fn == "alloc_fragment" ? "local.fragment"
@@ -445,7 +490,16 @@ absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<A
   st.loc = loc;
   st.buffer = b;
   Emit(std::move(st));
+  if (reducer.has_value()) {
+    ir::Stmt mark;
+    mark.kind = ir::StmtKind::kAnnotateLayout;
+    mark.loc = loc;
+    mark.name = b.name;
+    mark.layout = ir::ReducerLayoutName(*reducer);
+    Emit(std::move(mark));
+  }
   buffers_.push_back(BufferInfo{std::move(b), false});
+  buffers_.back().reducer = reducer;
   return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
 }
 
@@ -798,6 +852,46 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
   if (IsTileOp(fn)) return CallTileOp(fn, args, loc);
   if (IsHopperOp(fn)) return CallHopperOp(fn, args, loc);
   if (fn.rfind("alloc_", 0) == 0) return Allocate(name, args, loc);
+  if (fn == "finalize_reducer") {
+    // T.finalize_reducer(reducer): combine every thread's copy in place
+    // (compiler/ir/reducer.h).
+    RETURN_IF_ERROR(RequireKernel(loc, "T.finalize_reducer"));
+    const std::vector<std::string_view> names = {"reducer", "dst", "batch", "annotations"};
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, fn, args, names, 1));
+    const Value& r = *m[0];
+    if (r.kind != ValueKind::kBuffer || !buffers_[r.i].reducer.has_value()) {
+      return Error(ArgLoc(args, names, 0, loc),
+                   absl::StrCat("T.finalize_reducer expects a buffer made by T.alloc_reducer, got ",
+                                r.kind == ValueKind::kBuffer
+                                    ? absl::StrCat("'", buffers_[r.i].buffer.name, "'")
+                                    : TypeName(r)));
+    }
+    if (m[1].has_value() && !m[1]->is_none()) {
+      return Error(ArgLoc(args, names, 1, loc),
+                   "T.finalize_reducer with a destination is not supported by Kiln yet; finalize "
+                   "in place (T.finalize_reducer(reducer)) and copy the reducer");
+    }
+    // batch only groups the collective's barriers: any positive count
+    // gives the same values.
+    if (m[2].has_value() && !(m[2]->kind == ValueKind::kInt && m[2]->i >= 1)) {
+      return Error(ArgLoc(args, names, 2, loc),
+                   "T.finalize_reducer batch must be a positive integer");
+    }
+    const ir::Buffer& b = buffers_[r.i].buffer;
+    ir::Stmt st;
+    st.kind = ir::StmtKind::kReduce;
+    st.loc = loc;
+    st.reduce_kind = *buffers_[r.i].reducer;
+    st.dim = ir::kReducerFinalizeDim;
+    st.clear = false;
+    ir::Region whole;
+    whole.buffer = b.name;
+    whole.loc = loc;
+    for (const ir::Expr& e : b.shape) whole.ranges.push_back(ir::Range{ir::IntImm(0), e});
+    st.regions = {whole, whole};
+    Emit(std::move(st));
+    return Value::None();
+  }
   if (fn == "const" || fn == "dynamic" || fn == "symbolic") {
     return DeclareSymbols(absl::StrCat("T.", fn), args, loc);
   }

@@ -25,6 +25,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/index_layout.h"
 #include "compiler/ir/intrinsics.h"
+#include "compiler/ir/reducer.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
 
@@ -937,6 +938,16 @@ class Verifier {
                    absl::StrCat("reduce: ", roles[k], " '", b->name, "' is in ", SC(b->scope),
                                 " scope; it must be in fragment or shared scope"));
       }
+    }
+    if (s.dim == kReducerFinalizeDim) {
+      // T.finalize_reducer (compiler/ir/reducer.h): a reducer, in place.
+      ASSIGN_OR_RETURN(const Buffer* b, LookupBuffer(s.regions[0].buffer, s.loc, "reduce"));
+      if (s.regions[0].buffer != s.regions[1].buffer || b->scope != Scope::kFragment ||
+          static_cast<int>(s.reduce_kind) > static_cast<int>(ReduceKind::kMin)) {
+        return Err(s.loc, "reduce: dim -1 (a reducer's finalize) needs the same fragment as "
+                          "source and destination and reduce_sum, reduce_max or reduce_min");
+      }
+      return absl::OkStatus();
     }
     const size_t rank = s.regions[0].ranges.size();
     if (s.dim < 0 || static_cast<size_t>(s.dim) >= rank) {

@@ -15,6 +15,9 @@
 //    A fragment only read in a loop, whose layout is fully replicated
 //    (every thread holds every element), takes no constraint from it: any
 //    thread reads any element of it directly.
+//    A reducer (T.alloc_reducer, compiler/ir/reducer.h) is fully replicated
+//    from the start and takes no constraint from the loops that update it:
+//    each thread updates its own copy.
 // 3. When nothing changes, fragments accessed element by element outside
 //    a T.Parallel loop, or inside one by indices that are not distinct loop
 //    variables (`if mask[k]:`, `x[0]` in a loop over i), get the fully
@@ -47,6 +50,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/ir/reducer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/warp_groups.h"
@@ -297,6 +301,7 @@ class Inference {
 
   absl::Status Run() {
     RETURN_IF_ERROR(CheckFragmentThreads());
+    RETURN_IF_ERROR(PlaceReducers());
     if (options_.wgmma) DecideWgmma();
     for (int round = 0; round < 10000; ++round) {
       changed_ = false;
@@ -373,6 +378,7 @@ class Inference {
         RETURN_IF_ERROR(Gemm(s));
         break;
       case StmtKind::kReduce: {
+        if (s.dim == ir::kReducerFinalizeDim) break; // in place: the layout stays
         const std::string& src = s.regions[0].buffer;
         const std::string& dst = s.regions[1].buffer;
         auto it = known_.find(src);
@@ -486,9 +492,30 @@ class Inference {
     if (!wgmma_) wgmma_groups_.clear();
   }
 
+  // Reducers: every thread holds every element (the fully replicated
+  // layout), set before anything else constrains them.
+  absl::Status PlaceReducers() {
+    for (const auto& [name, kind] : reducers_) {
+      auto it = frags_.find(name);
+      if (it == frags_.end()) continue; // the verifier names the bad mark
+      RETURN_IF_ERROR(Set(name, ReplicatedLayout(it->second.shape, threads_),
+                          it->second.buffer->loc, "T.alloc_reducer"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Gemm(const Stmt& s) {
     const ir::Region& a = s.regions[0];
     const ir::Region& c = s.regions[2];
+    for (const ir::Region& r : s.regions) {
+      if (reducers_.count(r.buffer)) {
+        return ir::ErrorAt(p_.source_name, r.loc.line ? r.loc : s.loc,
+                           absl::StrCat("T.gemm: '", r.buffer,
+                                        "' is a reducer (T.alloc_reducer), which cannot be a "
+                                        "T.gemm operand; accumulate the gemm in a "
+                                        "T.alloc_fragment"));
+      }
+    }
     if (!frags_.count(c.buffer)) {
       return ir::ErrorAt(p_.source_name, s.loc,
                          absl::StrCat("gemm: the accumulator '", c.buffer, "' must be a fragment"));
@@ -530,11 +557,13 @@ class Inference {
     const size_t n = loop.loop_vars.size();
     bool have = false;
     for (const Candidate& c : cands) {
-      if (c.dims.size() == n && known_.count(c.buffer)) have = true;
+      if (c.dims.size() == n && known_.count(c.buffer) && !reducers_.count(c.buffer)) have = true;
     }
     if (!have && !allow_default) return absl::OkStatus();
     ASSIGN_OR_RETURN(FragmentLayout layout, LoopLayout(p_, loop, known_, std::nullopt, threads_));
     for (const Candidate& c : cands) {
+      // Each thread updates its own copy of a reducer.
+      if (reducers_.count(c.buffer)) continue;
       // Lowering reads any element of a fully replicated fragment directly.
       auto it = known_.find(c.buffer);
       if (!c.write && it != known_.end() && FullyReplicated(it->second)) continue;
@@ -656,6 +685,13 @@ class Inference {
   std::map<const Stmt*, std::pair<int64_t, int64_t>> wgmma_groups_;
   std::map<std::string, ElementAccess> element_accesses_ = ElementAccesses(p_, frags_);
   bool loops_first_ = false;
+  std::map<std::string, ir::ReduceKind> reducers_ = Reducers(p_);
+
+  static std::map<std::string, ir::ReduceKind> Reducers(const ir::Program& p) {
+    std::map<std::string, ir::ReduceKind> out;
+    ir::CollectReducers(p.kernel.body, &out);
+    return out;
+  }
 };
 
 absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
@@ -743,10 +779,13 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
   const std::vector<Candidate> cands = LoopCandidates(loop, frags);
   // A fully replicated fragment that the loop only reads says nothing about
   // how the loop's iterations are spread: prefer any other known fragment.
+  // A reducer says nothing either (each thread updates its own copy).
+  std::map<std::string, ir::ReduceKind> reducers;
+  ir::CollectReducers(program.kernel.body, &reducers);
   const Candidate* from = nullptr;
   for (int pass = 0; pass < 2 && !from; ++pass) {
     for (const Candidate& c : cands) {
-      if (c.dims.size() != extents.size()) continue;
+      if (c.dims.size() != extents.size() || reducers.count(c.buffer)) continue;
       auto it = known.find(c.buffer);
       if (it == known.end()) continue;
       if (pass == 0 && !c.write && FullyReplicated(it->second)) continue;

@@ -39,6 +39,7 @@
 // Regions: shared operands may be sub-regions (A_s[0:4, :]); the output's
 // dimensions of extent 1 may be squeezed or kept ([X, d, Y] -> [X, Y] or
 // [X, 1, Y]). Fragment operands are reduced whole.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -49,6 +50,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/ir/reducer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/lowering.h"
 #include "util/status_macros.h"
@@ -107,6 +109,49 @@ Expr Operand(ir::ReduceKind kind, Expr v, DType acc) {
 
 std::string ShapeText(const std::vector<int64_t>& v) {
   return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
+
+// The shared scratch array of step 3, `size` elements of `acc`. One array
+// of each dtype serves all the kernel's reductions (the largest size): each
+// use starts with a block barrier, after every thread's last read of the
+// one before. Not in a program with T.ws regions, whose named barriers
+// order only their own threads: there each reduction has its own.
+std::string SharedScratch(Lowering& l, DType acc, int64_t size) {
+  bool regions = false;
+  ir::ForEachStmt(l.program_.kernel.body, [&](const Stmt& s) {
+    regions = regions || s.kind == ir::StmtKind::kWarpSpecialize;
+  });
+  for (Stmt& a : l.top_allocs_) {
+    if (regions || a.kind != ir::StmtKind::kAlloc || a.buffer.dtype != acc ||
+        a.buffer.scope != ir::Scope::kSharedDyn || a.buffer.name.rfind("kiln_scratch", 0) != 0) {
+      continue;
+    }
+    Buf& sb = l.bufs_.at(a.buffer.name);
+    if (size > sb.size) {
+      a.buffer.shape = {I(size)};
+      sb.shape = {size};
+      sb.shape_expr = {I(size)};
+      sb.size = size;
+    }
+    return a.buffer.name;
+  }
+  std::string scratch = l.Fresh("scratch");
+  Stmt alloc;
+  alloc.kind = ir::StmtKind::kAlloc;
+  alloc.buffer.name = scratch;
+  alloc.buffer.dtype = acc;
+  alloc.buffer.scope = ir::Scope::kSharedDyn;
+  alloc.buffer.shape = {I(size)};
+  l.top_allocs_.push_back(alloc);
+  Buf sb;
+  sb.name = scratch;
+  sb.dtype = acc;
+  sb.scope = ir::Scope::kShared;
+  sb.shape = {size};
+  sb.shape_expr = {I(size)};
+  sb.size = size;
+  l.bufs_[scratch] = sb;
+  return scratch;
 }
 
 // A reduction operand: its buffer and region (minimums lowered, extents
@@ -250,48 +295,7 @@ class ReduceLowering {
     return kept;
   }
 
-  // The shared scratch array of step 3, `size` elements of acc_. One array
-  // of each dtype serves all the kernel's reductions (the largest size):
-  // each use starts with a block barrier, after every thread's last read of
-  // the one before. Not in a program with T.ws regions, whose named
-  // barriers order only their own threads: there each reduction has its own.
-  std::string Scratch(int64_t size) {
-    bool regions = false;
-    ir::ForEachStmt(l_.program_.kernel.body, [&](const Stmt& s) {
-      regions = regions || s.kind == ir::StmtKind::kWarpSpecialize;
-    });
-    for (Stmt& a : l_.top_allocs_) {
-      if (regions || a.kind != ir::StmtKind::kAlloc || a.buffer.dtype != acc_ ||
-          a.buffer.scope != ir::Scope::kSharedDyn || a.buffer.name.rfind("kiln_scratch", 0) != 0) {
-        continue;
-      }
-      Buf& sb = l_.bufs_.at(a.buffer.name);
-      if (size > sb.size) {
-        a.buffer.shape = {I(size)};
-        sb.shape = {size};
-        sb.shape_expr = {I(size)};
-        sb.size = size;
-      }
-      return a.buffer.name;
-    }
-    std::string scratch = l_.Fresh("scratch");
-    Stmt alloc;
-    alloc.kind = ir::StmtKind::kAlloc;
-    alloc.buffer.name = scratch;
-    alloc.buffer.dtype = acc_;
-    alloc.buffer.scope = ir::Scope::kSharedDyn;
-    alloc.buffer.shape = {I(size)};
-    l_.top_allocs_.push_back(alloc);
-    Buf sb;
-    sb.name = scratch;
-    sb.dtype = acc_;
-    sb.scope = ir::Scope::kShared;
-    sb.shape = {size};
-    sb.shape_expr = {I(size)};
-    sb.size = size;
-    l_.bufs_[scratch] = sb;
-    return scratch;
-  }
+  std::string Scratch(int64_t size) { return SharedScratch(l_, acc_, size); }
 
   // Steps 1-3: a register array with the reduction of the source's
   // elements that each result register of layout `ld` holds.
@@ -557,6 +561,81 @@ class ReduceLowering {
 
 absl::Status Lowering::LowerReduce(const Stmt& s, std::vector<Stmt>* out) {
   return ReduceLowering(*this, s).Run(out);
+}
+
+absl::Status Lowering::LowerFinalizeReducer(const Stmt& s, std::vector<Stmt>* out) {
+  auto it = bufs_.find(s.regions[0].buffer);
+  if (it == bufs_.end() || !it->second.reducer) {
+    return Error(s.loc, absl::StrCat("T.finalize_reducer: '", s.regions[0].buffer,
+                                     "' is not a reducer (make it with T.alloc_reducer)"));
+  }
+  Buf& b = it->second;
+  if (*b.reducer != s.reduce_kind) {
+    return Error(s.loc, absl::StrCat("T.finalize_reducer: '", b.name, "' is a ",
+                                     ir::ReducerLayoutName(*b.reducer), " but is finalized with ",
+                                     ir::ReducerLayoutName(s.reduce_kind)));
+  }
+  if (b.reducer_final) {
+    return Error(s.loc, absl::StrCat("T.finalize_reducer: '", b.name, "' is already finalized"));
+  }
+  for (const ir::Region& r : s.regions) {
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      std::optional<int64_t> m = ir::ConstInt(ir::Simplify(r.ranges[d].min));
+      std::optional<int64_t> e = ir::ConstInt(ir::Simplify(r.ranges[d].extent));
+      if (r.buffer != b.name || !m || *m != 0 || !e || d >= b.shape.size() || *e != b.shape[d]) {
+        return Error(s.loc, absl::StrCat("T.finalize_reducer: '", b.name,
+                                         "' must be finalized whole and in place"));
+      }
+    }
+  }
+  const int64_t threads = Threads();
+  if (!(threads <= 32 && IsPow2(threads)) && threads % 32 != 0) {
+    return Error(s.loc, absl::StrCat("T.finalize_reducer needs a power of two threads up to 32 "
+                                     "or a multiple of 32, not ",
+                                     threads));
+  }
+  b.reducer_final = true;
+  const ir::ReduceKind kind = *b.reducer;
+  const DType t = b.dtype;
+  const int64_t n = b.layout->NumRegs();
+  const int64_t lanes = std::min<int64_t>(threads, 32), warps = threads / lanes;
+  const Expr tid = Tid();
+  // 1. Across the lanes of each warp.
+  if (lanes > 1) {
+    const std::string tmp = Fresh("tmp");
+    out->push_back(LocalAlloc(tmp, t, 1));
+    const std::string r = Fresh("r");
+    std::vector<Stmt> body;
+    for (int64_t m = 1; m < lanes; m *= 2) {
+      body.push_back(
+          Call("shfl_xor", {Address(bufs_.at(tmp), I(0)), ir::Load(b.name, t, {Var(r)}), I(m)}));
+      body.push_back(Store(b.name, {Var(r)},
+                           Combine(kind, ir::Load(b.name, t, {Var(r)}), ir::Load(tmp, t, {I(0)}))));
+    }
+    out->push_back(For(r, I(n), ir::ForKind::kUnroll, std::move(body)));
+  }
+  // 2. Across warps: one partial per warp in the shared scratch.
+  if (warps > 1) {
+    const std::string scratch = SharedScratch(*this, t, warps * n);
+    Barrier(out);
+    const std::string r = Fresh("r");
+    std::vector<Stmt> store;
+    Guarded(ir::Binary(BinOp::kEq, Mod(tid, 32), I(0)),
+            {For(r, I(n), ir::ForKind::kUnroll,
+                 {Store(scratch, {Add(Mul(Div(tid, 32), I(n)), Var(r))},
+                        ir::Load(b.name, t, {Var(r)}))})},
+            &store);
+    for (Stmt& st : store) out->push_back(std::move(st));
+    Barrier(out);
+    const std::string r2 = Fresh("r");
+    Expr acc = ir::Load(scratch, t, {Var(r2)});
+    for (int64_t w = 1; w < warps; ++w) {
+      acc = Combine(kind, acc, ir::Load(scratch, t, {Add(I(w * n), Var(r2))}));
+    }
+    out->push_back(For(r2, I(n), ir::ForKind::kUnroll, {Store(b.name, {Var(r2)}, acc)}));
+    // The scratch's next user starts with a barrier (SharedScratch).
+  }
+  return absl::OkStatus();
 }
 
 } // namespace kiln::passes::lowering

@@ -17,6 +17,13 @@
 //    by any index expressions: its register is the element's place in the
 //    layout. Every thread runs a statement outside T.Parallel, so a store
 //    there updates every copy.
+// 4. A reducer (T.alloc_reducer, compiler/ir/reducer.h) is fully replicated
+//    and private to each thread until T.finalize_reducer: inside a
+//    T.Parallel loop `r[i] = r[i] (op) v` updates the executing thread's own
+//    copy (a sum's contribution by the first replica of the loop's
+//    iteration only, so each counts once); lower_reduce.cc combines the
+//    copies. Before finalize only its updates and T.fill read or write it;
+//    after, it is read-only.
 #include "compiler/passes/lowering.h"
 
 #include <algorithm>
@@ -28,6 +35,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/ir/reducer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/global_layout.h"
 #include "compiler/passes/warp_groups.h"
@@ -259,6 +267,18 @@ absl::Status Lowering::Run() {
     }
     bufs_[b.name] = b;
   }
+  std::map<std::string, ir::ReduceKind> reducers;
+  ir::CollectReducers(program_.kernel.body, &reducers);
+  for (const auto& [name, kind] : reducers) {
+    auto it = bufs_.find(name);
+    if (it == bufs_.end() || it->second.scope != ir::Scope::kFragment ||
+        !FullyReplicated(*it->second.layout)) {
+      return Error(
+          it == bufs_.end() ? ir::Loc{} : it->second.loc,
+          absl::StrCat("'", name, "' is marked a reducer but is not a fully replicated fragment"));
+    }
+    it->second.reducer = kind;
+  }
 
   // A program with its own T.ws regions and barriers keeps its schedule.
   ws_ = !HasExplicitSync(program_.kernel.body) && WarpSpecializable();
@@ -348,7 +368,21 @@ absl::StatusOr<Expr> Lowering::FlatIndex(const Buf& b, const std::vector<Expr>& 
 absl::StatusOr<Expr> Lowering::FragmentReg(const Buf& b, const std::vector<Expr>& original,
                                            ir::Loc loc, bool write) {
   std::optional<std::vector<int>> dims;
-  if (loop_) dims = LoopDims(original, loop_->vars);
+  if (b.reducer) {
+    // Each thread's own copy, element by element (overview, 4.).
+    if (write && b.reducer_final) {
+      return Error(loc, absl::StrCat("reducer '", b.name,
+                                     "' is written after T.finalize_reducer; it is read-only "
+                                     "from then on (copy it to a fragment to change it)"));
+    }
+    if (!write && !b.reducer_final && reducer_update_ != b.name) {
+      return Error(loc, absl::StrCat("reducer '", b.name,
+                                     "' is read before T.finalize_reducer; until then each "
+                                     "thread holds only its own part of it"));
+    }
+  } else if (loop_) {
+    dims = LoopDims(original, loop_->vars);
+  }
   if (dims) {
     const FragmentLayout projected = Project(loop_->layout, *dims, b.shape);
     if (projected == Normalize(*b.layout)) {
@@ -379,7 +413,7 @@ absl::StatusOr<Expr> Lowering::FragmentReg(const Buf& b, const std::vector<Expr>
   }
   // A write must reach every thread's copy: outside a T.Parallel loop every
   // thread runs it; inside one, only when every thread runs every iteration.
-  if (write && loop_ && !FullyReplicated(loop_->layout)) {
+  if (write && loop_ && !b.reducer && !FullyReplicated(loop_->layout)) {
     return Error(loc, absl::StrCat("fragment '", b.name,
                                    "' is written by indices that are not distinct variables of "
                                    "the enclosing T.Parallel loop, whose iterations are spread "
@@ -534,7 +568,13 @@ absl::Status Lowering::LowerStore(const Stmt& s, std::vector<Stmt>* out) {
     SharedAccesses(s, &reads, &writes);
     Touch(reads, writes, out);
   }
-  ASSIGN_OR_RETURN(Expr value, LowerExpr(s.value));
+  if (b->reducer && !b->reducer_final) {
+    RETURN_IF_ERROR(CheckReducerUpdate(*b, s));
+    reducer_update_ = b->name;
+  }
+  absl::StatusOr<Expr> lowered = LowerExpr(s.value);
+  reducer_update_.clear();
+  ASSIGN_OR_RETURN(Expr value, std::move(lowered));
   Stmt st;
   if (b->scope == ir::Scope::kFragment) {
     ASSIGN_OR_RETURN(Expr reg, FragmentReg(*b, s.indices, s.loc, /*write=*/true));
@@ -550,12 +590,97 @@ absl::Status Lowering::LowerStore(const Stmt& s, std::vector<Stmt>* out) {
   }
   st.loc = s.loc;
   const bool shared_or_global = b->scope == ir::Scope::kGlobal || b->scope == ir::Scope::kShared;
-  if (loop_ && shared_or_global && loop_->layout.HasReplication()) {
+  if (b->reducer == ir::ReduceKind::kSum) {
+    // A contribution counts once: by the first of the threads that run
+    // this iteration (outside a T.Parallel loop every thread runs it).
+    Guarded(loop_ ? IsFirstReplica(loop_->layout, tid_) : IsFirstReplica(*b->layout, tid_),
+            {std::move(st)}, out);
+  } else if (loop_ && shared_or_global && loop_->layout.HasReplication()) {
     Guarded(IsFirstReplica(loop_->layout, tid_), {std::move(st)}, out);
   } else {
     out->push_back(std::move(st));
   }
   return absl::OkStatus();
+}
+
+absl::Status Lowering::CheckReducerOperands(const Stmt& s) const {
+  for (size_t k = 0; k < s.regions.size(); ++k) {
+    const Buf* b = FindBuf(s.regions[k].buffer);
+    if (!b || !b->reducer) continue;
+    const size_t dst_at = s.kind == StmtKind::kAtomic ? 0 : s.kind == StmtKind::kGemm ? 2 : 1;
+    const bool dst = k == dst_at;
+    const ir::Loc loc = s.regions[k].loc.line ? s.regions[k].loc : s.loc;
+    if (s.kind == StmtKind::kFill) {
+      if (b->reducer_final) {
+        return Error(loc, absl::StrCat("reducer '", b->name,
+                                       "' is written after T.finalize_reducer; it is read-only "
+                                       "from then on (copy it to a fragment to change it)"));
+      }
+      continue;
+    }
+    if (dst) {
+      return Error(loc, absl::StrCat("reducer '", b->name,
+                                     "' can only be written by T.fill/T.clear and updates "
+                                     "r[i] = r[i] (op) v inside T.Parallel"));
+    }
+    if (!b->reducer_final) {
+      return Error(loc, absl::StrCat("reducer '", b->name,
+                                     "' is read before T.finalize_reducer; until then each "
+                                     "thread holds only its own part of it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::CheckReducerFill(const Stmt& s) const {
+  const Buf* b = FindBuf(s.regions[0].buffer);
+  if (!b || b->reducer != ir::ReduceKind::kSum) return absl::OkStatus();
+  // Every thread's copy starts at the value and finalize adds the copies:
+  // only 0 means what it says (max and min take any starting value).
+  std::optional<double> v;
+  const Expr value = ir::Simplify(s.value);
+  if (value.kind == ExprKind::kInt) v = static_cast<double>(value.ival);
+  if (value.kind == ExprKind::kFloat) v = value.fval;
+  if (!v || *v != 0) {
+    return Error(s.loc, absl::StrCat("a sum reducer ('", b->name,
+                                     "') must start at 0 (T.clear): each thread's copy starts "
+                                     "at the fill value and T.finalize_reducer adds the copies"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::CheckReducerUpdate(const Buf& b, const Stmt& s) const {
+  // r[idx] = r[idx] (op) v, either operand order, v not reading r.
+  const Expr& value = s.value;
+  const BinOp op = *b.reducer == ir::ReduceKind::kMax   ? BinOp::kMax
+                   : *b.reducer == ir::ReduceKind::kMin ? BinOp::kMin
+                                                        : BinOp::kAdd;
+  auto is_self = [&](const Expr& e) {
+    if (e.kind != ExprKind::kLoad || e.name != b.name || e.args.size() != s.indices.size()) {
+      return false;
+    }
+    for (size_t k = 0; k < e.args.size(); ++k) {
+      if (!ir::ProvablyEqual(e.args[k], s.indices[k])) return false;
+    }
+    return true;
+  };
+  std::function<bool(const Expr&)> reads_self = [&](const Expr& e) {
+    if (e.kind == ExprKind::kLoad && e.name == b.name) return true;
+    for (const Expr& a : e.args) {
+      if (reads_self(a)) return true;
+    }
+    return false;
+  };
+  const bool ok = value.kind == ExprKind::kBinary && value.bop == op && value.args.size() == 2 &&
+                  ((is_self(value.args[0]) && !reads_self(value.args[1])) ||
+                   (is_self(value.args[1]) && !reads_self(value.args[0])));
+  if (ok) return absl::OkStatus();
+  const char* form = op == BinOp::kAdd   ? "r[i] += v"
+                     : op == BinOp::kMax ? "r[i] = T.max(r[i], v)"
+                                         : "r[i] = T.min(r[i], v)";
+  return Error(s.loc,
+               absl::StrCat("a store to reducer '", b.name, "' must combine it with its op (", form,
+                            ", the same indices on both sides)"));
 }
 
 absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out) {
@@ -680,6 +805,16 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     } else if (b->scope == ir::Scope::kShared) {
       a.buffer.scope = ir::Scope::kSharedDyn;
       a.buffer.shape = {I(b->size * b->stages)};
+      // A pipeline's stage buffer allocated in the loop body (TileLang's
+      // gemv example) is filled by the prologue before the loop: allocate
+      // it with the kernel's own buffers.
+      const bool top_level =
+          std::any_of(program_.kernel.body.begin(), program_.kernel.body.end(),
+                      [&](const Stmt& t) { return t.kind == StmtKind::kAlloc && &t == &s; });
+      if (b->stages > 1 && !top_level) {
+        top_allocs_.push_back(std::move(a));
+        return absl::OkStatus();
+      }
     } else if (b->scope == ir::Scope::kLocal) {
       a.buffer.shape = {I(b->size)};
     }
@@ -688,18 +823,25 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   }
   case StmtKind::kCopy:
     RETURN_IF_ERROR(tile_op_outside("T.copy"));
+    RETURN_IF_ERROR(CheckReducerOperands(s));
     return LowerCopy(s, out);
   case StmtKind::kFill:
     RETURN_IF_ERROR(tile_op_outside("T.fill"));
+    RETURN_IF_ERROR(CheckReducerOperands(s));
+    RETURN_IF_ERROR(CheckReducerFill(s));
     return LowerFill(s, out);
   case StmtKind::kGemm:
     RETURN_IF_ERROR(tile_op_outside("T.gemm"));
+    RETURN_IF_ERROR(CheckReducerOperands(s));
     if (HasSharedSlice(s)) return LowerGemmOnSlices(s, out);
     return LowerGemm(s, out);
   case StmtKind::kReduce:
     RETURN_IF_ERROR(tile_op_outside("a reduction"));
+    if (s.dim == ir::kReducerFinalizeDim) return LowerFinalizeReducer(s, out);
+    RETURN_IF_ERROR(CheckReducerOperands(s));
     return LowerReduce(s, out);
   case StmtKind::kAtomic:
+    RETURN_IF_ERROR(CheckReducerOperands(s));
     if (loop_ || s.has_value) return LowerAtomicElement(s, out);
     return LowerCopy(s, out, /*atomic=*/true);
   case StmtKind::kFor:

@@ -47,6 +47,10 @@ struct Buf {
   // the physical array it maps into; accessed one element at a time.
   const ir::IndexLayout* index_layout = nullptr;
   std::vector<ir::Expr> physical_shape;
+  // A reducer (T.alloc_reducer, compiler/ir/reducer.h): its op, and whether
+  // the statements lowered so far finalized it.
+  std::optional<ir::ReduceKind> reducer;
+  bool reducer_final = false;
 };
 
 // The Parallel loop being lowered: its layout and the register loop var.
@@ -113,6 +117,13 @@ class Lowering {
   absl::StatusOr<ir::Expr> LowerExpr(const ir::Expr& e);
   absl::Status LowerStore(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerAtomicElement(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // A located error when `s` (a tile op) uses a reducer other than as
+  // T.fill's destination or, once finalized, as a source.
+  absl::Status CheckReducerOperands(const ir::Stmt& s) const;
+  // A located error for T.fill of a sum reducer with a value other than 0,
+  // and for a reducer store that is not `r[i] = r[i] (op) v`.
+  absl::Status CheckReducerFill(const ir::Stmt& s) const;
+  absl::Status CheckReducerUpdate(const Buf& b, const ir::Stmt& s) const;
 
   // Index of `idx` (lowered, one per dimension) into buffer `b` after
   // lowering: shared (flat, swizzled, staged), local/var (flat), fragment
@@ -166,6 +177,9 @@ class Lowering {
 
   // --- lower_gemm.cc / lower_reduce.cc / pipeline.cc -----------------------
   absl::Status LowerGemm(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // T.finalize_reducer (a kReduce with dim kReducerFinalizeDim): every
+  // thread's copy combined, the result in every thread's registers.
+  absl::Status LowerFinalizeReducer(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // The mma.sync plan of a gemm, or nullopt for the scalar path (dtypes
   // without a tensor instruction).
   absl::StatusOr<std::optional<MmaGemm>> PlanMmaGemm(const ir::Stmt& s);
@@ -229,6 +243,9 @@ class Lowering {
   Target target_;
   LayoutMap layouts_;
   std::map<std::string, Buf> bufs_;
+  // The reducer whose update `r[i] = r[i] (op) v` is being lowered: the one
+  // read of an unfinalized reducer that is allowed.
+  std::string reducer_update_;
   std::set<std::string> names_;
   int fresh_ = 0;
   ir::Expr tid_;
