@@ -37,24 +37,13 @@ struct Identity {
 // one per thread. A trap leaves the context unusable, so one is enough.
 __device__ unsigned int kiln_rt_assert_reported = 0u;
 
-} // namespace rt
-} // namespace kiln
-
-// Device printf's entry point (declared here: no toolkit headers).
-extern "C" __device__ int vprintf(const char* format, const char* args);
-
-namespace kiln {
-namespace rt {
-
 // A failed check: the first failing thread prints `message`, and every
 // failing thread stops the kernel (the launch fails with an illegal
 // instruction error; the message is flushed when the host synchronizes).
 KILN_DEVICE void assert_fail(const char* message) {
+  // Device printf: declared by NVRTC itself and by nvcc's runtime headers.
   if (atomicExch(&kiln_rt_assert_reported, 1u) == 0u) {
-    struct {
-      const char* message;
-    } args = {message};
-    vprintf("kiln: kernel check failed: %s\n", reinterpret_cast<const char*>(&args));
+    printf("kiln: kernel check failed: %s\n", message);
   }
   __trap();
 }
