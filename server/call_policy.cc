@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
 
 namespace kiln::server {
 namespace {
@@ -51,6 +52,13 @@ class CallPolicy final : public grpc::experimental::Interceptor {
       }
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      // Every status leaves with a bounded message, however it was made.
+      if (const grpc::Status status = methods->GetSendStatus();
+          status.error_message().size() > kMaxStatusMessageBytes) {
+        methods->ModifySendStatus(grpc::Status(status.error_code(),
+                                               BoundStatusMessage(status.error_message()),
+                                               status.error_details()));
+      }
       if (!denied_.ok()) {
         methods->ModifySendStatus(
             grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

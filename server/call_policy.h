@@ -14,6 +14,8 @@
 //    UNIMPLEMENTED with an empty message, which a client cannot tell from
 //    "this daemon lacks the method"; the Kiln handlers never answer
 //    UNIMPLEMENTED without a message, so that pair means a parse failure.
+//  - Every status message leaves bounded (grpc_status.h,
+//    kMaxStatusMessageBytes), whichever handler made it.
 // Health checks are untouched (probes carry no token).
 // Thread-safe; one interceptor object per call, as gRPC requires.
 #pragma once

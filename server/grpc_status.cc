@@ -2,7 +2,20 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace kiln::server {
+
+std::string BoundStatusMessage(std::string message) {
+  if (message.size() <= kMaxStatusMessageBytes) return message;
+  const std::string more = absl::StrCat("... [", message.size(), " bytes in all]");
+  size_t cut = kMaxStatusMessageBytes - more.size();
+  // Not inside a UTF-8 sequence: back up over continuation bytes.
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  message.resize(cut);
+  message += more;
+  return message;
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -10,9 +23,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   // absl has no codes beyond gRPC's 16; anything unexpected is UNKNOWN.
   const grpc::StatusCode g =
       code >= 0 && code <= 16 ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN;
-  const std::string message(status.message());
-  grpc::Status out(g, message);
-  return out;
+  return {g, BoundStatusMessage(std::string(status.message()))};
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

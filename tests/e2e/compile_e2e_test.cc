@@ -322,6 +322,26 @@ TEST_F(CompileE2ETest, DynamicParamsBecomeLaunchSymbols) {
   EXPECT_THAT(s.error_message(), HasSubstr("program.dynamic_params: 65 names; at most 64"));
 }
 
+// A status message echoing a huge request field stays within the headers a
+// client accepts: with gRPC's default limits a 1 MB message arrived as
+// RESOURCE_EXHAUSTED "received initial metadata size exceeds limit" in place
+// of the real answer (rpc_fuzz, 2026-12-06).
+TEST_F(CompileE2ETest, HugeFieldsInErrorsAreCutAndTheAnswerArrives) {
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext ctx;
+    kiln::v1::GetJobRequest req;
+    req.set_job_id(std::string(1'000'000, 'x'));
+    kiln::v1::Job job;
+    grpc::Status s = stub_->GetJob(&ctx, req, &job);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message().substr(0, 200);
+    EXPECT_LE(s.error_message().size(), 4096u);
+    EXPECT_THAT(s.error_message(), ::testing::StartsWith("no job 'xxx"));
+    EXPECT_THAT(s.error_message(), ::testing::EndsWith(" bytes in all]"));
+  }
+  kiln::v1::CompileResponse resp;
+  EXPECT_TRUE(Compile(GemmRequest(), &resp).ok());
+}
+
 TEST_F(CompileE2ETest, SixtyFourConcurrentIdenticalCallsCauseOneCompile) {
   constexpr int kCallers = 64;
   std::vector<std::thread> threads;
