@@ -63,6 +63,7 @@ extern "C" __global__ void instantiate_all(float* f, uint32_t* u, int32_t* s, co
   x += fast_exp2(x) + fast_rsqrt(x) + static_cast<float>(ceildiv(y, 7));
   z += pack_half2(float_to_half(x), float_to_half(x)) + pack_bfloat162(float_to_bfloat16(x), float_to_bfloat16(x));
   z += pack_b8x4(1, 2, 3, 4) + b16_lo(z) + b16_hi(z) + sbuf[lane];
+  if (x > 1e30f) assert_fail("\153\151\154\156");
   f[lane] = x; s[lane] = y; u[lane] = z;
 }
 )cu";
