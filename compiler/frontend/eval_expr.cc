@@ -56,7 +56,7 @@ absl::StatusOr<Value> Evaluator::Eval(const PyExpr& e) {
       return Value::Expr(
           ir::Load(b.name, b.dtype, {ir::IntImm(0, ir::DType::kInt32, e.loc)}, e.loc));
     }
-    if (v.kind == ValueKind::kOpaque) {
+    if (v.kind == ValueKind::kOpaque && !IsStorage(v)) {
       return Error(e.loc, absl::StrCat("'", e.str, "' (", v.s, ") cannot be used here"));
     }
     return v;
@@ -395,6 +395,7 @@ absl::StatusOr<Value> Evaluator::EvalAttribute(const PyExpr& e) {
       return Value::Tuple(std::move(dims));
     }
     if (attr == "ndim") return Value::Int(static_cast<int64_t>(b.shape.size()));
+    if (attr == "data") return StorageOf(static_cast<int>(obj.i)); // for T.Tensor(..., x.data)
     return Error(e.loc, absl::StrCat("buffer has no attribute '", attr, "'"));
   }
   case ValueKind::kTensorType:

@@ -209,6 +209,34 @@ class Evaluator {
   // that regroups dimensions is refused: a fragment's layout follows the
   // T.Parallel variables that index its stores.
   absl::StatusOr<Value> ResolveView(const Value& access, Loc loc, bool store = false);
+  // ---- view_copy.cc: tensors over another buffer's storage, copies through
+  // reshaped views.
+  // `x.data`: a value standing for the storage of `buffer` (of the buffer it
+  // views, for a view); T.Tensor / T.Buffer take it as their `data`.
+  Value StorageOf(int buffer) const;
+  // True for what StorageOf returns.
+  static bool IsStorage(const Value& v);
+  // T.Tensor(shape, dtype, data) / T.Buffer(...): a view, as T.view, of the
+  // global tensor whose storage `data` stands for. Located errors for data
+  // that is no x.data, storage that is not global, a dtype change and an
+  // element-count mismatch.
+  absl::StatusOr<Value> TensorOverStorage(const std::string& name, std::vector<Arg>& args, Loc loc);
+  // True for a buffer or element access of a view of a global tensor whose
+  // shape differs from the tensor's.
+  bool IsReshapedGlobalView(const Value& v) const;
+  // Region `r` of view `buffer` as a region of the tensor it views, when it
+  // is one rectangle there that the view's dimension groups show (nullopt
+  // otherwise); `r` itself for a buffer that is no view.
+  absl::StatusOr<std::optional<ir::Region>> ViewRegionToBase(int buffer, const ir::Region& r);
+  // T.copy between regions rs and rd (view coordinates) of operands src and
+  // dst, one of them a reshaped view of a global tensor: a T.copy of the
+  // tensor's rectangle where ViewRegionToBase finds one, else an element-wise
+  // T.Parallel copy with T.copy's bounds checks.
+  absl::StatusOr<Value> CopyThroughView(const Operand& src, const Operand& dst, ir::Region rs,
+                                        ir::Region rd, Loc loc);
+  // ---- im2col.cc: T.im2col / T.c2d_im2col as a T.Parallel loop over the
+  // destination tile.
+  absl::StatusOr<Value> LowerIm2col(const std::string& name, std::vector<Arg>& args, Loc loc);
   // T.thread_binding(start, stop, thread="threadIdx.x"): the thread index
   // along that dimension (plus start); the extent must be the kernel's.
   absl::StatusOr<Value> ThreadBinding(std::vector<Arg>& args, Loc loc);
@@ -236,7 +264,9 @@ class Evaluator {
 
   // ---- tile_ops.cc: operands, regions and the tile-op statements.
   absl::StatusOr<Value> CallTileOp(const std::string& name, std::vector<Arg>& args, Loc loc);
-  absl::StatusOr<Operand> ToOperand(const Arg& arg, std::string_view op);
+  // A view with the shape of its buffer is that buffer; another view is an
+  // error unless `keep_views` (then the operand is in the view's coordinates).
+  absl::StatusOr<Operand> ToOperand(const Arg& arg, std::string_view op, bool keep_views = false);
   absl::StatusOr<ir::Region> OperandRegion(const Operand& op, const std::vector<ir::Expr>& other,
                                            std::string_view what);
   absl::StatusOr<Value> LowerCopy(std::vector<Arg>& args, Loc loc);

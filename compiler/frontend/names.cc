@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 97> kTBuiltins = {
+constexpr std::array<std::string_view, 99> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -109,6 +109,8 @@ constexpr std::array<std::string_view, 97> kTBuiltins = {
     // Tile ops.
     "copy", "gemm", "fill", "clear", "reduce_max", "reduce_min", "reduce_sum", "reduce_abssum",
     "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "use_swizzle", "annotate_layout",
+    // Convolution tiles (im2col.cc; c2d_im2col is TileLang's older name).
+    "im2col", "c2d_im2col",
     // Loops.
     "Parallel", "Pipelined", "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized",
     // Scalar functions.
@@ -134,7 +136,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 59> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 58> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -143,7 +145,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 59> kMissing
     {"rng_rand", ""},
     {"rng_rand_float", ""},
     {"cumsum", ""},
-    {"im2col", "copy the patches with T.copy or a T.Parallel loop"},
     {"gemm_sp", ""},
     {"Fragment", ""},
     {"make_tensor", ""},

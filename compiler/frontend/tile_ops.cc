@@ -82,12 +82,13 @@ absl::StatusOr<ir::Expr> Evaluator::LoadOf(const Value& raw, Loc loc) {
   return ir::Load(b.name, b.dtype, std::move(indices), loc);
 }
 
-absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::string_view op) {
+absl::StatusOr<Evaluator::Operand> Evaluator::ToOperand(const Arg& arg, std::string_view op,
+                                                        bool keep_views) {
   Operand out;
   out.loc = arg.loc;
   Value v = arg.value;
   if ((v.kind == ValueKind::kBuffer || v.kind == ValueKind::kAccess) &&
-      buffers_[v.i].view_of >= 0) {
+      buffers_[v.i].view_of >= 0 && !(keep_views && IsReshapedGlobalView(v))) {
     // A view of the same shape is its buffer; regions of a reshaped view
     // are not rectangles of the buffer in general.
     const BufferInfo& view = buffers_[v.i];
@@ -238,10 +239,13 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
   if (IsGiven(m[7])) {
     return Error(ArgLoc(args, names, 7, loc), "argument 'loop_layout' is not supported");
   }
-  ASSIGN_OR_RETURN(Operand src,
-                   ToOperand(Arg{*m[0], ArgLoc(args, names, 0, loc), "", {}}, "T.copy"));
-  ASSIGN_OR_RETURN(Operand dst,
-                   ToOperand(Arg{*m[1], ArgLoc(args, names, 1, loc), "", {}}, "T.copy"));
+  // A region of a reshaped global view (T.Tensor over x.data) is rewritten
+  // by CopyThroughView.
+  const bool through_view = IsReshapedGlobalView(*m[0]) || IsReshapedGlobalView(*m[1]);
+  ASSIGN_OR_RETURN(Operand src, ToOperand(Arg{*m[0], ArgLoc(args, names, 0, loc), "", {}}, "T.copy",
+                                          through_view));
+  ASSIGN_OR_RETURN(Operand dst, ToOperand(Arg{*m[1], ArgLoc(args, names, 1, loc), "", {}}, "T.copy",
+                                          through_view));
   if (src.form == Operand::kCorner && dst.form == Operand::kCorner) {
     // Both single elements: a plain store, as TileLang lowers it.
     ASSIGN_OR_RETURN(Value load, Materialize(*m[0], src.loc));
@@ -262,6 +266,7 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
                                    ExtentsText(es), " vs destination '", rd.buffer, "' region ",
                                    ExtentsText(ed)));
   }
+  if (through_view) return CopyThroughView(src, dst, std::move(rs), std::move(rd), loc);
   st.regions.push_back(std::move(rs));
   st.regions.push_back(std::move(rd));
   Emit(std::move(st));

@@ -15,6 +15,7 @@
 #include "compiler/frontend/args.h"
 #include "compiler/frontend/evaluator.h"
 #include "compiler/frontend/names.h"
+#include "compiler/frontend/view_dims.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
@@ -98,81 +99,6 @@ absl::Status CheckShapeSize(std::string_view file, ir::Loc loc, const std::vecto
                      absl::StrCat("buffer of ", dims, " ", std::string(ir::DTypeName(dtype)),
                                   " elements is larger than ", std::numeric_limits<int64_t>::max(),
                                   " bytes (sizes are computed in int64)"));
-}
-
-// The dimensions of a view (T.reshape / T.view) and of the buffer it views
-// fall into groups of equal element count: view dimensions [v_begin, v_end)
-// hold the same elements, in the same row-major order, as buffer dimensions
-// [b_begin, b_end). Splitting and merging dimensions stays inside a group,
-// so an index maps group by group, with divisions only where a group has
-// several buffer dimensions.
-struct DimGroup {
-  size_t v_begin, v_end, b_begin, b_end;
-};
-
-// A product of extents as a constant times a multiset of symbolic factors
-// (by their printed form), so that [Q, H] and [Q * H] are seen to hold the
-// same number of elements when Q and H are only known at run time.
-struct Product {
-  int64_t c = 1;
-  std::multiset<std::string> sym;
-  bool overflow = false;
-  void Mul(const ir::Expr& e) {
-    if (e.kind == ir::ExprKind::kInt) {
-      std::optional<int64_t> p = ir::CheckedMul(c, e.ival);
-      overflow |= !p.has_value();
-      c = p.value_or(0);
-    } else if (e.kind == ir::ExprKind::kBinary && e.bop == ir::BinOp::kMul) {
-      Mul(e.args[0]);
-      Mul(e.args[1]);
-    } else {
-      sym.insert(ir::PrintExpr(e));
-    }
-  }
-};
-
-bool ProperSubset(const std::multiset<std::string>& a, const std::multiset<std::string>& b) {
-  return a.size() < b.size() && std::includes(b.begin(), b.end(), a.begin(), a.end());
-}
-
-// nullopt when the element counts differ or cannot be shown equal.
-std::optional<std::vector<DimGroup>> GroupDims(const std::vector<ir::Expr>& view,
-                                               const std::vector<ir::Expr>& base) {
-  std::vector<DimGroup> out;
-  size_t i = 0, j = 0;
-  while (i < view.size() || j < base.size()) {
-    DimGroup g{i, i, j, j};
-    Product pv, pb;
-    bool took = false;
-    while (!took || pv.c != pb.c || pv.sym != pb.sym) {
-      bool take_view;
-      if (i == view.size() && j == base.size()) return std::nullopt;
-      if (j == base.size()) {
-        take_view = true;
-      } else if (i == view.size()) {
-        take_view = false;
-      } else if (pv.sym == pb.sym) {
-        take_view = pv.c <= pb.c; // the smaller side grows
-      } else if (ProperSubset(pv.sym, pb.sym)) {
-        take_view = true;
-      } else if (ProperSubset(pb.sym, pv.sym)) {
-        take_view = false;
-      } else {
-        return std::nullopt;
-      }
-      if (take_view) {
-        pv.Mul(view[i++]);
-      } else {
-        pb.Mul(base[j++]);
-      }
-      if (pv.overflow || pb.overflow) return std::nullopt;
-      took = true;
-    }
-    g.v_end = i;
-    g.b_end = j;
-    out.push_back(g);
-  }
-  return out;
 }
 
 std::string ShapeText(const std::vector<ir::Expr>& shape) {
@@ -897,9 +823,11 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
   }
   if (fn == "empty") return DeclareOutput(args, loc);
   if (fn == "Tensor" || fn == "Buffer") {
-    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"shape", "dtype"}, 1));
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"shape", "dtype", "data"}, 1));
+    if (m[2].has_value() && !m[2]->is_none()) return TensorOverStorage(name, args, loc);
     return MakeTensorType(*m[0], m[1].has_value() ? *m[1] : Value::Str("float32"), loc);
   }
+  if (fn == "im2col" || fn == "c2d_im2col") return LowerIm2col(name, args, loc);
   if (fn == "reshape" || fn == "view") return MakeView(name, args, loc);
   if (fn == "thread_binding") return ThreadBinding(args, loc);
   if (fn == "sync_threads") return SyncThreads(args, loc);
