@@ -650,12 +650,18 @@ absl::Status Lowering::CheckReducerFill(const Stmt& s) const {
 }
 
 absl::Status Lowering::CheckReducerUpdate(const Buf& b, const Stmt& s) const {
-  // r[idx] = r[idx] (op) v, either operand order, v not reading r.
-  const Expr& value = s.value;
+  // r[idx] = r[idx] (op) v, either operand order, v not reading r; the
+  // conversions the frontend puts around r and the result when v has
+  // another dtype do not count.
+  auto uncast = [](const Expr& e) -> const Expr& {
+    return e.kind == ExprKind::kCast && e.args.size() == 1 ? e.args[0] : e;
+  };
+  const Expr& value = uncast(s.value);
   const BinOp op = *b.reducer == ir::ReduceKind::kMax   ? BinOp::kMax
                    : *b.reducer == ir::ReduceKind::kMin ? BinOp::kMin
                                                         : BinOp::kAdd;
-  auto is_self = [&](const Expr& e) {
+  auto is_self = [&](const Expr& operand) {
+    const Expr& e = uncast(operand);
     if (e.kind != ExprKind::kLoad || e.name != b.name || e.args.size() != s.indices.size()) {
       return false;
     }

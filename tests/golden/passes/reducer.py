@@ -9,6 +9,7 @@
 # RUN: kiln-opt %s --entry gemv_like --passes=verify | FileCheck %s --check-prefix=TILE
 # RUN: kiln-opt %s --entry gemv_like --passes=layout-inference | FileCheck %s --check-prefix=LAYOUT
 # RUN: kiln-opt %s --entry gemv_like --passes=layout-inference,lower-tile-ops,simplify | FileCheck %s --check-prefix=LOWER
+# RUN: kiln-opt %s --entry mixed_dtypes --passes=layout-inference,lower-tile-ops,simplify | FileCheck %s --check-prefix=MIXED
 # RUN: not kiln-opt %s --entry not_a_reducer 2>&1 | FileCheck %s --check-prefix=NOTRED
 # RUN: not kiln-opt %s --entry gemm_operand --passes=layout-inference 2>&1 | FileCheck %s --check-prefix=GEMM
 # RUN: not kiln-opt %s --entry read_early --passes=layout-inference,lower-tile-ops 2>&1 | FileCheck %s --check-prefix=EARLY
@@ -58,6 +59,31 @@ def gemv_like(A, x):
 # LOWER: call sync_threads()
 # LOWER-NEXT: for [[F:kiln_r[0-9]+]] in unroll(64) {
 # LOWER-NEXT: acc[[[F]]] = [[S]][[[F]]] + [[S]][[[F]] + 64] + [[S]][[[F]] + 128] + [[S]][[[F]] + 192]
+
+
+# An update whose value has another dtype than the reducer: the frontend's
+# conversions around it are still the reducer's op.
+@tilelang.jit
+def mixed_dtypes(X):
+    X: T.Tensor((64,), T.float32)
+    Y = T.empty((64,), T.float16)
+    with T.Kernel(1, threads=64) as bx:
+        r = T.alloc_reducer((64,), T.float16)
+        m = T.alloc_reducer((64,), T.float16, op="max")
+        T.clear(r)
+        T.fill(m, -T.infinity(T.float16))
+        for i in T.Parallel(64):
+            r[i] += X[i]
+            m[i] = T.max(m[i], X[i])
+        T.finalize_reducer(r)
+        T.finalize_reducer(m)
+        for i in T.Parallel(64):
+            Y[i] = r[i] + m[i]
+    return Y
+
+
+# MIXED: r[{{.*}}] = cast<float16>(cast<float32>(r[{{.*}}]) + X[
+# MIXED: m[{{.*}}] = {{.*}}max(
 
 
 @tilelang.jit
