@@ -232,8 +232,8 @@ class Evaluator {
   // dst, one of them a reshaped view of a global tensor: a T.copy of the
   // tensor's rectangle where ViewRegionToBase finds one, else an element-wise
   // T.Parallel copy with T.copy's bounds checks.
-  absl::StatusOr<Value> CopyThroughView(const Operand& src, const Operand& dst, ir::Region rs,
-                                        ir::Region rd, Loc loc);
+  absl::StatusOr<Value> CopyThroughView(const Operand& src, const Operand& dst,
+                                        const ir::Region& rs, const ir::Region& rd, Loc loc);
   // ---- im2col.cc: T.im2col / T.c2d_im2col as a T.Parallel loop over the
   // destination tile.
   absl::StatusOr<Value> LowerIm2col(const std::string& name, std::vector<Arg>& args, Loc loc);

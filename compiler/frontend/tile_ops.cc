@@ -266,7 +266,7 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
                                    ExtentsText(es), " vs destination '", rd.buffer, "' region ",
                                    ExtentsText(ed)));
   }
-  if (through_view) return CopyThroughView(src, dst, std::move(rs), std::move(rd), loc);
+  if (through_view) return CopyThroughView(src, dst, rs, rd, loc);
   st.regions.push_back(std::move(rs));
   st.regions.push_back(std::move(rd));
   Emit(std::move(st));

@@ -175,7 +175,8 @@ absl::StatusOr<std::optional<ir::Region>> Evaluator::ViewRegionToBase(int buffer
 }
 
 absl::StatusOr<Value> Evaluator::CopyThroughView(const Operand& src, const Operand& dst,
-                                                 ir::Region rs, ir::Region rd, Loc loc) {
+                                                 const ir::Region& rs, const ir::Region& rd,
+                                                 Loc loc) {
   for (const Operand* op : {&src, &dst}) {
     const BufferInfo& info = buffers_[op->buffer];
     if (info.view_of >= 0 && buffers_[info.view_of].buffer.scope != ir::Scope::kGlobal) {
