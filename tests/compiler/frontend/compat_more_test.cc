@@ -29,6 +29,7 @@
 #include "compiler/tools/npy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/cpu_run.h"
 #include "tests/support/frontend_compile.h"
 #include "util/subprocess.h"
 
@@ -41,6 +42,8 @@ namespace fs = std::filesystem;
 
 using testing::Bindings;
 using testing::Compile;
+using testing::CpuResult;
+using testing::CpuRun;
 using testing::MustCompile;
 
 // The whole message of a compile that must fail.
@@ -49,71 +52,6 @@ std::string ErrorOf(std::string_view src, const Bindings& binds = {}) {
   EXPECT_FALSE(p.ok()) << ir::PrintProgram(*p);
   return p.ok() ? "" : std::string(p.status().message());
 }
-
-// One kiln-run of a program on the CPU target: its exit, its output and
-// the float32 parameters it was asked to save.
-struct CpuResult {
-  bool success = false;
-  std::string stderr_data;
-  std::map<std::string, std::vector<float>> arrays;
-};
-
-// Runs `src` once on the CPU target with kiln-run, in a temporary folder.
-class CpuRun {
- public:
-  CpuRun() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-compat-more-XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  ~CpuRun() { fs::remove_all(dir_); }
-  CpuRun(const CpuRun&) = delete;
-  CpuRun& operator=(const CpuRun&) = delete;
-
-  CpuResult Run(const std::string& src, const Bindings& binds,
-                const std::vector<std::string>& save) {
-    std::ofstream((dir_ / "k.py").string()) << src;
-    std::vector<std::string> args = {std::string(KILN_BINARY_DIR) + "/kiln-run",
-                                     (dir_ / "k.py").string(), "--target", "cpu", "--quiet"};
-    for (const auto& [k, v] : binds) {
-      args.emplace_back("--bind");
-      args.push_back(absl::StrCat(k, "=", v));
-    }
-    for (const std::string& name : save) {
-      args.emplace_back("--save");
-      args.push_back(absl::StrCat(name, "=", (dir_ / (name + ".npy")).string()));
-    }
-    util::SubprocessOptions options;
-    options.timeout = std::chrono::seconds(300);
-    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(args, options);
-    CpuResult out;
-    EXPECT_TRUE(run.ok()) << run.status();
-    if (!run.ok()) return out;
-    out.success = run->success();
-    out.stderr_data = run->stderr_data;
-    if (!out.success) return out;
-    for (const std::string& name : save) {
-      absl::StatusOr<tools::NpyArray> a = tools::ReadNpyFile((dir_ / (name + ".npy")).string());
-      EXPECT_TRUE(a.ok()) << a.status();
-      if (!a.ok() || a->dtype != ir::DType::kFloat32) continue;
-      std::vector<float>& v = out.arrays[name];
-      v.resize(a->data.size() / sizeof(float));
-      std::memcpy(v.data(), a->data.data(), v.size() * sizeof(float));
-    }
-    return out;
-  }
-
-  // Run() that must succeed: the saved arrays.
-  std::map<std::string, std::vector<float>> MustRun(const std::string& src, const Bindings& binds,
-                                                    const std::vector<std::string>& save) {
-    CpuResult r = Run(src, binds, save);
-    EXPECT_TRUE(r.success) << r.stderr_data;
-    return r.arrays;
-  }
-
- private:
-  fs::path dir_;
-};
 
 // ---------------------------------------------------------------------------
 // 1. T.reshape / T.view: another shape over the same storage.

@@ -26,6 +26,7 @@
 #include "compiler/tools/npy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/cpu_run.h"
 #include "tests/support/frontend_compile.h"
 #include "util/subprocess.h"
 
@@ -38,6 +39,7 @@ namespace fs = std::filesystem;
 
 using testing::Bindings;
 using testing::Compile;
+using testing::CpuRun;
 using testing::MustCompile;
 
 // The whole message of a compile that must fail.
@@ -48,59 +50,6 @@ std::string ErrorOf(std::string_view src, const Bindings& binds = {}, std::strin
 }
 
 std::string P(const ir::Expr& e) { return ir::PrintExpr(e); }
-
-// Runs `src` once on the CPU target with kiln-run and returns the float32
-// parameters `save` (inputs as generated, outputs as the kernel left them).
-class CpuRun {
- public:
-  CpuRun() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-compat-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  ~CpuRun() { fs::remove_all(dir_); }
-  CpuRun(const CpuRun&) = delete;
-  CpuRun& operator=(const CpuRun&) = delete;
-
-  std::map<std::string, std::vector<float>> Run(const std::string& src, const Bindings& binds,
-                                                const std::vector<std::string>& save,
-                                                const std::vector<std::string>& dynamic = {}) {
-    std::ofstream((dir_ / "k.py").string()) << src;
-    std::vector<std::string> args = {std::string(KILN_BINARY_DIR) + "/kiln-run",
-                                     (dir_ / "k.py").string(), "--target", "cpu", "--quiet"};
-    for (const std::string& name : dynamic) {
-      args.emplace_back("--dynamic");
-      args.push_back(name);
-    }
-    for (const auto& [k, v] : binds) {
-      args.emplace_back("--bind");
-      args.push_back(absl::StrCat(k, "=", v));
-    }
-    for (const std::string& name : save) {
-      args.emplace_back("--save");
-      args.push_back(absl::StrCat(name, "=", (dir_ / (name + ".npy")).string()));
-    }
-    util::SubprocessOptions options;
-    options.timeout = std::chrono::seconds(300);
-    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(args, options);
-    std::map<std::string, std::vector<float>> out;
-    EXPECT_TRUE(run.ok()) << run.status();
-    if (!run.ok()) return out;
-    EXPECT_TRUE(run->success()) << run->stderr_data;
-    for (const std::string& name : save) {
-      absl::StatusOr<tools::NpyArray> a = tools::ReadNpyFile((dir_ / (name + ".npy")).string());
-      EXPECT_TRUE(a.ok()) << a.status();
-      if (!a.ok() || a->dtype != ir::DType::kFloat32) continue;
-      std::vector<float>& v = out[name];
-      v.resize(a->data.size() / sizeof(float));
-      std::memcpy(v.data(), a->data.data(), v.size() * sizeof(float));
-    }
-    return out;
-  }
-
- private:
-  fs::path dir_;
-};
 
 // ---------------------------------------------------------------------------
 // 1. Host helpers: tilelang.math, tilelang.cdiv, T.ceildiv outside kernels.
@@ -142,7 +91,7 @@ TEST(CompatHostHelpers, NextPowerOfTwoAndCdivShapeTheKernel) {
 
 TEST(CompatHostHelpers, RunsOnTheCpu) {
   CpuRun cpu;
-  auto out = cpu.Run(kHostHelpers, {{"M", "3"}, {"N", "20"}}, {"A", "B"});
+  auto out = cpu.MustRun(kHostHelpers, {{"M", "3"}, {"N", "20"}}, {"A", "B"});
   ASSERT_EQ(out["A"].size(), 60u);
   ASSERT_EQ(out["B"].size(), 60u);
   for (size_t k = 0; k < 60; ++k) EXPECT_EQ(out["B"][k], out["A"][k] * 32.0f) << k;
@@ -249,7 +198,7 @@ TEST(CompatPythonSubset, CompileTimePythonShapesTheKernel) {
 
 TEST(CompatPythonSubset, RunsOnTheCpu) {
   CpuRun cpu;
-  auto out = cpu.Run(kPythonSubset, {{"M", "2"}, {"N", "96"}}, {"A", "B"});
+  auto out = cpu.MustRun(kPythonSubset, {{"M", "2"}, {"N", "96"}}, {"A", "B"});
   ASSERT_EQ(out["B"].size(), 192u);
   for (size_t k = 0; k < 192; ++k) EXPECT_EQ(out["B"][k], out["A"][k] * 2.0f + 24.0f) << k;
 }
@@ -371,7 +320,7 @@ TEST(CompatSmallOps, ClampAndLowercaseParallel) {
 
 TEST(CompatSmallOps, ClampRunsOnTheCpu) {
   CpuRun cpu;
-  auto out = cpu.Run(kClamp, {{"M", "4"}, {"N", "8"}}, {"A", "B"});
+  auto out = cpu.MustRun(kClamp, {{"M", "4"}, {"N", "8"}}, {"A", "B"});
   ASSERT_EQ(out["B"].size(), 32u);
   int clipped = 0;
   for (size_t k = 0; k < 32; ++k) {
@@ -436,7 +385,7 @@ TEST(CompatSmallOps, TFloat32IsFloat32StorageAndItsGemmRuns) {
   ASSERT_EQ(p.params.size(), 3u);
   EXPECT_EQ(p.params[0].buffer.dtype, ir::DType::kFloat32);
   CpuRun cpu;
-  auto out = cpu.Run(kTf32Gemm, {}, {"A", "B", "C"});
+  auto out = cpu.MustRun(kTf32Gemm, {}, {"A", "B", "C"});
   ASSERT_EQ(out["A"].size(), 512u);
   ASSERT_EQ(out["C"].size(), 1024u);
   for (int i = 0; i < 32; ++i) {
@@ -590,7 +539,7 @@ TEST(CompatDynamicParams, UnboundTokenCountBecomesAShapeSymbol) {
 
 TEST(CompatDynamicParams, RunsOnTheCpuWithTheValueGivenAtLaunch) {
   CpuRun cpu;
-  auto out = cpu.Run(kVarlen, {{"UQ", "37"}, {"heads", "4"}}, {"X", "Y"}, {"UQ"});
+  auto out = cpu.MustRun(kVarlen, {{"UQ", "37"}, {"heads", "4"}}, {"X", "Y"}, {.entry = "", .dynamic = {"UQ"}});
   ASSERT_EQ(out["X"].size(), 148u);
   ASSERT_EQ(out["Y"].size(), 148u);
   for (size_t k = 0; k < 148; ++k) EXPECT_EQ(out["Y"][k], out["X"][k] * 2.0f) << k;

@@ -23,6 +23,7 @@
 #include "compiler/tools/npy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/cpu_run.h"
 #include "tests/support/frontend_compile.h"
 #include "util/subprocess.h"
 
@@ -35,6 +36,7 @@ namespace fs = std::filesystem;
 
 using testing::Bindings;
 using testing::Compile;
+using testing::CpuRun;
 using testing::MustCompile;
 
 std::string ErrorOf(std::string_view src, const Bindings& binds, std::string entry) {
@@ -105,64 +107,10 @@ TEST(NestedEntry, ClosesOverTheEnclosingFunction) {
   EXPECT_THAT(ir::PrintProgram(q), HasSubstr("* 1.0"));
 }
 
-// Runs `src` once on the CPU target with kiln-run and returns the float32
-// parameters `save` (inputs as generated, outputs as the kernel left them).
-class CpuRun {
- public:
-  CpuRun() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-nested-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  ~CpuRun() { fs::remove_all(dir_); }
-  CpuRun(const CpuRun&) = delete;
-  CpuRun& operator=(const CpuRun&) = delete;
-
-  std::map<std::string, std::vector<float>> Run(const std::string& src, const std::string& entry,
-                                                const Bindings& binds,
-                                                const std::vector<std::string>& save) {
-    std::ofstream((dir_ / "k.py").string()) << src;
-    std::vector<std::string> args = {std::string(KILN_BINARY_DIR) + "/kiln-run",
-                                     (dir_ / "k.py").string(),
-                                     "--target",
-                                     "cpu",
-                                     "--quiet",
-                                     "--entry",
-                                     entry};
-    for (const auto& [k, v] : binds) {
-      args.emplace_back("--bind");
-      args.push_back(absl::StrCat(k, "=", v));
-    }
-    for (const std::string& name : save) {
-      args.emplace_back("--save");
-      args.push_back(absl::StrCat(name, "=", (dir_ / (name + ".npy")).string()));
-    }
-    util::SubprocessOptions options;
-    options.timeout = std::chrono::seconds(300);
-    absl::StatusOr<util::SubprocessResult> run = util::RunSubprocess(args, options);
-    std::map<std::string, std::vector<float>> out;
-    EXPECT_TRUE(run.ok()) << run.status();
-    if (!run.ok()) return out;
-    EXPECT_TRUE(run->success()) << run->stderr_data;
-    for (const std::string& name : save) {
-      absl::StatusOr<tools::NpyArray> a = tools::ReadNpyFile((dir_ / (name + ".npy")).string());
-      EXPECT_TRUE(a.ok()) << a.status();
-      if (!a.ok() || a->dtype != ir::DType::kFloat32) continue;
-      std::vector<float>& v = out[name];
-      v.resize(a->data.size() / sizeof(float));
-      std::memcpy(v.data(), a->data.data(), v.size() * sizeof(float));
-    }
-    return out;
-  }
-
- private:
-  fs::path dir_;
-};
-
 TEST(NestedEntry, RunsOnTheCpu) {
   CpuRun cpu;
-  auto out = cpu.Run(kDriver, "get_best.kernel", {{"N", "40"}, {"block", "16"}, {"scale", "1.25"}},
-                     {"A", "B"});
+  auto out = cpu.MustRun(kDriver, {{"N", "40"}, {"block", "16"}, {"scale", "1.25"}}, {"A", "B"},
+                         {.entry = "get_best.kernel", .dynamic = {}});
   ASSERT_EQ(out["A"].size(), 40u);
   ASSERT_EQ(out["B"].size(), 40u);
   for (size_t k = 0; k < 40; ++k) EXPECT_EQ(out["B"][k], out["A"][k] * 2.5f) << k;
