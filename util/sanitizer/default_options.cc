@@ -12,8 +12,8 @@
 // depending on nothing more than the length of argv. Without the interceptor
 // leak checking stays on; the static TLS block of each thread is still scanned.
 
-extern "C" const char* __asan_default_options();  // NOLINT(readability-identifier-naming)
+extern "C" const char* __asan_default_options(); // NOLINT(readability-identifier-naming)
 
-extern "C" const char* __asan_default_options() {  // NOLINT(readability-identifier-naming)
+extern "C" const char* __asan_default_options() { // NOLINT(readability-identifier-naming)
   return "intercept_tls_get_addr=0";
 }

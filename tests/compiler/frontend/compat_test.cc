@@ -539,7 +539,8 @@ TEST(CompatDynamicParams, UnboundTokenCountBecomesAShapeSymbol) {
 
 TEST(CompatDynamicParams, RunsOnTheCpuWithTheValueGivenAtLaunch) {
   CpuRun cpu;
-  auto out = cpu.MustRun(kVarlen, {{"UQ", "37"}, {"heads", "4"}}, {"X", "Y"}, {.entry = "", .dynamic = {"UQ"}});
+  auto out = cpu.MustRun(kVarlen, {{"UQ", "37"}, {"heads", "4"}}, {"X", "Y"},
+                         {.entry = "", .dynamic = {"UQ"}});
   ASSERT_EQ(out["X"].size(), 148u);
   ASSERT_EQ(out["Y"].size(), 148u);
   for (size_t k = 0; k < 148; ++k) EXPECT_EQ(out["Y"][k], out["X"][k] * 2.0f) << k;
