@@ -23,7 +23,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   // absl has no codes beyond gRPC's 16; anything unexpected is UNKNOWN.
   const grpc::StatusCode g =
       code >= 0 && code <= 16 ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN;
-  return {g, BoundStatusMessage(std::string(status.message()))};
+  return {g, BoundStatusMessage(absl::StrCat(status.message()))};
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/launch_json.h"
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
   // Located errors (the program's, the passes') quote the source line.
   const std::string shown_name = args.file == "-" ? "<stdin>" : args.file;
   auto located = [&](absl::string_view message) {
-    return kiln::util::WithSourceSnippets(std::string(message), shown_name, text);
+    return kiln::util::WithSourceSnippets(absl::StrCat(message), shown_name, text);
   };
   absl::StatusOr<kiln::ir::Program> program = Load(args, text);
   if (!program.ok()) {

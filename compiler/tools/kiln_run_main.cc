@@ -359,7 +359,7 @@ int Run(const Args& args) {
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
   // Located errors of the program quote its source line.
   auto located = [&](absl::string_view message) {
-    return kiln::util::WithSourceSnippets(std::string(message), args.file, *source);
+    return kiln::util::WithSourceSnippets(absl::StrCat(message), args.file, *source);
   };
   if (!program.ok()) return Fail(located(program.status().message()));
   if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(located(s.message()));

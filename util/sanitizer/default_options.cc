@@ -12,8 +12,9 @@
 // depending on nothing more than the length of argv. Without the interceptor
 // leak checking stays on; the static TLS block of each thread is still scanned.
 
-extern "C" const char* __asan_default_options(); // NOLINT(readability-identifier-naming)
+// The runtime's hook: its name is reserved to the implementation by design.
+// NOLINTNEXTLINE(readability-identifier-naming,bugprone-reserved-identifier)
+extern "C" const char* __asan_default_options();
 
-extern "C" const char* __asan_default_options() { // NOLINT(readability-identifier-naming)
-  return "intercept_tls_get_addr=0";
-}
+// NOLINTNEXTLINE(readability-identifier-naming,bugprone-reserved-identifier)
+extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }

@@ -213,9 +213,9 @@ int RunCompile(const std::vector<std::string>& args, CommandIo io) {
     // A located error in the program: quote the line from the file sent.
     absl::Status s = r.status();
     if (s.code() == absl::StatusCode::kInvalidArgument && !c->json) {
-      s = absl::Status(s.code(),
-                       util::WithSourceSnippets(std::string(s.message()), req.program().file_name(),
-                                                req.program().tilelang_source()));
+      s = absl::Status(s.code(), util::WithSourceSnippets(absl::StrCat(s.message()),
+                                                          req.program().file_name(),
+                                                          req.program().tilelang_source()));
     }
     return ReportFailure(s, *c, io);
   }
