@@ -160,7 +160,8 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
   case ProgramInput::Kind::kProgram: {
     if (!in.bindings.empty() || !in.dynamic_params.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          in.file_name, ": bindings and dynamic parameters apply to TileLang source, not to IR"));
+          in.file_name,
+          ": bindings apply to TileLang source, not to IR (and so do dynamic parameters)"));
     }
     if (in.kind == ProgramInput::Kind::kIrText) {
       absl::StatusOr<ir::Program> p = ir::ParseProgramText(in.text, in.file_name);
