@@ -216,6 +216,8 @@ absl::StatusOr<Value> Evaluator::CallTileOp(const std::string& fn, std::vector<A
   RETURN_IF_ERROR(RequireKernel(loc, absl::StrCat("T.", fn)));
   if (fn == "copy") return LowerCopy(args, loc);
   if (fn == "gemm") return LowerGemm(args, loc);
+  if (fn == "wgmma_gemm") return LowerGemm(args, loc, /*explicit_wgmma=*/true);
+  if (fn == "wait_wgmma") return WaitWgmma(args, loc);
   if (fn == "fill" || fn == "clear") return LowerFill(fn, args, loc);
   if (fn.rfind("reduce_", 0) == 0) return LowerReduce(fn, args, loc);
   if (fn.rfind("atomic_", 0) == 0) return LowerAtomic(fn, args, loc);
@@ -273,20 +275,49 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
   return Value::None();
 }
 
-absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
+// T.wgmma_gemm is TileLang's Hopper gemm that issues its wgmma and does not
+// wait: the accumulator may be read only after a later T.wait_wgmma(n) has
+// left at most n of them in flight. It takes T.gemm's first seven
+// arguments and annotations (no k_pack, wg_wait or mbar), and refuses a
+// target without wgmma. Kiln compiles it as T.gemm, which completes before
+// the next statement: every value a correct program may read is the same,
+// and T.wait_wgmma then has nothing left to wait for.
+absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc, bool explicit_wgmma) {
   std::vector<std::string_view> names = {"A",           "B",      "C",           "transpose_A",
                                          "transpose_B", "policy", "clear_accum", "k_pack",
                                          "wg_wait",     "mbar",   "annotations"};
-  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "T.gemm", args, names, 3));
+  constexpr size_t kAnnotations = 10;
+  if (explicit_wgmma) {
+    // The parameters of T.wgmma_gemm, with k_pack, wg_wait and mbar left
+    // out as absent (TileLang's signature has none of them).
+    const std::vector<std::string_view> own = {
+        "A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum", "annotations"};
+    ASSIGN_OR_RETURN(auto w, MatchArgs(options_.file_name, loc, "T.wgmma_gemm", args, own, 3));
+    if (IsGiven(w[7])) {
+      return Error(ArgLoc(args, own, 7, loc),
+                   "T.wgmma_gemm argument 'annotations' is not supported");
+    }
+    const DeviceModel& d = options_.device;
+    if (d.known && d.cc_major != 9) {
+      return Error(loc, absl::StrCat("T.wgmma_gemm needs a Hopper target (cuda:sm_90 or "
+                                     "cuda:sm_90a), not ",
+                                     d.target, "; T.gemm picks the target's instruction"));
+    }
+    // What is left (at most seven arguments, by position or by T.gemm's
+    // names) reads as T.gemm's arguments below.
+  }
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc,
+                                     explicit_wgmma ? "T.wgmma_gemm" : "T.gemm", args, names, 3));
   if (IsGiven(m[9])) {
     return Error(ArgLoc(args, names, 9, loc), "argument 'mbar' is not supported");
   }
-  if (IsGiven(m[10])) {
-    return Error(ArgLoc(args, names, 10, loc), "argument 'annotations' is not supported");
+  if (IsGiven(m[kAnnotations])) {
+    return Error(ArgLoc(args, names, kAnnotations, loc), "argument 'annotations' is not supported");
   }
   ir::Stmt st;
   st.kind = ir::StmtKind::kGemm;
   st.loc = loc;
+  int c_buffer = -1; // the last operand's: C
   for (size_t k = 0; k < 3; ++k) {
     ASSIGN_OR_RETURN(Operand op,
                      ToOperand(Arg{*m[k], ArgLoc(args, names, k, loc), "", {}}, "T.gemm"));
@@ -296,6 +327,7 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
     }
     ASSIGN_OR_RETURN(ir::Region r, OperandRegion(op, {}, "T.gemm"));
     st.regions.push_back(std::move(r));
+    c_buffer = op.buffer;
   }
   auto flag = [&](size_t k, bool* out) -> absl::Status {
     if (!m[k].has_value()) return absl::OkStatus();
@@ -310,7 +342,28 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
   };
   RETURN_IF_ERROR(flag(3, &st.transpose_a));
   RETURN_IF_ERROR(flag(4, &st.transpose_b));
-  RETURN_IF_ERROR(flag(6, &st.clear_accum));
+  if (m[6].has_value() && m[6]->is_expr()) {
+    // A clear_accum known only at run time (clear_accum=(k == 0) in an
+    // unrolled loop): C = A @ B where it holds, C += A @ B elsewhere, that
+    // is a zero fill of C under the condition, then an accumulating gemm.
+    ASSIGN_OR_RETURN(ir::Expr cond, ToCondition(Ctx(ArgLoc(args, names, 6, loc)), *m[6]));
+    const ir::Region& c = st.regions[2];
+    const ir::DType c_dtype = buffers_[c_buffer].buffer.dtype;
+    ir::Stmt fill;
+    fill.kind = ir::StmtKind::kFill;
+    fill.loc = loc;
+    fill.regions.push_back(c);
+    ASSIGN_OR_RETURN(fill.value, ToExprOf(Ctx(loc), Value::Int(0), c_dtype));
+    fill.has_value = true;
+    ir::Stmt guard;
+    guard.kind = ir::StmtKind::kIf;
+    guard.loc = loc;
+    guard.cond = std::move(cond);
+    guard.body.push_back(std::move(fill));
+    Emit(std::move(guard));
+  } else {
+    RETURN_IF_ERROR(flag(6, &st.clear_accum));
+  }
   if (m[5].has_value()) {
     if (m[5]->kind != ValueKind::kPolicy) {
       return Error(ArgLoc(args, names, 5, loc),
@@ -327,9 +380,23 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc) {
     st.k_pack = static_cast<int32_t>(m[7]->i);
   }
   if (m[8].has_value() && !(m[8]->kind == ValueKind::kInt && m[8]->i == 0)) {
-    return Error(ArgLoc(args, names, 8, loc), "T.gemm wg_wait other than 0 is not supported");
+    return Error(ArgLoc(args, names, 8, loc),
+                 "T.gemm wg_wait other than 0 is not supported; for an asynchronous Hopper gemm "
+                 "use T.wgmma_gemm and T.wait_wgmma");
   }
   Emit(std::move(st));
+  return Value::None();
+}
+
+absl::StatusOr<Value> Evaluator::WaitWgmma(std::vector<Arg>& args, Loc loc) {
+  const std::vector<std::string_view> names = {"id"};
+  ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "T.wait_wgmma", args, names, 1));
+  if (m[0]->kind != ValueKind::kInt || m[0]->i < 0) {
+    return Error(ArgLoc(args, names, 0, loc),
+                 absl::StrCat("T.wait_wgmma expects a non-negative compile-time integer (the "
+                              "number of wgmma groups left in flight), got ",
+                              TypeName(*m[0])));
+  }
   return Value::None();
 }
 

@@ -313,6 +313,25 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
 }
 
 absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+  // Every plan below reads and writes its operands as whole 2-d buffers: a
+  // gemm on part of one (A_s[:, 0:32], a K split of the tile) is refused
+  // here rather than computed over the whole buffer.
+  for (size_t k = 0; k < 3 && k < s.regions.size(); ++k) {
+    const Buf* b = FindBuf(s.regions[k].buffer);
+    if (!b || s.regions[k].ranges.size() != b->shape.size()) continue;
+    for (size_t d = 0; d < b->shape.size(); ++d) {
+      const ir::Range& r = s.regions[k].ranges[d];
+      std::optional<int64_t> lo = ir::ConstInt(ir::Simplify(r.min));
+      std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.extent));
+      if (lo != 0 || ext != b->shape[d]) {
+        return Error(s.loc, absl::StrCat("gemm: operand '", b->name,
+                                         "' is a part of the buffer (dimension ", d,
+                                         "); Kiln's gemm takes whole 2-d tiles (or one 2-d tile "
+                                         "of a staged buffer) for now: copy the part into a "
+                                         "buffer of its own"));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> w, PlanWgmmaGemm(s));
   if (w) {
     // Synchronous: the group completes before anything else touches the

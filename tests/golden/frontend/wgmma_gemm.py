@@ -1,0 +1,86 @@
+# T.wgmma_gemm / T.wait_wgmma (TileLang's asynchronous Hopper gemm) compile as
+# the synchronous T.gemm; a clear_accum known only at run time is a guarded
+# zero fill before an accumulating gemm; other targets and extra arguments are
+# located errors, and so is a gemm on part of a buffer.
+# RUN: kiln-opt %s --entry async_gemm --target cuda:sm_90 --emit=ir | FileCheck %s --check-prefix=IR
+# RUN: kiln-opt %s --entry async_gemm --target cuda:sm_90a --emit=cuda | FileCheck %s --check-prefix=CUDA
+# RUN: not kiln-opt %s --entry async_gemm --target cuda:sm_80 --emit=ir 2>&1 | FileCheck %s --check-prefix=SM80
+# RUN: not kiln-opt %s --entry bad_args --emit=ir 2>&1 | FileCheck %s --check-prefix=ARGS
+# RUN: not kiln-opt %s --entry bad_wait --emit=ir 2>&1 | FileCheck %s --check-prefix=WAIT
+# RUN: not kiln-opt %s --entry part_of_buffer --target cuda:sm_90 --emit=cuda 2>&1 | FileCheck %s --check-prefix=PART
+import tilelang
+import tilelang.language as T
+
+
+def async_gemm(M=128, N=64, K=96, bk=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, bk), T.float16)
+            B_s = T.alloc_shared((N, bk), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            for j in T.serial(K // bk):
+                T.copy(A[0, j * bk], A_s)
+                T.copy(B[0, j * bk], B_s)
+                T.wgmma_gemm(A_s, B_s, acc, transpose_B=True, clear_accum=(j == 0))
+                T.wait_wgmma(0)
+            T.copy(acc, C)
+
+    return main
+
+# IR: for j in serial(3) {
+# IR: if j == 0 {
+# IR-NEXT: fill acc[0 +: 128, 0 +: 64], 0.0
+# IR-NEXT: }
+# IR-NEXT: gemm A_s[0 +: 128, 0 +: 32], B_s[0 +: 64, 0 +: 32], acc[0 +: 128, 0 +: 64] transpose_a=false transpose_b=true clear_accum=false
+# IR-NOT: wait
+# CUDA: wgmma_commit
+# CUDA-NEXT: wgmma_wait<0>
+# SM80: wgmma_gemm.py:25:17: T.wgmma_gemm needs a Hopper target (cuda:sm_90 or cuda:sm_90a), not cuda:sm_80; T.gemm picks the target's instruction
+
+
+def bad_args(M=64, N=64, K=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((K, N), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            T.wgmma_gemm(A_s, B_s, acc, wg_wait=1)
+
+    return main
+
+# ARGS: wgmma_gemm.py:49:41: T.wgmma_gemm() got an unexpected keyword argument 'wg_wait'
+
+
+def bad_wait(M=64, N=64, K=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((K, N), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            T.wgmma_gemm(A_s, B_s, acc)
+            T.wait_wgmma(-1)
+
+    return main
+
+# WAIT: wgmma_gemm.py:64:26: T.wait_wgmma expects a non-negative compile-time integer (the number of wgmma groups left in flight), got int
+
+
+def part_of_buffer(M=64, N=64, K=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((K, N), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s[:, 0:32], B_s[0:32, :], acc)
+            T.copy(acc, C)
+
+    return main
+
+# PART: wgmma_gemm.py:81:13: gemm: operand 'A_s' is a part of the buffer (dimension 1); Kiln's gemm takes whole 2-d tiles
