@@ -14,7 +14,7 @@ HEAD = """\
 // scripts/gen_wgmma_header.py; do not edit.
 //
 //  - wgmma_fence(), wgmma_commit(), wgmma_wait<N>(): fence.proxy.async + wgmma.fence /
-//    commit_group / wait_group N (.sync.aligned).
+//    commit_group / wait_group N (.sync.aligned); wgmma_fence_tma(): wgmma.fence alone.
 //  - wgmma_m64n<N>k16_{f16,bf16}<kTransA, kTransB, kLboA, kSboA, kSwzA, kLboB,
 //    kSboB, kSwzB>(d, a, b): D(64xN, f32) += A(64x16) * B(16xN) with both
 //    operands in shared memory, described by smem_desc() from the operand's
@@ -63,6 +63,11 @@ KILN_DEVICE void wgmma_fence() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
+// The warpgroup fence alone, where only the async proxy (TMA) wrote the
+// operands and an mbarrier's completion made them visible: the proxy fence
+// would cost a MEMBAR.ALL.CTA in every iteration of the main loop for
+// nothing.
+KILN_DEVICE void wgmma_fence_tma() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 KILN_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
 KILN_DEVICE void wgmma_wait() {

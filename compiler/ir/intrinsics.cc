@@ -43,6 +43,7 @@ std::vector<IntrinsicInfo> MakeTable() {
   // B's leading byte offset, stride byte offset and swizzle mode.
   t.push_back({"fence_proxy_async", {}, true});
   t.push_back({"wgmma_fence", {}, true});
+  t.push_back({"wgmma_fence_tma", {}, true});
   t.push_back({"wgmma_commit", {}, true});
   t.push_back({"wgmma_wait", {A::kConstInt}, true});
   for (int n = 8; n <= 256; n += 8) {

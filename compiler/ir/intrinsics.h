@@ -37,6 +37,9 @@ struct IntrinsicInfo {
 //   cp_async_commit(), cp_async_wait(N)             commit_group / wait_group N
 //   copy_{2,4,8,16}(dst, src)                       one vector load + store
 //   wgmma_fence(), wgmma_commit(), wgmma_wait(N)   wgmma.fence / commit_group / wait_group N
+//                                                   (wgmma_fence: after fence_proxy_async)
+//   wgmma_fence_tma()     wgmma.fence alone, for operands only TMA wrote (the warp-specialized
+//                         main loop: the full barrier's completion makes them visible)
 //   fence_proxy_async()   fence.proxy.async.shared::cta: this thread's generic-proxy writes to
 //                         shared memory (cp.async, stores) become visible to the async proxy
 //                         (wgmma's operand reads); issued by every writer before the barrier

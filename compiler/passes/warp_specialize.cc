@@ -17,7 +17,7 @@
 //              stage's bytes, issue the TMA loads of tile ko into stage s
 //   tid < T  (consumers; setmaxnreg_inc where it pays): the program with
 //            every sync_threads replaced by bar.sync 1, T; its main loop:
-//              wait full[s] for parity (ko / S) % 2, wgmma_fence, the
+//              wait full[s] for parity (ko / S) % 2, wgmma_fence_tma, the
 //              tile's wgmmas, commit; wait until F groups are pending (F =
 //              1 from 3 stages on, 0 in the last iteration); lane 0 of each
 //              warp then releases the stage whose group completed (empty of
@@ -354,7 +354,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   loop.loc = s.loc;
   loop.body.push_back(Call("mbarrier_wait", {full(st), round}));
   for (const std::string& d : dsts) stage_[d] = st;
-  loop.body.push_back(Call("wgmma_fence", {}));
+  loop.body.push_back(Call("wgmma_fence_tma", {}));
   for (int64_t step = 0; step < g->steps; ++step) g->issue(step, &loop.body);
   loop.body.push_back(Call("wgmma_commit", {}));
   for (const std::string& d : dsts) stage_.erase(d);

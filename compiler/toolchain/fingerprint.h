@@ -33,7 +33,9 @@ namespace kiln::toolchain {
 // 11: one reduction scratch array per dtype serves all of a kernel's
 // reductions; shared buffers that do not fit one after another share bytes
 // by lifetime (pass shared-placement).
-inline constexpr int kKilnCodegenVersion = 11;
+// 12: the warp-specialized main loop fences only the warpgroup
+// (wgmma_fence_tma): no proxy fence, whose MEMBAR.ALL.CTA each iteration paid.
+inline constexpr int kKilnCodegenVersion = 12;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

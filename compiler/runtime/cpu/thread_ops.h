@@ -200,6 +200,7 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
 
 inline void fence_proxy_async() {}
 inline void wgmma_fence() {}
+inline void wgmma_fence_tma() {}
 inline void wgmma_commit() {}
 template <int N>
 inline void wgmma_wait() {
