@@ -9,8 +9,10 @@
 // each sample is a replay's time divided by B, which removes the launch
 // gaps that dominate short kernels. With the flush, each of the B launches
 // follows its own flush inside the graph, and a graph of the B flushes alone
-// is timed after each replay: a sample is (replay - flushes) / B, so that
-// every launch starts from a cold L2 whatever B is, as without graphs.
+// is timed after each replay: a sample is (replay - the flushes' median) / B,
+// so that every launch starts from a cold L2 whatever B is, as without graphs
+// (replays no slower than the flushes are measured again, or the request
+// fails: UNAVAILABLE, never a sample of zero).
 //
 // Arguments: generated inputs (ArgOrigin keys) are uploaded once and kept
 // on the device as pristine copies (least recently used first out, within
@@ -43,6 +45,9 @@ namespace kiln::measure {
 inline constexpr double kGraphReplayTargetUs = 200;
 inline constexpr int kMaxGraphBatch = 100;
 inline constexpr int kGraphSizingRuns = 3;
+// Rounds of flushed replays (each twice the missing samples after the first)
+// before a flushed graph measurement gives up on a kernel too short to time.
+inline constexpr int kMaxFlushedGraphRounds = 4;
 inline constexpr int kMaxTimedRepeats = 100000;
 inline constexpr size_t kResidentBytesLimit = size_t{8} << 30;
 
