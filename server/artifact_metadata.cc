@@ -14,11 +14,10 @@
 namespace kiln::server {
 namespace {
 
-// The tensor parameters the kernel writes (stores, copy/reduce/gemm/fill
-// destinations, atomics): the outputs, when the program marks none itself.
-std::set<std::string> WrittenBuffers(const ir::Program& program) {
-  std::set<std::string> written;
-  ir::ForEachStmt(program.kernel.body, [&written](const ir::Stmt& s) {
+// The buffers `kernel` writes (stores, copy/reduce/gemm/fill destinations,
+// atomics), added to `written`.
+void WrittenIn(const ir::Kernel& kernel, std::set<std::string>& written) {
+  ir::ForEachStmt(kernel.body, [&written](const ir::Stmt& s) {
     switch (s.kind) {
     case ir::StmtKind::kStore:
       written.insert(s.name);
@@ -38,6 +37,14 @@ std::set<std::string> WrittenBuffers(const ir::Program& program) {
       break;
     }
   });
+}
+
+// The tensor parameters the program's kernels write: the outputs, when the
+// program marks none itself.
+std::set<std::string> WrittenBuffers(const ir::Program& program) {
+  std::set<std::string> written;
+  WrittenIn(program.kernel, written);
+  for (const ir::Kernel& k : program.next_kernels) WrittenIn(k, written);
   return written;
 }
 
@@ -100,11 +107,31 @@ kiln::v1::LaunchInfo MakeLaunchInfo(const codegen::LaunchSpec& l,
     p->set_is_output(!a.is_scalar && (marked ? a.is_output : written.count(a.ir_name) > 0));
     for (const ir::Expr& e : a.shape) p->add_shape(ExtentText(e));
   }
-  for (const codegen::TensorMapSpec& m : l.tensor_maps) {
-    kiln::v1::TensorMap* t = info.add_tensor_maps();
-    t->set_param(l.args[static_cast<size_t>(m.arg)].name);
-    for (int64_t b : m.box) t->add_box(b);
-    t->set_swizzle_bytes(m.swizzle_bytes);
+  auto add_maps = [&l](const std::vector<codegen::TensorMapSpec>& maps,
+                       google::protobuf::RepeatedPtrField<kiln::v1::TensorMap>* out) {
+    for (const codegen::TensorMapSpec& m : maps) {
+      kiln::v1::TensorMap* t = out->Add();
+      const auto arg = static_cast<size_t>(m.arg);
+      t->set_param(arg < l.args.size() ? l.args[arg].name : l.workspaces[arg - l.args.size()].name);
+      for (int64_t b : m.box) t->add_box(b);
+      t->set_swizzle_bytes(m.swizzle_bytes);
+    }
+  };
+  add_maps(l.tensor_maps, info.mutable_tensor_maps());
+  // A program of several kernels or with workspaces (kernel_spec.h).
+  for (const codegen::WorkspaceSpec& w : l.workspaces) {
+    kiln::v1::WorkspaceInfo* wi = info.add_workspaces();
+    wi->set_name(w.name);
+    wi->set_dtype(ir::DTypeToProto(w.dtype));
+    for (const ir::Expr& e : w.shape) wi->add_shape(ExtentText(e));
+  }
+  for (const codegen::KernelLaunch& k : l.next_kernels) {
+    kiln::v1::KernelLaunchInfo* ki = info.add_next_kernels();
+    ki->set_kernel_symbol(k.symbol);
+    for (const ir::Expr& g : k.grid) ki->add_grid(ExtentText(g));
+    for (int64_t b : k.block) ki->add_block(b);
+    ki->set_dynamic_shared_bytes(k.dynamic_smem_bytes);
+    add_maps(k.tensor_maps, ki->mutable_tensor_maps());
   }
   return info;
 }

@@ -296,6 +296,16 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
     if (v.value_case() == kiln::v1::BindingValue::kIntValue) ints[name] = v.int_value();
     if (v.value_case() == kiln::v1::BindingValue::kBoolValue) ints[name] = v.bool_value();
   }
+  // The worker launches one kernel: a launch sequence (several T.Kernel
+  // blocks, T.alloc_global workspaces; docs/design/multi-kernel.md) is
+  // refused rather than measured by its first kernel alone.
+  if (launch.next_kernels_size() > 0 || launch.workspaces_size() > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the program has ", launch.next_kernels_size() + 1, " kernels and ",
+        launch.workspaces_size(),
+        " global workspaces; the GPU worker runs one-kernel programs only (kiln-run runs the "
+        "whole sequence)"));
+  }
   kiln::v1::LaunchSpec spec;
   spec.set_module_id(options.module_id);
   if (launch.grid().empty() || launch.grid_size() > 3) {

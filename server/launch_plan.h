@@ -18,7 +18,9 @@
 // tensor maps (CUDA TMA) go along as they are: the worker encodes them.
 //
 // Errors: InvalidArgument naming the extent or parameter (an unknown symbol,
-// division by zero, a non-positive extent, a tensor over `max_tensor_bytes`).
+// division by zero, a non-positive extent, a tensor over `max_tensor_bytes`);
+// Unimplemented for a program of several kernels or with global workspaces
+// (LaunchInfo.next_kernels / workspaces), which the worker cannot run yet.
 // Thread-safe (pure functions).
 #pragma once
 

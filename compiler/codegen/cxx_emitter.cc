@@ -200,7 +200,9 @@ class Emitter {
       absl::StrAppend(&out.unpack_args, "  ", type, " ", name, " = *static_cast<", type,
                       "*>(kiln_args[", index++, "]);\n");
     };
+    // kernel_spec.h's order: parameters, symbols, then workspaces.
     for (const ir::Param& param : p_.params) {
+      if (param.is_workspace) continue;
       const std::string name = CName(param.buffer.name);
       const std::string t = CType(param.buffer.dtype);
       if (param.is_scalar) {
@@ -212,6 +214,12 @@ class Emitter {
     for (const ir::Symbol& s : p_.symbols) {
       const std::string name = CName(s.name);
       add_param(absl::StrCat(CType(s.dtype), " ", name), name, CType(s.dtype));
+    }
+    for (const ir::Param& param : p_.params) {
+      if (!param.is_workspace) continue;
+      const std::string name = CName(param.buffer.name);
+      const std::string t = CType(param.buffer.dtype);
+      add_param(absl::StrCat(t, "* __restrict__ ", name), name, t + "*");
     }
     RETURN_IF_ERROR(TensorMaps(&out));
     RETURN_IF_ERROR(BlockVars());

@@ -14,6 +14,18 @@
 // tensor argument it names, as TensorMapSpec says. CPU kernels never take
 // them (the CPU runtime builds its own descriptors from the pointers).
 //
+// A program of several kernels (ir.h: Program::next_kernels) has one entry
+// point per kernel, all in one source and one binary, with the same
+// arguments: LaunchSpec's own symbol/grid/block/smem/tensor_maps describe
+// the first, `next_kernels` the others, and a launcher runs them in that
+// order on one stream (each sees everything the earlier ones wrote). Its
+// global workspaces (T.alloc_global; LaunchSpec::workspaces) are arguments
+// too: after the symbols, one pointer per workspace, to memory the launcher
+// allocates for the sequence, zero-filled, and frees after the last kernel
+// (TileLang leaves it uninitialized; zeroing makes runs deterministic, and
+// programs must not rely on it). The tensor maps come last. A one-kernel
+// program without workspaces has empty `next_kernels` and `workspaces`.
+//
 // CUDA: `extern "C" __global__ void <symbol>(...)`, launched with `grid`,
 // `block` and `dynamic_smem_bytes` of dynamic shared memory (callers set
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES when it exceeds 48 KiB).
@@ -65,9 +77,27 @@ struct KernelArg {
 // the shapes it was specialized on; the launcher still refuses an
 // unaligned pointer or stride with an error naming the tensor.
 struct TensorMapSpec {
-  int arg = 0;              // index into LaunchSpec::args (a tensor)
+  // Index into LaunchSpec::args (a tensor), or args.size() + w for
+  // workspace w (LaunchSpec::workspaces).
+  int arg = 0;
   std::vector<int64_t> box; // elements per dimension, outermost first
   int swizzle_bytes = 0;    // 0, 32, 64 or 128
+};
+
+// One kernel of a launch sequence (see above).
+struct KernelLaunch {
+  std::string symbol = "kiln_kernel";
+  std::vector<ir::Expr> grid;               // 3 extents, possibly over symbols
+  std::array<int64_t, 3> block = {1, 1, 1}; // threads
+  int64_t dynamic_smem_bytes = 0;
+  std::vector<TensorMapSpec> tensor_maps; // CUDA only: after args (see above)
+};
+
+// A global workspace (T.alloc_global): shape[0] * ... * size(dtype) bytes.
+struct WorkspaceSpec {
+  std::string name; // the program's (for messages; never bound by a caller)
+  ir::DType dtype = ir::DType::kFloat32;
+  std::vector<ir::Expr> shape; // over the symbols' and scalars' user names
 };
 
 struct LaunchSpec {
@@ -77,7 +107,18 @@ struct LaunchSpec {
   int64_t dynamic_smem_bytes = 0;
   std::vector<KernelArg> args;
   std::vector<TensorMapSpec> tensor_maps; // CUDA only: after args (see above)
+  std::vector<KernelLaunch> next_kernels; // run after the first, in order
+  std::vector<WorkspaceSpec> workspaces;  // arguments after the symbols
 };
+
+// Every kernel of `spec` in launch order, the first from its own fields.
+inline std::vector<KernelLaunch> LaunchSequence(const LaunchSpec& spec) {
+  std::vector<KernelLaunch> out;
+  out.push_back(
+      KernelLaunch{spec.symbol, spec.grid, spec.block, spec.dynamic_smem_bytes, spec.tensor_maps});
+  out.insert(out.end(), spec.next_kernels.begin(), spec.next_kernels.end());
+  return out;
+}
 
 enum class EmitTarget : uint8_t { kCuda, kCpu };
 

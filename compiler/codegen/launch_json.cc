@@ -30,6 +30,23 @@ std::string Extent(const ir::Expr& e) {
   return v ? std::to_string(*v) : Quote(ir::PrintExpr(e));
 }
 
+// `, "tensor_maps": [...]` for a kernel that takes tensor maps, else "".
+std::string TensorMaps(const LaunchSpec& l, const std::vector<TensorMapSpec>& maps) {
+  if (maps.empty()) return "";
+  std::string out = ", \"tensor_maps\": [";
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const TensorMapSpec& m = maps[i];
+    const auto arg = static_cast<size_t>(m.arg);
+    const std::string& name =
+        arg < l.args.size() ? l.args[arg].name : l.workspaces[arg - l.args.size()].name;
+    absl::StrAppend(&out, i ? ", " : "", "{\"arg\": ", m.arg, ", \"name\": ", Quote(name),
+                    ", \"box\": [");
+    for (size_t d = 0; d < m.box.size(); ++d) absl::StrAppend(&out, d ? ", " : "", m.box[d]);
+    absl::StrAppend(&out, "], \"swizzle_bytes\": ", m.swizzle_bytes, "}");
+  }
+  return out + "]";
+}
+
 } // namespace
 
 std::string LaunchJson(const EmittedKernel& kernel) {
@@ -53,15 +70,31 @@ std::string LaunchJson(const EmittedKernel& kernel) {
                     ", \"output\": ", a.is_output ? "true" : "false", "}");
   }
   absl::StrAppend(&out, "]");
-  if (!l.tensor_maps.empty()) {
-    absl::StrAppend(&out, ", \"tensor_maps\": [");
-    for (size_t i = 0; i < l.tensor_maps.size(); ++i) {
-      const TensorMapSpec& m = l.tensor_maps[i];
-      absl::StrAppend(&out, i ? ", " : "", "{\"arg\": ", m.arg,
-                      ", \"name\": ", Quote(l.args[static_cast<size_t>(m.arg)].name),
-                      ", \"box\": [");
-      for (size_t d = 0; d < m.box.size(); ++d) absl::StrAppend(&out, d ? ", " : "", m.box[d]);
-      absl::StrAppend(&out, "], \"swizzle_bytes\": ", m.swizzle_bytes, "}");
+  absl::StrAppend(&out, TensorMaps(l, l.tensor_maps));
+  // Only for programs that have them, so one-kernel metadata stays as it was.
+  if (!l.workspaces.empty()) {
+    absl::StrAppend(&out, ", \"workspaces\": [");
+    for (size_t i = 0; i < l.workspaces.size(); ++i) {
+      const WorkspaceSpec& w = l.workspaces[i];
+      absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", Quote(w.name),
+                      ", \"dtype\": ", Quote(std::string(ir::DTypeName(w.dtype))),
+                      ", \"shape\": [");
+      for (size_t d = 0; d < w.shape.size(); ++d)
+        absl::StrAppend(&out, d ? ", " : "", Extent(w.shape[d]));
+      absl::StrAppend(&out, "]}");
+    }
+    absl::StrAppend(&out, "]");
+  }
+  if (!l.next_kernels.empty()) {
+    absl::StrAppend(&out, ", \"next_kernels\": [");
+    for (size_t i = 0; i < l.next_kernels.size(); ++i) {
+      const KernelLaunch& k = l.next_kernels[i];
+      absl::StrAppend(&out, i ? ", " : "", "{\"symbol\": ", Quote(k.symbol), ", \"grid\": [");
+      for (size_t d = 0; d < k.grid.size(); ++d)
+        absl::StrAppend(&out, d ? ", " : "", Extent(k.grid[d]));
+      absl::StrAppend(&out, "], \"block\": [", k.block[0], ", ", k.block[1], ", ", k.block[2],
+                      "], \"dynamic_smem_bytes\": ", k.dynamic_smem_bytes,
+                      TensorMaps(l, k.tensor_maps), "}");
     }
     absl::StrAppend(&out, "]");
   }

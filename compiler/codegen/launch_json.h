@@ -8,7 +8,13 @@
 //                     "swizzle_bytes": 128}, ...]}
 // "tensor_maps" appears only when the kernel takes tensor maps (CUDA TMA;
 // kernel_spec.h says how a launcher encodes them, in this order, after the
-// args).
+// args). A program of several kernels or with global workspaces adds
+//    "workspaces": [{"name": "glse", "dtype": "float16", "shape": [4, 8]}, ...],
+//    "next_kernels": [{"symbol": "kiln_kernel_1", "grid": [...], "block": [...],
+//                      "dynamic_smem_bytes": 0, "tensor_maps": [...]}, ...]
+// (each only when non-empty): the workspaces are arguments after the
+// symbols, and the next kernels run after the first, in order
+// (kernel_spec.h).
 // Extents that depend on unbound symbols are strings in the IR's text
 // syntax ("(M + 63) // 64"); constant ones are numbers. Names are the
 // user's (kernel_spec.h), so a symbol may be called `max` or `in`: a name

@@ -674,8 +674,14 @@ absl::Status Evaluator::RunEntry(const PyStmt& entry) {
     frame_ = frame;
     entry_frame_ = frame;
     ASSIGN_OR_RETURN(Flow flow, ExecBlock(entry.body));
-    (void)flow;
     frame_ = 0;
+    if (flow == Flow::kReturn && return_value_.kind == ValueKind::kPrimFunc &&
+        return_value_.func != prim_func_ && lower_only_ == nullptr) {
+      // It returns a @T.prim_func other than the one lowered: run again
+      // lowering that one (Evaluator::LowerOnly).
+      returned_prim_func_ = return_value_.func;
+      return absl::AbortedError(absl::StrCat("'", entry.str, "' returns another @T.prim_func"));
+    }
     if (!prim_func_lowered_) {
       if (!kernel_seen_) {
         return Error(entry.loc, absl::StrCat("'", entry.str, "' defines no T.Kernel"));

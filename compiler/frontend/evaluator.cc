@@ -648,7 +648,11 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecFunctionDef(const PyStmt& s) {
     return Error(d.loc, "unsupported decorator on a nested function");
   }
   if (prim) {
-    RETURN_IF_ERROR(LowerPrimFunc(s));
+    // The first @T.prim_func is lowered where it is defined; another one
+    // only in a second run that asks for it (Evaluator::LowerOnly).
+    if (lower_only_ != nullptr ? &s == lower_only_ : !prim_func_lowered_) {
+      RETURN_IF_ERROR(LowerPrimFunc(s));
+    }
     Value v;
     v.kind = ValueKind::kPrimFunc;
     v.func = &s;

@@ -75,6 +75,13 @@ class Evaluator {
 
   // Selects the entry, runs it and returns the lowered program.
   absl::StatusOr<ir::Program> Run();
+  // A kernel function may define several @T.prim_func and return one of
+  // them (a split and a no-split variant, say). A run lowers the first it
+  // defines; when the function returns another, Run fails and
+  // ReturnedPrimFunc() names the one returned: a fresh Evaluator with
+  // LowerOnly(that) lowers it instead (CompileSource does this).
+  void LowerOnly(const PyStmt* def) { lower_only_ = def; }
+  const PyStmt* ReturnedPrimFunc() const { return returned_prim_func_; }
   // Selects the entry and describes its parameters without running it.
   absl::StatusOr<EntrySignature> DescribeEntry();
 
@@ -196,6 +203,7 @@ class Evaluator {
   absl::StatusOr<Value> CallTBuiltin(const std::string& name, std::vector<Arg>& args,
                                      const PyExpr& call);
   absl::StatusOr<Value> CallMath(const std::string& name, std::vector<Arg>& args, Loc loc);
+  absl::StatusOr<Value> AllocateGlobal(const std::string& fn, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> Allocate(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> DeclareSymbols(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> DeclareOutput(std::vector<Arg>& args, Loc loc);
@@ -364,6 +372,11 @@ class Evaluator {
   ir::Program program_;
   absl::flat_hash_set<std::string> used_names_;
   absl::flat_hash_set<std::string> user_names_; // of symbols and parameters so far
+  // The T.Kernel being lowered (or the last one lowered): each T.Kernel
+  // block after the first is a further kernel of the program (ir.h).
+  ir::Kernel& CurrentKernel() {
+    return program_.next_kernels.empty() ? program_.kernel : program_.next_kernels.back();
+  }
   bool kernel_seen_ = false;
   bool in_kernel_ = false;
   std::vector<ir::Stmt>* sink_ = nullptr;
@@ -389,6 +402,8 @@ class Evaluator {
   absl::flat_hash_map<std::string, Value> dynamic_values_;
   int entry_frame_ = -1; // the frame of the entry function's body
   bool prim_func_lowered_ = false;
+  const PyStmt* lower_only_ = nullptr;         // LowerOnly
+  const PyStmt* returned_prim_func_ = nullptr; // ReturnedPrimFunc
   const PyStmt* prim_func_ = nullptr;
   // Tensor parameters of the @tilelang.jit form, by position in the entry's
   // parameter list; outputs from T.empty in order of creation.

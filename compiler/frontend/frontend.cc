@@ -9,9 +9,21 @@ namespace kiln::frontend {
 
 absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options) {
   ASSIGN_OR_RETURN(Module module, ParseModule(source, options.file_name));
-  // Before the evaluator, so it ends after it: frees the cycles it left.
+  const PyStmt* returned = nullptr;
+  {
+    // Before the evaluator, so it ends after it: frees the cycles it left.
+    ValueHeap heap;
+    Evaluator evaluator(module, options);
+    absl::StatusOr<ir::Program> program = evaluator.Run();
+    if (program.ok() || evaluator.ReturnedPrimFunc() == nullptr) return program;
+    returned = evaluator.ReturnedPrimFunc();
+  }
+  // The kernel function returned a @T.prim_func other than the first it
+  // defined: evaluate it again (the evaluation is deterministic) lowering
+  // that one.
   ValueHeap heap;
   Evaluator evaluator(module, options);
+  evaluator.LowerOnly(returned);
   return evaluator.Run();
 }
 

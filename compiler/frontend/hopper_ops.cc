@@ -216,7 +216,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::LowerWarpSpecialize(const PyStmt& wit
     ASSIGN_OR_RETURN(Value v, Materialize(a.value, a.loc));
     std::vector<Value> ids = v.is_sequence() ? v.elts() : std::vector<Value>{v};
     int64_t threads = 1;
-    for (int64_t t : program_.kernel.threads) threads *= t;
+    for (int64_t t : CurrentKernel().threads) threads *= t;
     for (const Value& id : ids) {
       if (id.kind != ValueKind::kInt) {
         return Error(a.loc, "T.ws takes compile-time warpgroup indices");

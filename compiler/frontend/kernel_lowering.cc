@@ -16,6 +16,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/int_range.h"
+#include "compiler/ir/limits.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
 
@@ -74,9 +75,14 @@ absl::Status CheckLoopValues(std::string_view file, const std::string& kind, int
 absl::StatusOr<Evaluator::Flow> Evaluator::LowerKernel(const PyStmt& with, const PyExpr& call,
                                                        const PyExpr& target) {
   if (in_kernel_) return Error(with.loc, "nested T.Kernel is not supported");
-  if (kernel_seen_) return Error(with.loc, "only one T.Kernel per program is supported");
   ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(call));
-  ir::Kernel& k = program_.kernel;
+  // A later T.Kernel block is a further kernel, launched after the ones
+  // before it (ir.h: Program::next_kernels).
+  if (kernel_seen_ && program_.next_kernels.size() + 1 >= static_cast<size_t>(ir::kMaxKernels)) {
+    return Error(with.loc, absl::StrCat("a program has at most ", ir::kMaxKernels,
+                                        " kernels (T.Kernel blocks)"));
+  }
+  ir::Kernel& k = kernel_seen_ ? program_.next_kernels.emplace_back() : program_.kernel;
   k.loc = with.loc;
   Value threads = Value::Int(128); // TileLang's default
   Loc threads_loc = call.loc;

@@ -95,13 +95,13 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 101> kTBuiltins = {
+constexpr std::array<std::string_view, 102> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
     // Allocation.
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer",
-    "finalize_reducer",
+    "finalize_reducer", "alloc_global",
     // Views of a buffer's storage.
     "reshape", "view",
     // Threads and barriers.
@@ -138,11 +138,10 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 56> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 55> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
-    {"alloc_global", "declare the buffer as a kernel parameter or a T.empty output"},
     {"rng_init", ""},
     {"rng_rand", ""},
     {"rng_rand_float", ""},

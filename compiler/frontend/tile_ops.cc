@@ -409,7 +409,18 @@ absl::StatusOr<Value> Evaluator::LowerFill(const std::string& fn, std::vector<Ar
   if (IsGiven(m[clear ? 1 : 2])) {
     return Error(loc, "argument 'annotations' is not supported");
   }
-  ASSIGN_OR_RETURN(Operand op, ToOperand(Arg{*m[0], ArgLoc(args, names, 0, loc), "", {}},
+  Value target = *m[0];
+  // A T.alloc_var name reads as its value; T.clear(x) / T.fill(x, v) set it.
+  if (target.is_expr() && target.expr->kind == ir::ExprKind::kLoad) {
+    for (size_t id = 0; id < buffers_.size(); ++id) {
+      if (buffers_[id].buffer.scope == ir::Scope::kVar &&
+          buffers_[id].buffer.name == target.expr->name) {
+        target = Value::Buffer(static_cast<int>(id));
+        break;
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(Operand op, ToOperand(Arg{target, ArgLoc(args, names, 0, loc), "", {}},
                                          absl::StrCat("T.", fn)));
   std::vector<ir::Expr> ones;
   if (op.form == Operand::kCorner) {

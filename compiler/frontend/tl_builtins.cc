@@ -20,6 +20,7 @@
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/int_range.h"
+#include "compiler/ir/limits.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/reducer.h"
 #include "util/status_macros.h"
@@ -42,8 +43,7 @@ bool IsTileOp(std::string_view fn) {
   return fn == "copy" || fn == "gemm" || fn == "fill" || fn == "clear" || fn == "reduce_max" ||
          fn == "reduce_min" || fn == "reduce_sum" || fn == "reduce_abssum" ||
          fn == "reduce_absmax" || fn == "atomic_add" || fn == "atomic_max" || fn == "atomic_min" ||
-         fn == "use_swizzle" || fn == "annotate_layout" || fn == "wgmma_gemm" ||
-         fn == "wait_wgmma";
+         fn == "use_swizzle" || fn == "annotate_layout" || fn == "wgmma_gemm" || fn == "wait_wgmma";
 }
 
 struct MathFn {
@@ -289,9 +289,51 @@ absl::StatusOr<Value> Evaluator::DeclareOutput(std::vector<Arg>& args, Loc loc) 
   return Value::Buffer(id);
 }
 
+// T.alloc_global: a workspace in global memory that the launcher allocates
+// for one launch of the program's kernels (ir.h: Program::workspaces). It
+// belongs to the function, not to one kernel: one kernel writes it and a
+// later one reads it (split-KV partial results and their combine).
+absl::StatusOr<Value> Evaluator::AllocateGlobal(const std::string& fn, std::vector<Arg>& args,
+                                                Loc loc) {
+  const std::string& file = options_.file_name;
+  if (in_kernel_) {
+    return Error(loc, "T.alloc_global inside T.Kernel is not supported; allocate the workspace "
+                      "before the T.Kernel blocks that use it");
+  }
+  if (program_.workspaces.size() >= static_cast<size_t>(ir::kMaxWorkspaces)) {
+    return Error(loc, absl::StrCat("a program has at most ", ir::kMaxWorkspaces,
+                                   " global workspaces (T.alloc_global)"));
+  }
+  // T.alloc_buffer(shape, dtype="float32", scope="global").
+  const bool buffer = fn == "alloc_buffer";
+  ASSIGN_OR_RETURN(auto m,
+                   MatchArgs(file, loc, fn, args, {"shape", "dtype", "scope"}, buffer ? 1 : 2, 3));
+  if (m[2].has_value() && (m[2]->kind != ValueKind::kString || m[2]->s != "global")) {
+    return Error(ArgLoc(args, {"shape", "dtype", "scope"}, 2, loc),
+                 buffer ? "T.alloc_buffer outside T.Kernel allocates global memory: its scope "
+                          "must be \"global\" (allocate other scopes inside the kernel)"
+                        : "T.alloc_global's scope must be \"global\"");
+  }
+  ir::Buffer b;
+  ASSIGN_OR_RETURN(b.dtype, ToDType(m[1].has_value() ? *m[1] : Value::Str("float32"), loc));
+  ASSIGN_OR_RETURN(b.shape, ToShape(*m[0], loc));
+  RETURN_IF_ERROR(CheckShapeSize(file, loc, b.shape, b.dtype));
+  b.scope = ir::Scope::kGlobal;
+  b.name = UniqueName(call_hint_.empty() ? "workspace" : call_hint_);
+  call_hint_.clear();
+  b.loc = loc;
+  program_.workspaces.push_back(b);
+  buffers_.push_back(BufferInfo{std::move(b), false});
+  return Value::Buffer(static_cast<int>(buffers_.size()) - 1);
+}
+
 absl::StatusOr<Value> Evaluator::Allocate(const std::string& name, std::vector<Arg>& args,
                                           Loc loc) {
   std::string fn = name.substr(2);
+  // T.alloc_buffer outside a kernel is global memory too (its default scope).
+  if (fn == "alloc_global" || (fn == "alloc_buffer" && !in_kernel_)) {
+    return AllocateGlobal(fn, args, loc);
+  }
   RETURN_IF_ERROR(RequireKernel(loc, absl::StrCat("T.", fn)));
   const std::string& file = options_.file_name;
   Value shape, dtype, scope, init;
@@ -576,7 +618,7 @@ absl::StatusOr<Value> Evaluator::ThreadBinding(std::vector<Arg>& args, Loc loc) 
     return Error(loc, "T.thread_binding: thread must be \"threadIdx.x\", \"threadIdx.y\" or "
                       "\"threadIdx.z\"");
   }
-  const std::vector<int64_t>& threads = program_.kernel.threads;
+  const std::vector<int64_t>& threads = CurrentKernel().threads;
   if (dim >= static_cast<int>(threads.size())) {
     return Error(loc, absl::StrCat("T.thread_binding over ", t,
                                    ", but the kernel's thread block is ", threads.size(), "-d"));
@@ -615,7 +657,7 @@ absl::StatusOr<Value> Evaluator::SyncThreads(std::vector<Arg>& args, Loc loc) {
   const std::vector<std::string_view> names = {"barrier_id", "arrive_count"};
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "sync_threads", args, names, 0));
   int64_t block = 1;
-  for (int64_t t : program_.kernel.threads) block *= t;
+  for (int64_t t : CurrentKernel().threads) block *= t;
   ir::Stmt st;
   st.kind = ir::StmtKind::kCall;
   st.loc = loc;
@@ -1001,10 +1043,10 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
       if (m[0]->kind != ValueKind::kInt) return Error(loc, "dim must be a compile-time integer");
       dim = m[0]->i;
     }
-    if (dim < 0 || dim >= static_cast<int64_t>(program_.kernel.threads.size())) {
+    if (dim < 0 || dim >= static_cast<int64_t>(CurrentKernel().threads.size())) {
       return Error(loc, absl::StrCat("T.get_thread_binding: dim ", dim,
                                      " is out of range for the kernel's ",
-                                     program_.kernel.threads.size(), "-d thread block"));
+                                     CurrentKernel().threads.size(), "-d thread block"));
     }
     return Value::Expr(ir::ThreadIdx(static_cast<int>(dim), loc));
   }

@@ -33,11 +33,18 @@ class Canonicalizer {
       p.user_name = UserName(p);
       p.buffer.name = Define(p.buffer.name, "p", &params_);
     }
-    Kernel& k = out.kernel;
-    for (Expr& e : k.grid) Rewrite(&e);
-    for (std::string& v : k.block_vars) v = Define(v, "b", &block_vars_);
-    k.loc = {};
-    RewriteStmts(&k.body);
+    for (Buffer& w : out.workspaces) {
+      RewriteBuffer(&w);
+      w.name = Define(w.name, "w", &workspaces_);
+    }
+    auto kernel = [&](Kernel& k) {
+      for (Expr& e : k.grid) Rewrite(&e);
+      for (std::string& v : k.block_vars) v = Define(v, "b", &block_vars_);
+      k.loc = {};
+      RewriteStmts(&k.body);
+    };
+    kernel(out.kernel);
+    for (Kernel& k : out.next_kernels) kernel(k);
     return out;
   }
 
@@ -116,7 +123,8 @@ class Canonicalizer {
   }
 
   std::map<std::string, std::string> renamed_;
-  int symbols_ = 0, params_ = 0, block_vars_ = 0, buffers_ = 0, loop_vars_ = 0, layout_vars_ = 0;
+  int symbols_ = 0, params_ = 0, block_vars_ = 0, buffers_ = 0, loop_vars_ = 0, layout_vars_ = 0,
+      workspaces_ = 0;
 };
 
 } // namespace

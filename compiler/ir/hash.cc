@@ -169,6 +169,15 @@ class KeyWriter {
     WriteAll(p.symbols);
     WriteAll(p.params);
     Write(p.kernel);
+    // Only where present, so that one-kernel programs keep their keys.
+    if (!p.next_kernels.empty()) {
+      Str("next_kernels");
+      WriteAll(p.next_kernels);
+    }
+    if (!p.workspaces.empty()) {
+      Str("workspaces");
+      WriteAll(p.workspaces);
+    }
     Int(static_cast<int64_t>(p.attrs.size()));
     for (const auto& [key, value] : p.attrs) {
       Str(key);

@@ -293,7 +293,7 @@ struct Stmt {
   bool operator==(const Stmt&) const = default;
 };
 
-// The single `with T.Kernel(...)` block of a program.
+// One `with T.Kernel(...)` block of a program.
 struct Kernel {
   std::vector<Expr> grid;              // 1 to 3 extents (blockIdx.x, .y, .z)
   std::vector<std::string> block_vars; // names bound to blockIdx.{x,y,z}
@@ -328,6 +328,10 @@ struct Param {
   bool is_scalar = false;
   bool is_output = false; // T.empty(...) in the @tilelang.jit form, or out_idx
   std::string user_name = {};
+  // A T.alloc_global workspace as a kernel sees it. Only in the one-kernel
+  // programs that SplitKernels (ir_util.h) makes for lowering: the launcher
+  // allocates it, the caller never binds it. Never printed, hashed or sent.
+  bool is_workspace = false;
   bool operator==(const Param&) const = default;
 };
 
@@ -336,7 +340,18 @@ struct Program {
   std::string source_name; // file name for diagnostics (not hashed)
   std::vector<Symbol> symbols;
   std::vector<Param> params;
+  // A program is a sequence of kernels over the same parameters, launched in
+  // order on one stream (each T.Kernel block of the function is one): each
+  // sees everything its predecessors wrote. `kernel` is the first and
+  // `next_kernels` the rest (empty for the usual one-kernel program, whose
+  // key, text and launch metadata are then what they were before).
   Kernel kernel;
+  std::vector<Kernel> next_kernels;
+  // Global workspaces (T.alloc_global): scope kGlobal, shapes over symbols
+  // and scalar parameters, names distinct from every parameter's. The
+  // launcher allocates each (zero-filled) before the first kernel and frees
+  // it after the last; kernels read and write them like tensor parameters.
+  std::vector<Buffer> workspaces;
   // Compile-affecting annotations from the source (e.g. "fast_math" ->
   // "true"). Hashed.
   std::map<std::string, std::string> attrs;

@@ -85,9 +85,14 @@ void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn)
 void StripLocations(Program* program) {
   for (Symbol& s : program->symbols) s.loc = Loc{};
   for (Param& p : program->params) StripBuffer(&p.buffer);
-  program->kernel.loc = Loc{};
-  for (Expr& e : program->kernel.grid) StripExpr(&e);
-  StripStmts(&program->kernel.body);
+  for (Buffer& b : program->workspaces) StripBuffer(&b);
+  auto strip = [](Kernel& k) {
+    k.loc = Loc{};
+    for (Expr& e : k.grid) StripExpr(&e);
+    StripStmts(&k.body);
+  };
+  strip(program->kernel);
+  for (Kernel& k : program->next_kernels) strip(k);
 }
 
 void ForEachStmt(const std::vector<Stmt>& stmts, const std::function<void(const Stmt&)>& fn) {
@@ -105,10 +110,17 @@ void ForEachExpr(const Program& program, const std::function<void(const Expr&)>&
       for (const Expr& e : p.buffer.index_layout->forward) VisitExpr(e, fn);
     }
   }
-  for (const Expr& e : program.kernel.grid) VisitExpr(e, fn);
-  ForEachStmt(program.kernel.body, [&](const Stmt& s) {
-    ForEachStmtExprSlot(s, [&](const Expr& e) { VisitExpr(e, fn); });
-  });
+  for (const Buffer& b : program.workspaces) {
+    for (const Expr& e : b.shape) VisitExpr(e, fn);
+  }
+  auto visit = [&](const Kernel& k) {
+    for (const Expr& e : k.grid) VisitExpr(e, fn);
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      ForEachStmtExprSlot(s, [&](const Expr& e) { VisitExpr(e, fn); });
+    });
+  };
+  visit(program.kernel);
+  for (const Kernel& k : program.next_kernels) visit(k);
 }
 
 void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn) {
@@ -118,8 +130,35 @@ void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn) {
       for (Expr& e : p.buffer.index_layout->forward) RewriteExpr(&e, fn);
     }
   }
-  for (Expr& e : program->kernel.grid) RewriteExpr(&e, fn);
-  RewriteStmts(&program->kernel.body, fn);
+  for (Buffer& b : program->workspaces) {
+    for (Expr& e : b.shape) RewriteExpr(&e, fn);
+  }
+  auto rewrite = [&](Kernel& k) {
+    for (Expr& e : k.grid) RewriteExpr(&e, fn);
+    RewriteStmts(&k.body, fn);
+  };
+  rewrite(program->kernel);
+  for (Kernel& k : program->next_kernels) rewrite(k);
+}
+
+std::vector<Program> SplitKernels(const Program& program) {
+  Program base = program;
+  base.next_kernels.clear();
+  base.workspaces.clear();
+  for (const Buffer& b : program.workspaces) {
+    Param w;
+    w.buffer = b;
+    w.is_workspace = true;
+    base.params.push_back(std::move(w));
+  }
+  std::vector<Program> out;
+  out.reserve(1 + program.next_kernels.size());
+  out.push_back(base);
+  for (const Kernel& k : program.next_kernels) {
+    out.push_back(base);
+    out.back().kernel = k;
+  }
+  return out;
 }
 
 void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/ir.h"
 
@@ -29,6 +30,13 @@ void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn);
 
 // The name the user knows a symbol or parameter by (see ir.h): its
 // user_name, or its IR name when that is empty.
+// One program per kernel of `program` (ir.h: Program::next_kernels), in
+// launch order, each with the shared symbols, parameters and attrs and its
+// workspaces appended to the parameters (Param::is_workspace), so that
+// every pass and the code generator see a one-kernel program. A program of
+// one kernel and no workspace comes back unchanged, alone.
+std::vector<Program> SplitKernels(const Program& program);
+
 const std::string& UserName(const Symbol& symbol);
 const std::string& UserName(const Param& param);
 

@@ -18,4 +18,11 @@ inline constexpr int kMaxStatements = 1 << 15;
 // text::kMaxTokens = 2^18 tokens; FromProto counts them.
 inline constexpr int kMaxExprNodes = 1 << 18;
 
+// Kernels in one program (T.Kernel blocks, launched in order: ir.h) and
+// global workspaces (T.alloc_global). TileLang's own examples use at most
+// six kernels and two workspaces; every kernel is lowered and compiled on
+// its own, so the bound caps a request's compile work.
+inline constexpr int kMaxKernels = 16;
+inline constexpr int kMaxWorkspaces = 16;
+
 } // namespace kiln::ir

@@ -127,7 +127,18 @@ class Printer {
       if (param.is_output) out->append(" out");
       absl::StrAppend(out, StmtLoc(b.loc), "\n");
     }
-    const Kernel& k = p.kernel;
+    for (const Buffer& b : p.workspaces) {
+      absl::StrAppend(out, "  workspace ", b.name, ": ", DTypeText(b.dtype));
+      ExprList(b.shape, b.loc, "[", "]", out);
+      absl::StrAppend(out, StmtLoc(b.loc), "\n");
+    }
+    Kernel_(p.kernel, out);
+    for (const Kernel& k : p.next_kernels) Kernel_(k, out);
+    out->append("}\n");
+  }
+
+ private:
+  void Kernel_(const Kernel& k, std::string* out) {
     out->append("  kernel grid");
     ExprList(k.grid, k.loc, "(", ")", out);
     out->append(" threads(");
@@ -140,10 +151,9 @@ class Printer {
     }
     absl::StrAppend(out, StmtLoc(k.loc), " {\n");
     Block(k.body, 2, out);
-    out->append("  }\n}\n");
+    out->append("  }\n");
   }
 
- private:
   bool NeedsAnnotation(Loc loc, Loc parent) const { return locations_ && !(loc == parent); }
 
   // ` layout(v0, v1)@L:C -> [f0, f1]` (ir::IndexLayout).

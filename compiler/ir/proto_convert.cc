@@ -382,7 +382,16 @@ bool FindThreadIr(const Program& p, ThreadIrUse* use) {
   for (const Param& param : p.params) {
     if (FindThreadIr(param.buffer, Loc{}, use)) return true;
   }
-  return FindThreadIr(p.kernel.grid, p.kernel.loc, use) || FindThreadIr(p.kernel.body, use);
+  for (const Buffer& b : p.workspaces) {
+    if (FindThreadIr(b, Loc{}, use)) return true;
+  }
+  if (FindThreadIr(p.kernel.grid, p.kernel.loc, use) || FindThreadIr(p.kernel.body, use)) {
+    return true;
+  }
+  for (const Kernel& k : p.next_kernels) {
+    if (FindThreadIr(k.grid, k.loc, use) || FindThreadIr(k.body, use)) return true;
+  }
+  return false;
 }
 
 // Tile IR only (callers check FindThreadIr first). *out is empty.
@@ -404,13 +413,16 @@ void EncodeProgram(const Program& program, pb::Program* out) {
     pp->set_is_output(p.is_output);
     pp->set_user_name(p.user_name);
   }
-  const Kernel& k = program.kernel;
-  pb::Kernel* pk = out->mutable_kernel();
-  for (const Expr& e : k.grid) EncodeExpr(e, pk->add_grid());
-  for (const std::string& v : k.block_vars) pk->add_block_vars(v);
-  for (int64_t t : k.threads) pk->add_threads(t);
-  for (const Stmt& s : k.body) EncodeStmt(s, pk->add_body());
-  if (IsKnownLoc(k.loc)) EncodeLoc(k.loc, pk->mutable_loc());
+  auto kernel = [&](const Kernel& k, pb::Kernel* pk) {
+    for (const Expr& e : k.grid) EncodeExpr(e, pk->add_grid());
+    for (const std::string& v : k.block_vars) pk->add_block_vars(v);
+    for (int64_t t : k.threads) pk->add_threads(t);
+    for (const Stmt& s : k.body) EncodeStmt(s, pk->add_body());
+    if (IsKnownLoc(k.loc)) EncodeLoc(k.loc, pk->mutable_loc());
+  };
+  kernel(program.kernel, out->mutable_kernel());
+  for (const Kernel& k : program.next_kernels) kernel(k, out->add_next_kernels());
+  for (const Buffer& b : program.workspaces) EncodeBuffer(b, out->add_workspaces());
   for (const auto& [key, value] : program.attrs) (*out->mutable_attrs())[key] = value;
 }
 
@@ -1064,6 +1076,20 @@ absl::Status Decoder::DecodeProgram(const pb::Program& in, Program* out) {
   {
     Enter enter(this, "kernel");
     RETURN_IF_ERROR(DecodeKernel(in.kernel(), &out->kernel));
+  }
+  if (in.next_kernels_size() + 1 > kMaxKernels) {
+    return Error(absl::StrCat("more than ", kMaxKernels, " kernels"), "next_kernels");
+  }
+  for (int i = 0; i < in.next_kernels_size(); ++i) {
+    Enter enter(this, "next_kernels", i);
+    RETURN_IF_ERROR(DecodeKernel(in.next_kernels(i), &out->next_kernels.emplace_back()));
+  }
+  if (in.workspaces_size() > kMaxWorkspaces) {
+    return Error(absl::StrCat("more than ", kMaxWorkspaces, " workspaces"), "workspaces");
+  }
+  for (int i = 0; i < in.workspaces_size(); ++i) {
+    Enter enter(this, "workspaces", i);
+    RETURN_IF_ERROR(DecodeBuffer(in.workspaces(i), true, &out->workspaces.emplace_back()));
   }
 
   for (const auto& [key, value] : in.attrs()) {

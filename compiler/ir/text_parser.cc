@@ -146,11 +146,20 @@ class Parser {
         RETURN_IF_ERROR(ParseSymbol(&p));
       } else if (IsWord("param")) {
         RETURN_IF_ERROR(ParseParam(&p));
+      } else if (IsWord("workspace")) {
+        RETURN_IF_ERROR(ParseWorkspace(&p));
       } else if (IsWord("kernel")) {
         RETURN_IF_ERROR(ParseKernel(&p.kernel));
+        // Further kernels run after it (ir.h: Program::next_kernels).
+        while (IsWord("kernel")) {
+          if (p.next_kernels.size() + 1 >= kMaxKernels) {
+            return Error(Peek(), absl::StrCat("a program has at most ", kMaxKernels, " kernels"));
+          }
+          RETURN_IF_ERROR(ParseKernel(&p.next_kernels.emplace_back()));
+        }
         break;
       } else {
-        return Expected("'attr', 'sym', 'param' or 'kernel'");
+        return Expected("'attr', 'sym', 'param', 'workspace' or 'kernel'");
       }
     }
     RETURN_IF_ERROR(ExpectClose(open, "program"));
@@ -789,6 +798,26 @@ class Parser {
       frames_.back().buffers[b.name] = BufferInfo{b.dtype, b.scope};
     }
     p->params.push_back(std::move(param));
+    return absl::OkStatus();
+  }
+
+  // `workspace NAME: DTYPE[shape]` (ir.h: Program::workspaces).
+  absl::Status ParseWorkspace(Program* p) {
+    Buffer b;
+    const Token& tok = Next();
+    b.loc = tok.loc;
+    if (p->workspaces.size() >= kMaxWorkspaces) {
+      return Error(tok, absl::StrCat("a program has at most ", kMaxWorkspaces, " workspaces"));
+    }
+    ASSIGN_OR_RETURN(b.name, ExpectName("a workspace name"));
+    RETURN_IF_ERROR(ExpectPunct(":"));
+    ASSIGN_OR_RETURN(b.dtype, ExpectDType());
+    int depth = 0;
+    RETURN_IF_ERROR(ParseExprList("[", "]", &b.shape, &depth));
+    RETURN_IF_ERROR(ParseStmtLoc(&b.loc));
+    ResolveLocs(&b, b.loc);
+    frames_.back().buffers[b.name] = BufferInfo{b.dtype, b.scope};
+    p->workspaces.push_back(std::move(b));
     return absl::OkStatus();
   }
 

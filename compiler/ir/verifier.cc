@@ -25,6 +25,8 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/index_layout.h"
 #include "compiler/ir/intrinsics.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/limits.h"
 #include "compiler/ir/reducer.h"
 #include "compiler/ir/simplify.h"
 #include "util/status_macros.h"
@@ -289,7 +291,8 @@ class Verifier {
   absl::Status DeclarePass() {
     for (const Symbol& s : p_.symbols) RETURN_IF_ERROR(Declare(s.name, s.loc, "symbol"));
     for (const Param& prm : p_.params) {
-      RETURN_IF_ERROR(Declare(prm.buffer.name, prm.buffer.loc, "parameter"));
+      RETURN_IF_ERROR(
+          Declare(prm.buffer.name, prm.buffer.loc, prm.is_workspace ? "workspace" : "parameter"));
       if (prm.buffer.index_layout) {
         for (const std::string& v : prm.buffer.index_layout->vars) {
           RETURN_IF_ERROR(Declare(v, prm.buffer.index_layout->loc, "layout variable"));
@@ -325,7 +328,8 @@ class Verifier {
     };
     for (const Symbol& s : p_.symbols) RETURN_IF_ERROR(check(s.user_name, s.name, s.loc, "symbol"));
     for (const Param& prm : p_.params) {
-      RETURN_IF_ERROR(check(prm.user_name, prm.buffer.name, prm.buffer.loc, "parameter"));
+      RETURN_IF_ERROR(check(prm.user_name, prm.buffer.name, prm.buffer.loc,
+                            prm.is_workspace ? "workspace" : "parameter"));
     }
     return absl::OkStatus();
   }
@@ -1291,6 +1295,31 @@ class Verifier {
 
 } // namespace
 
-absl::Status Verify(const Program& program) { return Verifier(program).Run(); }
+absl::Status Verify(const Program& program) {
+  if (program.next_kernels.empty() && program.workspaces.empty()) {
+    return Verifier(program).Run();
+  }
+  // Several kernels or workspaces: each kernel as the one-kernel program
+  // that lowering sees (workspaces as parameters there, so their names are
+  // checked against the parameters' and symbols').
+  if (program.next_kernels.size() + 1 > static_cast<size_t>(kMaxKernels)) {
+    return ErrorAt(
+        program.source_name, program.next_kernels[kMaxKernels - 1].loc,
+        absl::StrCat("a program has at most ", kMaxKernels, " kernels (T.Kernel blocks)"));
+  }
+  if (program.workspaces.size() > static_cast<size_t>(kMaxWorkspaces)) {
+    return ErrorAt(program.source_name, program.workspaces[kMaxWorkspaces].loc,
+                   absl::StrCat("a program has at most ", kMaxWorkspaces,
+                                " global workspaces (T.alloc_global)"));
+  }
+  for (const Buffer& w : program.workspaces) {
+    if (w.scope != Scope::kGlobal || w.index_layout || w.has_init) {
+      return ErrorAt(program.source_name, w.loc,
+                     absl::StrCat("workspace '", w.name, "' must be a plain global buffer"));
+    }
+  }
+  for (const Program& one : SplitKernels(program)) RETURN_IF_ERROR(Verifier(one).Run());
+  return absl::OkStatus();
+}
 
 } // namespace kiln::ir

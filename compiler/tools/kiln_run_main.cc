@@ -510,8 +510,9 @@ int Run(const Args& args) {
   if (!grid.ok()) return Fail(grid.status().message());
 
   absl::StatusOr<kiln::measure::RunResult> ran =
-      args.is_cuda ? kiln::measure::RunOnCuda(*kernel, device, params, symbol_values, *grid)
-                   : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid);
+      args.is_cuda
+          ? kiln::measure::RunOnCuda(*kernel, device, params, symbol_values, *grid, symbols)
+          : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid, symbols);
   if (!ran.ok()) return Fail(ran.status().message());
 
   // Every --save is attempted: one that fails does not lose the others.

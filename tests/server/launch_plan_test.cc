@@ -139,6 +139,27 @@ TEST(MakeLaunchPlan, CarriesTheTensorMaps) {
   EXPECT_EQ(plan->tensor_maps(0).swizzle_bytes(), 128);
 }
 
+// A launch sequence (several kernels, global workspaces) is refused: the
+// worker would otherwise time and validate its first kernel alone.
+TEST(MakeLaunchPlan, RefusesALaunchSequence) {
+  pb::BindingValue alpha;
+  alpha.set_float_value(1);
+  for (bool workspace : {false, true}) {
+    SCOPED_TRACE(workspace ? "a workspace" : "a second kernel");
+    pb::LaunchInfo launch = GemmLaunch();
+    if (workspace) {
+      launch.add_workspaces()->set_name("partial");
+    } else {
+      launch.add_next_kernels()->set_kernel_symbol("kiln_kernel_1");
+    }
+    absl::StatusOr<pb::LaunchSpec> plan =
+        MakeLaunchPlan(launch, {{"M", Int(30)}, {"N", Int(12)}, {"alpha", alpha}}, {});
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(plan.status().message(), HasSubstr("one-kernel programs only"));
+  }
+}
+
 TEST(MakeLaunchPlan, MissingValuesAndHugeTensorsAreClearErrors) {
   pb::BindingValue alpha;
   alpha.set_float_value(1);

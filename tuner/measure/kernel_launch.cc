@@ -148,6 +148,98 @@ absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const kiln::codegen::LaunchSpec&
   return grid;
 }
 
+absl::StatusOr<std::vector<LaunchStep>>
+EvalSequence(const kiln::codegen::LaunchSpec& spec, const std::array<int64_t, 3>& first_grid,
+             const std::map<std::string, int64_t>& symbols) {
+  std::vector<LaunchStep> out;
+  for (const kiln::codegen::KernelLaunch& k : kiln::codegen::LaunchSequence(spec)) {
+    LaunchStep step;
+    step.symbol = k.symbol;
+    step.block = k.block;
+    step.dynamic_smem_bytes = k.dynamic_smem_bytes;
+    step.tensor_maps = k.tensor_maps;
+    if (out.empty()) {
+      step.grid = first_grid;
+    } else {
+      kiln::codegen::LaunchSpec one;
+      one.grid = k.grid;
+      absl::StatusOr<std::array<int64_t, 3>> grid = EvalGrid(one, symbols);
+      if (!grid.ok()) {
+        return absl::Status(grid.status().code(),
+                            absl::StrCat("kernel ", out.size() + 1, " (", k.symbol,
+                                         "): ", grid.status().message()));
+      }
+      step.grid = *grid;
+    }
+    out.push_back(std::move(step));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<size_t>> WorkspaceBytes(const kiln::codegen::LaunchSpec& spec,
+                                                   const std::map<std::string, int64_t>& symbols) {
+  std::vector<size_t> out;
+  int64_t total = 0;
+  for (const kiln::codegen::WorkspaceSpec& w : spec.workspaces) {
+    const std::string what = absl::StrCat("workspace '", w.name, "'");
+    absl::StatusOr<std::vector<int64_t>> shape = tools::EvalShape(w.shape, symbols, what);
+    if (!shape.ok()) return shape.status();
+    int64_t bytes = kiln::tools::DTypeBytes(w.dtype);
+    for (int64_t e : *shape) {
+      if (e < 0 || (e > 0 && bytes > kMaxWorkspaceBytes / e)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has shape ", kiln::tools::FormatShape(*shape), ": more than the ",
+                         kMaxWorkspaceBytes, " bytes a launch may allocate"));
+      }
+      bytes *= e;
+    }
+    total += bytes;
+    if (total > kMaxWorkspaceBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("the workspaces need more than the ",
+                                                     kMaxWorkspaceBytes,
+                                                     " bytes a launch may allocate"));
+    }
+    out.push_back(static_cast<size_t>(bytes));
+  }
+  return out;
+}
+
+absl::Status CpuLaunchArgs::AddWorkspaces(const std::vector<size_t>& bytes) {
+  if (workspace_pointers_ != nullptr) {
+    return absl::FailedPreconditionError("AddWorkspaces: the workspaces were already added");
+  }
+  workspace_pointers_ = std::make_unique<void*[]>(bytes.size() + 1);
+  for (size_t w = 0; w < bytes.size(); ++w) {
+    workspaces_.push_back(tools::AllocateAligned(std::max<size_t>(bytes[w], 1)));
+    if (workspaces_.back() == nullptr) return absl::ResourceExhaustedError("out of host memory");
+    std::memset(workspaces_.back().get(), 0, bytes[w]);
+    workspace_pointers_[w] = workspaces_.back().get();
+    args_.push_back(&workspace_pointers_[w]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaLaunchArgs::AddWorkspaces(const std::shared_ptr<Device>& device,
+                                           const std::vector<size_t>& bytes) {
+  if (workspace_slots_ != nullptr || tensor_maps_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "AddWorkspaces: call it once, before the tensor maps are added");
+  }
+  workspace_slots_ = std::make_unique<uint64_t[]>(bytes.size() + 1);
+  for (size_t w = 0; w < bytes.size(); ++w) {
+    absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device, bytes[w]);
+    if (!buffer.ok()) return buffer.status();
+    if (bytes[w] > 0) {
+      const std::string zeros(bytes[w], '\0');
+      if (absl::Status s = buffer->CopyFromHost(zeros.data(), bytes[w]); !s.ok()) return s;
+    }
+    workspace_slots_[w] = buffer->address();
+    workspaces_.push_back(*std::move(buffer));
+    args_.push_back(&workspace_slots_[w]);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CpuLaunchArgs> CpuLaunchArgs::Make(const std::vector<HostParam>& params,
                                                   const std::vector<int32_t>& symbol_values) {
   CpuLaunchArgs out;
@@ -234,9 +326,10 @@ absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::vector<HostParam>
 absl::Status CudaLaunchArgs::AddTensorMaps(const CudaDriver& driver,
                                            const std::vector<kiln::codegen::TensorMapSpec>& maps,
                                            const std::vector<HostParam>& params) {
-  if (tensor_maps_ != nullptr) {
-    return absl::FailedPreconditionError("AddTensorMaps: the tensor maps were already added");
-  }
+  // The previous kernel's maps, if any, make way for these.
+  args_.resize(args_.size() - tensor_map_count_);
+  tensor_map_count_ = 0;
+  tensor_maps_.reset();
   if (maps.empty()) return absl::OkStatus();
   auto encoded = std::make_unique<CuTensorMap[]>(maps.size());
   for (size_t m = 0; m < maps.size(); ++m) {
@@ -258,6 +351,7 @@ absl::Status CudaLaunchArgs::AddTensorMaps(const CudaDriver& driver,
   }
   tensor_maps_ = std::move(encoded);
   for (size_t m = 0; m < maps.size(); ++m) args_.push_back(&tensor_maps_[m]);
+  tensor_map_count_ = maps.size();
   return absl::OkStatus();
 }
 
@@ -306,23 +400,41 @@ absl::StatusOr<LaunchConfig> MakeLaunchConfig(const std::array<int64_t, 3>& grid
 absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
                                    std::vector<HostParam>& params,
                                    const std::vector<int32_t>& symbol_values,
-                                   const std::array<int64_t, 3>& grid) {
+                                   const std::array<int64_t, 3>& grid,
+                                   const std::map<std::string, int64_t>& symbols) {
+  absl::StatusOr<std::vector<LaunchStep>> steps = EvalSequence(kernel.launch, grid, symbols);
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<std::vector<size_t>> workspace_bytes = WorkspaceBytes(kernel.launch, symbols);
+  if (!workspace_bytes.ok()) return workspace_bytes.status();
   kiln::toolchain::HostCompileInput in;
   in.source = kernel.source;
   absl::StatusOr<kiln::toolchain::HostCompileOutput> so = kiln::toolchain::HostCompile(in);
   if (!so.ok()) return so.status();
-  absl::StatusOr<kiln::toolchain::LoadedCpuKernel> loaded =
-      kiln::toolchain::LoadedCpuKernel::Load(so->shared_object, kernel.launch.symbol);
-  if (!loaded.ok()) return loaded.status();
+  std::vector<kiln::toolchain::LoadedCpuKernel> loaded;
+  for (const LaunchStep& step : *steps) {
+    absl::StatusOr<kiln::toolchain::LoadedCpuKernel> one =
+        kiln::toolchain::LoadedCpuKernel::Load(so->shared_object, step.symbol);
+    if (!one.ok()) return one.status();
+    loaded.push_back(*std::move(one));
+  }
 
   absl::StatusOr<CpuLaunchArgs> args = CpuLaunchArgs::Make(params, symbol_values);
   if (!args.ok()) return args.status();
+  if (absl::Status s = args->AddWorkspaces(*workspace_bytes); !s.ok()) return s;
   std::chrono::steady_clock::time_point start, stop;
   absl::Status status;
   {
     CrashGuard guard;
     start = std::chrono::steady_clock::now();
-    status = loaded->Run(args->args(), grid.data());
+    // In order: each kernel sees what the ones before it wrote.
+    for (size_t k = 0; k < loaded.size() && status.ok(); ++k) {
+      status = loaded[k].Run(args->args(), (*steps)[k].grid.data());
+      if (!status.ok() && loaded.size() > 1) {
+        status =
+            absl::Status(status.code(), absl::StrCat("kernel ", k + 1, " (", (*steps)[k].symbol,
+                                                     "): ", status.message()));
+      }
+    }
     stop = std::chrono::steady_clock::now();
   }
   if (!status.ok()) return status;
@@ -336,11 +448,14 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
   return result;
 }
 
-absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
-                                    const std::shared_ptr<Device>& device,
-                                    std::vector<HostParam>& params,
-                                    const std::vector<int32_t>& symbol_values,
-                                    const std::array<int64_t, 3>& grid) {
+absl::StatusOr<RunResult>
+RunOnCuda(const kiln::codegen::EmittedKernel& kernel, const std::shared_ptr<Device>& device,
+          std::vector<HostParam>& params, const std::vector<int32_t>& symbol_values,
+          const std::array<int64_t, 3>& grid, const std::map<std::string, int64_t>& symbols) {
+  absl::StatusOr<std::vector<LaunchStep>> steps = EvalSequence(kernel.launch, grid, symbols);
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<std::vector<size_t>> workspace_bytes = WorkspaceBytes(kernel.launch, symbols);
+  if (!workspace_bytes.ok()) return workspace_bytes.status();
   kiln::toolchain::CudaCompileInput in;
   in.source = kernel.source;
   in.program_name = "kernel.cu";
@@ -352,20 +467,31 @@ absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
   if (!cubin.ok()) return cubin.status();
   absl::StatusOr<Module> module = Module::Load(device, cubin->cubin);
   if (!module.ok()) return module.status();
-  absl::StatusOr<Function> function = module->GetFunction(kernel.launch.symbol);
-  if (!function.ok()) return function.status();
+  std::vector<Function> functions;
+  for (const LaunchStep& step : *steps) {
+    absl::StatusOr<Function> function = module->GetFunction(step.symbol);
+    if (!function.ok()) return function.status();
+    functions.push_back(*std::move(function));
+  }
 
   absl::StatusOr<CudaLaunchArgs> args = CudaLaunchArgs::Make(device, params, symbol_values);
   if (!args.ok()) return args.status();
-  if (absl::Status s = args->AddTensorMaps(device->driver(), kernel.launch.tensor_maps, params);
-      !s.ok()) {
-    return s;
+  if (absl::Status s = args->AddWorkspaces(device, *workspace_bytes); !s.ok()) return s;
+  // In order on one stream; each launch waits for the one before it.
+  float total_ms = 0;
+  for (size_t k = 0; k < steps->size(); ++k) {
+    const LaunchStep& step = (*steps)[k];
+    if (absl::Status s = args->AddTensorMaps(device->driver(), step.tensor_maps, params); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<LaunchConfig> config =
+        MakeLaunchConfig(step.grid, step.block, step.dynamic_smem_bytes);
+    if (!config.ok()) return config.status();
+    absl::StatusOr<float> ms = TimedLaunch(device, functions[k], *config, args->args());
+    if (!ms.ok()) return ms.status();
+    total_ms += *ms;
   }
-  absl::StatusOr<LaunchConfig> config =
-      MakeLaunchConfig(grid, kernel.launch.block, kernel.launch.dynamic_smem_bytes);
-  if (!config.ok()) return config.status();
-  absl::StatusOr<float> ms = TimedLaunch(device, *function, *config, args->args());
-  if (!ms.ok()) return ms.status();
+  absl::StatusOr<float> ms = total_ms;
   if (absl::Status s = args->CopyOut(params); !s.ok()) return s;
 
   RunResult result;

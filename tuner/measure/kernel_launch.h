@@ -62,6 +62,30 @@ absl::Status CheckLaunchSpec(const codegen::LaunchSpec& spec, const ir::Program&
 absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const codegen::LaunchSpec& spec,
                                                 const std::map<std::string, int64_t>& symbols);
 
+// One kernel of a program's launch sequence (kernel_spec.h) with its grid
+// evaluated: what a launcher needs to launch it after the ones before.
+struct LaunchStep {
+  std::string symbol;
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t dynamic_smem_bytes = 0;
+  std::vector<codegen::TensorMapSpec> tensor_maps;
+};
+
+// Every kernel of `spec` in launch order, the first with `first_grid` (the
+// caller's EvalGrid), the others' grids evaluated under `symbols`
+// (InvalidArgument as EvalGrid).
+absl::StatusOr<std::vector<LaunchStep>> EvalSequence(const codegen::LaunchSpec& spec,
+                                                     const std::array<int64_t, 3>& first_grid,
+                                                     const std::map<std::string, int64_t>& symbols);
+
+// The byte size of each of `spec`'s global workspaces under `symbols`;
+// InvalidArgument for a negative extent or a size past 2^40 bytes
+// (kMaxWorkspaceBytes, all workspaces together).
+inline constexpr int64_t kMaxWorkspaceBytes = int64_t{1} << 40;
+absl::StatusOr<std::vector<size_t>> WorkspaceBytes(const codegen::LaunchSpec& spec,
+                                                   const std::map<std::string, int64_t>& symbols);
+
 // The argument block of one CPU kernel launch (kernel_spec.h's convention):
 // each tensor parameter's bytes in host memory aligned to tools::kHostAlign,
 // each scalar parameter and each symbol by value in an 8-byte slot, and
@@ -79,14 +103,20 @@ class CpuLaunchArgs {
   ~CpuLaunchArgs() = default;
 
   void** args() { return args_.data(); }
+  // Appends one zero-filled buffer of bytes[w] per global workspace to
+  // args(), after the symbols (kernel_spec.h). Call at most once, after
+  // Make. ResourceExhausted when host memory runs out.
+  absl::Status AddWorkspaces(const std::vector<size_t>& bytes);
   // Sets each parameter's `after` to what the kernel left (scalars: `before`).
   void CopyOut(std::vector<tools::HostParam>& params) const;
 
  private:
   CpuLaunchArgs() = default;
-  std::vector<tools::AlignedBytes> buffers_; // per parameter; null for scalars
-  std::vector<void*> pointers_;              // per parameter
-  std::vector<uint64_t> slots_;              // per parameter, then per symbol
+  std::vector<tools::AlignedBytes> workspaces_;
+  std::unique_ptr<void*[]> workspace_pointers_; // args_ points into it
+  std::vector<tools::AlignedBytes> buffers_;    // per parameter; null for scalars
+  std::vector<void*> pointers_;                 // per parameter
+  std::vector<uint64_t> slots_;                 // per parameter, then per symbol
   std::vector<void*> args_;
 };
 
@@ -113,10 +143,17 @@ class CudaLaunchArgs {
   ~CudaLaunchArgs() = default;
 
   void** args() { return args_.data(); }
+  // Appends one zero-filled device buffer of bytes[w] per global workspace
+  // to args(), after the symbols (kernel_spec.h). Call at most once, after
+  // Make and before AddTensorMaps. The driver's errors.
+  absl::Status AddWorkspaces(const std::shared_ptr<Device>& device,
+                             const std::vector<size_t>& bytes);
   // Appends one CUtensorMap per entry of `maps` to args(), in order, each
   // encoded with `driver` (tensor_map.h) for the tensor params[map.arg] at
   // its buffer's address and its `before` shape. The maps live (64-byte
-  // aligned) as long as this object. Call at most once, after Make.
+  // aligned) as long as this object. A later call replaces the maps of the
+  // one before (the next kernel of a sequence takes its own; a launch has
+  // copied the arguments it was given).
   // InvalidArgument naming the tensor for a map the TMA cannot take or the
   // driver refuses, or one whose `arg` is not a tensor parameter;
   // Unimplemented when the driver has no cuTensorMapEncodeTiled.
@@ -135,6 +172,9 @@ class CudaLaunchArgs {
   std::vector<DeviceBuffer> buffers_; // one per tensor parameter, in order
   std::vector<uint64_t> slots_;       // per parameter (a tensor: its address), then per symbol
   std::unique_ptr<CuTensorMap[]> tensor_maps_; // args_ points into it: never reallocated
+  size_t tensor_map_count_ = 0;                // at the end of args_
+  std::vector<DeviceBuffer> workspaces_;
+  std::unique_ptr<uint64_t[]> workspace_slots_; // args_ points into it
   std::vector<void*> args_;
 };
 
@@ -146,18 +186,21 @@ absl::StatusOr<LaunchConfig> MakeLaunchConfig(const std::array<int64_t, 3>& grid
                                               int64_t dynamic_smem);
 
 // Compiles `kernel` with the host compiler, runs it once on `params` (then
-// the symbols' values) and fills each parameter's `after`.
+// the symbols' values) and fills each parameter's `after`. A program of
+// several kernels runs them all in order (the first on `grid`, the others
+// on their grids under `symbols`), with its workspaces allocated for the
+// sequence; the time is the whole sequence's.
 absl::StatusOr<RunResult> RunOnCpu(const codegen::EmittedKernel& kernel,
                                    std::vector<tools::HostParam>& params,
                                    const std::vector<int32_t>& symbol_values,
-                                   const std::array<int64_t, 3>& grid);
+                                   const std::array<int64_t, 3>& grid,
+                                   const std::map<std::string, int64_t>& symbols = {});
 
 // The same on `device`, compiled with NVRTC and timed with CUDA events.
-absl::StatusOr<RunResult> RunOnCuda(const codegen::EmittedKernel& kernel,
-                                    const std::shared_ptr<Device>& device,
-                                    std::vector<tools::HostParam>& params,
-                                    const std::vector<int32_t>& symbol_values,
-                                    const std::array<int64_t, 3>& grid);
+absl::StatusOr<RunResult>
+RunOnCuda(const codegen::EmittedKernel& kernel, const std::shared_ptr<Device>& device,
+          std::vector<tools::HostParam>& params, const std::vector<int32_t>& symbol_values,
+          const std::array<int64_t, 3>& grid, const std::map<std::string, int64_t>& symbols = {});
 
 // Whether a cubin for `arch` ("sm_86", "sm_90a") loads on a device of
 // compute capability major.minor: same major version and no newer minor;

@@ -270,6 +270,16 @@ Program Everything() {
   ws.body = {expect, tma, arrive, wait, check};
   k.body.push_back(ws);
 
+  // A workspace (T.alloc_global) and a second kernel that writes it.
+  p.workspaces.push_back(
+      MakeBuffer("ws", DType::kFloat32, Scope::kGlobal, {VarRef("M")}, Loc{2, 60}));
+  Kernel& k2 = p.next_kernels.emplace_back();
+  k2.loc = Loc{50, 5};
+  k2.grid = {VarRef("M")};
+  k2.block_vars = {"cx"};
+  k2.threads = {32};
+  k2.body.push_back(Store("ws", {VarRef("cx")}, FloatImm(1.0, DType::kFloat32), Loc{51, 7}));
+
   p.attrs = {{"fast_math", "true"}, {"tl.disable_tma", "1"}};
   return p;
 }

@@ -829,6 +829,8 @@ struct ErrorCase {
   std::string message; // the full status message
 };
 
+std::string Repeat(const std::string& s, int n);
+
 TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
   const std::vector<ErrorCase> cases = {
       {"empty input", "", "t.kir:1:1: expected 'program', got end of input"},
@@ -923,7 +925,7 @@ TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
       {"duplicate attribute", "program @t {\n  attr a = \"1\"\n  attr a = \"2\"\n",
        "t.kir:3:8: duplicate attribute 'a'"},
       {"unknown declaration", "program @t {\n  buffer A\n",
-       "t.kir:2:3: expected 'attr', 'sym', 'param' or 'kernel', got 'buffer'"},
+       "t.kir:2:3: expected 'attr', 'sym', 'param', 'workspace' or 'kernel', got 'buffer'"},
       {"duplicate annotation", WithBody({"A[0] = 1.0@1:2@3:4"}),
        "t.kir:5:19: duplicate location annotation"},
       {"bad loc", WithBody({"A[0] = 1.0 loc(1)"}), "t.kir:5:21: expected ':', got ')'"},
@@ -959,6 +961,14 @@ TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
        "t.kir:6:3: expected an expression, got '}'"},
       {"call argument separator", WithBody({"call atomic_add(&A[0] 1.0)"}),
        "t.kir:5:27: expected ',' or ')', got '1.0'"},
+      // Programs of several kernels and workspaces (ir.h).
+      {"too many kernels",
+       "program @t {\n" + Repeat("  kernel grid(1) threads(32) {\n  }\n", 17) + "}\n",
+       "t.kir:34:3: a program has at most 16 kernels"},
+      {"too many workspaces", "program @t {\n" + Repeat("  workspace w: float32[4]\n", 17) + "}\n",
+       "t.kir:18:3: a program has at most 16 workspaces"},
+      {"workspace without shape", "program @t {\n  workspace w: float32\n",
+       "t.kir:3:1: expected '[', got end of input"},
   };
   for (const ErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
