@@ -15,6 +15,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -47,6 +48,8 @@ std::string BindingText(const frontend::BindingValue& v) {
     return v.bval ? "bT" : "bF";
   case frontend::BindingValue::Kind::kString:
     return absl::StrCat("s", v.sval);
+  case frontend::BindingValue::Kind::kIntList:
+    return absl::StrCat(v.tuple ? "t" : "l", absl::StrJoin(v.ivals, ","));
   }
   return "?";
 }
@@ -168,6 +171,11 @@ CompileService::DigestOf(const kiln::v1::CompileRequest& request) {
         break;
       case kiln::v1::BindingValue::kStringValue:
         field(v.string_value());
+        break;
+      case kiln::v1::BindingValue::kIntList:
+        number(static_cast<uint8_t>(v.int_list().tuple() ? 1 : 0));
+        number(static_cast<uint64_t>(v.int_list().values_size()));
+        for (int64_t x : v.int_list().values()) number(x);
         break;
       case kiln::v1::BindingValue::VALUE_NOT_SET:
         break;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/proto_convert.h"
+#include "util/status_macros.h"
 
 namespace kiln::server {
 
@@ -29,6 +30,15 @@ absl::StatusOr<frontend::BindingValue> BindingFromProto(const std::string& name,
     out.kind = frontend::BindingValue::Kind::kString;
     out.sval = value.string_value();
     return out;
+  case kiln::v1::BindingValue::kIntList: {
+    out.kind = frontend::BindingValue::Kind::kIntList;
+    out.tuple = value.int_list().tuple();
+    const auto& values = value.int_list().values();
+    // Checked before copying: the bound is also what this copy may cost.
+    RETURN_IF_ERROR(frontend::CheckBindingListSize(name, static_cast<size_t>(values.size())));
+    out.ivals.assign(values.begin(), values.end());
+    return out;
+  }
   case kiln::v1::BindingValue::VALUE_NOT_SET:
     break;
   }

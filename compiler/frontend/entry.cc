@@ -110,6 +110,11 @@ Value BindingToValue(const BindingValue& b) {
     }
     return Value::Str(b.sval);
   }
+  case BindingValue::Kind::kIntList: {
+    ValueList items;
+    for (int64_t i : b.ivals) items.push_back(Value::Int(i));
+    return b.tuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
+  }
   }
   return Value();
 }

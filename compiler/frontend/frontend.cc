@@ -8,6 +8,7 @@
 namespace kiln::frontend {
 
 absl::StatusOr<ir::Program> CompileSource(std::string_view source, const FrontendOptions& options) {
+  for (const auto& [name, value] : options.bindings) RETURN_IF_ERROR(CheckBinding(name, value));
   ASSIGN_OR_RETURN(Module module, ParseModule(source, options.file_name));
   const PyStmt* returned = nullptr;
   {

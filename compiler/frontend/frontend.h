@@ -29,18 +29,39 @@ namespace kiln::frontend {
 
 // A value bound to a parameter or T.const symbol by name.
 struct BindingValue {
-  enum class Kind : uint8_t { kInt, kFloat, kBool, kString };
+  // kIntList: a Python list of ints ([64, 128]), or a tuple when `tuple`;
+  // the kernel sees a list (tuple) of those ints (TileLang's grouped GEMM
+  // takes its group sizes so).
+  enum class Kind : uint8_t { kInt, kFloat, kBool, kString, kIntList };
   Kind kind = Kind::kInt;
   int64_t ival = 0;
   double fval = 0.0;
   bool bval = false;
-  std::string sval; // strings; dtype names ("float16") are strings too
+  std::string sval;           // strings; dtype names ("float16") are strings too
+  std::vector<int64_t> ivals; // kIntList
+  bool tuple = false;         // kIntList: a tuple, not a list
   bool operator==(const BindingValue&) const = default;
 };
 
+// The most items a list binding may hold (kiln-opt --bind, the wire's
+// BindingValue.int_list): a longer one is an InvalidArgument that names the
+// binding (CheckBinding).
+inline constexpr size_t kMaxBindingListItems = 4096;
+
 // Parses the text of a --bind value: an integer, a float, True/False (or
-// true/false), and anything else is a string (e.g. "float16" or "T.float16").
+// true/false), a list or tuple of integers ("[64, 128]", "(1, 2)", "[]",
+// "(3,)"), and anything else is a string (e.g. "float16" or "T.float16").
 BindingValue ParseBindingText(std::string_view text);
+
+// OK, or InvalidArgument "binding 'NAME': a list of N items; at most
+// kMaxBindingListItems" for a list binding past the bound.
+absl::Status CheckBinding(std::string_view name, const BindingValue& value);
+// The same check on a list's item count alone (before building the value).
+absl::Status CheckBindingListSize(std::string_view name, size_t items);
+
+// The binding as Python would write it ("64", "True", "[64, 128]", "(3,)",
+// a string as is): for messages and the text of a --bind flag.
+std::string BindingValueText(const BindingValue& value);
 
 // The budget of one compile-time evaluation (eval_budget.h): a program that
 // needs more fails with a located error instead of running on. The

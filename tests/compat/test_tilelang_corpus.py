@@ -324,6 +324,21 @@ class DiscoveryTest(unittest.TestCase):
             """)
         self.assertEqual(mod.bindings_for("mm"), ({"block_M": "128", "block_K": "16"}, None))
 
+    def test_int_list_and_tuple_arguments_are_bound(self):
+        mod = discover("""
+            import tilelang.language as T
+            def grouped(sizes, block, shape):
+                @T.prim_func
+                def main(A: T.Tensor((8,), "float16")):
+                    pass
+                return main
+            sizes = [64, 128]
+            grouped(sizes, 32, (3,))
+            """)
+        binds, reason = mod.bindings_for("grouped")
+        self.assertEqual(binds, {"sizes": "[64, 128]", "block": "32", "shape": "(3,)"})
+        self.assertIsNone(reason)
+
     def test_list_argument_is_named_as_unbindable(self):
         mod = discover("""
             import tilelang.language as T
@@ -332,11 +347,11 @@ class DiscoveryTest(unittest.TestCase):
                 def main(A: T.Tensor((8,), "float16")):
                     pass
                 return main
-            grouped([64, 128], 32)
+            grouped([64, 1.5], 32)
             """)
         binds, reason = mod.bindings_for("grouped")
         self.assertEqual(binds, {"block": "32"})
-        self.assertIn("passes sizes as a list or tuple", reason)
+        self.assertIn("passes sizes as a list or tuple that kiln-opt --bind cannot carry", reason)
 
     def test_get_tir_binds_like_compile(self):
         mod = discover("""
@@ -413,7 +428,12 @@ def main():
         self.assertEqual(corpus.binding_text(3), "3")
         self.assertEqual(corpus.binding_text(1e-5), "1e-05")
         self.assertEqual(corpus.binding_text(corpus.DType("torch.float16")), "torch.float16")
-        self.assertIsNone(corpus.binding_text([1, 2]))
+        self.assertEqual(corpus.binding_text([1, 2]), "[1, 2]")
+        self.assertEqual(corpus.binding_text((7,)), "(7,)")
+        self.assertEqual(corpus.binding_text(()), "()")
+        self.assertIsNone(corpus.binding_text([1, True]))
+        self.assertIsNone(corpus.binding_text([1, [2]]))
+        self.assertIsNone(corpus.binding_text([0] * (corpus.MAX_BINDING_LIST_ITEMS + 1)))
         self.assertIsNone(corpus.binding_text(corpus.UNKNOWN))
 
 

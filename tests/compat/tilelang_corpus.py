@@ -1309,8 +1309,9 @@ class Module:
         as_lists = [p for p in hard if p in any_list]
         if as_lists:
             return merged, (f"no binding discovered for {', '.join(hard)} (the file passes "
-                            f"{', '.join(as_lists)} as a list or tuple, which kiln-opt --bind "
-                            "cannot carry)"), []
+                            f"{', '.join(as_lists)} as a list or tuple that kiln-opt --bind "
+                            "cannot carry: not all literal ints, or more than "
+                            f"{MAX_BINDING_LIST_ITEMS} of them)"), []
         if hard:
             if name not in self.calls:
                 return merged, f"no binding discovered for {', '.join(hard)} " \
@@ -1320,8 +1321,21 @@ class Module:
         return merged, None, []
 
 
+# The most items kiln-opt --bind takes in a list (frontend::kMaxBindingListItems).
+MAX_BINDING_LIST_ITEMS = 4096
+
+
 def binding_text(v):
-    """The --bind text of an evaluated value, or None when it is not a scalar."""
+    """The --bind text of an evaluated value (a scalar, or a list or tuple of ints as
+    Python writes it), or None when it has none."""
+    if isinstance(v, (list, tuple)):
+        if len(v) > MAX_BINDING_LIST_ITEMS or \
+                not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return None
+        items = ", ".join(str(x) for x in v)
+        if isinstance(v, list):
+            return f"[{items}]"
+        return f"({items},)" if len(v) == 1 else f"({items})"
     if isinstance(v, bool):
         return "True" if v else "False"
     if isinstance(v, int):

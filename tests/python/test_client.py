@@ -129,6 +129,39 @@ def test_missing_binding_is_invalid_argument(client):
         client.compile(ADD, bindings={"M": 10}, target="cpu")
 
 
+GROUPED = """import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def grouped(A, sizes, block):
+    A: T.Tensor((sum(sizes), len(sizes)), T.float32)
+    with T.Kernel(sum((s + block - 1) // block for s in sizes), threads=32) as bx:
+        A[bx, 0] = sizes[-1]
+"""
+
+
+def test_list_binding_travels_to_the_frontend(client):
+    # A list of ints (grouped GEMM's group sizes) shapes the kernel; a tuple of the
+    # same ints gives the same kernel, other ints another one.
+    art = client.compile(source=GROUPED, file_name="grouped.py",
+                         bindings={"sizes": [37, 64, 5], "block": 16})
+    assert [p.shape for p in art.launch.params] == [("106", "3")]
+    assert art.launch.grid == ("8", "1", "1")
+    same = client.compile(source=GROUPED, file_name="grouped.py",
+                          bindings={"sizes": (37, 64, 5), "block": 16})
+    assert same.key == art.key
+    other = client.compile(source=GROUPED, file_name="grouped.py",
+                           bindings={"sizes": [37, 64, 6], "block": 16})
+    assert other.key != art.key
+    with pytest.raises(kiln.InvalidArgument, match="binding 'sizes': a list of 4097"):
+        client.compile(source=GROUPED, file_name="grouped.py",
+                       bindings={"sizes": [1] * 4097, "block": 16})
+    with pytest.raises(TypeError, match="list bindings hold ints"):
+        client.compile(source=GROUPED, file_name="grouped.py",
+                       bindings={"sizes": [1.5], "block": 16})
+
+
 def test_unreadable_file_is_a_clear_error(client):
     with pytest.raises(kiln.InvalidArgument, match="cannot read"):
         client.compile("/nonexistent/kernel.py", bindings={})

@@ -11,11 +11,14 @@
 #include <random>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "clients/cpp/client/local_cache.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -104,11 +107,41 @@ ClientOptions OptionsFromEnvironment(ClientOptions base) {
   return base;
 }
 
+namespace {
+
+// "[64, 128]" / "(1, 2)" / "[]" / "(3,)": a list (tuple) of ints, as the
+// frontend's --bind reads it; anything else: false.
+bool ParseIntList(absl::string_view text, kiln::v1::IntList* out) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.size() < 2) return false;
+  const bool tuple = text.front() == '(';
+  if (!((text.front() == '[' && text.back() == ']') || (tuple && text.back() == ')'))) return false;
+  absl::string_view body = absl::StripAsciiWhitespace(text.substr(1, text.size() - 2));
+  out->set_tuple(tuple);
+  if (body.empty()) return true;
+  std::vector<absl::string_view> items = absl::StrSplit(body, ',');
+  // Python allows one trailing comma, and a one-item tuple needs it.
+  const bool trailing = absl::StripAsciiWhitespace(items.back()).empty();
+  if (trailing) items.pop_back();
+  if (tuple && items.size() == 1 && !trailing) return false;
+  for (absl::string_view item : items) {
+    int64_t x = 0;
+    if (!absl::SimpleAtoi(item, &x)) return false;
+    out->add_values(x);
+  }
+  return true;
+}
+
+} // namespace
+
 kiln::v1::BindingValue ParseBinding(const std::string& text) {
   kiln::v1::BindingValue v;
   int64_t i = 0;
   double d = 0;
-  if (absl::SimpleAtoi(text, &i)) {
+  kiln::v1::IntList list;
+  if (ParseIntList(text, &list)) {
+    *v.mutable_int_list() = std::move(list);
+  } else if (absl::SimpleAtoi(text, &i)) {
     v.set_int_value(i);
   } else if (text == "True" || text == "true" || text == "False" || text == "false") {
     v.set_bool_value(text[0] == 'T' || text[0] == 't');

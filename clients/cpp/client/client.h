@@ -183,7 +183,8 @@ class Client {
 };
 
 // A value as written on a command line: 128 -> int, 1e-5 -> float,
-// True/false -> bool, anything else (float16) -> string.
+// True/false -> bool, [64, 128] or (1, 2) -> a list or tuple of ints,
+// anything else (float16) -> string.
 kiln::v1::BindingValue ParseBinding(const std::string& text);
 // Reads a program file: textual IR when it starts with `program ` (after
 // blank space), else TileLang source; file_name is `path`. NotFound when

@@ -56,7 +56,8 @@ def _is_torch_dtype(obj):
 
 
 def to_binding(value):
-    """A BindingValue for a Python value (bool, int, float, str or a dtype)."""
+    """A BindingValue for a Python value (bool, int, float, str, a dtype, or a list or tuple
+    of ints)."""
     b = service_pb2.BindingValue()
     if isinstance(value, service_pb2.BindingValue):
         b.CopyFrom(value)
@@ -69,6 +70,17 @@ def to_binding(value):
         b.float_value = value
     elif isinstance(value, str):
         b.string_value = value
+    elif isinstance(value, (list, tuple)):
+        # A list or tuple of ints (grouped GEMM's group sizes); the daemon
+        # takes at most 4096 items.
+        items = []
+        for x in value:
+            if isinstance(x, bool) or not (isinstance(x, int) or hasattr(x, "__index__")):
+                raise TypeError(f"cannot bind a {type(value).__name__} holding a "
+                                f"{type(x).__name__} ({x!r}); list bindings hold ints")
+            items.append(int(x))
+        b.int_list.values.extend(items)
+        b.int_list.tuple = isinstance(value, tuple)
     else:
         # NumPy scalars and dtypes, torch dtypes.
         name = dtype_name(value) if not hasattr(value, "item") else None
@@ -78,13 +90,16 @@ def to_binding(value):
             return to_binding(value.item())
         else:
             raise TypeError(f"cannot bind a {type(value).__name__} ({value!r}); bindings are "
-                            "bool, int, float, str or a dtype")
+                            "bool, int, float, str, a dtype or a list of ints")
     return b
 
 
 def from_binding(b):
     """The Python value of a BindingValue (None when unset)."""
     which = b.WhichOneof("value")
+    if which == "int_list":
+        items = list(b.int_list.values)
+        return tuple(items) if b.int_list.tuple else items
     return getattr(b, which) if which else None
 
 

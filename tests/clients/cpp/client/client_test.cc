@@ -116,6 +116,21 @@ TEST(ParseBinding, TypesAsOnTheCommandLine) {
   EXPECT_EQ(ParseBinding("inf").string_value(), "inf"); // no digits: a name
 }
 
+TEST(ParseBinding, ListsAndTuplesOfInts) {
+  kiln::v1::BindingValue l = ParseBinding("[37, 64, 5]");
+  ASSERT_EQ(l.value_case(), kiln::v1::BindingValue::kIntList);
+  EXPECT_THAT(l.int_list().values(), ::testing::ElementsAre(37, 64, 5));
+  EXPECT_FALSE(l.int_list().tuple());
+  kiln::v1::BindingValue t = ParseBinding("(3,)");
+  ASSERT_EQ(t.value_case(), kiln::v1::BindingValue::kIntList);
+  EXPECT_THAT(t.int_list().values(), ::testing::ElementsAre(3));
+  EXPECT_TRUE(t.int_list().tuple());
+  EXPECT_EQ(ParseBinding("[]").int_list().values_size(), 0);
+  // Not lists of ints: strings, as before.
+  EXPECT_EQ(ParseBinding("(3)").string_value(), "(3)");
+  EXPECT_EQ(ParseBinding("[1.5]").string_value(), "[1.5]");
+}
+
 TEST(LoadProgram, TileLangOrTextualIr) {
   const std::string py = ::testing::TempDir() + "client_test_prog.py";
   const std::string kir = ::testing::TempDir() + "client_test_prog.kir";
