@@ -101,6 +101,18 @@ def test_flash_attention_matches_sdpa(client, causal):
     assert rel_err(O, ref) < 2e-2, f"causal={causal}: max relative error {rel_err(O, ref)}"
 
 
+def test_program_of_several_kernels_and_workspaces(client, driver):
+    """tests/programs/split_k_row_sums.py: three kernels over two T.alloc_global
+    workspaces, launched in order on the tensors' stream with the workspaces zeroed
+    (docs/design/multi-kernel.md), against torch."""
+    ex = load_example("../tests/programs/split_k_row_sums.py")
+    f = kiln.jit(ex.split_k_row_sums)
+    X = torch.randn(40, 96, device="cuda", dtype=torch.float32)
+    out = f(X, splits=3, block_M=8)
+    torch.cuda.synchronize()
+    assert rel_err(out, X * X.sum(dim=1, keepdim=True)) < 1e-4
+
+
 def test_cupy_arrays(client):
     cupy = pytest.importorskip("cupy", reason="cupy is not installed")
     ex = load_example("elementwise/add.py")

@@ -240,3 +240,16 @@ def test_launch_expressions_read_the_users_names_as_symbols():
     assert evaluate("!(n != 2) && x2 > 1", {"n": 2, "x2": 3}) == 1
     with pytest.raises(ValueError, match="'in', which has no value"):
         evaluate("in + 1", {})
+
+
+def test_program_of_several_kernels_and_workspaces(client):
+    """A program of three kernels over two T.alloc_global workspaces
+    (tests/programs/split_k_row_sums.py; docs/design/multi-kernel.md): the launch runs
+    every kernel in order with the workspaces zeroed and passed after the symbols. Run
+    without the later kernels, `out` would stay zero."""
+    ex = load_example("../tests/programs/split_k_row_sums.py")
+    f = kiln.jit(ex.split_k_row_sums)
+    X = RNG.standard_normal((40, 96)).astype(np.float32)
+    out = f(X, splits=3, block_M=8)
+    assert out.shape == (40, 96)
+    close(out, ex.ref_program(X), tol=1e-4)

@@ -1,7 +1,8 @@
 """The argument block of one launch (compiler/codegen/kernel_spec.h's convention,
 shared by both targets): the kernel's params in order (a tensor as the address of
-its first element, a scalar by value), then one int32 per dynamic symbol, then (CUDA
-kernels that use TMA) one 128-byte CUtensorMap per LaunchInfo.tensor_maps entry;
+its first element, a scalar by value), then one int32 per dynamic symbol, then the
+address of each global workspace (LaunchInfo.workspaces), then (CUDA kernels that use
+TMA) one 128-byte CUtensorMap per LaunchInfo.tensor_maps entry;
 ``argv`` is a void*[] whose i-th entry points at the i-th value, as cuLaunchKernel's
 kernelParams and the CPU entry point take it."""
 import ctypes
@@ -34,14 +35,17 @@ class ArgBlock:
     the pointer array into them; keep the object alive until the launch has read its
     arguments (cuLaunchKernel copies them at once)."""
 
-    def __init__(self, pointers_and_scalars, symbol_values, tensor_maps=()):
-        n = len(pointers_and_scalars) + len(symbol_values)
+    def __init__(self, pointers_and_scalars, symbol_values, tensor_maps=(), workspaces=()):
+        n = len(pointers_and_scalars) + len(symbol_values) + len(workspaces)
         self.slots = (ctypes.c_uint64 * max(n, 1))()
         for i, v in enumerate(pointers_and_scalars):
             self.slots[i] = v & 0xFFFFFFFFFFFFFFFF
         base = len(pointers_and_scalars)
         for j, s in enumerate(symbol_values):
             self.slots[base + j] = int(s) & 0xFFFFFFFF  # int32 in the low half
+        base += len(symbol_values)
+        for j, w in enumerate(workspaces):  # T.alloc_global addresses, after the symbols
+            self.slots[base + j] = w & 0xFFFFFFFFFFFFFFFF
         addr = ctypes.addressof(self.slots)
         pointers = [addr + 8 * i for i in range(n)]
         # ctypes buffers are only 16-byte aligned: over-allocate and align by hand.

@@ -18,7 +18,11 @@ from .errors import LaunchError
 
 
 class CpuModule:
-    def __init__(self, shared_object, symbol):
+    """``symbols``: the entry points, in launch order (one for a one-kernel program)."""
+
+    def __init__(self, shared_object, symbols):
+        if isinstance(symbols, str):
+            symbols = (symbols,)
         fd, path = tempfile.mkstemp(prefix="kiln-kernel-", suffix=".so")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -30,21 +34,28 @@ class CpuModule:
                 raise LaunchError(f"cannot load the kernel's shared object: {e}") from None
         finally:
             os.unlink(path)  # the mapping keeps the code
-        try:
-            fn = getattr(self._lib, symbol)
-        except AttributeError:
-            raise LaunchError(f"the kernel's shared object has no symbol '{symbol}'") from None
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
-                       ctypes.c_int]
-        self._fn = fn
-        self.symbol = symbol
+        self._fns = []
+        for symbol in symbols:
+            try:
+                fn = getattr(self._lib, symbol)
+            except AttributeError:
+                raise LaunchError(f"the kernel's shared object has no symbol '{symbol}'") from None
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
+                           ctypes.c_int]
+            self._fns.append((symbol, fn))
+        self.symbol = symbols[0]
         # The emulated barriers keep per-launch state in the object; one launch at a time.
         self._lock = threading.Lock()
 
-    def launch(self, args, grid, outputs):
-        """``args``: per kernel param (TensorView or int scalar slot); ``grid``: 3 ints;
-        ``outputs``: indices of tensors the kernel writes (copied back when staged)."""
+    def launch(self, args, grid, outputs, workspaces=()):
+        """``args``: per kernel param (TensorView or int scalar slot); ``grid``: 3 ints,
+        or one such per entry point (run in order); ``outputs``: indices of tensors the
+        kernel writes (copied back when staged); ``workspaces``: the addresses of the
+        program's global workspaces (aligned, zero-filled host memory)."""
+        grids = [grid] if len(grid) and isinstance(grid[0], int) else list(grid)
+        if len(grids) != len(self._fns):
+            raise LaunchError(f"{len(grids)} grids for {len(self._fns)} kernels")
         staged, values = [], []
         for i, a in enumerate(args):
             if isinstance(a, int):
@@ -58,14 +69,17 @@ class CpuModule:
             _copy(a, addr, to_kernel=True)
             staged.append((i, a, buf, addr))
             values.append(addr)
-        block = ArgBlock(values, [])
-        grid3 = (ctypes.c_int64 * 3)(*grid)
+        block = ArgBlock(values, [], workspaces=workspaces)
         err = ctypes.create_string_buffer(1024)
         with self._lock:
-            rc = self._fn(block.address, grid3, err, len(err))
-        if rc != 0:
-            msg = err.value.decode(errors="replace") or "(no message)"
-            raise LaunchError(f"the CPU kernel {self.symbol} reported an error (code {rc}): {msg}")
+            # In order: each kernel sees what the ones before it wrote.
+            for (symbol, fn), g in zip(self._fns, grids):
+                grid3 = (ctypes.c_int64 * 3)(*g)
+                rc = fn(block.address, grid3, err, len(err))
+                if rc != 0:
+                    msg = err.value.decode(errors="replace") or "(no message)"
+                    raise LaunchError(f"the CPU kernel {symbol} reported an error (code {rc}): "
+                                      f"{msg}")
         for i, a, _, addr in staged:
             if i in outputs:
                 _copy(a, addr, to_kernel=False)

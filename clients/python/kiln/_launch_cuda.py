@@ -296,7 +296,7 @@ def current_stream(view):
     return 0  # the legacy default stream
 
 
-_modules = {}  # (context, artifact key) -> (module, function)
+_modules = {}  # (driver, context, artifact key, symbol) -> (module, function)
 _modules_lock = threading.Lock()
 
 
@@ -328,16 +328,20 @@ def capability(ordinal):
     return driver().capability(ordinal)
 
 
-def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream, tensor_maps=()):
-    """Launches the artifact's kernel on device ``ordinal``. ``image_fn()`` returns the
-    cubin bytes (fetched only when the module is not loaded yet); ``args`` are ints
-    (device addresses and scalar slots) followed by the symbols' values;
-    ``tensor_maps`` the TensorMapEncodings (_tensor_map.encoding) of the
-    LaunchInfo's tensor maps, in order, encoded here and passed after the symbols."""
+def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream, tensor_maps=(),
+           workspaces=()):
+    """Launches one kernel of the artifact on device ``ordinal``: ``launch_info`` is a
+    client.LaunchInfo or one of its ``sequence()`` entries (a KernelLaunch).
+    ``image_fn()`` returns the cubin bytes (fetched only when the module is not loaded
+    yet); ``args`` are ints (device addresses and scalar slots) followed by the
+    symbols' values; ``workspaces`` the device addresses of the global workspaces,
+    passed after the symbols; ``tensor_maps`` the TensorMapEncodings
+    (_tensor_map.encoding) of the kernel's tensor maps, in order, encoded here and
+    passed last."""
     from ._launch import ArgBlock
     drv = driver()
     with _OnContext(drv, ordinal) as ctx:
-        key = (drv.name, ctx, artifact_key)
+        key = (drv.name, ctx, artifact_key, launch_info.kernel_symbol)
         entry = _modules.get(key)
         if entry is None:
             with _modules_lock:
@@ -349,6 +353,6 @@ def launch(artifact_key, image_fn, launch_info, ordinal, args, grid, stream, ten
                     entry = _modules[key] = (module, func)
         params, symbols = args
         maps = [drv.encode_tensor_map(enc) for enc in tensor_maps]
-        block = ArgBlock(params, symbols, maps)
+        block = ArgBlock(params, symbols, maps, workspaces)
         drv.launch(entry[1], grid, launch_info.block, launch_info.dynamic_shared_bytes, stream,
                    block.address)

@@ -119,14 +119,15 @@ def encode_failed(enc, error):
         f"{list(enc.global_strides)}, box {list(enc.box_dim)}, swizzle {enc.swizzle})")
 
 
-def launch_encodings(launch_info, values):
-    """The encodings of ``launch_info.tensor_maps`` (client.LaunchInfo), in order, for
-    the launch's argument ``values``: one per param, a _tensors.TensorView for each
-    tensor (anything else for a scalar)."""
+def launch_encodings(launch_info, values, tensor_maps=None):
+    """The encodings of ``launch_info.tensor_maps`` (client.LaunchInfo), or of
+    ``tensor_maps`` (another kernel's of the same program), in order, for the launch's
+    argument ``values``: one per param, a _tensors.TensorView for each tensor
+    (anything else for a scalar)."""
     from ._values import DTYPE_BYTES
     index = {p.name: i for i, p in enumerate(launch_info.params)}
     out = []
-    for m in launch_info.tensor_maps:
+    for m in launch_info.tensor_maps if tensor_maps is None else tensor_maps:
         i = index.get(m.param)
         if i is None or launch_info.params[i].is_scalar:
             raise LaunchError(f"the launch metadata has a tensor map for '{m.param}', which is "

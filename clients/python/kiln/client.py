@@ -119,11 +119,40 @@ class TensorMap:
 
 
 @dataclasses.dataclass(frozen=True)
+class KernelLaunch:
+    """A further kernel of a program of several (several T.Kernel blocks): launched
+    after the one before it, on the same stream, with the same arguments."""
+    kernel_symbol: str
+    grid: tuple
+    block: tuple
+    dynamic_shared_bytes: int
+    tensor_maps: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """A global workspace (T.alloc_global): the launch allocates it zero-filled for the
+    kernel sequence and passes its address after the symbols."""
+    name: str
+    dtype: str
+    shape: tuple  # of str, like Param.shape
+
+
+def _dims(m):
+    block = tuple(m.block) + (1,) * (3 - len(m.block))
+    grid = tuple(m.grid) + ("1",) * (3 - len(m.grid))
+    maps = tuple(TensorMap(t.param, tuple(t.box), t.swizzle_bytes) for t in m.tensor_maps)
+    return grid, block, maps
+
+
+@dataclasses.dataclass(frozen=True)
 class LaunchInfo:
     """How to launch a compiled kernel: the symbol, the grid (expressions over the
     dynamic symbols), the block, dynamic shared memory, and the parameters; the kernel
-    takes the params in order, then one int32 per symbol, then (CUDA kernels that use
-    TMA) one CUtensorMap per ``tensor_maps`` entry, which the launch encodes."""
+    takes the params in order, then one int32 per symbol, then one address per
+    ``workspaces`` entry, then (CUDA kernels that use TMA) one CUtensorMap per
+    ``tensor_maps`` entry, which the launch encodes. A program of several kernels has
+    ``next_kernels``, launched after this one in order (docs/design/multi-kernel.md)."""
     kernel_symbol: str
     grid: tuple
     block: tuple
@@ -131,16 +160,26 @@ class LaunchInfo:
     params: tuple
     symbols: tuple
     tensor_maps: tuple = ()
+    next_kernels: tuple = ()
+    workspaces: tuple = ()
+
+    def sequence(self):
+        """Every kernel in launch order, the first from this object's own fields."""
+        first = KernelLaunch(self.kernel_symbol, self.grid, self.block,
+                             self.dynamic_shared_bytes, self.tensor_maps)
+        return (first,) + tuple(self.next_kernels)
 
     @classmethod
     def from_proto(cls, m):
         params = tuple(Param(p.name, DTYPE_NAMES.get(p.dtype, "unknown"), p.is_scalar,
                              p.is_output, tuple(p.shape)) for p in m.params)
-        block = tuple(m.block) + (1,) * (3 - len(m.block))
-        grid = tuple(m.grid) + ("1",) * (3 - len(m.grid))
-        maps = tuple(TensorMap(t.param, tuple(t.box), t.swizzle_bytes) for t in m.tensor_maps)
+        grid, block, maps = _dims(m)
+        nexts = tuple(KernelLaunch(k.kernel_symbol, *_dims(k)[:2], k.dynamic_shared_bytes,
+                                   _dims(k)[2]) for k in m.next_kernels)
+        spaces = tuple(Workspace(w.name, DTYPE_NAMES.get(w.dtype, "unknown"), tuple(w.shape))
+                       for w in m.workspaces)
         return cls(m.kernel_symbol, grid, block, m.dynamic_shared_bytes, params,
-                   tuple(m.symbols), maps)
+                   tuple(m.symbols), maps, nexts, spaces)
 
 
 class Artifact:

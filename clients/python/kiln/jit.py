@@ -108,7 +108,8 @@ class _Compiled:
         with self._lock:
             if self._cpu is None:
                 from ._launch_cpu import CpuModule
-                self._cpu = CpuModule(self.artifact.file("so"), self.launch.kernel_symbol)
+                self._cpu = CpuModule(self.artifact.file("so"),
+                                      [k.kernel_symbol for k in self.launch.sequence()])
             return self._cpu
 
 
@@ -431,20 +432,35 @@ class JitKernel:
             if p.is_output:
                 outputs.add(i)
             values.append(v)
-        grid = tuple(evaluate(g, sym) for g in lp.grid)
-        if any(g <= 0 for g in grid):
-            raise LaunchError(f"{self.name}(): empty grid {grid}")
+        grids = []
+        for k in lp.sequence():
+            grid = tuple(evaluate(g, sym) for g in k.grid)
+            if any(g <= 0 for g in grid):
+                raise LaunchError(f"{self.name}(): empty grid {grid} ({k.kernel_symbol})")
+            grids.append(grid)
         symbols = [sym[s] for s in lp.symbols]
+        # Global workspaces (T.alloc_global): zero-filled, alive for this call only.
+        spaces = []
+        for w in lp.workspaces:
+            if ref is None:
+                if target != "cpu":
+                    raise BindingError(f"{self.name}(): no tensor to allocate workspace "
+                                       f"{w.name} like")
+                ref = _tensors.TensorView(None, "numpy", "cpu", (), w.dtype, 0, True)
+            spaces.append(_tensors.zeros_like(ref, tuple(evaluate(d, sym) for d in w.shape),
+                                              w.dtype))
+        space_ptrs = [_tensors.view(o).ptr for o in spaces]
         if target == "cpu":
             args = [x if isinstance(x, int) else x for x in values]
             if symbols:
                 args += [s & 0xFFFFFFFF for s in symbols]
-            compiled.cpu_module().launch(args, grid, outputs)
+            compiled.cpu_module().launch(args, grids, outputs, space_ptrs)
         else:
-            self._launch_cuda(compiled, device, values, symbols, grid)
+            self._launch_cuda(compiled, device, values, symbols, grids, space_ptrs)
+        del spaces  # after the launches: the stream orders any later reuse of the memory
         return self._results(allocated, provided)
 
-    def _launch_cuda(self, compiled, device, values, symbols, grid):
+    def _launch_cuda(self, compiled, device, values, symbols, grids, workspaces=()):
         from . import _launch_cuda
         lp = compiled.launch
         params, stream_view = [], None
@@ -461,13 +477,16 @@ class JitKernel:
                                    "address that is not 16-byte aligned; pass a copy (.clone())")
             stream_view = stream_view or x
             params.append(x.ptr)
-        try:
-            maps = launch_encodings(lp, values)
-        except (BindingError, LaunchError) as e:
-            raise type(e)(f"{self.name}(): {e}") from None
         stream = _launch_cuda.current_stream(stream_view) if stream_view else 0
-        _launch_cuda.launch(compiled.artifact.key, lambda: compiled.artifact.file("cubin"),
-                            lp, device[1] or 0, (params, symbols), grid, stream, maps)
+        # Every kernel of the program in order on one stream (one for most programs).
+        for k, grid in zip(lp.sequence(), grids):
+            try:
+                maps = launch_encodings(lp, values, k.tensor_maps)
+            except (BindingError, LaunchError) as e:
+                raise type(e)(f"{self.name}(): {e}") from None
+            _launch_cuda.launch(compiled.artifact.key, lambda: compiled.artifact.file("cubin"),
+                                k, device[1] or 0, (params, symbols), grid, stream, maps,
+                                workspaces)
 
     def _results(self, allocated, provided):
         info = self.info
