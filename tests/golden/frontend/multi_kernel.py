@@ -25,6 +25,8 @@
 # them compiles the one it returns (TileLang's split / no-split variants).
 # RUN: kiln-opt %s --entry pick --bind split=True | FileCheck %s --check-prefix=PICK-SPLIT
 # RUN: kiln-opt %s --entry pick --bind split=False | FileCheck %s --check-prefix=PICK-ONE
+# T.alloc_buffer outside a kernel is a workspace too (its default scope is global).
+# RUN: kiln-opt %s --entry buffer_workspace | FileCheck %s --check-prefix=BUFFER
 # Located errors.
 # RUN: not kiln-opt %s --entry global_in_kernel 2>&1 | FileCheck %s --check-prefix=INKERNEL
 # RUN: not kiln-opt %s --entry global_bad_scope 2>&1 | FileCheck %s --check-prefix=SCOPE
@@ -78,6 +80,20 @@ def pick(split):
         return one
 
 
+def buffer_workspace():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        tmp = T.alloc_buffer([64])
+        with T.Kernel(2, threads=32) as bx:
+            for i in T.Parallel(32):
+                tmp[bx * 32 + i] = A[bx * 32 + i]
+        with T.Kernel(2, threads=32) as bx:
+            for i in T.Parallel(32):
+                A[bx * 32 + i] = tmp[63 - bx * 32 - i]
+
+    return main
+
+
 def global_in_kernel():
     @T.prim_func
     def main(A: T.Tensor((4,), T.float32)):
@@ -116,5 +132,8 @@ def global_bad_scope():
 # PICK-ONE-NOT: workspace
 # PICK-ONE: kernel grid(2)
 # PICK-ONE-NOT: kernel grid
+# BUFFER: workspace tmp: float32[64]
+# BUFFER: kernel grid(2)
+# BUFFER: kernel grid(2)
 # INKERNEL: multi_kernel.py:{{[0-9]+}}:{{[0-9]+}}: T.alloc_global inside T.Kernel is not supported
 # SCOPE: multi_kernel.py:{{[0-9]+}}:{{[0-9]+}}: T.alloc_global's scope must be "global"
