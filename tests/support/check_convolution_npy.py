@@ -5,14 +5,11 @@ them out. Usage: check_convolution_npy.py DIR STRIDE DILATION PADDING.
 The reference is a direct float64 convolution (a sum over the kernel taps of
 shifted, zero-padded image slices times the tap's C x F matrix); out must
 match within float16 rounding of the result. Exit 0 on a match, 1 otherwise."""
-import os
 import sys
 
 import numpy as np
 
-
-def load(d, name):
-    return np.load(os.path.join(d, name + ".npy")).astype(np.float64)
+from npy_check import compare, finish, load
 
 
 def conv2d_nhwc(x, w, stride, dilation, pad):
@@ -37,20 +34,9 @@ def main():
     stride, dilation, pad = (int(v) for v in sys.argv[2:5])
     x, w, got = load(d, "data"), load(d, "kernel"), load(d, "out")
     ref = conv2d_nhwc(x, w, stride, dilation, pad)
-    if got.shape != ref.shape:
-        print("FAIL: out has shape %s, expected %s" % (got.shape, ref.shape))
-        return 1
-    tol = 2e-2 + 2e-3 * np.abs(ref)
-    bad = np.argwhere(np.abs(got - ref) > tol)
-    if bad.size:
-        i = tuple(bad[0])
-        print("FAIL: out: %d of %d elements differ; first at %s: %r, expected %r"
-              % (len(bad), ref.size, i, got[i], ref[i]))
-        return 1
-    print("PASS: out %s (stride %d, dilation %d, padding %d), max abs err %.3g"
-          % (ref.shape, stride, dilation, pad, np.abs(got - ref).max()))
-    return 0
+    note = " (stride %d, dilation %d, padding %d)" % (stride, dilation, pad)
+    finish(compare("out", got, ref, atol=2e-2, rtol=2e-3, note=note))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -5,14 +5,7 @@ import sys
 
 import numpy as np
 
+from npy_check import compare, finish
+
 a, b, c = (np.load(p).astype(np.float64) for p in sys.argv[1:4])
-ref = a @ b
-if c.shape != ref.shape:
-    print("FAIL: C has shape %s, A @ B %s" % (c.shape, ref.shape))
-    sys.exit(1)
-bad = np.argwhere(np.abs(c - ref) > 1e-2 + 1e-2 * np.abs(ref))
-if bad.size:
-    i = tuple(bad[0])
-    print("FAIL: %d elements differ; first at %s: %r, expected %r" % (len(bad), i, c[i], ref[i]))
-    sys.exit(1)
-print("PASS: C = A @ B within fp16 tolerance (%s)" % (c.shape,))
+finish(compare("C", c, a @ b, atol=1e-2, rtol=1e-2, note=" = A @ B"))

@@ -3,14 +3,11 @@ flashattn from the .npy files kiln-run --save wrote in DIR (Q, Q_pe, KV as
 float8_e4m3 bits, K_pe, Output): softmax((Q KV^T + Q_pe K_pe^T) / sqrt(dim +
 pe_dim)) KV in float32. The output tile is staged through a shared buffer that
 takes the bytes of Q's (pass shared-placement). Exit 0 on a match, 1 otherwise."""
-import os
 import sys
 
 import numpy as np
 
-
-def load(name):
-    return np.load(os.path.join(sys.argv[1], name + ".npy"))
+from npy_check import compare, finish, load
 
 
 def e4m3(bits):
@@ -21,20 +18,14 @@ def e4m3(bits):
     return np.where((b & 0x7F) == 0x7F, np.nan, v).astype(np.float32)
 
 
-q, q_pe, k_pe = (load(n).astype(np.float32) for n in ("Q", "Q_pe", "K_pe"))
-kv = e4m3(load("KV"))
-got = load("Output").astype(np.float32)
+d = sys.argv[1]
+q, q_pe, k_pe = (load(d, n, np.float32) for n in ("Q", "Q_pe", "K_pe"))
+kv = e4m3(load(d, "KV", None))
+got = load(d, "Output", np.float32)
 scale = (1.0 / (q.shape[-1] + q_pe.shape[-1])) ** 0.5
 ref = np.zeros(got.shape, np.float32)
 for b in range(q.shape[0]):
     s = (q[b] @ kv[b, :, 0].T + q_pe[b] @ k_pe[b, :, 0].T) * scale
     p = np.exp(s - s.max(axis=1, keepdims=True))
     ref[b] = (p / p.sum(axis=1, keepdims=True)) @ kv[b, :, 0]
-tol = 2e-3 + 1e-2 * np.abs(ref)
-bad = np.argwhere(np.abs(got - ref) > tol)
-if got.shape != ref.shape or bad.size:
-    i = tuple(bad[0]) if bad.size else ()
-    print("FAIL: Output: %d elements differ; first at %s: %r, expected %r"
-          % (len(bad), i, got[i] if bad.size else got.shape, ref[i] if bad.size else ref.shape))
-    sys.exit(1)
-print("PASS: Output %s, max abs err %.3g" % (ref.shape, np.abs(got - ref).max()))
+finish(compare("Output", got, ref, atol=2e-3, rtol=1e-2))
