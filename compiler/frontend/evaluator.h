@@ -251,6 +251,8 @@ class Evaluator {
   // `for v in T.thread_binding(...)`: the body runs once, in every thread,
   // with v bound to the thread index.
   absl::StatusOr<Flow> ExecThreadBindingFor(const PyStmt& s, std::vector<Arg>& args, Loc loc);
+  // persistent.cc: `for bx, by in T.Persistent(domain, wave_size, index, group_size)`.
+  absl::StatusOr<Flow> ExecPersistentFor(const PyStmt& s, std::vector<Arg>& args, Loc loc);
   // T.sync_threads([barrier_id[, arrive_count]]): an explicit block barrier
   // (a named barrier of arrive_count threads when given).
   absl::StatusOr<Value> SyncThreads(std::vector<Arg>& args, Loc loc);

@@ -181,6 +181,13 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecFor(const PyStmt& s) {
       ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(iter));
       return ExecThreadBindingFor(s, args, iter.loc);
     }
+    if (callee.kind == ValueKind::kBuiltin && callee.s == "T.Persistent") {
+      if (!in_kernel_) {
+        return Error(iter.loc, "T.Persistent loops are only allowed inside T.Kernel");
+      }
+      ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(iter));
+      return ExecPersistentFor(s, args, iter.loc);
+    }
     if (callee.kind == ValueKind::kBuiltin &&
         (IsIrLoop(callee.s) || (callee.s == "range" && in_kernel_))) {
       if (!in_kernel_) {

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 102> kTBuiltins = {
+constexpr std::array<std::string_view, 103> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -128,7 +128,9 @@ constexpr std::array<std::string_view, 102> kTBuiltins = {
     "barrier_arrive", "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "set_max_nreg",
     "inc_max_nreg", "dec_max_nreg", "disable_warp_group_reg_alloc", "no_set_max_nreg",
     // Hopper's asynchronous gemm (tile_ops.cc).
-    "wgmma_gemm", "wait_wgmma"};
+    "wgmma_gemm", "wait_wgmma",
+    // The persistent tile loop (persistent.cc).
+    "Persistent"};
 
 // TileLang names (its examples use them) that Kiln lacks, each with the
 // rewrite that works in Kiln where one exists.
@@ -138,7 +140,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 55> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 54> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -162,7 +164,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 55> kMissing
     {"ClusterKernel", "thread-block clusters are not modelled; use T.Kernel"},
     {"alloc_cluster_barrier", "thread-block clusters are not modelled; use T.alloc_barrier"},
     {"block_rank_in_cluster", "thread-block clusters are not modelled"},
-    {"Persistent", ""},
     {"PersistentTileScheduler", ""},
     {"ws_op", kWsSchedule},
     {"WSSync", kWsSchedule},
