@@ -258,6 +258,10 @@ absl::StatusOr<kiln::v1::WorkerRequest> LoadRequestFor(ArtifactStore& store,
   m->set_module_id(key);
   m->set_kernel_symbol(metadata.launch().kernel_symbol());
   m->set_dynamic_shared_bytes(metadata.launch().dynamic_shared_bytes());
+  for (const kiln::v1::KernelLaunchInfo& next : metadata.launch().next_kernels()) {
+    m->add_next_kernel_symbols(next.kernel_symbol());
+    m->add_next_dynamic_shared_bytes(next.dynamic_shared_bytes());
+  }
   return load;
 }
 
@@ -295,16 +299,6 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
   for (const auto& [name, v] : values) {
     if (v.value_case() == kiln::v1::BindingValue::kIntValue) ints[name] = v.int_value();
     if (v.value_case() == kiln::v1::BindingValue::kBoolValue) ints[name] = v.bool_value();
-  }
-  // The worker launches one kernel: a launch sequence (several T.Kernel
-  // blocks, T.alloc_global workspaces; docs/design/multi-kernel.md) is
-  // refused rather than measured by its first kernel alone.
-  if (launch.next_kernels_size() > 0 || launch.workspaces_size() > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the program has ", launch.next_kernels_size() + 1, " kernels and ",
-        launch.workspaces_size(),
-        " global workspaces; the GPU worker runs one-kernel programs only (kiln-run runs the "
-        "whole sequence)"));
   }
   kiln::v1::LaunchSpec spec;
   spec.set_module_id(options.module_id);
@@ -382,6 +376,50 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
     t->mutable_scalar()->set_int_value(it->second);
   }
   *spec.mutable_tensor_maps() = launch.tensor_maps(); // the worker encodes them
+  // A program of several kernels and its workspaces (docs/design/multi-kernel.md).
+  for (int k = 0; k < launch.next_kernels_size(); ++k) {
+    const kiln::v1::KernelLaunchInfo& next = launch.next_kernels(k);
+    kiln::v1::KernelStep* step = spec.add_next_kernels();
+    if (next.grid().empty() || next.grid_size() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", k + 2,
+                                                     " of the launch metadata has ",
+                                                     next.grid_size(), " grid extents, not 1..3"));
+    }
+    for (int i = 0; i < next.grid_size(); ++i) {
+      absl::StatusOr<int64_t> g = EvalExtent(next.grid(i), ints);
+      if (!g.ok() || *g <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", k + 2, " grid[", i, "] = ", next.grid(i), ": ",
+                         g.ok() ? absl::StrCat(*g, ", not positive") : g.status().message()));
+      }
+      step->add_grid(*g);
+    }
+    for (int64_t b : next.block()) step->add_block(b);
+    step->set_dynamic_shared_bytes(next.dynamic_shared_bytes());
+    *step->mutable_tensor_maps() = next.tensor_maps();
+  }
+  for (const kiln::v1::WorkspaceInfo& w : launch.workspaces()) {
+    __int128 bytes = DTypeBytes(w.dtype());
+    if (bytes == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workspace ", w.name(), " has an unknown dtype"));
+    }
+    for (int d = 0; d < w.shape_size(); ++d) {
+      absl::StatusOr<int64_t> extent = EvalExtent(w.shape(d), ints);
+      if (!extent.ok() || *extent < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("workspace ", w.name(), " shape[", d, "] = ", w.shape(d), ": ",
+                         extent.ok() ? "negative" : extent.status().message()));
+      }
+      bytes *= *extent;
+      if (bytes > options.max_tensor_bytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("workspace ", w.name(), " needs more than ", options.max_tensor_bytes,
+                         " bytes; benchmarks allocate every tensor on the device"));
+      }
+    }
+    spec.add_workspace_bytes(static_cast<int64_t>(bytes));
+  }
   return spec;
 }
 

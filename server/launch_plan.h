@@ -18,9 +18,10 @@
 // tensor maps (CUDA TMA) go along as they are: the worker encodes them.
 //
 // Errors: InvalidArgument naming the extent or parameter (an unknown symbol,
-// division by zero, a non-positive extent, a tensor over `max_tensor_bytes`);
-// Unimplemented for a program of several kernels or with global workspaces
-// (LaunchInfo.next_kernels / workspaces), which the worker cannot run yet.
+// division by zero, a non-positive extent, a tensor over `max_tensor_bytes`).
+// A program of several kernels becomes one worker launch of the whole
+// sequence (LaunchSpec.next_kernels, with its workspaces' sizes in
+// workspace_bytes; docs/design/multi-kernel.md).
 // Thread-safe (pure functions).
 #pragma once
 

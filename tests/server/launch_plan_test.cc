@@ -139,25 +139,37 @@ TEST(MakeLaunchPlan, CarriesTheTensorMaps) {
   EXPECT_EQ(plan->tensor_maps(0).swizzle_bytes(), 128);
 }
 
-// A launch sequence (several kernels, global workspaces) is refused: the
-// worker would otherwise time and validate its first kernel alone.
-TEST(MakeLaunchPlan, RefusesALaunchSequence) {
+// A launch sequence (several kernels, global workspaces) becomes one worker
+// launch of the whole sequence: each further kernel's grid evaluated, the
+// workspaces' sizes in bytes.
+TEST(MakeLaunchPlan, CarriesALaunchSequence) {
+  pb::LaunchInfo launch = GemmLaunch();
+  pb::KernelLaunchInfo* next = launch.add_next_kernels();
+  next->set_kernel_symbol("kiln_kernel_1");
+  next->add_grid("(M + 31) // 32");
+  next->add_block(32);
+  next->set_dynamic_shared_bytes(64);
+  pb::WorkspaceInfo* w = launch.add_workspaces();
+  w->set_name("partial");
+  w->set_dtype(pb::DTYPE_FLOAT16);
+  w->add_shape("M");
+  w->add_shape("4");
   pb::BindingValue alpha;
   alpha.set_float_value(1);
-  for (bool workspace : {false, true}) {
-    SCOPED_TRACE(workspace ? "a workspace" : "a second kernel");
-    pb::LaunchInfo launch = GemmLaunch();
-    if (workspace) {
-      launch.add_workspaces()->set_name("partial");
-    } else {
-      launch.add_next_kernels()->set_kernel_symbol("kiln_kernel_1");
-    }
-    absl::StatusOr<pb::LaunchSpec> plan =
-        MakeLaunchPlan(launch, {{"M", Int(30)}, {"N", Int(12)}, {"alpha", alpha}}, {});
-    ASSERT_FALSE(plan.ok());
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(plan.status().message(), HasSubstr("one-kernel programs only"));
-  }
+  absl::StatusOr<pb::LaunchSpec> plan =
+      MakeLaunchPlan(launch, {{"M", Int(300)}, {"N", Int(12)}, {"alpha", alpha}}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->next_kernels_size(), 1);
+  EXPECT_THAT(plan->next_kernels(0).grid(), ::testing::ElementsAre(10));
+  EXPECT_THAT(plan->next_kernels(0).block(), ::testing::ElementsAre(32));
+  EXPECT_EQ(plan->next_kernels(0).dynamic_shared_bytes(), 64);
+  EXPECT_THAT(plan->workspace_bytes(), ::testing::ElementsAre(300 * 4 * 2));
+
+  next->set_grid(0, "Q");
+  absl::StatusOr<pb::LaunchSpec> bad =
+      MakeLaunchPlan(launch, {{"M", Int(300)}, {"N", Int(12)}, {"alpha", alpha}}, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("kernel 2 grid[0]"));
 }
 
 TEST(MakeLaunchPlan, MissingValuesAndHugeTensorsAreClearErrors) {

@@ -90,7 +90,13 @@ absl::StatusOr<pb::LoadModuleResponse> CpuBackend::Load(const pb::LoadModuleRequ
   absl::StatusOr<toolchain::LoadedCpuKernel> kernel =
       toolchain::LoadedCpuKernel::Load(request.image(), request.kernel_symbol());
   if (!kernel.ok()) return kernel.status();
-  auto module = std::make_unique<Module>(Module{*std::move(kernel), request.kernel_symbol()});
+  auto module = std::make_unique<Module>(Module{*std::move(kernel), request.kernel_symbol(), {}});
+  for (const std::string& symbol : request.next_kernel_symbols()) {
+    absl::StatusOr<toolchain::LoadedCpuKernel> next =
+        toolchain::LoadedCpuKernel::Load(request.image(), symbol);
+    if (!next.ok()) return next.status();
+    module->next.push_back(*std::move(next));
+  }
   modules_[request.module_id()] = std::move(module);
   pb::LoadModuleResponse out;
   out.set_module_id(request.module_id());
@@ -127,18 +133,32 @@ absl::StatusOr<std::vector<double>> CpuBackend::Measure(const pb::LaunchSpec& la
                                                         std::vector<tools::HostParam>& params,
                                                         const std::vector<ArgOrigin>& /*origins*/,
                                                         const TimingOptions& options) {
-  absl::StatusOr<LaunchDims> dims = GetLaunchDims(launch);
+  absl::StatusOr<std::vector<LaunchDims>> dims = GetSequenceDims(launch);
   if (!dims.ok()) return dims.status();
   absl::StatusOr<const Module*> module = Find(launch.module_id());
   if (!module.ok()) return module.status();
+  if ((*module)->next.size() + 1 != dims->size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the launch has ", dims->size(),
+                                                   " kernels, module '", launch.module_id(), "' ",
+                                                   (*module)->next.size() + 1));
+  }
   absl::StatusOr<CpuLaunchArgs> args = CpuLaunchArgs::Make(params, {});
   if (!args.ok()) return args.status();
+  const std::vector<size_t> workspaces(launch.workspace_bytes().begin(),
+                                       launch.workspace_bytes().end());
+  if (absl::Status s = args->AddWorkspaces(workspaces); !s.ok()) return s;
 
   SetCrashContext(
       absl::StrCat("running module '", launch.module_id(), "' (", (*module)->symbol, ")"));
+  // The whole sequence, in order (docs/design/multi-kernel.md).
   auto run = [&]() -> absl::Status {
-    absl::Status s = (*module)->kernel.Run(args->args(), dims->grid.data());
-    return s.ok() ? s : MarkLaunchFailure(std::move(s));
+    for (size_t k = 0; k < dims->size(); ++k) {
+      const toolchain::LoadedCpuKernel& kernel =
+          k == 0 ? (*module)->kernel : (*module)->next[k - 1];
+      absl::Status s = kernel.Run(args->args(), (*dims)[k].grid.data());
+      if (!s.ok()) return MarkLaunchFailure(std::move(s));
+    }
+    return absl::OkStatus();
   };
   for (int i = 0; i < options.warmup; ++i) {
     if (absl::Status s = run(); !s.ok()) return s;

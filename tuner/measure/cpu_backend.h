@@ -47,6 +47,8 @@ class CpuBackend final : public DeviceBackend {
   struct Module {
     toolchain::LoadedCpuKernel kernel;
     std::string symbol;
+    // A program of several kernels: the entry points run after `kernel`.
+    std::vector<toolchain::LoadedCpuKernel> next;
   };
   absl::StatusOr<const Module*> Find(const std::string& module_id) const;
 

@@ -41,9 +41,11 @@ absl::Status Classify(absl::Status status) {
 
 // The launch's tensor maps (by parameter name) as kernel_spec.h's specs (by
 // argument index).
-absl::StatusOr<std::vector<codegen::TensorMapSpec>> TensorMapsOf(const pb::LaunchSpec& launch) {
+absl::StatusOr<std::vector<codegen::TensorMapSpec>>
+TensorMapsOf(const pb::LaunchSpec& launch,
+             const google::protobuf::RepeatedPtrField<pb::TensorMap>& tensor_maps) {
   std::vector<codegen::TensorMapSpec> maps;
-  for (const pb::TensorMap& m : launch.tensor_maps()) {
+  for (const pb::TensorMap& m : tensor_maps) {
     codegen::TensorMapSpec spec;
     spec.arg = -1;
     for (int i = 0; i < launch.args_size(); ++i) {
@@ -154,8 +156,21 @@ absl::StatusOr<pb::LoadModuleResponse> CudaBackend::Load(const pb::LoadModuleReq
   out.set_registers_per_thread(*regs);
   out.set_static_shared_bytes(*smem);
   out.set_max_threads_per_block(*threads);
+  if (request.next_kernel_symbols_size() != request.next_dynamic_shared_bytes_size()) {
+    return absl::InvalidArgumentError(
+        "LoadModule: next_kernel_symbols and next_dynamic_shared_bytes differ in length");
+  }
+  std::vector<std::pair<Function, int64_t>> next;
+  for (int k = 0; k < request.next_kernel_symbols_size(); ++k) {
+    absl::StatusOr<Function> f = module->GetFunction(request.next_kernel_symbols(k));
+    if (!f.ok()) return Classify(f.status());
+    if (request.next_dynamic_shared_bytes(k) < 0) {
+      return absl::InvalidArgumentError("LoadModule: negative next_dynamic_shared_bytes");
+    }
+    next.emplace_back(*f, request.next_dynamic_shared_bytes(k));
+  }
   auto loaded = std::make_unique<LoadedModule>(
-      LoadedModule{*std::move(module), *function, request.dynamic_shared_bytes()});
+      LoadedModule{*std::move(module), *function, request.dynamic_shared_bytes(), std::move(next)});
   modules_[request.module_id()] = std::move(loaded);
   return out;
 }
@@ -178,7 +193,39 @@ absl::StatusOr<CudaBackend::Prepared> CudaBackend::Prepare(const pb::LaunchSpec&
                                                          : it->second->dynamic_smem_bytes;
   absl::StatusOr<LaunchConfig> config = MakeLaunchConfig(dims->grid, dims->block, smem);
   if (!config.ok()) return config.status();
-  return Prepared{it->second.get(), *config};
+  Prepared prepared{it->second.get(), *config, {}};
+  if (launch.next_kernels_size() == 0 && launch.workspace_bytes_size() == 0) return prepared;
+  // A launch sequence (docs/design/multi-kernel.md).
+  absl::StatusOr<std::vector<LaunchDims>> all = GetSequenceDims(launch);
+  if (!all.ok()) return all.status();
+  const LoadedModule& m = *it->second;
+  if (m.next.size() + 1 != all->size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the launch has ", all->size(),
+                                                   " kernels, module '", launch.module_id(), "' ",
+                                                   m.next.size() + 1));
+  }
+  prepared.steps.push_back(Prepared::Step{&m.function, *config, nullptr});
+  for (size_t k = 1; k < all->size(); ++k) {
+    const pb::KernelStep& step = launch.next_kernels(static_cast<int>(k - 1));
+    const int64_t step_smem =
+        step.dynamic_shared_bytes() > 0 ? step.dynamic_shared_bytes() : m.next[k - 1].second;
+    absl::StatusOr<LaunchConfig> c = MakeLaunchConfig((*all)[k].grid, (*all)[k].block, step_smem);
+    if (!c.ok()) return c.status();
+    prepared.steps.push_back(Prepared::Step{&m.next[k - 1].first, *c, nullptr});
+  }
+  return prepared;
+}
+
+absl::Status CudaBackend::LaunchAll(const Prepared& prepared, void** args) {
+  if (prepared.steps.empty()) {
+    return Launch(prepared.module->function, prepared.config, args, &stream_);
+  }
+  for (const Prepared::Step& step : prepared.steps) {
+    if (absl::Status s = Launch(*step.function, step.config, step.args, &stream_); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool CudaBackend::ResidentKey(const std::string& key) const {
@@ -288,8 +335,19 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
   }
   absl::StatusOr<Prepared> prepared = Prepare(launch);
   if (!prepared.ok()) return prepared.status();
-  absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps = TensorMapsOf(launch);
+  absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps =
+      TensorMapsOf(launch, launch.tensor_maps());
   if (!maps.ok()) return maps.status();
+  std::vector<std::vector<codegen::TensorMapSpec>> step_maps;
+  if (!prepared->steps.empty()) {
+    step_maps.push_back(*maps);
+    for (const pb::KernelStep& step : launch.next_kernels()) {
+      absl::StatusOr<std::vector<codegen::TensorMapSpec>> m =
+          TensorMapsOf(launch, step.tensor_maps());
+      if (!m.ok()) return m.status();
+      step_maps.push_back(*std::move(m));
+    }
+  }
   if (!origins.empty() && origins.size() != params.size()) {
     return absl::InvalidArgumentError("argument origins do not match the parameters");
   }
@@ -307,8 +365,18 @@ absl::StatusOr<std::vector<double>> CudaBackend::Measure(const pb::LaunchSpec& l
         return StartBuffer(params[i], origins.empty() ? nullptr : &origins[i], bytes);
       });
   if (!args.ok()) return Classify(args.status());
-  if (absl::Status s = args->AddTensorMaps(device_->driver(), *maps, params); !s.ok()) {
-    return Classify(s);
+  if (prepared->steps.empty()) {
+    if (absl::Status s = args->AddTensorMaps(device_->driver(), *maps, params); !s.ok()) {
+      return Classify(s);
+    }
+  } else {
+    const std::vector<size_t> workspaces(launch.workspace_bytes().begin(),
+                                         launch.workspace_bytes().end());
+    if (absl::Status s = args->AddWorkspaces(device_, workspaces); !s.ok()) return Classify(s);
+    absl::StatusOr<std::vector<void**>> per_kernel =
+        args->AddTensorMapsPerKernel(device_->driver(), step_maps, params);
+    if (!per_kernel.ok()) return Classify(per_kernel.status());
+    for (size_t k = 0; k < prepared->steps.size(); ++k) prepared->steps[k].args = (*per_kernel)[k];
   }
   // The input copies ran on the legacy stream, which a non-blocking stream
   // does not wait for.
@@ -386,8 +454,7 @@ CudaBackend::TimeEach(int repeats, bool flush_before,
 
 absl::StatusOr<std::vector<double>> CudaBackend::TimeLaunches(const Prepared& prepared, void** args,
                                                               const TimingOptions& options) {
-  const Function& fn = prepared.module->function;
-  auto launch = [&] { return Launch(fn, prepared.config, args, &stream_); };
+  auto launch = [&] { return LaunchAll(prepared, args); };
   for (int i = 0; i < options.warmup; ++i) {
     if (absl::Status s = launch(); !s.ok()) return s;
   }
@@ -400,8 +467,7 @@ absl::StatusOr<std::vector<double>> CudaBackend::TimeLaunches(const Prepared& pr
 
 absl::StatusOr<std::vector<double>>
 CudaBackend::TimeGraphReplays(const Prepared& prepared, void** args, const TimingOptions& options) {
-  const Function& fn = prepared.module->function;
-  auto launch = [&] { return Launch(fn, prepared.config, args, &stream_); };
+  auto launch = [&] { return LaunchAll(prepared, args); };
   // Warm-up as plain launches: a function's first launch may load its code
   // (lazy loading), and nothing of that may size the batch.
   for (int i = 0; i < std::max(1, options.warmup); ++i) {

@@ -77,12 +77,26 @@ class CudaBackend final : public DeviceBackend {
     Module module;
     Function function;
     int64_t dynamic_smem_bytes = 0;
+    // A program of several kernels: the functions launched after `function`,
+    // in order, each with its dynamic shared memory.
+    std::vector<std::pair<Function, int64_t>> next;
   };
   // What one launch of a loaded module on given arguments needs.
   struct Prepared {
     const LoadedModule* module = nullptr;
     LaunchConfig config;
+    // A launch sequence (LaunchSpec.next_kernels): every kernel, the first
+    // included, with its own argument array (its tensor maps differ); empty
+    // for a one-kernel launch, which uses `config` and the caller's args.
+    struct Step {
+      const Function* function = nullptr;
+      LaunchConfig config;
+      void** args = nullptr;
+    };
+    std::vector<Step> steps;
   };
+  // Queues `prepared`'s kernel, or each kernel of its sequence in order.
+  absl::Status LaunchAll(const Prepared& prepared, void** args);
 
   CudaBackend(std::shared_ptr<Device> device, Stream stream, size_t resident_limit)
       : device_(std::move(device)), stream_(std::move(stream)), resident_limit_(resident_limit) {}

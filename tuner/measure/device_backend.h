@@ -101,6 +101,10 @@ struct LaunchDims {
 // InvalidArgument unless `launch` has 1..3 positive grid extents and 0..3
 // positive block extents.
 absl::StatusOr<LaunchDims> GetLaunchDims(const kiln::v1::LaunchSpec& launch);
+// The same for every kernel of a launch sequence (LaunchSpec.next_kernels:
+// docs/design/multi-kernel.md), the first kernel's first; InvalidArgument
+// naming the kernel, or for a workspace size outside 0..kMaxWorkspaceBytes.
+absl::StatusOr<std::vector<LaunchDims>> GetSequenceDims(const kiln::v1::LaunchSpec& launch);
 
 // `status` marked as a failure of the kernel itself.
 absl::Status MarkLaunchFailure(absl::Status status);

@@ -355,6 +355,28 @@ absl::Status CudaLaunchArgs::AddTensorMaps(const CudaDriver& driver,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<void**>> CudaLaunchArgs::AddTensorMapsPerKernel(
+    const CudaDriver& driver, const std::vector<std::vector<kiln::codegen::TensorMapSpec>>& maps,
+    const std::vector<HostParam>& params) {
+  if (!kernel_args_.empty() || tensor_maps_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "AddTensorMapsPerKernel: the tensor maps were already added");
+  }
+  const std::vector<void*> prefix = args_;
+  for (const std::vector<kiln::codegen::TensorMapSpec>& kernel : maps) {
+    // AddTensorMaps encodes into tensor_maps_ and appends to args_; both are
+    // taken over for this kernel and reset for the next.
+    if (absl::Status s = AddTensorMaps(driver, kernel, params); !s.ok()) return s;
+    kernel_maps_.push_back(std::move(tensor_maps_));
+    kernel_args_.push_back(args_);
+    args_ = prefix;
+    tensor_map_count_ = 0;
+  }
+  std::vector<void**> out;
+  for (std::vector<void*>& a : kernel_args_) out.push_back(a.data());
+  return out;
+}
+
 absl::Status CudaLaunchArgs::CopyOut(std::vector<HostParam>& params, bool outputs_only) const {
   size_t next = 0;
   for (HostParam& p : params) {

@@ -160,6 +160,15 @@ class CudaLaunchArgs {
   absl::Status AddTensorMaps(const CudaDriver& driver,
                              const std::vector<codegen::TensorMapSpec>& maps,
                              const std::vector<tools::HostParam>& params);
+  // For a launch sequence (docs/design/multi-kernel.md): per kernel, an
+  // argument array of args() followed by that kernel's tensor maps (encoded
+  // as AddTensorMaps does, kept alive and in place by this object). Call at
+  // most once, after AddWorkspaces, instead of AddTensorMaps; the errors are
+  // AddTensorMaps'.
+  absl::StatusOr<std::vector<void**>>
+  AddTensorMapsPerKernel(const CudaDriver& driver,
+                         const std::vector<std::vector<codegen::TensorMapSpec>>& maps,
+                         const std::vector<tools::HostParam>& params);
   // Copies each tensor back into its parameter's `after` (synchronous); with
   // `outputs_only`, only the is_output tensors (the others' `after` is left
   // empty).
@@ -176,6 +185,9 @@ class CudaLaunchArgs {
   std::vector<DeviceBuffer> workspaces_;
   std::unique_ptr<uint64_t[]> workspace_slots_; // args_ points into it
   std::vector<void*> args_;
+  // AddTensorMapsPerKernel: per kernel, its maps and its argument array.
+  std::vector<std::unique_ptr<CuTensorMap[]>> kernel_maps_;
+  std::vector<std::vector<void*>> kernel_args_;
 };
 
 // The launch configuration of `block` threads on `grid` with `dynamic_smem`

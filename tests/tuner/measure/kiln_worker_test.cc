@@ -5,6 +5,7 @@
 // failure: answer, then exit 3) and a segfault (the worker dies of SIGSEGV
 // after saying so on stderr); bad requests and malformed frames get errors
 // without killing the worker, except an oversize length (answer, exit 4).
+#include <cmath>
 #include <csignal>
 #include <memory>
 #include <string>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/toolchain/host_cc.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kiln/v1/worker.pb.h"
@@ -220,6 +223,113 @@ TEST(KilnWorker, RunsTheAddExampleAndValidates) {
   ASSERT_TRUE(timed.ok()) << timed.status();
   ASSERT_EQ(timed->measure().samples_us_size(), 3) << timed->DebugString();
   for (double us : timed->measure().samples_us()) EXPECT_GT(us, 0);
+}
+
+// A program of three kernels over two T.alloc_global workspaces
+// (tests/programs/split_k_row_sums.py; docs/design/multi-kernel.md): the
+// worker loads every entry point, runs the whole sequence with zeroed
+// workspaces, and times it. Running the first kernel alone leaves `out` zero.
+TEST(KilnWorker, RunsAProgramOfSeveralKernels) {
+  const testing::ExampleFile ex =
+      testing::LoadExampleFile(KILN_SOURCE_DIR, "tests/programs/split_k_row_sums.py");
+  absl::StatusOr<ir::Program> program = frontend::CompileSource(ex.source, ex.Options(true));
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<codegen::EmittedKernel> kernel = codegen::LowerAndEmit(*program, "cpu");
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  ASSERT_EQ(kernel->launch.next_kernels.size(), 2u);
+  toolchain::HostCompileInput in;
+  in.source = kernel->source;
+  absl::StatusOr<toolchain::HostCompileOutput> so = toolchain::HostCompile(in);
+  ASSERT_TRUE(so.ok()) << so.status();
+
+  Worker w;
+  pb::WorkerRequest load = testing::LoadRequest("rows", so->shared_object, kernel->launch.symbol);
+  for (const codegen::KernelLaunch& k : kernel->launch.next_kernels) {
+    load.mutable_load()->add_next_kernel_symbols(k.symbol);
+    load.mutable_load()->add_next_dynamic_shared_bytes(k.dynamic_smem_bytes);
+  }
+  absl::StatusOr<pb::WorkerResponse> loaded = w.Call(load);
+  ASSERT_TRUE(loaded.ok() && loaded->has_load()) << loaded.status();
+
+  pb::LaunchSpec launch;
+  launch.set_module_id("rows");
+  std::vector<LaunchStep> steps;
+  {
+    absl::StatusOr<std::array<int64_t, 3>> grid = EvalGrid(kernel->launch, {});
+    ASSERT_TRUE(grid.ok()) << grid.status();
+    absl::StatusOr<std::vector<LaunchStep>> all = EvalSequence(kernel->launch, *grid, {});
+    ASSERT_TRUE(all.ok()) << all.status();
+    steps = *all;
+  }
+  for (int64_t g : steps[0].grid) launch.add_grid(g);
+  for (int64_t b : steps[0].block) launch.add_block(b);
+  for (size_t k = 1; k < steps.size(); ++k) {
+    pb::KernelStep* step = launch.add_next_kernels();
+    for (int64_t g : steps[k].grid) step->add_grid(g);
+    for (int64_t b : steps[k].block) step->add_block(b);
+  }
+  absl::StatusOr<std::vector<size_t>> workspaces = WorkspaceBytes(kernel->launch, {});
+  ASSERT_TRUE(workspaces.ok()) << workspaces.status();
+  ASSERT_EQ(workspaces->size(), 2u);
+  for (size_t bytes : *workspaces) launch.add_workspace_bytes(static_cast<int64_t>(bytes));
+  for (const ir::Param& p : program->params) {
+    absl::StatusOr<std::vector<int64_t>> shape = tools::EvalShape(p.buffer.shape, {}, "shape");
+    ASSERT_TRUE(shape.ok()) << shape.status();
+    const bool out = ir::UserName(p) == "out";
+    pb::TensorSpec* t = testing::AddTensor(
+        &launch, ir::UserName(p), DTypeToWire(p.buffer.dtype), *shape,
+        out ? pb::TensorSpec::INIT_ZEROS : pb::TensorSpec::INIT_RANDOM_UNIFORM, out);
+    t->set_seed(5);
+  }
+  ASSERT_EQ(launch.args_size(), 2);
+
+  // out[i, j] = X[i, j] * (sum of row i of X).
+  absl::StatusOr<std::vector<tools::HostParam>> inputs = MakeHostParams(launch.args(), 1 << 24);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  const tools::NpyArray& x = (*inputs)[0].before;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  std::vector<double> want(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    double sum = 0;
+    for (int64_t j = 0; j < cols; ++j) sum += GetElement(x, i * cols + j);
+    for (int64_t j = 0; j < cols; ++j) {
+      want[static_cast<size_t>(i * cols + j)] = GetElement(x, i * cols + j) * sum;
+    }
+  }
+
+  pb::WorkerRequest run;
+  *run.mutable_run()->mutable_launch() = launch;
+  run.mutable_run()->set_return_outputs(true);
+  absl::StatusOr<pb::WorkerResponse> ran = w.Call(run);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(ran->has_run()) << ran->DebugString();
+  ASSERT_EQ(ran->run().outputs_size(), 1);
+  tools::NpyArray got = (*inputs)[1].before;
+  got.data = ran->run().outputs(0);
+  ASSERT_EQ(got.data.size(), want.size() * sizeof(float));
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::abs(GetElement(got, static_cast<int64_t>(i)) - want[i]) >
+        1e-3 + 1e-3 * std::abs(want[i])) {
+      ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << want.size();
+
+  pb::WorkerRequest measure;
+  *measure.mutable_measure()->mutable_launch() = launch;
+  measure.mutable_measure()->set_warmup(1);
+  measure.mutable_measure()->set_repeats(2);
+  absl::StatusOr<pb::WorkerResponse> timed = w.Call(measure);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ASSERT_EQ(timed->measure().samples_us_size(), 2) << timed->DebugString();
+
+  // A launch that names fewer kernels than the module has is refused.
+  launch.clear_next_kernels();
+  *run.mutable_run()->mutable_launch() = launch;
+  absl::StatusOr<pb::WorkerResponse> short_run = w.Call(run);
+  ASSERT_TRUE(short_run.ok()) << short_run.status();
+  EXPECT_THAT(short_run->DebugString(), HasSubstr("the launch has 1 kernels"));
 }
 
 TEST(KilnWorker, HandwrittenKernelWithAScalarAndMeasure) {
