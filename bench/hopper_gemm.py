@@ -8,13 +8,16 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
   cpasync cuda:sm_90 --pipeline=cp.async: wgmma fed by the cp.async pipeline
   tma-ws  cuda:sm_90, the default: wgmma fed by TMA loads, an mbarrier ring and a producer
           warpgroup (built as sm_90a)
+  tma-ws1, tma-ws2  tma-ws with --ws-blocks=1 / 2 (the register plan for that many blocks
+          per SM; not in the default list)
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
 Every Kiln output is checked against torch.matmul (fp32 accumulation, then the output dtype)
 before it is timed; a wrong result is reported as such and not timed. Timing: CUDA events
 around `--batch` back-to-back launches (arguments and tensor maps prepared once), median of
-`--reps`, TFLOP/s = 2 M N K / time.
+`--reps`; the variants of a config are timed in `--rounds` interleaved rounds (the order
+rotating), and each reports the median of its rounds; TFLOP/s = 2 M N K / time.
 
     python3 bench/hopper_gemm.py --kiln-opt build/kiln-opt [--quick] [--json out.json]
         [--shapes 4096x4096x4096,...] [--configs 128x256x64s3t256,...] [--dtypes float16,bfloat16]
@@ -54,7 +57,8 @@ def parse_config(c):
 
 def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90"
-    extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": []}[variant]
+    extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
+             "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"]}[variant]
     tag = variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")
@@ -134,6 +138,8 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved timing rounds per config (median of the rounds)")
     ap.add_argument("--quick", action="store_true", help="4096^3 fp16, two configs")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -165,7 +171,10 @@ def main():
             print(f"\n{dtype} {shape}: cuBLAS {row['cublas_tflops']:.0f} TFLOP/s")
             for cfg in args.configs.split(","):
                 binds = {"M": M, "N": N, "K": K, **parse_config(cfg), "dtype": dtype}
-                out = {}
+                out, runs = {}, {}
+                # Compile and check every variant first, then time them in interleaved
+                # rounds (the order rotating each round), so that clocks and heat drifting
+                # over the run weigh on every variant alike.
                 for v in variants:
                     if v == "tilelang":
                         if tl_mod is None:
@@ -182,8 +191,8 @@ def main():
                             if not ok:
                                 out[v] = {"error": "wrong result", "compile_s": ct}
                                 continue
-                            t = time_it(lambda: kern(A, B), torch, args.batch, args.reps)
-                            out[v] = {"tflops": flops / t / 1e12, "compile_s": ct}
+                            out[v] = {"compile_s": ct}
+                            runs[v] = (lambda kern=kern: kern(A, B))
                         except Exception as e:  # noqa: BLE001
                             out[v] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
                         continue
@@ -202,12 +211,21 @@ def main():
                                                   atol=2e-2)).sum().item()
                             out[v] = {**info, "error": f"wrong result ({bad} of {M * N} differ)"}
                             continue
-                        t = time_it(lambda: run(stream), torch, args.batch, args.reps)
-                        out[v] = {**info, "tflops": flops / t / 1e12}
+                        out[v] = info
+                        runs[v] = (lambda run=run: run(stream))
                     except Exception as e:  # noqa: BLE001
                         out[v] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+                runs["cublas"] = lambda: torch.matmul(A, B)
+                samples = {v: [] for v in runs}
+                order = list(runs)
+                for r in range(args.rounds):
+                    k = r % max(1, len(order))
+                    for v in order[k:] + order[:k]:
+                        samples[v].append(time_it(runs[v], torch, args.batch, args.reps))
+                for v, ts in samples.items():
+                    out.setdefault(v, {})["tflops"] = flops / statistics.median(ts) / 1e12
                 row["configs"][cfg] = out
-                cells = []
+                cells = [f"cuBLAS {out['cublas']['tflops']:.0f}"]
                 for v in variants:
                     o = out[v]
                     cells.append(f"{v} {o['tflops']:.0f}" if "tflops" in o else f"{v} ERR({o['error'][:80]})")

@@ -202,7 +202,7 @@ EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
 
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
                                            std::string_view lower_for, bool gemm_wgmma,
-                                           bool tma_ws_pipeline) {
+                                           bool tma_ws_pipeline, int ws_blocks) {
   ASSIGN_OR_RETURN(passes::Target t, passes::ParseTarget(target));
   if (!lower_for.empty() && lower_for != target) {
     ASSIGN_OR_RETURN(passes::Target lf, passes::ParseTarget(lower_for));
@@ -217,6 +217,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   if (lower_for != target) ctx.lower_for = std::string(lower_for);
   ctx.gemm_wgmma = gemm_wgmma;
   ctx.tma_ws_pipeline = tma_ws_pipeline;
+  ctx.ws_blocks = ws_blocks;
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(program);
   if (kernels.size() == 1 && program.workspaces.empty()) {

@@ -33,9 +33,10 @@ const std::vector<std::string>& LoweringPipeline();
 // lowers Hopper (sm_90, sm_90a) gemms to wgmma (PassContext::gemm_wgmma),
 // whose main loops take TMA and a producer warpgroup with `tma_ws_pipeline`;
 // both are the default, false is the older path (mma.sync; cp.async).
+// `ws_blocks`: PassContext::ws_blocks (0: the register plan's choice).
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
                                            std::string_view lower_for = {}, bool gemm_wgmma = true,
-                                           bool tma_ws_pipeline = true);
+                                           bool tma_ws_pipeline = true, int ws_blocks = 0);
 
 // Emits an already lowered program (attrs "kiln.level" = "thread").
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);

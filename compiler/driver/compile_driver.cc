@@ -76,11 +76,12 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
   }
   for (const std::string& p : o.pass_options) {
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
-        p != "pipeline=tma-ws") {
+        p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
+        p != "ws-blocks=auto") {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
-                       "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws and "
-                       "pipeline=cp.async)"));
+                       "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
+                       "pipeline=cp.async and ws-blocks=1, 2 or auto)"));
     }
   }
   return absl::OkStatus();
@@ -104,6 +105,16 @@ bool TmaWsPipeline(const BuildOptions& o) {
   return tma_ws && GemmWgmma(o);
 }
 
+// The last ws-blocks= pass option wins; 0 (auto) by default and wherever the
+// main loop is not TMA + warp specialization.
+int WsBlocks(const BuildOptions& o) {
+  int blocks = 0;
+  for (const std::string& p : o.pass_options) {
+    blocks = p == "ws-blocks=1" ? 1 : p == "ws-blocks=2" ? 2 : p == "ws-blocks=auto" ? 0 : blocks;
+  }
+  return TmaWsPipeline(o) ? blocks : 0;
+}
+
 std::string KernelVariant(const BuildOptions& o) {
   BuildOptions defaults;
   defaults.target = o.target;
@@ -114,6 +125,7 @@ std::string KernelVariant(const BuildOptions& o) {
   if (passes::TargetUsesWgmma(o.target)) {
     if (!GemmWgmma(o)) absl::StrAppend(&out, ";gemm=mma");
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
+    if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
   }
   return out;
 }
@@ -126,7 +138,8 @@ std::string CanonicalOptions(const BuildOptions& o) {
   return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
-                      TmaWsPipeline(o) ? ";pipeline=tma-ws" : "");
+                      TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
+                      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -191,7 +204,7 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
 absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
   return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options),
-                               TmaWsPipeline(options));
+                               TmaWsPipeline(options), WsBlocks(options));
 }
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {

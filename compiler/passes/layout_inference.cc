@@ -699,6 +699,9 @@ absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
   options.wgmma =
       ctx.gemm_wgmma && TargetUsesWgmma(ctx.lower_for.empty() ? ctx.target : ctx.lower_for);
   if (options.wgmma && ctx.tma_ws_pipeline) program.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
+  if (options.wgmma && ctx.tma_ws_pipeline && ctx.ws_blocks > 0) {
+    program.attrs[kWsBlocksAttr] = absl::StrCat(ctx.ws_blocks);
+  }
   return InferLayouts(program, options);
 }
 

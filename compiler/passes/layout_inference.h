@@ -46,6 +46,9 @@ inline constexpr char kPipelineWarpSpecialized[] = "tma-ws";
 // for (CUDA's __launch_bounds__ minimum), set by warp specialization where
 // two blocks share an SM (warp_specialize.cc, PlanRegisters). Absent: 1.
 inline constexpr char kMinBlocksAttr[] = "kiln.min_blocks";
+// Program attr "kiln.ws_blocks": PassContext::ws_blocks where it is not 0,
+// for warp specialization's register plan.
+inline constexpr char kWsBlocksAttr[] = "kiln.ws_blocks";
 
 using LayoutMap = std::map<std::string, FragmentLayout>;
 

@@ -292,6 +292,7 @@ absl::Status Lowering::Run() {
   } else if (program_.attrs.count(kPipelineAttr)) {
     program_.attrs[kPipelineAttr] = kPipelineCpAsync; // asked for TMA, fell back
   }
+  program_.attrs.erase(kWsBlocksAttr); // read by the register plan (SplitWarpGroups) only
   program_.kernel.body = std::move(full);
   program_.attrs["kiln.level"] = "thread";
   return absl::OkStatus();

@@ -29,6 +29,11 @@ struct PassContext {
   // warpgroup where the loop allows (the default; pass option
   // pipeline=cp.async, --pipeline=cp.async: the cp.async pipeline).
   bool tma_ws_pipeline = true;
+  // Warp-specialized main loops: the blocks per SM to plan registers for (1
+  // or 2; where shared memory or the wgmma instruction's registers do not
+  // allow 2, 1). 0: warp_specialize.cc's plan (PlanRegisters). Pass option
+  // ws-blocks=1|2|auto, kiln-opt / kiln-run --ws-blocks; a tuning knob.
+  int ws_blocks = 0;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

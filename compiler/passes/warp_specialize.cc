@@ -157,7 +157,9 @@ struct RegisterPlan {
 // a kernel that reallocates exactly the launch count, so a block
 // reallocates only when the plan needs it: with one block that forecloses
 // nothing, since two did not fit.
-RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64_t shared) {
+// `want` (1 or 2; 0: this plan) asks for that many blocks where they fit.
+RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64_t shared,
+                           int64_t want) {
   const int64_t threads = t + kProducerThreads;
   auto plan_for = [&](int64_t blocks) {
     RegisterPlan p;
@@ -172,15 +174,19 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
     return p;
   };
   const int64_t fit = kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes);
-  if (RegisterPlan two = plan_for(2); fit >= 2 && two.launch >= instruction) {
+  if (RegisterPlan two = plan_for(2); want != 1 && fit >= 2 && two.launch >= instruction) {
     if (two.launch >= needed) return two;
+    if (want == 2) { // asked for: the consumers get what two blocks leave, short or not
+      two.realloc = two.consumer > two.launch;
+      return two;
+    }
     if (two.consumer >= needed && two.consumer > two.launch) {
       two.realloc = true;
       return two;
     }
   }
   RegisterPlan one = plan_for(1);
-  one.realloc = one.consumer > one.launch && (fit < 2 || needed > one.launch);
+  one.realloc = one.consumer > one.launch && (fit < 2 || want == 1 || needed > one.launch);
   return one;
 }
 
@@ -423,9 +429,13 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   pre.push_back(Call("sync_threads", {}));
 
   // Blocks per SM and register reallocation (PlanRegisters).
+  int64_t want = 0;
+  if (auto w = program_.attrs.find(kWsBlocksAttr); w != program_.attrs.end()) {
+    want = std::atoll(w->second.c_str());
+  }
   const RegisterPlan regs =
       PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
-                    WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * 2 * ws_stages_);
+                    WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * 2 * ws_stages_, want);
 
   Stmt split;
   split.kind = StmtKind::kIf;

@@ -52,6 +52,7 @@ constexpr char kUsage[] =
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
+    "                [--ws-blocks=1|2|auto]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -66,6 +67,7 @@ struct Args {
   std::string lower_for;  // build this target's thread program (cpu + cuda:sm_90a)
   bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
   bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
+  int ws_blocks = 0;      // --ws-blocks=1|2|auto: blocks per SM of a warp-specialized loop
   std::string out;
   bool hash = false;
   bool print_locs = false;
@@ -137,6 +139,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
       args->tma_ws = value == "tma-ws";
+    } else if (TakeValue(argc, argv, i, "--ws-blocks", &value)) {
+      if (value != "1" && value != "2" && value != "auto") {
+        return UsageError("--ws-blocks must be 1, 2 or auto");
+      }
+      args->ws_blocks = value == "auto" ? 0 : value[0] - '0';
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
       args->out = kiln::util::ExpandHome(value); // `-o=~/x`: no shell expands that ~
     } else if (arg == "--hash") {
@@ -255,6 +262,7 @@ int main(int argc, char** argv) {
   if (args.lower_for != args.target) ctx.lower_for = args.lower_for;
   ctx.gemm_wgmma = args.gemm_wgmma;
   ctx.tma_ws_pipeline = args.tma_ws;
+  ctx.ws_blocks = args.ws_blocks;
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
     std::cerr << located(s.message()) << "\n";
     return 1;
@@ -284,7 +292,7 @@ int main(int argc, char** argv) {
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
       kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma,
-                                           args.tma_ws);
+                                           args.tma_ws, args.ws_blocks);
     }
     if (!kernel.ok()) {
       std::cerr << located(kernel.status().message()) << "\n";

@@ -78,6 +78,8 @@ options:
                        mma.sync
   --pipeline tma-ws|cp.async  wgmma main loops: TMA + mbarriers + a producer
                        warpgroup (default) or the cp.async pipeline
+  --ws-blocks 1|2|auto  blocks per SM a warp-specialized loop plans its
+                       registers for (auto: Kiln's plan)
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation
@@ -131,6 +133,7 @@ struct Args {
   std::string lower_for;
   bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
   bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
+  int ws_blocks = 0;      // --ws-blocks=1|2|auto: blocks per SM of a warp-specialized loop
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
@@ -245,6 +248,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
       args->tma_ws = value == "tma-ws";
+    } else if (take("--ws-blocks")) {
+      if (missing || (value != "1" && value != "2" && value != "auto")) {
+        return UsageError("--ws-blocks must be 1, 2 or auto");
+      }
+      args->ws_blocks = value == "auto" ? 0 : value[0] - '0';
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -494,8 +502,8 @@ int Run(const Args& args) {
     where = absl::StrCat("cuda:", args.device, " (", device->properties().name, ", ", arch, ")");
   }
 
-  absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
-      kiln::codegen::LowerAndEmit(*program, target, args.lower_for, args.gemm_wgmma, args.tma_ws);
+  absl::StatusOr<kiln::codegen::EmittedKernel> kernel = kiln::codegen::LowerAndEmit(
+      *program, target, args.lower_for, args.gemm_wgmma, args.tma_ws, args.ws_blocks);
   if (!kernel.ok()) return Fail(located(kernel.status().message()));
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {

@@ -219,6 +219,45 @@ TEST(CompileDriver, HopperTakesWgmmaAndTmaByDefaultAndPassOptionsGiveTheOlderPat
   EXPECT_EQ(KernelVariant(ampere), "");
 }
 
+TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
+  // The example's own size and tile (64x128x64 would take two blocks by
+  // Kiln's plan; ws-blocks=1 asks for one): __launch_bounds__'s minimum
+  // follows, and the option is part of the key and the best-config variant.
+  ProgramInput in = GemmInput(/*test_size=*/false);
+  const std::map<std::string, int64_t> tile = {
+      {"block_M", 64}, {"block_N", 128}, {"block_K", 64}, {"threads", 128}};
+  for (auto& [name, value] : in.bindings) {
+    if (auto t = tile.find(name); t != tile.end()) value.ival = t->second;
+  }
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  o.emit_source = true;
+  auto source_of = [&](std::vector<std::string> pass_options) -> std::string {
+    o.pass_options = std::move(pass_options);
+    absl::StatusOr<Prepared> p = Prepare(in, o);
+    if (!p.ok()) return p.status().ToString();
+    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+    return k.ok() ? k->source : k.status().ToString();
+  };
+  EXPECT_THAT(source_of({}), HasSubstr("__launch_bounds__(256, 2)"));
+  EXPECT_THAT(source_of({"ws-blocks=2"}), HasSubstr("__launch_bounds__(256, 2)"));
+  EXPECT_THAT(source_of({"ws-blocks=1"}), HasSubstr("__launch_bounds__(256)"));
+  EXPECT_THAT(source_of({"ws-blocks=1", "ws-blocks=auto"}), HasSubstr("__launch_bounds__(256, 2)"));
+  o.pass_options = {"ws-blocks=1"};
+  EXPECT_EQ(KernelVariant(o), ";ws-blocks=1");
+  const std::string one = KeyOf(in, o);
+  o.pass_options = {};
+  EXPECT_NE(KeyOf(in, o), one);
+  EXPECT_EQ(KernelVariant(o), "");
+  // Without the warp-specialized loop the option has nothing to plan.
+  o.pass_options = {"pipeline=cp.async", "ws-blocks=1"};
+  EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
+  o.pass_options = {"ws-blocks=3"};
+  absl::StatusOr<Prepared> bad = Prepare(in, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("ws-blocks=1, 2 or auto"));
+}
+
 TEST(CompileDriver, EveryListedTargetBuilds) {
   // passes::SupportedTargets() is what the version RPC and error messages
   // list: each entry must build (HIP is parsed but not listed until it does).
