@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/lowering.h"
@@ -75,6 +76,50 @@ std::pair<Expr, Expr> BElem(const MmaKind& k, int64_t e, const Expr& g, const Ex
 
 } // namespace
 
+absl::StatusOr<Lowering::GemmK> Lowering::GemmOperandK(const Stmt& s, size_t k, int64_t quantum) {
+  const ir::Region& r = s.regions[k];
+  const Buf* b = FindBuf(r.buffer);
+  if (!b) return Error(s.loc, "gemm: unknown buffer");
+  if (r.ranges.size() != b->shape.size()) {
+    return Error(s.loc, absl::StrCat("gemm: operand '", b->name, "' has ", r.ranges.size(),
+                                     " ranges for a ", b->shape.size(), "-d buffer"));
+  }
+  // The K dimension: A is M x K (K x M transposed), B is K x N (N x K).
+  const bool has_k = k < 2 && b->scope == ir::Scope::kShared && b->shape.size() == 2;
+  const size_t kdim = k == 0 ? (s.transpose_a ? 0 : 1) : (s.transpose_b ? 1 : 0);
+  GemmK out;
+  out.offset = I(0);
+  for (size_t d = 0; d < r.ranges.size(); ++d) {
+    const Expr lo = ir::Simplify(r.ranges[d].min);
+    const std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.ranges[d].extent));
+    const bool whole = ir::ConstInt(lo) == 0 && ext == b->shape[d];
+    if (has_k && d == kdim) {
+      if (!ext || *ext <= 0) {
+        return Error(s.loc, absl::StrCat("gemm: the K extent of operand '", b->name,
+                                         "' must be a positive constant"));
+      }
+      if (ir::ConstInt(ir::Simplify(Mod(lo, quantum))) != 0) {
+        return Error(s.loc, absl::StrCat("gemm: operand '", b->name, "' starts its K range at ",
+                                         ir::PrintExpr(lo), ", which is not a multiple of ",
+                                         quantum, " (the gemm's k-step)"));
+      }
+      ASSIGN_OR_RETURN(out.offset, LowerExpr(lo));
+      out.extent = *ext;
+      continue;
+    }
+    if (!whole) {
+      return Error(s.loc,
+                   absl::StrCat("gemm: operand '", b->name, "' is a part of the buffer in ",
+                                "dimension ", d,
+                                has_k ? "; a shared operand may be a part along K only"
+                                      : "; the accumulator and register operands must be whole",
+                                ": copy the part into a buffer of its own"));
+    }
+  }
+  if (!has_k && k < 2) out.extent = b->shape.size() == 2 ? b->shape[kdim] : 0;
+  return out;
+}
+
 absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
   const Buf* a = FindBuf(s.regions[0].buffer);
   const Buf* b = FindBuf(s.regions[1].buffer);
@@ -107,10 +152,13 @@ absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
                                      " inputs accumulate in ", std::string(ir::DTypeName(mma->acc)),
                                      ", not ", std::string(ir::DTypeName(c->dtype))));
   }
+  ASSIGN_OR_RETURN(GemmK a_k, GemmOperandK(s, 0, mma->kstep));
+  ASSIGN_OR_RETURN(GemmK b_k, GemmOperandK(s, 1, mma->kstep));
+  RETURN_IF_ERROR(GemmOperandK(s, 2, 1).status());
   const int64_t m = c->shape[0], n = c->shape[1];
   const int64_t am = s.transpose_a ? a->shape[1] : a->shape[0];
-  const int64_t k = s.transpose_a ? a->shape[0] : a->shape[1];
-  const int64_t bk = s.transpose_b ? b->shape[1] : b->shape[0];
+  const int64_t k = a_k.extent;
+  const int64_t bk = b_k.extent;
   const int64_t bn = s.transpose_b ? b->shape[0] : b->shape[1];
   if (am != m || bn != n || bk != k) {
     return Error(s.loc, absl::StrCat("gemm: shapes do not agree: A is ", am, "x", k, ", B is ", bk,
@@ -172,11 +220,16 @@ absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
 
   // The pieces below run when the caller emits them (SharedPhys then reads
   // the stage the caller has set), so they capture values, not references.
-  auto a_elem = [this, a, ta](const Expr& row, const Expr& col) {
-    return ta ? SharedPhys(*a, {col, row}) : SharedPhys(*a, {row, col});
+  // (row, k) of A and (k, n) of B within the gemm, K shifted to the
+  // operand's K range.
+  const Expr a_k0 = a_k.offset, b_k0 = b_k.offset;
+  auto a_elem = [this, a, ta, a_k0](const Expr& row, const Expr& col) {
+    const Expr kx = ir::Simplify(Add(col, a_k0));
+    return ta ? SharedPhys(*a, {kx, row}) : SharedPhys(*a, {row, kx});
   };
-  auto b_elem = [this, b, tb](const Expr& kx, const Expr& nx) {
-    return tb ? SharedPhys(*b, {nx, kx}) : SharedPhys(*b, {kx, nx});
+  auto b_elem = [this, b, tb, b_k0](const Expr& kx, const Expr& nx) {
+    const Expr kk = ir::Simplify(Add(kx, b_k0));
+    return tb ? SharedPhys(*b, {nx, kk}) : SharedPhys(*b, {kk, nx});
   };
 
   // Loads k-step `step`'s fragments into register slot `slot`.
@@ -266,9 +319,16 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
     return Error(s.loc, "gemm: the program lowers for wgmma, but this gemm's operands do not "
                         "have wgmma layouts (run layout-inference for the same target)");
   }
+  ASSIGN_OR_RETURN(GemmK a_k, GemmOperandK(s, 0, 16));
+  ASSIGN_OR_RETURN(GemmK b_k, GemmOperandK(s, 1, 16));
+  RETURN_IF_ERROR(GemmOperandK(s, 2, 1).status());
   const int64_t m = c->shape[0], n = c->shape[1];
   const bool ta = s.transpose_a, tb = s.transpose_b;
-  const int64_t k = ta ? a->shape[0] : a->shape[1];
+  const int64_t k = a_k.extent;
+  if (b_k.extent != k) {
+    return Error(s.loc, absl::StrCat("gemm: shapes do not agree: A has K = ", k,
+                                     ", B has K = ", b_k.extent));
+  }
   std::optional<std::pair<int64_t, int64_t>> groups =
       WgmmaGroups(m, n, threads_, tb ? 0 : b->wgmma_block);
   if (!groups || k % 16 != 0) {
@@ -297,12 +357,16 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   WgmmaGemm plan;
   plan.reads = {a->name, b->name};
   plan.steps = k / 16;
+  // A K range that starts past 0 (a multiple of 16) is more steps of the
+  // same walk: each step's descriptor starts 16 elements further along K.
+  const Expr a_k0 = a_k.offset, b_k0 = b_k.offset;
   plan.issue = [=, this](int64_t step, std::vector<Stmt>* to) {
-    const Expr k0 = I(16 * step);
-    const Expr b_at = tb ? SharedPhys(*b, {col0, k0}) : SharedPhys(*b, {k0, col0});
+    const Expr kb = ir::Simplify(Add(b_k0, I(16 * step)));
+    const Expr ka = ir::Simplify(Add(a_k0, I(16 * step)));
+    const Expr b_at = tb ? SharedPhys(*b, {col0, kb}) : SharedPhys(*b, {kb, col0});
     for (int64_t mi = 0; mi < atoms; ++mi) {
       const Expr m0 = ir::Simplify(Add(row0, I(64 * mi)));
-      const Expr a_at = ta ? SharedPhys(*a, {k0, m0}) : SharedPhys(*a, {m0, k0});
+      const Expr a_at = ta ? SharedPhys(*a, {ka, m0}) : SharedPhys(*a, {m0, ka});
       std::vector<Expr> args = {Address(*c, I(mi * group_n / 2)), Address(*a, a_at),
                                 Address(*b, b_at)};
       for (int64_t v : consts) args.push_back(I(v));
@@ -313,25 +377,6 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
 }
 
 absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
-  // Every plan below reads and writes its operands as whole 2-d buffers: a
-  // gemm on part of one (A_s[:, 0:32], a K split of the tile) is refused
-  // here rather than computed over the whole buffer.
-  for (size_t k = 0; k < 3 && k < s.regions.size(); ++k) {
-    const Buf* b = FindBuf(s.regions[k].buffer);
-    if (!b || s.regions[k].ranges.size() != b->shape.size()) continue;
-    for (size_t d = 0; d < b->shape.size(); ++d) {
-      const ir::Range& r = s.regions[k].ranges[d];
-      std::optional<int64_t> lo = ir::ConstInt(ir::Simplify(r.min));
-      std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.extent));
-      if (lo != 0 || ext != b->shape[d]) {
-        return Error(s.loc, absl::StrCat("gemm: operand '", b->name,
-                                         "' is a part of the buffer (dimension ", d,
-                                         "); Kiln's gemm takes whole 2-d tiles (or one 2-d tile "
-                                         "of a staged buffer) for now: copy the part into a "
-                                         "buffer of its own"));
-      }
-    }
-  }
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> w, PlanWgmmaGemm(s));
   if (w) {
     // Synchronous: the group completes before anything else touches the
@@ -370,11 +415,13 @@ absl::Status Lowering::LowerGemmScalar(const Stmt& s, std::vector<Stmt>* out) {
                                      " inputs have no tensor instruction; the scalar path needs A "
                                      "in shared memory"));
   }
+  ASSIGN_OR_RETURN(GemmK a_k, GemmOperandK(s, 0, 1));
+  ASSIGN_OR_RETURN(GemmK b_k, GemmOperandK(s, 1, 1));
+  RETURN_IF_ERROR(GemmOperandK(s, 2, 1).status());
   const int64_t m = c->shape[0], n = c->shape[1];
-  const int64_t k = s.transpose_a ? a->shape[0] : a->shape[1];
+  const int64_t k = a_k.extent;
   if ((s.transpose_a ? a->shape[1] : a->shape[0]) != m ||
-      (s.transpose_b ? b->shape[0] : b->shape[1]) != n ||
-      (s.transpose_b ? b->shape[1] : b->shape[0]) != k) {
+      (s.transpose_b ? b->shape[0] : b->shape[1]) != n || b_k.extent != k) {
     return Error(s.loc, "gemm: operand shapes do not agree");
   }
   Touch({a->name, b->name}, {}, out);
@@ -384,12 +431,14 @@ absl::Status Lowering::LowerGemmScalar(const Stmt& s, std::vector<Stmt>* out) {
   var_max_[r] = layout.NumRegs() - 1;
   var_max_[kk] = k - 1;
   const std::vector<Expr> idx = ElementIndex(layout, tid_, Var(r));
-  const Expr av = ir::Load(
-      a->name, a->dtype,
-      {s.transpose_a ? SharedPhys(*a, {Var(kk), idx[0]}) : SharedPhys(*a, {idx[0], Var(kk)})});
-  const Expr bv = ir::Load(
-      b->name, b->dtype,
-      {s.transpose_b ? SharedPhys(*b, {idx[1], Var(kk)}) : SharedPhys(*b, {Var(kk), idx[1]})});
+  const Expr ka = ir::Simplify(Add(Var(kk), a_k.offset));
+  const Expr kb = ir::Simplify(Add(Var(kk), b_k.offset));
+  const Expr av =
+      ir::Load(a->name, a->dtype,
+               {s.transpose_a ? SharedPhys(*a, {ka, idx[0]}) : SharedPhys(*a, {idx[0], ka})});
+  const Expr bv =
+      ir::Load(b->name, b->dtype,
+               {s.transpose_b ? SharedPhys(*b, {idx[1], kb}) : SharedPhys(*b, {kb, idx[1]})});
   auto widen = [&](Expr x) { return x.dtype == c->dtype ? x : ir::Cast(c->dtype, std::move(x)); };
   const Expr acc = ir::Load(c->name, c->dtype, {Var(r)});
   std::vector<Stmt> body = {

@@ -180,6 +180,16 @@ class Lowering {
   // T.finalize_reducer (a kReduce with dim kReducerFinalizeDim): every
   // thread's copy combined, the result in every thread's registers.
   absl::Status LowerFinalizeReducer(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // The K range of gemm operand `k` (0: A, 1: B) that the plans read: the
+  // region may cover part of the buffer along K (A_s[:, 0:32], a K split of
+  // the tile) starting at a multiple of `quantum` elements (the plan's
+  // k-step); every other dimension, a fragment operand and C (checked with
+  // k = 2) must be whole. Located errors otherwise.
+  struct GemmK {
+    ir::Expr offset; // lowered
+    int64_t extent = 0;
+  };
+  absl::StatusOr<GemmK> GemmOperandK(const ir::Stmt& s, size_t k, int64_t quantum);
   // The mma.sync plan of a gemm, or nullopt for the scalar path (dtypes
   // without a tensor instruction).
   absl::StatusOr<std::optional<MmaGemm>> PlanMmaGemm(const ir::Stmt& s);
