@@ -316,6 +316,8 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   std::string module = path.substr(0, dot);
   std::string attr = path.substr(dot + 1);
   if (std::optional<Value> device = ResolveDeviceQueryName(path)) return *std::move(device);
+  // TVM's typed constant (tvm.tirx.const, tvm.tir.const): called below.
+  if (path == "tvm.tirx.const" || path == "tvm.tir.const") return Value::Module(path);
   if (module == "T") {
     if (std::optional<ir::DType> t = ParseDTypeAlias(attr)) return Value::DType(*t);
     if (IsTBuiltin(attr)) return Value::Builtin(absl::StrCat("T.", attr));
@@ -337,6 +339,7 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
     }
     if (attr == "PassConfigKey") return Value::Builtin("tilelang.PassConfigKey");
     if (attr == "math") return Value::Module("tilelang.math");
+    if (attr == "DataType") return Value::Module("tvm.DataType"); // tilelang re-exports it
     // tilelang re-exports its host helpers at the top level.
     if (IsHostMathHelper(attr)) return Value::Builtin(absl::StrCat("tilelang.math.", attr));
     return Error(loc, absl::StrCat("'tilelang.", attr, "' is not supported"));
@@ -726,6 +729,24 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
   case ValueKind::kPrimFunc:
     return Error(call.loc, "calling a @T.prim_func is not supported");
   case ValueKind::kModule:
+    if (callee.s == "tvm.tirx.const" || callee.s == "tvm.tir.const") {
+      // const(value, dtype): the number as a constant of that dtype (TVM's
+      // default: int32 for an int, float32 for a float, bool for a bool).
+      ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, call.loc, "tvm.tirx.const", args,
+                                         {"value", "dtype", "span"}, 1));
+      ASSIGN_OR_RETURN(Value x, Materialize(*m[0], call.loc));
+      if (!x.is_number()) {
+        return Error(call.loc, absl::StrCat("tvm.tirx.const expects a number, got ", TypeName(x)));
+      }
+      ir::DType t = x.kind == ValueKind::kFloat  ? ir::DType::kFloat32
+                    : x.kind == ValueKind::kBool ? ir::DType::kBool
+                                                 : ir::DType::kInt32;
+      if (m[1].has_value() && !m[1]->is_none()) {
+        ASSIGN_OR_RETURN(t, ToDType(*m[1], ArgLoc(args, {"value", "dtype", "span"}, 1, call.loc)));
+      }
+      ASSIGN_OR_RETURN(ir::Expr ex, ToExprOf(Ctx(call.loc), x, t));
+      return Value::Expr(std::move(ex));
+    }
     if (callee.s == "tvm.DataType" || callee.s == "tvm.runtime.DataType") {
       // DataType(dtype).bits and friends: a dtype is its own DataType.
       ASSIGN_OR_RETURN(auto m,
