@@ -25,9 +25,17 @@ class JobLog {
   absl::Status Put(const JobRecord& job);
   absl::StatusOr<JobRecord> Get(const std::string& id);
   // Newest first; limit <= 0: all. `unfinished_only`: finished_unix_ms == 0.
-  absl::StatusOr<std::vector<JobRecord>> List(int64_t limit, bool unfinished_only = false);
+  // `min_created_ms`: only jobs created then or later.
+  absl::StatusOr<std::vector<JobRecord>> List(int64_t limit, bool unfinished_only = false,
+                                              int64_t min_created_ms = 0);
   // Deletes finished jobs created before `before_unix_ms`; returns how many.
   absl::StatusOr<int64_t> Prune(int64_t before_unix_ms);
+  // Deletes finished jobs but the newest `keep` (by created time; those
+  // created in the same millisecond as the oldest kept one stay too), so
+  // that the table does not grow with every job a daemon runs. Unfinished
+  // jobs stay; keep <= 0 deletes every finished one. Returns how many were
+  // deleted.
+  absl::StatusOr<int64_t> PruneKeepNewest(int64_t keep);
 
  private:
   Index* index_;

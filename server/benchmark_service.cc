@@ -263,7 +263,8 @@ void BenchmarkService::Run(const std::shared_ptr<Job>& job, const BenchmarkCall&
   if (!job->Start("preparing")) return; // cancelled while queued
   absl::StatusOr<kiln::v1::BenchmarkResponse> response = Measure(job, call);
   if (response.ok()) {
-    job->Succeed(BenchmarkJobResult{*std::move(response)}, "measured");
+    const size_t bytes = response->SpaceUsedLong(); // samples: up to 100,000 doubles
+    job->Succeed(BenchmarkJobResult{*std::move(response)}, "measured", bytes);
   } else if (job->cancel_requested()) {
     job->Fail(absl::CancelledError(
         absl::StrCat("the benchmark was cancelled: ", response.status().message())));

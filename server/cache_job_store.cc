@@ -36,7 +36,13 @@ absl::StatusOr<kiln::v1::Job> CacheJobStore::Load(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<kiln::v1::Job>> CacheJobStore::List(int64_t limit) {
-  absl::StatusOr<std::vector<cache::JobRecord>> rows = cache_->jobs().List(limit);
+  return ListSince(limit, 0);
+}
+
+absl::StatusOr<std::vector<kiln::v1::Job>> CacheJobStore::ListSince(int64_t limit,
+                                                                    int64_t min_created_unix_ms) {
+  absl::StatusOr<std::vector<cache::JobRecord>> rows =
+      cache_->jobs().List(limit, /*unfinished_only=*/false, min_created_unix_ms);
   if (!rows.ok()) return rows.status();
   std::vector<kiln::v1::Job> out;
   for (const cache::JobRecord& r : *rows) {
@@ -44,6 +50,10 @@ absl::StatusOr<std::vector<kiln::v1::Job>> CacheJobStore::List(int64_t limit) {
     if (job.ParseFromString(r.record)) out.push_back(std::move(job));
   }
   return out;
+}
+
+absl::StatusOr<int64_t> CacheJobStore::PruneFinished(int64_t keep) {
+  return cache_->jobs().PruneKeepNewest(keep);
 }
 
 } // namespace kiln::server

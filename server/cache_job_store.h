@@ -17,6 +17,9 @@ class CacheJobStore final : public JobStore {
   absl::Status Save(const kiln::v1::Job& job) override;
   absl::StatusOr<kiln::v1::Job> Load(const std::string& id) override;
   absl::StatusOr<std::vector<kiln::v1::Job>> List(int64_t limit) override;
+  absl::StatusOr<std::vector<kiln::v1::Job>> ListSince(int64_t limit,
+                                                       int64_t min_created_unix_ms) override;
+  absl::StatusOr<int64_t> PruneFinished(int64_t keep) override;
 
  private:
   cache::Cache* const cache_;

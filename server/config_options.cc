@@ -239,6 +239,23 @@ std::vector<ConfigOption> BuildOptions() {
       "queue.max_tuning", "Tuning jobs (Tune) that may wait.",
       [](auto& c) -> auto& { return c.max_queued.tuning; }, 1, 1000000));
 
+  o.push_back(IntOption(
+      "jobs.keep_finished",
+      "Finished jobs kept in memory (GetJob, WatchJob, ListJobs answer older ones from the "
+      "cache's job table).",
+      [](auto& c) -> auto& { return c.jobs.keep_finished; }, 1, 10000000));
+  o.push_back(SizeOption(
+      "jobs.keep_finished_bytes",
+      "Bytes of finished jobs (records, tune progress, results) kept in memory; past it the "
+      "oldest go first, as past jobs.keep_finished.",
+      [](auto& c) -> auto& { return c.jobs.keep_finished_bytes; }, uint64_t{1} << 20,
+      uint64_t{1} << 50));
+  o.push_back(IntOption(
+      "jobs.keep_records",
+      "Finished job records kept in the cache's job table (the newest; older ones are "
+      "deleted and GetJob answers NOT_FOUND for them). 0: all, the table grows with every job.",
+      [](auto& c) -> auto& { return c.jobs.keep_records; }, 0, int64_t{1} << 40));
+
   o.push_back(BoolOption(
       "fair_share.enabled",
       "Serve the clients of one priority in turn, so that one client's burst "

@@ -173,7 +173,9 @@ absl::Status Daemon::Start() {
   warnings_ = cache_->warnings();
 
   job_store_ = std::make_unique<CacheJobStore>(cache_.get());
-  jobs_ = std::make_unique<JobManager>(job_store_.get());
+  jobs_ = std::make_unique<JobManager>(
+      job_store_.get(), static_cast<size_t>(config_.jobs.keep_finished),
+      static_cast<size_t>(config_.jobs.keep_finished_bytes), config_.jobs.keep_records);
   if (metrics_ != nullptr) {
     jobs_->set_observer([m = metrics_](kiln::v1::JobKind kind,
                                        std::optional<kiln::v1::JobState> from,

@@ -3,12 +3,43 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
+#include "util/sha256.h"
+
 namespace kiln::server {
 namespace {
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
+static_assert(kMaxJobMessageBytes == kMaxStatusMessageBytes);
+
+// The first `n` bytes of `s` or fewer, not ending inside a UTF-8 character.
+std::string Utf8Prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+std::string BoundMessage(const std::string& message) {
+  return message.size() <= kMaxJobMessageBytes ? message : BoundStatusMessage(message);
+}
+
+// `status` with its message bounded (code and payloads kept).
+absl::Status BoundStatus(absl::Status status) {
+  if (status.message().size() <= kMaxJobMessageBytes) return status;
+  absl::Status out(status.code(), BoundStatusMessage(std::string(status.message())));
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
 } // namespace
+
+std::string BoundJobKey(std::string key) {
+  if (key.size() <= kMaxJobKeyBytes) return key;
+  return absl::StrCat(Utf8Prefix(key, 256), "...[sha256:", util::Sha256Hex(key), "]");
+}
 
 bool IsFinal(kiln::v1::JobState state) {
   return state == kiln::v1::JOB_STATE_SUCCEEDED || state == kiln::v1::JOB_STATE_FAILED ||
@@ -16,7 +47,7 @@ bool IsFinal(kiln::v1::JobState state) {
 }
 
 Job::Job(std::string id, kiln::v1::JobKind kind, std::string key, bool held, std::string owner)
-    : id_(std::move(id)), kind_(kind), key_(std::move(key)), owner_(std::move(owner)),
+    : id_(std::move(id)), kind_(kind), key_(BoundJobKey(std::move(key))), owner_(std::move(owner)),
       created_unix_ms_(NowUnixMs()) {
   held_ = held;
   message_ = "queued";
@@ -55,7 +86,7 @@ bool Job::Start(const std::string& message) {
     absl::MutexLock lock(&mu_);
     if (state_ != kiln::v1::JOB_STATE_QUEUED) return false;
     state_ = kiln::v1::JOB_STATE_RUNNING;
-    message_ = message;
+    message_ = BoundMessage(message);
     ++version_;
   }
   if (on_transition_) on_transition_(kiln::v1::JOB_STATE_QUEUED, kiln::v1::JOB_STATE_RUNNING);
@@ -68,7 +99,7 @@ void Job::SetProgress(double fraction, const std::string& message) {
     absl::MutexLock lock(&mu_);
     if (IsFinal(state_)) return;
     progress_ = std::clamp(fraction, 0.0, 1.0);
-    message_ = message;
+    message_ = BoundMessage(message);
     ++version_;
   }
   Notify();
@@ -79,6 +110,13 @@ void Job::SetTuneProgress(const kiln::v1::TuneProgress& progress) {
     absl::MutexLock lock(&mu_);
     if (IsFinal(state_)) return;
     tune_progress_ = progress;
+    // A candidate's compile error may echo a 1 MB request field.
+    for (kiln::v1::Measurement* m :
+         {tune_progress_.mutable_latest(), tune_progress_.mutable_best_so_far()}) {
+      if (m->error().size() > kMaxJobMessageBytes) m->set_error(BoundMessage(m->error()));
+    }
+    if (!progress.has_latest()) tune_progress_.clear_latest();
+    if (!progress.has_best_so_far()) tune_progress_.clear_best_so_far();
     has_tune_progress_ = true;
     ++version_;
   }
@@ -112,7 +150,7 @@ void Job::RemoveWatcher(uint64_t id) {
 }
 
 void Job::Finish(kiln::v1::JobState state, const std::string& message, std::any result,
-                 absl::Status status) {
+                 absl::Status status, size_t result_bytes) {
   std::vector<std::function<void(const Job&)>> listeners;
   kiln::v1::JobState from;
   {
@@ -120,9 +158,10 @@ void Job::Finish(kiln::v1::JobState state, const std::string& message, std::any 
     if (IsFinal(state_)) return;
     from = state_;
     state_ = state;
-    message_ = message;
+    message_ = BoundMessage(message);
     result_ = std::move(result);
-    status_ = std::move(status);
+    result_bytes_ = result_bytes;
+    status_ = BoundStatus(std::move(status));
     if (state == kiln::v1::JOB_STATE_SUCCEEDED) progress_ = 1;
     finished_unix_ms_ = NowUnixMs();
     ++version_;
@@ -145,9 +184,19 @@ void Job::OnDone(std::function<void(const Job&)> fn) {
   fn(*this);
 }
 
-void Job::Succeed(std::any result, const std::string& message) {
+void Job::Succeed(std::any result, const std::string& message, size_t result_bytes) {
   Finish(kiln::v1::JOB_STATE_SUCCEEDED, message.empty() ? "done" : message, std::move(result),
-         absl::OkStatus());
+         absl::OkStatus(), result_bytes);
+}
+
+size_t Job::MemoryBytes() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = sizeof(Job) + id_.size() + key_.size() + owner_.size() + message_.size() +
+             status_.message().size() + result_bytes_;
+  for (const std::string& s : joined_by_) n += s.size();
+  for (const std::string& s : withdrawn_) n += s.size();
+  if (has_tune_progress_) n += tune_progress_.ByteSizeLong();
+  return n;
 }
 
 void Job::Fail(const absl::Status& status) {
@@ -155,7 +204,7 @@ void Job::Fail(const absl::Status& status) {
   const bool cancelled = why.code() == absl::StatusCode::kCancelled;
   const std::string message(why.message());
   Finish(cancelled ? kiln::v1::JOB_STATE_CANCELLED : kiln::v1::JOB_STATE_FAILED, message, {},
-         std::move(why));
+         std::move(why), 0);
 }
 
 absl::Status Job::status() const {

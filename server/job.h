@@ -21,11 +21,20 @@
 // the job is cancelled when its last party withdraws, so that no identity
 // can cancel work another still wants (an admin's cancel is RequestCancel).
 //
+// Size: what a job keeps of client-controlled text is bounded (issue 27: under
+// rpc_fuzz, 1 MB keys and failure messages echoing 1 MB request fields made
+// job records of up to 2 MB, kept in memory, in the store and in every
+// ListJobs answer): a key past kMaxJobKeyBytes is kept as BoundJobKey's
+// digest form, and messages (progress, the failure's status message, the
+// errors of the tune progress' measurements) are cut to kMaxJobMessageBytes
+// as gRPC status messages are.
+//
 // Thread-safe: all methods may be called from any thread.
 #pragma once
 
 #include <any>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <stop_token>
@@ -38,6 +47,19 @@
 #include "kiln/v1/service.pb.h"
 
 namespace kiln::server {
+
+// The most bytes of a job's message (and of its failure's status message):
+// the same as a gRPC status message's (server/grpc_status.h), so a client
+// sees the same text from the call and from GetJob.
+inline constexpr size_t kMaxJobMessageBytes = 4096;
+// The most bytes of a job's key as kept and shown (Job.key).
+inline constexpr size_t kMaxJobKeyBytes = 1024;
+
+// `key` unchanged when it has at most kMaxJobKeyBytes, else its first 256
+// bytes (cut on a UTF-8 boundary) followed by "...[sha256:HEX]", the SHA-256
+// of the whole key: distinct keys stay distinct, so singleflight (which
+// joins jobs by key) is unchanged.
+std::string BoundJobKey(std::string key);
 
 class Job {
  public:
@@ -73,9 +95,15 @@ class Job {
   // Tuning progress (kept in the snapshot).
   void SetTuneProgress(const kiln::v1::TuneProgress& progress);
   // Final states. `result` is whatever the job's kind produces (read back
-  // with result<T>()); Fail with a cancelled status records CANCELLED.
-  void Succeed(std::any result, const std::string& message = "");
+  // with result<T>()); `result_bytes`, its size in memory as far as known
+  // (MemoryBytes). Fail with a cancelled status records CANCELLED. Messages
+  // are cut to kMaxJobMessageBytes.
+  void Succeed(std::any result, const std::string& message = "", size_t result_bytes = 0);
   void Fail(const absl::Status& status);
+
+  // About the bytes this job holds (its record's text, tune progress and the
+  // result's declared size): what JobManager counts against its memory bound.
+  size_t MemoryBytes() const;
 
   // The failure (OK unless FAILED/CANCELLED).
   absl::Status status() const;
@@ -127,7 +155,7 @@ class Job {
 
  private:
   void Finish(kiln::v1::JobState state, const std::string& message, std::any result,
-              absl::Status status);
+              absl::Status status, size_t result_bytes);
   // Calls the watchers (after a change, without mu_ held).
   void Notify();
 
@@ -151,6 +179,7 @@ class Job {
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::any result_ ABSL_GUARDED_BY(mu_);
+  size_t result_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::function<void(const Job&)>> listeners_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<uint64_t, std::function<void()>>> watchers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_watcher_ ABSL_GUARDED_BY(mu_) = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -29,10 +30,35 @@ absl::StatusOr<kiln::v1::Job> MemoryJobStore::Load(const std::string& id) {
   return it->second;
 }
 
+absl::StatusOr<int64_t> MemoryJobStore::PruneFinished(int64_t keep) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, std::string>> finished; // (created, id)
+  for (const auto& [id, job] : jobs_) {
+    if (IsFinal(job.state())) finished.emplace_back(job.created_unix_ms(), id);
+  }
+  if (static_cast<int64_t>(finished.size()) <= keep) return 0;
+  // Newest first, ties by id (as the cache's job log).
+  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  int64_t n = 0;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 0)); i < finished.size(); ++i) {
+    n += static_cast<int64_t>(jobs_.erase(finished[i].second));
+  }
+  return n;
+}
+
 absl::StatusOr<std::vector<kiln::v1::Job>> MemoryJobStore::List(int64_t limit) {
+  return ListSince(limit, std::numeric_limits<int64_t>::min());
+}
+
+absl::StatusOr<std::vector<kiln::v1::Job>> MemoryJobStore::ListSince(int64_t limit,
+                                                                     int64_t min_created_unix_ms) {
   absl::MutexLock lock(&mu_);
   std::vector<kiln::v1::Job> out;
-  for (const auto& [id, job] : jobs_) out.push_back(job);
+  for (const auto& [id, job] : jobs_) {
+    if (job.created_unix_ms() >= min_created_unix_ms) out.push_back(job);
+  }
   // Ties by id, as the cache's job log orders them: a list's limit must cut
   // the same records every time.
   std::sort(out.begin(), out.end(), [](const kiln::v1::Job& a, const kiln::v1::Job& b) {
@@ -43,8 +69,10 @@ absl::StatusOr<std::vector<kiln::v1::Job>> MemoryJobStore::List(int64_t limit) {
   return out;
 }
 
-JobManager::JobManager(JobStore* store, size_t keep_finished)
-    : store_(store), keep_finished_(std::max<size_t>(keep_finished, 1)) {}
+JobManager::JobManager(JobStore* store, size_t keep_finished, size_t keep_finished_bytes,
+                       int64_t keep_records)
+    : store_(store), keep_finished_(std::max<size_t>(keep_finished, 1)),
+      keep_finished_bytes_(keep_finished_bytes), keep_records_(keep_records) {}
 
 JobManager::~JobManager() { CancelAll(); }
 
@@ -133,14 +161,38 @@ void JobManager::Persist(const Job& job) {
   (void)store_->Save(job.Snapshot());
 }
 
+absl::StatusOr<int64_t> JobManager::PruneStore() {
+  if (store_ == nullptr || keep_records_ <= 0) return 0;
+  return store_->PruneFinished(keep_records_);
+}
+
+size_t JobManager::finished_in_memory() {
+  absl::MutexLock lock(&mu_);
+  return finished_.size();
+}
+
+size_t JobManager::finished_bytes_in_memory() {
+  absl::MutexLock lock(&mu_);
+  return finished_bytes_;
+}
+
 void JobManager::OnFinal(const Job& job) {
   Persist(job);
+  if (finals_.fetch_add(1, std::memory_order_relaxed) % kPruneEvery == kPruneEvery - 1) {
+    // Best effort, as Persist: the next round tries again.
+    (void)PruneStore();
+  }
+  const size_t bytes = job.MemoryBytes();
   absl::MutexLock lock(&mu_);
   auto it = inflight_.find({static_cast<int>(job.kind()), job.key()});
   if (it != inflight_.end() && it->second.get() == &job) inflight_.erase(it);
-  finished_.push_back(job.id());
-  while (finished_.size() > keep_finished_) {
-    if (auto old = by_id_.find(finished_.front()); old != by_id_.end()) {
+  finished_.emplace_back(job.id(), bytes);
+  finished_bytes_ += bytes;
+  // The newest finished job always stays (a waiter may still read it).
+  while (finished_.size() > 1 &&
+         (finished_.size() > keep_finished_ || finished_bytes_ > keep_finished_bytes_)) {
+    finished_bytes_ -= finished_.front().second;
+    if (auto old = by_id_.find(finished_.front().first); old != by_id_.end()) {
       const OrderKey key = KeyOf(*old->second);
       newest_.erase(key);
       if (auto p = parties_.find(old->first); p != parties_.end()) {
@@ -224,7 +276,11 @@ std::vector<kiln::v1::Job> JobManager::StoredFor(int64_t limit, const JobViewer*
   // records may fill them, so look further back, doubling, until `limit`
   // are the viewer's, the store has no more, or they are past `stop`.
   for (int64_t look = limit > 0 ? (viewer != nullptr ? limit * 4 : limit) : 0;; look *= 2) {
-    absl::StatusOr<std::vector<kiln::v1::Job>> rows = store_->List(look);
+    // Records older than `stop` cannot make the list: not read at all (with
+    // a full page in memory, the list reads about `limit` rows however many
+    // the store keeps).
+    absl::StatusOr<std::vector<kiln::v1::Job>> rows =
+        stop ? store_->ListSince(look, stop->first) : store_->List(look);
     // Best effort: the jobs in memory are listed without the store.
     if (!rows.ok()) return out;
     const bool everything = look <= 0 || rows->size() < static_cast<size_t>(look);
@@ -326,6 +382,9 @@ std::map<kiln::v1::JobState, int64_t> JobManager::CountByState() {
 
 absl::StatusOr<int64_t> JobManager::RecoverInterrupted() {
   if (store_ == nullptr) return 0;
+  // Records an earlier daemon (before keep_records existed) left: the list
+  // below reads them all.
+  if (absl::StatusOr<int64_t> pruned = PruneStore(); !pruned.ok()) return pruned.status();
   absl::StatusOr<std::vector<kiln::v1::Job>> stored = store_->List(0);
   if (!stored.ok()) return stored.status();
   int64_t n = 0;

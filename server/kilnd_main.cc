@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include <malloc.h>
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/daemon.h"
 #include "server/daemon_metrics.h"
 #include "server/http_server.h"
@@ -20,6 +23,52 @@
 #include "server/version.h"
 #include "util/file_path.h"
 #include "util/log.h"
+
+namespace {
+
+// Memory the allocator keeps after a burst of large requests (issue 27: under
+// rpc_fuzz, kilnd's RSS reached 2.2 GB; of 770 MB held by malloc after 10,000
+// calls, 620 MB were free). glibc raises its mmap threshold (up to 32 MiB)
+// each time it frees a large mapped block, so from then on the 1 to 64 MiB
+// buffers of large requests come from the arenas, where freed memory stays
+// in the process. A fixed threshold keeps blocks of kMmapThreshold and more
+// in their own mappings, unmapped at free, and a trim every kTrimEvery hands
+// the free pages inside the arenas back to the kernel.
+constexpr int kMmapThreshold = 1 << 20;
+constexpr absl::Duration kTrimEvery = absl::Seconds(10);
+
+// Calls malloc_trim every kTrimEvery until Stop.
+class MemoryTrimmer {
+ public:
+  MemoryTrimmer() {
+    mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+    thread_ = std::thread([this] {
+      for (;;) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (mu_.AwaitWithTimeout(absl::Condition(&stop_), kTrimEvery)) return;
+        }
+        malloc_trim(0);
+      }
+    });
+  }
+  ~MemoryTrimmer() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+  MemoryTrimmer(const MemoryTrimmer&) = delete;
+  MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+} // namespace
 
 int main(int argc, char** argv) {
   // Abseil's mutex deadlock detector keeps a lock graph on every lock: worth
@@ -70,6 +119,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  MemoryTrimmer trimmer; // after the signal mask: its thread inherits it
 
   kiln::server::MetricRegistry registry;
   absl::StatusOr<std::unique_ptr<kiln::server::DaemonMetrics>> metrics =

@@ -66,6 +66,17 @@ struct FairShareConfig {
   bool operator==(const FairShareConfig&) const = default;
 };
 
+// What kilnd keeps of finished jobs (server/job_manager.h): in memory, the
+// newest `keep_finished` of them within `keep_finished_bytes`; in the
+// cache's job table, the newest `keep_records` finished records (0: all).
+// Older jobs are answered NOT_FOUND by GetJob and are not listed.
+struct JobRetention {
+  int64_t keep_finished = 10000;
+  uint64_t keep_finished_bytes = uint64_t{64} << 20;
+  int64_t keep_records = 100000;
+  bool operator==(const JobRetention&) const = default;
+};
+
 // Supervision of the GPU worker processes.
 struct WorkerTimeouts {
   absl::Duration start = absl::Seconds(30);  // spawn until the worker is ready
@@ -133,6 +144,7 @@ struct ServerConfig {
   absl::Duration eval_max_time = absl::Seconds(10);
   QueueLimits max_queued;
   FairShareConfig fair_share;
+  JobRetention jobs;
   WorkerTimeouts worker;
   // Run the micro-benchmarks (server/device_profiles.h) on a device model's
   // first roller tune; false: cached results or the presets only.

@@ -357,8 +357,9 @@ void TuneService::Run(const std::shared_ptr<Job>& job, const TuneCall& call) {
   absl::StatusOr<kiln::v1::TuneResult> result = RunSweep(job, call);
   if (result.ok()) {
     const bool found = result->has_best();
+    const size_t bytes = result->SpaceUsedLong(); // JobManager's memory bound counts it
     job->Succeed(TuneJobResult{*std::move(result)},
-                 found ? "tuned" : "tuned: no candidate was valid");
+                 found ? "tuned" : "tuned: no candidate was valid", bytes);
   } else if (job->cancel_requested()) {
     job->Fail(absl::CancelledError(absl::StrCat("cancelled: ", result.status().message())));
   } else {

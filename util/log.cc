@@ -156,12 +156,24 @@ std::string SanitizeKey(std::string_view key) {
 
 bool IsReservedKey(std::string_view key) { return key == "ts" || key == "level" || key == "msg"; }
 
+// `text`, or its first bytes (not inside a UTF-8 character) and
+// "... [N bytes in all]" when it is longer than kMaxLogValueBytes.
+std::string Bounded(std::string_view text) {
+  if (text.size() <= kMaxLogValueBytes) return std::string(text);
+  const std::string more = absl::StrCat("... [", text.size(), " bytes in all]");
+  size_t cut = kMaxLogValueBytes - more.size();
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  std::string out(text.substr(0, cut));
+  out += more;
+  return out;
+}
+
 LogValue ToOwned(const LogField::Value& value) {
   return std::visit(
       [](const auto& v) -> LogValue {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, std::string_view>) {
-          return LogValue(std::in_place_type<std::string>, v);
+          return LogValue(std::in_place_type<std::string>, Bounded(v));
         } else {
           return LogValue(v);
         }
@@ -187,7 +199,7 @@ void Emit(LogLevel level, std::string_view message,
   LogRecord record;
   record.time = std::chrono::system_clock::now();
   record.level = level;
-  record.message = std::string(message);
+  record.message = Bounded(message);
   if (bound != nullptr) record.fields = *bound;
   for (const LogField& field : fields) SetField(record.fields, field.key(), ToOwned(field.value()));
   GetLogSink()->Write(record);

@@ -18,6 +18,11 @@
 // Text keys are written as given, with characters outside [A-Za-z0-9_.-]
 // replaced by '_'.
 //
+// A message or string value longer than kMaxLogValueBytes is cut (on a UTF-8
+// boundary) and ends "... [N bytes in all]": a request field of a megabyte
+// echoed in an error would otherwise make a megabyte line per request
+// (issue 27, rpc_fuzz), and a line is one write(2) under the sink's lock.
+//
 // Thread-safety: everything here may be called from any thread. The global
 // sink and minimum level can be changed while other threads log; a record is
 // written by exactly one sink, and a sink writes each line with one write(2),
@@ -53,6 +58,9 @@ absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name);
 std::string_view LogFormatName(LogFormat format);
 // text | json, any case. InvalidArgument otherwise.
 absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name);
+
+// The most bytes of a record's message and of each string value.
+inline constexpr size_t kMaxLogValueBytes = 4096;
 
 // The value of a field in a record (owned).
 using LogValue = std::variant<std::string, int64_t, uint64_t, double, bool>;

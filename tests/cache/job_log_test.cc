@@ -66,5 +66,42 @@ TEST(JobLogTest, UnfinishedOnlyAndPrune) {
   EXPECT_EQ(log.Get("j-old-done").status().code(), absl::StatusCode::kNotFound);
 }
 
+// Issue 27: kilnd wrote a record per job and never deleted one (the table
+// grew with every request served, and counts against the cache's size).
+TEST(JobLogTest, PruneKeepNewestKeepsTheNewestFinishedAndEveryUnfinished) {
+  absl::StatusOr<std::unique_ptr<Cache>> c = Cache::Open(FreshDir("keep_newest"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  JobLog& log = (*c)->jobs();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(log.Put({"j-done-" + std::to_string(i), "compile", "succeeded", "k", 1000 + i,
+                         2000 + i, ""})
+                    .ok());
+  }
+  ASSERT_TRUE(log.Put({"j-open", "compile", "running", "k", 1, 0, ""}).ok()); // the oldest
+  absl::StatusOr<int64_t> pruned = log.PruneKeepNewest(10);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(*pruned, 90);
+  absl::StatusOr<std::vector<JobRecord>> left = log.List(0);
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 11u);
+  EXPECT_EQ(left->front().id, "j-done-99");
+  EXPECT_TRUE(log.Get("j-done-90").ok());
+  EXPECT_EQ(log.Get("j-done-89").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(log.Get("j-open").ok());
+  // ListJobs reads only the records that can make its page.
+  absl::StatusOr<std::vector<JobRecord>> since = log.List(0, false, /*min_created_ms=*/1095);
+  ASSERT_TRUE(since.ok());
+  ASSERT_EQ(since->size(), 5u);
+  EXPECT_EQ(since->back().id, "j-done-95");
+  // Nothing past the newest `keep`: nothing to do.
+  pruned = log.PruneKeepNewest(10);
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 0);
+  pruned = log.PruneKeepNewest(0);
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 10);
+  EXPECT_TRUE(log.Get("j-open").ok());
+}
+
 } // namespace
 } // namespace kiln::cache

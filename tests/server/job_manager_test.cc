@@ -160,6 +160,98 @@ TEST(JobManager, KeepsABoundedNumberOfFinishedJobsInMemory) {
   EXPECT_TRUE(jobs.Get(ids[0]).ok());
 }
 
+// Issue 27 (rpc_fuzz: kilnd grew to 2.2 GB): a 1 MB key or a failure
+// message echoing a 1 MB request field was kept whole in every job record.
+TEST(Job, KeysAndMessagesAreBoundedAndDistinctKeysStayDistinct) {
+  const std::string big(1 << 20, 'k');
+  std::string other = big;
+  other.back() = 'x';
+  Job job("j-1", JOB_KIND_COMPILE, big, /*held=*/false);
+  EXPECT_LE(job.key().size(), kMaxJobKeyBytes);
+  EXPECT_EQ(job.key().substr(0, 256), big.substr(0, 256));
+  EXPECT_NE(BoundJobKey(big), BoundJobKey(other));
+  EXPECT_EQ(BoundJobKey("short"), "short");
+  job.SetProgress(0.5, std::string(1 << 20, 'p'));
+  EXPECT_LE(job.Snapshot().message().size(), kMaxJobMessageBytes);
+  kiln::v1::TuneProgress progress;
+  progress.mutable_latest()->set_error(std::string(1 << 20, 'e'));
+  progress.set_candidates_total(3);
+  job.SetTuneProgress(progress);
+  EXPECT_LE(job.Snapshot().tune_progress().latest().error().size(), kMaxJobMessageBytes);
+  EXPECT_FALSE(job.Snapshot().tune_progress().has_best_so_far());
+  EXPECT_EQ(job.Snapshot().tune_progress().candidates_total(), 3);
+  job.Fail(absl::InvalidArgumentError(std::string(1 << 20, 'm')));
+  EXPECT_LE(job.Snapshot().message().size(), kMaxJobMessageBytes);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LE(job.status().message().size(), kMaxJobMessageBytes);
+  EXPECT_LT(job.MemoryBytes(), size_t{16} << 10);
+
+  // Singleflight still joins identical long keys and tells different ones apart.
+  JobManager jobs(nullptr);
+  JobManager::Joined a = jobs.JoinOrCreate(JOB_KIND_COMPILE, big, false);
+  JobManager::Joined b = jobs.JoinOrCreate(JOB_KIND_COMPILE, big, false);
+  JobManager::Joined c = jobs.JoinOrCreate(JOB_KIND_COMPILE, other, false);
+  EXPECT_EQ(a.job, b.job);
+  EXPECT_FALSE(b.created);
+  EXPECT_NE(a.job, c.job);
+  a.job->Succeed(1);
+  EXPECT_TRUE(jobs.JoinOrCreate(JOB_KIND_COMPILE, big, false).created); // not left in flight
+}
+
+TEST(JobManager, KeepsABoundedNumberOfBytesOfFinishedJobsInMemory) {
+  MemoryJobStore store;
+  JobManager jobs(&store, /*keep_finished=*/1000, /*keep_finished_bytes=*/size_t{1} << 20);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 100; ++i) {
+    auto j = jobs.Create(JOB_KIND_BENCHMARK, "k", false);
+    j->Succeed(i, "", /*result_bytes=*/100 << 10); // e.g. 12,800 samples
+    ids.push_back(j->id());
+  }
+  EXPECT_LE(jobs.finished_bytes_in_memory(), size_t{1} << 20);
+  EXPECT_GE(jobs.finished_in_memory(), 5u);
+  EXPECT_LE(jobs.finished_in_memory(), 10u);
+  EXPECT_EQ(jobs.Find(ids[0]), nullptr);
+  EXPECT_NE(jobs.Find(ids[99]), nullptr);
+  EXPECT_TRUE(jobs.Get(ids[0]).ok()); // from the store
+  // One job larger than the whole bound still stays while it is the newest.
+  auto huge = jobs.Create(JOB_KIND_BENCHMARK, "k", false);
+  huge->Succeed(0, "", size_t{4} << 20);
+  EXPECT_NE(jobs.Find(huge->id()), nullptr);
+  EXPECT_EQ(jobs.finished_in_memory(), 1u);
+}
+
+TEST(JobManager, TheStoreKeepsTheNewestFinishedRecords) {
+  MemoryJobStore store;
+  std::string open_id;
+  {
+    JobManager jobs(&store, /*keep_finished=*/10, size_t{64} << 20, /*keep_records=*/50);
+    auto open = jobs.Create(JOB_KIND_COMPILE, "open", /*held=*/true);
+    open_id = open->id();
+    std::vector<std::string> ids;
+    for (int64_t i = 0; i < 2 * JobManager::kPruneEvery; ++i) {
+      auto j = jobs.Create(JOB_KIND_COMPILE, "k", false);
+      j->Succeed(1);
+      ids.push_back(j->id());
+    }
+    absl::StatusOr<std::vector<kiln::v1::Job>> all = store.List(0);
+    ASSERT_TRUE(all.ok());
+    EXPECT_LE(all->size(), 51u); // pruned at the last kPruneEvery-th finish
+    EXPECT_TRUE(jobs.Get(ids.back()).ok());
+    EXPECT_EQ(jobs.Get(ids.front()).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_TRUE(store.Load(open_id).ok());   // unfinished: never pruned
+    EXPECT_LE(jobs.List(10000).size(), 61u); // the store's 50, the 10 in memory, the open one
+  }
+  // keep_records 0: every record stays.
+  MemoryJobStore all_store;
+  JobManager keep_all(&all_store, 10, size_t{64} << 20, /*keep_records=*/0);
+  for (int64_t i = 0; i < JobManager::kPruneEvery + 5; ++i) {
+    keep_all.Create(JOB_KIND_COMPILE, "k", false)->Succeed(1);
+  }
+  absl::StatusOr<std::vector<kiln::v1::Job>> every = all_store.List(0);
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(every->size(), static_cast<size_t>(JobManager::kPruneEvery + 5));
+}
+
 // Issue 27, item 5: with two tokens, B could cancel A's queued job and every
 // client saw every job. A job is its owner's (and its joiners'); others get
 // NOT_FOUND exactly as for a job that does not exist; an admin sees all.

@@ -239,6 +239,21 @@ TEST(LogTest, CaptureRestoresThePreviousSinkAndLevel) {
   EXPECT_EQ(GetLogSink(), sink_before);
 }
 
+// Issue 27 (rpc_fuzz): errors echoing a 1 MB request field made 1 MB lines.
+TEST(LogTest, LongMessagesAndValuesAreCut) {
+  ScopedLogCapture capture(LogLevel::kDebug, LogFormat::kJson);
+  const std::string big = std::string(1 << 20, 'x') + "\xc3\xa9";
+  LogInfo(big, {{"error", big}, {"short", "ok"}, {"n", int64_t{1}}});
+  const std::vector<LogRecord> records = capture.records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_LE(records[0].message.size(), kMaxLogValueBytes);
+  EXPECT_THAT(records[0].message, HasSubstr("... [1048578 bytes in all]"));
+  ASSERT_NE(records[0].Find("error"), nullptr);
+  EXPECT_LE(std::get<std::string>(*records[0].Find("error")).size(), kMaxLogValueBytes);
+  EXPECT_EQ(std::get<std::string>(*records[0].Find("short")), "ok");
+  EXPECT_LE(capture.lines()[0].size(), 3 * kMaxLogValueBytes);
+}
+
 TEST(LogTest, LoggerBindsFieldsAndCallSiteFieldsWin) {
   ScopedLogCapture capture(LogLevel::kDebug, LogFormat::kJson);
   const Logger request = Logger().With({{"request_id", "r-1"}, {"rpc", "Compile"}});
