@@ -10,6 +10,8 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           warpgroup (built as sm_90a)
   tma-ws1, tma-ws2  tma-ws with --ws-blocks=1 / 2 (the register plan for that many blocks
           per SM; not in the default list)
+  alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
+          the same run; not in the default list)
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -45,6 +47,7 @@ SHAPES = ["4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "4096x4096x1433
 CONFIGS = ["128x256x64s3t256", "128x128x32s3t128", "64x128x64s4t128", "128x256x64s4t256",
            "256x128x64s3t256"]
 VARIANTS = ["mma", "cpasync", "tma-ws", "tilelang"]
+ALT_KILN_OPT = [""]
 
 
 def parse_config(c):
@@ -57,9 +60,11 @@ def parse_config(c):
 
 def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90"
+    if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
+        kiln_opt, variant = ALT_KILN_OPT[0], "tma-ws"
     extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
              "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"]}[variant]
-    tag = variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
+    tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")
     t0 = time.perf_counter()
@@ -138,11 +143,14 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--kiln-opt-alt", default="",
+                    help="another kiln-opt, timed as variant 'alt' (its default path)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="interleaved timing rounds per config (median of the rounds)")
     ap.add_argument("--quick", action="store_true", help="4096^3 fp16, two configs")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    ALT_KILN_OPT[0] = args.kiln_opt_alt
     if args.quick:
         args.shapes, args.configs, args.dtypes = "4096x4096x4096", "128x256x64s3t256,128x128x32s3t128", "float16"
 

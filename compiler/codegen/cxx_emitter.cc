@@ -173,6 +173,8 @@ const char* MathName(ir::Intrinsic fn) {
     return "trunc";
   case ir::Intrinsic::kSigmoid:
     return "sigmoid";
+  case ir::Intrinsic::kReinterpret:
+    return "bit_cast";
   }
   return "exp";
 }
@@ -294,28 +296,34 @@ class Emitter {
     }
     std::vector<std::string> vals = {kBid[0], kBid[1], kBid[2]};
     if (swizzle) {
-      // Rasterize in panels of `panel` columns (rows for "col" order) so that
-      // blocks running together share operand tiles in L2.
+      // TileLang's block rasterization (T.use_swizzle): the linear block
+      // index walks panels of `panel` rows (block y; "col" order: columns,
+      // block x) that span the whole grid the other way; inside a panel
+      // consecutive blocks go down its rows first, so the blocks running at
+      // once share operand tiles in L2, and every other panel runs its
+      // columns backwards, so that a panel starts on the tiles its
+      // predecessor ended with. The last panel is as tall as the rows left.
+      // In 64 bits: the linear index of a grid of more than 2**31 blocks
+      // overflows int; the indices that come out are below the grid's
+      // extents and fit int again.
       const bool row = swizzle->swizzle_order != "col";
-      const std::string fast = row ? "x" : "y", slow = row ? "y" : "x";
-      // In 64 bits: the panel (up to 2**31 - 1 from tile IR) times the
-      // blocks along the slow dimension, and the linear block index of a
-      // grid of more than 2**31 blocks, overflow int. The block indices that
-      // come out are below the grid's extents and fit int again.
+      const std::string across = row ? "x" : "y", down = row ? "y" : "x";
       const int64_t panel = swizzle->panel_size;
-      Line(1, absl::StrCat("const long long kiln_nf = kiln::rt::nbid_", fast,
-                           "(), kiln_ns = kiln::rt::nbid_", slow, "();"));
-      Line(1, absl::StrCat("const long long kiln_lin = kiln::rt::bid_", slow,
-                           "() * kiln_nf + kiln::rt::bid_", fast, "();"));
-      Line(1, absl::StrCat("const long long kiln_panel = kiln_lin / (", panel, "LL * kiln_ns);"));
-      Line(1, absl::StrCat("const long long kiln_in = kiln_lin % (", panel, "LL * kiln_ns);"));
-      Line(1, absl::StrCat("const long long kiln_w = kiln_nf - kiln_panel * ", panel, "LL < ",
-                           panel, "LL ? kiln_nf - kiln_panel * ", panel, "LL : ", panel, "LL;"));
-      const std::string f =
-          absl::StrCat("static_cast<int>(kiln_panel * ", panel, "LL + kiln_in % kiln_w)");
-      const std::string sl = "static_cast<int>(kiln_in / kiln_w)";
-      vals[0] = row ? f : sl;
-      vals[1] = row ? sl : f;
+      Line(1, absl::StrCat("const long long kiln_na = kiln::rt::nbid_", across,
+                           "(), kiln_nd = kiln::rt::nbid_", down, "();"));
+      Line(1, "const long long kiln_lin = kiln::rt::bid_y() * kiln::rt::nbid_x() + "
+              "kiln::rt::bid_x();");
+      Line(1, absl::StrCat("const long long kiln_psize = ", panel, "LL * kiln_na;"));
+      Line(1, "const long long kiln_pidx = kiln_lin / kiln_psize, kiln_poff = kiln_lin % "
+              "kiln_psize;");
+      Line(1, absl::StrCat("const long long kiln_tall = (kiln_pidx + 1) * ", panel,
+                           "LL <= kiln_nd ? ", panel, "LL : kiln_nd - kiln_pidx * ", panel, "LL;"));
+      Line(1, "const long long kiln_a = kiln_pidx % 2 == 0 ? kiln_poff / kiln_tall : kiln_na - 1 - "
+              "kiln_poff / kiln_tall;");
+      Line(1, absl::StrCat("const long long kiln_d = kiln_poff % kiln_tall + kiln_pidx * ", panel,
+                           "LL;"));
+      vals[0] = row ? "static_cast<int>(kiln_a)" : "static_cast<int>(kiln_d)";
+      vals[1] = row ? "static_cast<int>(kiln_d)" : "static_cast<int>(kiln_a)";
     }
     for (size_t d = 0; d < k.block_vars.size(); ++d) {
       Line(1, absl::StrCat("const int ", CName(k.block_vars[d]), " = ", vals[d], ";"));
@@ -397,6 +405,13 @@ class Emitter {
       return Narrow(absl::StrCat("(", op, x, ")"), e.dtype);
     }
     case ExprKind::kCall: {
+      if (e.fn == ir::Intrinsic::kReinterpret) {
+        // The operand in its own storage type (a promoted narrow int is
+        // converted back first), its bits as the call's type.
+        ASSIGN_OR_RETURN(std::string x, E(e.args[0]));
+        return absl::StrCat("kiln::rt::bit_cast<", CType(e.dtype), ", ", CType(e.args[0].dtype),
+                            ">(", x, ")");
+      }
       std::string args;
       for (const Expr& a : e.args) {
         ASSIGN_OR_RETURN(std::string x, AsCompute(a));

@@ -35,7 +35,9 @@ namespace kiln::toolchain {
 // by lifetime (pass shared-placement).
 // 12: the warp-specialized main loop fences only the warpgroup
 // (wgmma_fence_tma): no proxy fence, whose MEMBAR.ALL.CTA each iteration paid.
-inline constexpr int kKilnCodegenVersion = 12;
+// 13: T.use_swizzle rasterizes as TileLang does (panels of rows, every other
+// one backwards), not in panels of columns.
+inline constexpr int kKilnCodegenVersion = 13;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
