@@ -202,13 +202,13 @@ TEST_F(KilnRunTest, SwizzledBlocksCoverARaggedGridOnceInEitherOrder) {
   const std::string loop = "as (bx, by):\n";
   for (const char* order : {"row", "column"}) {
     SCOPED_TRACE(order);
-    std::string path = AddVariant(
-        absl::StrCat("swizzle_", order, ".py"),
-        {{loop, absl::StrCat(loop, "            T.use_swizzle(panel_size=3, order=\"", order,
-                             "\")\n")}});
-    util::SubprocessResult run = Run({path, "--bind", "M=77", "--bind", "N=130", "--bind",
-                                      "block_M=4", "--bind", "block_N=32", "--bind", "threads=32",
-                                      "--target", "cpu", "--check"});
+    std::string path =
+        AddVariant(absl::StrCat("swizzle_", order, ".py"),
+                   {{loop, absl::StrCat(loop, "            T.use_swizzle(panel_size=3, order=\"",
+                                        order, "\")\n")}});
+    util::SubprocessResult run =
+        Run({path, "--bind", "M=77", "--bind", "N=130", "--bind", "block_M=4", "--bind",
+             "block_N=32", "--bind", "threads=32", "--target", "cpu", "--check"});
     EXPECT_EQ(run.exit_code, 0) << run.stderr_data << run.stdout_data;
   }
 }
