@@ -317,7 +317,10 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   std::string attr = path.substr(dot + 1);
   if (std::optional<Value> device = ResolveDeviceQueryName(path)) return *std::move(device);
   // TVM's typed constant (tvm.tirx.const, tvm.tir.const): called below.
-  if (path == "tvm.tirx.const" || path == "tvm.tir.const") return Value::Module(path);
+  if (path == "tvm.tirx.const" || path == "tvm.tir.const" || path == "tvm.tirx.reinterpret" ||
+      path == "tvm.tir.reinterpret") {
+    return Value::Module(path);
+  }
   if (module == "T") {
     if (std::optional<ir::DType> t = ParseDTypeAlias(attr)) return Value::DType(*t);
     if (IsTBuiltin(attr)) return Value::Builtin(absl::StrCat("T.", attr));
@@ -746,6 +749,12 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
       }
       ASSIGN_OR_RETURN(ir::Expr ex, ToExprOf(Ctx(call.loc), x, t));
       return Value::Expr(std::move(ex));
+    }
+    if (callee.s == "tvm.tirx.reinterpret" || callee.s == "tvm.tir.reinterpret") {
+      // TVM's order: reinterpret(dtype, value).
+      ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, call.loc, "tvm.tirx.reinterpret", args,
+                                         {"dtype", "value", "span"}, 2));
+      return Reinterpret(*m[1], *m[0], call.loc);
     }
     if (callee.s == "tvm.DataType" || callee.s == "tvm.runtime.DataType") {
       // DataType(dtype).bits and friends: a dtype is its own DataType.

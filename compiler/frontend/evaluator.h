@@ -203,6 +203,8 @@ class Evaluator {
   absl::StatusOr<Value> CallTBuiltin(const std::string& name, std::vector<Arg>& args,
                                      const PyExpr& call);
   absl::StatusOr<Value> CallMath(const std::string& name, std::vector<Arg>& args, Loc loc);
+  // T.reinterpret / tvm.tirx.reinterpret: the bits of `value` as `dtype`.
+  absl::StatusOr<Value> Reinterpret(const Value& value, const Value& dtype, Loc loc);
   absl::StatusOr<Value> AllocateGlobal(const std::string& fn, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> Allocate(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> DeclareSymbols(const std::string& name, std::vector<Arg>& args, Loc loc);

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 103> kTBuiltins = {
+constexpr std::array<std::string_view, 104> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -130,7 +130,9 @@ constexpr std::array<std::string_view, 103> kTBuiltins = {
     // Hopper's asynchronous gemm (tile_ops.cc).
     "wgmma_gemm", "wait_wgmma",
     // The persistent tile loop (persistent.cc).
-    "Persistent"};
+    "Persistent",
+    // Bit casts (tl_builtins.cc).
+    "reinterpret"};
 
 // TileLang names (its examples use them) that Kiln lacks, each with the
 // rewrite that works in Kiln where one exists.
@@ -140,7 +142,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 54> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 53> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -180,7 +182,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 54> kMissing
     {"comm_reducer", kRawTir},
     {"tvm_thread_allreduce", kRawTir},
     {"tvm_warp_shuffle", kRawTir},
-    {"reinterpret", kRawTir},
     {"evaluate", kRawTir},
     {"call_extern", kRawTir},
     {"call_intrin", kRawTir},

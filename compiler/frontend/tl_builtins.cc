@@ -952,6 +952,15 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     ASSIGN_OR_RETURN(ir::Expr ce, ToCondition(Ctx(ArgLoc(args, {"cond"}, 0, loc)), c));
     return Value::Expr(ir::Select(std::move(ce), std::move(x), std::move(y), loc));
   }
+  if (fn == "reinterpret") {
+    // T.reinterpret(value, dtype); TileLang also takes TVM's order (dtype
+    // first) when the first argument is a dtype.
+    ASSIGN_OR_RETURN(auto m, MatchArgs(file, loc, name, args, {"value", "dtype", "span"}, 2));
+    if (m[0]->kind == ValueKind::kDType || m[0]->kind == ValueKind::kString) {
+      return Reinterpret(*m[1], *m[0], loc);
+    }
+    return Reinterpret(*m[0], *m[1], loc);
+  }
   if (fn == "cast" || fn == "Cast") {
     std::vector<std::string_view> names = {"value", "dtype"};
     if (fn == "Cast") names = {"dtype", "value"};
@@ -1054,6 +1063,29 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     if (m.name == fn) return CallMath(fn, args, loc);
   }
   return Error(loc, absl::StrCat("'", name, "' is not supported"));
+}
+
+// The same bits as another dtype of the same width (TVM's reinterpret);
+// bool takes part in neither side. A Python number is first a constant of
+// its default dtype (int32, float32).
+absl::StatusOr<Value> Evaluator::Reinterpret(const Value& value, const Value& dtype, Loc loc) {
+  ASSIGN_OR_RETURN(ir::DType t, ToDType(dtype, loc));
+  ASSIGN_OR_RETURN(Value v, Materialize(value, loc));
+  if (!v.is_number() && !v.is_expr()) {
+    return Error(
+        loc, absl::StrCat("T.reinterpret expects a number or an expression, got ", TypeName(v)));
+  }
+  ASSIGN_OR_RETURN(ir::Expr x, ToExpr(Ctx(loc), v));
+  if (ir::IsBool(x.dtype) || ir::IsBool(t) || ir::DTypeBits(x.dtype) != ir::DTypeBits(t)) {
+    return Error(loc,
+                 absl::StrCat("T.reinterpret needs dtypes of the same width (not bool): ",
+                              std::string(ir::DTypeName(x.dtype)), " has ", ir::DTypeBits(x.dtype),
+                              " bits, ", std::string(ir::DTypeName(t)), " ", ir::DTypeBits(t)));
+  }
+  if (x.dtype == t) return Value::Expr(std::move(x));
+  ir::Expr e = ir::Call(ir::Intrinsic::kReinterpret, {std::move(x)}, loc);
+  e.dtype = t;
+  return Value::Expr(std::move(e));
 }
 
 } // namespace kiln::frontend

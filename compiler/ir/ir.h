@@ -91,6 +91,9 @@ enum class Intrinsic : uint8_t {
   kRound,
   kTrunc,
   kSigmoid,
+  // The bits of args[0] as the call's dtype, of the same width (not bool):
+  // T.reinterpret. Printed reinterpret<DTYPE>(x).
+  kReinterpret,
 };
 
 enum class ExprKind : uint8_t {

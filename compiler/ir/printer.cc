@@ -240,6 +240,8 @@ class Printer {
       return;
     case ExprKind::kCall:
       out->append(text::IntrinsicName(e.fn));
+      // The one intrinsic whose dtype its argument does not give.
+      if (e.fn == Intrinsic::kReinterpret) absl::StrAppend(out, "<", DTypeText(e.dtype), ">");
       Args(e, out);
       return;
     case ExprKind::kCast:

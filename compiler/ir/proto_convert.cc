@@ -123,7 +123,7 @@ constexpr EnumTable<UnOp, pb::UnOp, 3> kUnOps = {{
 }};
 static_assert(IndexedByOrdinal(kUnOps));
 
-constexpr EnumTable<Intrinsic, pb::Intrinsic, 16> kIntrinsics = {{
+constexpr EnumTable<Intrinsic, pb::Intrinsic, 17> kIntrinsics = {{
     {Intrinsic::kExp, pb::INTRINSIC_EXP},
     {Intrinsic::kExp2, pb::INTRINSIC_EXP2},
     {Intrinsic::kLog, pb::INTRINSIC_LOG},
@@ -140,6 +140,7 @@ constexpr EnumTable<Intrinsic, pb::Intrinsic, 16> kIntrinsics = {{
     {Intrinsic::kRound, pb::INTRINSIC_ROUND},
     {Intrinsic::kTrunc, pb::INTRINSIC_TRUNC},
     {Intrinsic::kSigmoid, pb::INTRINSIC_SIGMOID},
+    {Intrinsic::kReinterpret, pb::INTRINSIC_REINTERPRET},
 }};
 static_assert(IndexedByOrdinal(kIntrinsics));
 

@@ -38,9 +38,9 @@ constexpr std::array<std::string_view, 21> kBinOps = {
     "<=", ">", ">=", "&&", "||", "&", "|",   "^",   "<<", ">>"};
 constexpr std::array<int, 21> kBinPrec = {9, 9, 10, 10, 10, 10, 0, 0, 6, 6, 7,
                                           7, 7, 7,  2,  1,  5,  3, 4, 8, 8};
-constexpr std::array<std::string_view, 16> kIntrinsics = {
-    "exp",  "exp2",  "log",  "log2", "sqrt", "rsqrt", "abs",   "pow",
-    "tanh", "floor", "ceil", "sin",  "cos",  "round", "trunc", "sigmoid"};
+constexpr std::array<std::string_view, 17> kIntrinsics = {
+    "exp",   "exp2", "log", "log2", "sqrt",  "rsqrt", "abs",     "pow",        "tanh",
+    "floor", "ceil", "sin", "cos",  "round", "trunc", "sigmoid", "reinterpret"};
 constexpr std::array<std::string_view, 5> kForKinds = {"serial", "unroll", "vectorized", "parallel",
                                                        "pipelined"};
 constexpr std::array<std::string_view, 5> kReduceKinds = {"reduce_sum", "reduce_max", "reduce_min",

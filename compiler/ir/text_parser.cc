@@ -536,7 +536,9 @@ class Parser {
     if (t.text == "true" || t.text == "false" || t.text == "inf" || t.text == "nan") {
       return ParseLiteralInto(out);
     }
-    if (t.text == "cast" && IsPunct("<", 1)) return ParseCast(out, depth);
+    if ((t.text == "cast" || t.text == "reinterpret") && IsPunct("<", 1)) {
+      return ParseCast(out, depth);
+    }
     if (IsPunct("(", 1)) return ParseCall(out, depth);
     if (IsPunct("[", 1)) return ParseLoad(out, depth);
     return ParseName(out);
@@ -552,7 +554,7 @@ class Parser {
     return absl::OkStatus();
   }
 
-  // cast<DTYPE>(x)
+  // cast<DTYPE>(x) or reinterpret<DTYPE>(x)
   ABSL_ATTRIBUTE_NOINLINE absl::Status ParseCast(Expr* out, int* depth) {
     const Token& t = Next();
     Next();
@@ -561,7 +563,12 @@ class Parser {
     out->args.clear();
     RETURN_IF_ERROR(ParseExprList("(", ")", &out->args, depth));
     RETURN_IF_ERROR(CheckArity(t, 1, out->args.size()));
-    MakeCast(dtype, out);
+    if (t.text == "reinterpret") {
+      *out = Call(Intrinsic::kReinterpret, std::move(out->args), kInherit);
+      out->dtype = dtype;
+    } else {
+      MakeCast(dtype, out);
+    }
     return CountLevel(t, depth);
   }
 
@@ -668,6 +675,9 @@ class Parser {
       *out = Select(std::move(args[0]), std::move(args[1]), std::move(args[2]), kInherit);
     } else {
       const Intrinsic fn = *text::IntrinsicFromName(t.text);
+      if (fn == Intrinsic::kReinterpret) {
+        return Error(t, "reinterpret needs its dtype: write reinterpret<DTYPE>(x)");
+      }
       RETURN_IF_ERROR(CheckArity(t, text::IntrinsicArity(fn), args.size()));
       *out = Call(fn, std::move(args), kInherit);
     }

@@ -456,10 +456,19 @@ class Verifier {
       return absl::OkStatus();
     }
     case ExprKind::kCall: {
-      if (static_cast<int>(e.fn) > static_cast<int>(Intrinsic::kSigmoid)) {
+      if (static_cast<int>(e.fn) > static_cast<int>(Intrinsic::kReinterpret)) {
         return Err(loc, absl::StrCat("unknown intrinsic #", static_cast<int>(e.fn)));
       }
       RETURN_IF_ERROR(arity(e.fn == Intrinsic::kPow ? 2 : 1, "this intrinsic"));
+      if (e.fn == Intrinsic::kReinterpret) {
+        const DType from = e.args[0].dtype;
+        if (IsBool(from) || IsBool(e.dtype) || DTypeBits(from) != DTypeBits(e.dtype)) {
+          return Err(loc, absl::StrCat("reinterpret needs two non-bool dtypes of the same width, "
+                                       "got ",
+                                       DT(from), " as ", DT(e.dtype)));
+        }
+        return absl::OkStatus();
+      }
       for (const Expr& a : e.args) {
         if (a.dtype != e.dtype) {
           return Err(loc, absl::StrCat("intrinsic argument has dtype ", DT(a.dtype),

@@ -18,9 +18,19 @@
 #define KILN_CPU_SCALAR_MATH_H_
 
 #include <cmath>
+#include <cstring>
 
 namespace kiln {
 namespace rt {
+
+// T.reinterpret: the bits of x as a To of the same size.
+template <class To, class From>
+inline To bit_cast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+  To y;
+  std::memcpy(&y, &x, sizeof(To));
+  return y;
+}
 
 #define KILN_RT_UNARY(NAME, EXPR_F, EXPR_D)                                                        \
   inline float NAME(float x) { return EXPR_F; }                                                    \

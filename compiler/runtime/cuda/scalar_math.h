@@ -14,6 +14,15 @@
 namespace kiln {
 namespace rt {
 
+// T.reinterpret: the bits of x as a To of the same size.
+template <class To, class From>
+KILN_DEVICE To bit_cast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+  To y;
+  memcpy(&y, &x, sizeof(To));
+  return y;
+}
+
 #define KILN_RT_UNARY(NAME, FN_F, FN_D)                                                            \
   KILN_DEVICE float NAME(float x) { return ::FN_F(x); }                                            \
   KILN_DEVICE double NAME(double x) { return ::FN_D(x); }

@@ -240,6 +240,11 @@ Program Everything() {
   store(FloatImm(std::numeric_limits<double>::infinity(), DType::kFloat64));
   store(FloatImm(-0.0));
   store(FloatImm(std::numeric_limits<double>::denorm_min(), DType::kFloat64));
+  // reinterpret, the one intrinsic whose dtype is not its argument's (last,
+  // so that the indices the error cases below use stay put).
+  Expr bits = Call(Intrinsic::kReinterpret, {FloatImm(1.5)});
+  bits.dtype = DType::kInt32;
+  store(bits);
   k.body.push_back(For(ForKind::kSerial, {"e"}, {IntImm(4)}, stores));
 
   // TileLang's Hopper synchronization: a barrier buffer (its arrival counts
@@ -749,9 +754,9 @@ std::vector<RejectCase> RejectCases() {
       {"intrinsic unknown",
        [](pb::Program* p) {
          Body(p, 15)->mutable_body(25)->mutable_value()->set_intrinsic(
-             static_cast<pb::Intrinsic>(17));
+             static_cast<pb::Intrinsic>(18));
        },
-       "kernel.body[15].body[25].value.intrinsic: unknown Intrinsic value 17"},
+       "kernel.body[15].body[25].value.intrinsic: unknown Intrinsic value 18"},
       {"bad attribute key", [](pb::Program* p) { (*p->mutable_attrs())["fast-math"] = "1"; },
        "attrs: invalid attribute key \"fast-math\" (expected [A-Za-z_][A-Za-z0-9_.]*, at most 256 "
        "characters)"},
