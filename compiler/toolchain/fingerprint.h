@@ -37,7 +37,9 @@ namespace kiln::toolchain {
 // (wgmma_fence_tma): no proxy fence, whose MEMBAR.ALL.CTA each iteration paid.
 // 13: T.use_swizzle rasterizes as TileLang does (panels of rows, every other
 // one backwards), not in panels of columns.
-inline constexpr int kKilnCodegenVersion = 13;
+// 14: a gemm on a K range of its shared operands (A_s[:, k0:k1]) reads that
+// range; before, the plans read the whole buffers (wrong results).
+inline constexpr int kKilnCodegenVersion = 14;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
