@@ -220,7 +220,8 @@ std::shared_ptr<BenchmarkService::Pending> BenchmarkService::Start(const Benchma
   counters_.started.fetch_add(1, std::memory_order_relaxed);
   absl::Status queued = pool_->Submit(
       Priority::kBenchmark, call.client, [this, job, call] { Run(job, call); },
-      [job] { job->Fail(absl::CancelledError("the daemon shut down before the benchmark ran")); });
+      [job] { job->Fail(absl::CancelledError("the daemon shut down before the benchmark ran")); },
+      static_cast<int64_t>(call.request.SpaceUsedLong())); // queue.max_bytes
   if (!queued.ok()) {
     job->Fail(queued);
     if (pending->Complete(queued)) job->Detach();

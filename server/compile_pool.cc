@@ -50,7 +50,8 @@ bool IsQueueFull(const absl::Status& status) {
 }
 
 absl::Status CompilePool::Submit(Priority priority, const std::string& client,
-                                 std::function<void()> run, std::function<void()> on_drop) {
+                                 std::function<void()> run, std::function<void()> on_drop,
+                                 int64_t bytes) {
   const int p = static_cast<int>(priority);
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::FailedPreconditionError("the daemon is shutting down");
@@ -60,6 +61,14 @@ absl::Status CompilePool::Submit(Priority priority, const std::string& client,
     return QueueFull(absl::StrCat("the ", PriorityName(priority), " queue is full (", lane.size,
                                   " tasks waiting); retry later"));
   }
+  bytes = std::max<int64_t>(bytes, 0);
+  if (options_.max_queued_bytes > 0 && queued_bytes_ > 0 &&
+      queued_bytes_ + bytes > options_.max_queued_bytes) {
+    if (options_.on_reject) options_.on_reject(priority);
+    return QueueFull(absl::StrCat("the queued requests hold ", queued_bytes_, " bytes; this one (",
+                                  bytes, " bytes) would pass the limit of ",
+                                  options_.max_queued_bytes, "; retry later"));
+  }
   auto mine = lane.by_client.find(client);
   if (options_.max_queued_per_client > 0 && mine != lane.by_client.end() &&
       static_cast<int64_t>(mine->second.size()) >= options_.max_queued_per_client) {
@@ -68,8 +77,9 @@ absl::Status CompilePool::Submit(Priority priority, const std::string& client,
                                   options_.max_queued_per_client, " tasks waiting in the ",
                                   PriorityName(priority), " queue; retry later"));
   }
-  lane.by_client[client].push_back(Task{std::move(run), std::move(on_drop)});
+  lane.by_client[client].push_back(Task{std::move(run), std::move(on_drop), bytes});
   ++lane.size;
+  queued_bytes_ += bytes;
   if (options_.on_depth) options_.on_depth(priority, lane.size);
   return absl::OkStatus();
 }
@@ -82,6 +92,7 @@ bool CompilePool::PopLocked(Task* task) {
     if (it == lane.by_client.end()) it = lane.by_client.begin();
     *task = std::move(it->second.front());
     it->second.pop_front();
+    queued_bytes_ -= task->bytes;
     lane.last_client = it->first;
     if (it->second.empty()) lane.by_client.erase(it);
     --lane.size;
@@ -114,6 +125,11 @@ void CompilePool::Loop() {
     absl::MutexLock lock(&mu_);
     --running_;
   }
+}
+
+int64_t CompilePool::QueuedBytes() const {
+  absl::MutexLock lock(&mu_);
+  return queued_bytes_;
 }
 
 std::array<int64_t, kPriorities> CompilePool::QueueDepths() const {
@@ -152,6 +168,7 @@ void CompilePool::Shutdown() {
       lane.by_client.clear();
       lane.size = 0;
     }
+    queued_bytes_ = 0;
   }
   for (Task& t : dropped) {
     if (t.on_drop) t.on_drop();

@@ -11,6 +11,10 @@
 // Bounds: each priority queue holds at most `max_queued[p]` tasks; Submit
 // beyond that returns ResourceExhausted at once (the caller answers the RPC
 // with RESOURCE_EXHAUSTED) instead of letting the queue grow without limit.
+// The requests the queued tasks hold are bounded too: at most
+// `max_queued_bytes` in all (as the submitters declare them; issue 27: 64
+// queued tunes of up to 64 MiB each held most of kilnd's memory under
+// rpc_fuzz); past it Submit refuses the same way.
 //
 // Thread-safe. Shutdown() (also run by the destructor) stops taking tasks,
 // runs every queued task's `on_drop` (so its job can be cancelled) and waits
@@ -41,6 +45,8 @@ struct CompilePoolOptions {
   std::array<int64_t, kPriorities> max_queued = {1024, 1024, 4096};
   // Tasks one client may have queued per priority; 0: only max_queued.
   int64_t max_queued_per_client = 0;
+  // Bytes the queued tasks hold in all (Submit's `bytes`); 0: no bound.
+  int64_t max_queued_bytes = 0;
   // Told of each queue's new depth after a change, and of each refusal
   // (metrics). Called with the pool's lock held: must not block or call
   // back into the pool.
@@ -56,10 +62,15 @@ class CompilePool {
   CompilePool& operator=(const CompilePool&) = delete;
 
   // Queues `run` (called on a pool thread). `on_drop` runs instead if the
-  // pool shuts down before the task starts. ResourceExhausted when the
-  // priority's queue is full; FailedPrecondition after Shutdown.
+  // pool shuts down before the task starts. `bytes`: what the task holds
+  // while it waits (its request), counted against max_queued_bytes (a task
+  // larger than the whole bound is still taken when nothing else waits).
+  // ResourceExhausted when the priority's queue is full or the queued bytes
+  // would pass the bound; FailedPrecondition after Shutdown.
   absl::Status Submit(Priority priority, const std::string& client, std::function<void()> run,
-                      std::function<void()> on_drop = nullptr);
+                      std::function<void()> on_drop = nullptr, int64_t bytes = 0);
+  // Bytes the queued tasks hold (tests, metrics).
+  int64_t QueuedBytes() const;
 
   // Tasks waiting per priority (for metrics and tests).
   std::array<int64_t, kPriorities> QueueDepths() const;
@@ -76,6 +87,7 @@ class CompilePool {
  private:
   struct Task {
     std::function<void()> run, on_drop;
+    int64_t bytes = 0;
   };
   // One priority's queue: FIFO per client, clients served round robin.
   struct Lane {
@@ -90,6 +102,7 @@ class CompilePool {
   mutable absl::Mutex mu_;
   std::array<Lane, kPriorities> lanes_ ABSL_GUARDED_BY(mu_);
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };

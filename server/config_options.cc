@@ -238,6 +238,13 @@ std::vector<ConfigOption> BuildOptions() {
   o.push_back(IntOption(
       "queue.max_tuning", "Tuning jobs (Tune) that may wait.",
       [](auto& c) -> auto& { return c.max_queued.tuning; }, 1, 1000000));
+  o.push_back(SizeOption(
+      "queue.max_bytes",
+      "Bytes of the Benchmark and Tune requests that may wait; one more is refused with "
+      "RESOURCE_EXHAUSTED (a single request larger than this is still taken when nothing "
+      "waits).",
+      [](auto& c) -> auto& { return c.max_queued.max_bytes; }, uint64_t{1} << 20,
+      uint64_t{1} << 50));
 
   o.push_back(IntOption(
       "jobs.keep_finished",

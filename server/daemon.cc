@@ -195,6 +195,7 @@ absl::Status Daemon::Start() {
   po.threads = config_.compile_threads;
   po.max_queued = {config_.max_queued.interactive, config_.max_queued.ci,
                    config_.max_queued.tuning};
+  po.max_queued_bytes = static_cast<int64_t>(config_.max_queued.max_bytes);
   if (config_.fair_share.enabled)
     po.max_queued_per_client = config_.fair_share.max_queued_per_client;
   if (metrics_ != nullptr) {
@@ -296,6 +297,7 @@ absl::Status Daemon::Start() {
     CompilePoolOptions mp;
     mp.threads = static_cast<int>(devices_->Devices().size()) + 2;
     mp.max_queued = po.max_queued;
+    mp.max_queued_bytes = po.max_queued_bytes;
     if (config_.fair_share.enabled) {
       mp.max_queued_per_client = config_.fair_share.max_queued_per_client;
     }

@@ -48,6 +48,9 @@ struct QueueLimits {
   int interactive = 1024; // Compile and LookupBest from people and ranks
   int ci = 256;           // Benchmark
   int tuning = 64;        // Tune sweeps
+  // Bytes of the Benchmark and Tune requests waiting (64 waiting tunes of
+  // up to 64 MiB each would hold 4 GiB).
+  uint64_t max_bytes = uint64_t{512} << 20;
   bool operator==(const QueueLimits&) const = default;
 };
 

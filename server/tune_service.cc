@@ -335,7 +335,8 @@ absl::StatusOr<std::shared_ptr<Job>> TuneService::Start(const TuneCall& call) {
     std::shared_ptr<Job> job = joined.job;
     absl::Status queued = pool_->Submit(
         Priority::kTuning, call.client, [this, job, call] { Run(job, call); },
-        [job] { job->Fail(absl::CancelledError("the daemon shut down before the tune ran")); });
+        [job] { job->Fail(absl::CancelledError("the daemon shut down before the tune ran")); },
+        static_cast<int64_t>(call.request.SpaceUsedLong())); // queue.max_bytes
     if (!queued.ok()) {
       job->Fail(queued);
       return queued;

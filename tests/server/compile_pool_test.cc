@@ -85,6 +85,61 @@ TEST(CompilePool, FullQueueIsResourceExhausted) {
   g.gate.Notify();
 }
 
+// Issue 27 (rpc_fuzz): 64 queued tunes of up to 64 MiB each were bounded in
+// number only.
+TEST(CompilePool, QueuedBytesAreBounded) {
+  CompilePoolOptions o = PoolOptions(1, 100);
+  o.max_queued_bytes = 100;
+  CompilePool pool(o);
+  absl::Notification gate, started;
+  ASSERT_TRUE(pool.Submit(
+                      Priority::kInteractive, "gate",
+                      [&] {
+                        started.Notify();
+                        gate.WaitForNotification();
+                      },
+                      nullptr, 1000) // running: no longer counted
+                  .ok());
+  started.WaitForNotification();
+  EXPECT_EQ(pool.QueuedBytes(), 0);
+  // One task larger than the whole bound is taken while nothing waits.
+  ASSERT_TRUE(pool.Submit(
+                      Priority::kTuning, "a", [] {}, nullptr, 150)
+                  .ok());
+  absl::Status s = pool.Submit(
+      Priority::kTuning, "b", [] {}, nullptr, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(IsQueueFull(s));
+  EXPECT_NE(std::string(s.message()).find("would pass the limit of 100"), std::string::npos);
+  EXPECT_EQ(pool.QueuedBytes(), 150);
+  gate.Notify();
+  Drain(pool);
+  EXPECT_EQ(pool.QueuedBytes(), 0);
+  absl::Notification gate2, started2;
+  ASSERT_TRUE(pool.Submit(Priority::kInteractive, "gate",
+                          [&] {
+                            started2.Notify();
+                            gate2.WaitForNotification();
+                          })
+                  .ok());
+  started2.WaitForNotification();
+  ASSERT_TRUE(pool.Submit(
+                      Priority::kBenchmark, "a", [] {}, nullptr, 60)
+                  .ok());
+  ASSERT_TRUE(pool.Submit(
+                      Priority::kTuning, "b", [] {}, nullptr, 40)
+                  .ok()); // exactly 100
+  EXPECT_FALSE(pool.Submit(
+                       Priority::kInteractive, "c", [] {}, nullptr, 1)
+                   .ok());
+  EXPECT_TRUE(pool.Submit(
+                      Priority::kInteractive, "c", [] {}, nullptr, 0)
+                  .ok());
+  gate2.Notify();
+  Drain(pool);
+  pool.Shutdown();
+}
+
 TEST(CompilePool, PerClientCapAndObserversSeeEveryChange) {
   CompilePoolOptions o = PoolOptions(1, 8);
   o.max_queued_per_client = 2;
