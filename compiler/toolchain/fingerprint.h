@@ -39,7 +39,9 @@ namespace kiln::toolchain {
 // one backwards), not in panels of columns.
 // 14: a gemm on a K range of its shared operands (A_s[:, k0:k1]) reads that
 // range; before, the plans read the whole buffers (wrong results).
-inline constexpr int kKilnCodegenVersion = 14;
+// 15: a warp-specialized loop with two or more consumer warpgroups waits
+// for every wgmma group and releases the stage in the same iteration.
+inline constexpr int kKilnCodegenVersion = 15;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

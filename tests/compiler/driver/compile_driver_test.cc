@@ -240,6 +240,8 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
     return k.ok() ? k->source : k.status().ToString();
   };
   EXPECT_THAT(source_of({}), HasSubstr("__launch_bounds__(256, 2)"));
+  // One consumer warpgroup keeps a wgmma group in flight across iterations.
+  EXPECT_THAT(source_of({}), HasSubstr("wgmma_wait<1>"));
   EXPECT_THAT(source_of({"ws-blocks=2"}), HasSubstr("__launch_bounds__(256, 2)"));
   EXPECT_THAT(source_of({"ws-blocks=1"}), HasSubstr("__launch_bounds__(256)"));
   EXPECT_THAT(source_of({"ws-blocks=1", "ws-blocks=auto"}), HasSubstr("__launch_bounds__(256, 2)"));
