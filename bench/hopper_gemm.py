@@ -134,6 +134,30 @@ def load_tilelang_module():
     return mod, tilelang.__version__
 
 
+def markdown_table(results):
+    """Rows shape x config; per dtype: Kiln's default (tma-ws) / TileLang, their ratio, cuBLAS."""
+    dtypes = list(dict.fromkeys(r["dtype"] for r in results))
+    head = "| shape | config |" + "".join(
+        f" {d}: Kiln / TileLang | ratio | cuBLAS |" for d in dtypes)
+    lines = [head, "|" + "---|" * (2 + 3 * len(dtypes))]
+    rows = {}
+    for r in results:
+        for cfg, o in r["configs"].items():
+            rows.setdefault((r["shape"], cfg), {})[r["dtype"]] = o
+    for (shape, cfg), per in rows.items():
+        cells = [shape, cfg]
+        for d in dtypes:
+            o = per.get(d, {})
+            k = o.get("tma-ws", {}).get("tflops")
+            t = o.get("tilelang", {}).get("tflops")
+            c = o.get("cublas", {}).get("tflops")
+            fmt = lambda x: f"{x:.0f}" if x else "-"  # noqa: E731
+            ratio = f"**{k / t:.2f}**" if k and t and k >= t else (f"{k / t:.2f}" if k and t else "-")
+            cells += [f"{fmt(k)} / {fmt(t)}", ratio, fmt(c)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln-opt", required=True)
@@ -149,6 +173,8 @@ def main():
                     help="interleaved timing rounds per config (median of the rounds)")
     ap.add_argument("--quick", action="store_true", help="4096^3 fp16, two configs")
     ap.add_argument("--json", default="")
+    ap.add_argument("--markdown", default="",
+                    help="also write a table: Kiln tma-ws / TileLang (ratio), cuBLAS, per dtype")
     args = ap.parse_args()
     ALT_KILN_OPT[0] = args.kiln_opt_alt
     if args.quick:
@@ -239,6 +265,9 @@ def main():
                     cells.append(f"{v} {o['tflops']:.0f}" if "tflops" in o else f"{v} ERR({o['error'][:80]})")
                 print(f"  {cfg}: " + " | ".join(cells), flush=True)
             results.append(row)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown_table(results))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"tilelang": tl_version, "device": torch.cuda.get_device_name(),
