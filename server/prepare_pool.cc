@@ -74,6 +74,7 @@ void PreparePool::Loop() {
       absl::MutexLock lock(&mu_);
       running_.erase(std::find(running_.begin(), running_.end(), task));
     }
+    task->Release();
   }
 }
 
@@ -104,6 +105,7 @@ void PreparePool::Shutdown() {
   }
   for (const std::shared_ptr<Task>& t : dropped) {
     t->drop_(absl::UnavailableError("the daemon shut down before the program was read"));
+    t->Release();
   }
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();

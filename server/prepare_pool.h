@@ -70,6 +70,15 @@ class PreparePool {
 
    private:
     friend class PreparePool;
+    // Once run or dropped, the task lets go of its functions: whoever keeps
+    // the Task (to Cancel it) must not keep what they captured alive (issue
+    // 27: a compile's request held its Task and the Task's functions held
+    // the request, a cycle that leaked every compile request, 400 MB after
+    // 110,000 rpc_fuzz calls).
+    void Release() {
+      run_ = nullptr;
+      drop_ = nullptr;
+    }
     std::atomic<bool> cancelled_{false};
     std::string client_;
     absl::Time deadline_ = absl::InfiniteFuture();

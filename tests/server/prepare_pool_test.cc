@@ -3,6 +3,7 @@
 // task past its deadline or cancelled is dropped, and Shutdown does not
 // wait for an evaluation that would run on.
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,51 @@ TEST(PreparePoolTest, CancelStopsARunningTaskAndDropsAQueuedOne) {
   EXPECT_TRUE(dropped.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_FALSE(ran.load());
   EXPECT_EQ(why.code(), absl::StatusCode::kCancelled);
+}
+
+// Issue 27 (rpc_fuzz growth): CompileService keeps the Task (to cancel it)
+// in what the task's functions capture; a Task that kept its functions after
+// running made a cycle, and every compile request stayed in memory.
+TEST(PreparePoolTest, ATaskLetsGoOfItsFunctionsOnceRunOrDropped) {
+  PreparePoolOptions o;
+  o.threads = 1;
+  PreparePool pool(o);
+  auto captured = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = captured;
+  absl::Notification ran;
+  absl::StatusOr<std::shared_ptr<PreparePool::Task>> task = pool.Submit(
+      "a", absl::InfiniteFuture(), [captured, &ran](const std::atomic<bool>*) { ran.Notify(); },
+      [captured](absl::Status) {});
+  ASSERT_TRUE(task.ok());
+  captured.reset();
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!watch.expired() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(watch.expired()) << "the Task still holds what its functions captured";
+
+  // The same for a task dropped (cancelled while queued), with a task
+  // blocking the only thread meanwhile.
+  absl::Notification release, started;
+  ASSERT_TRUE(pool.Submit(
+                      "b", absl::InfiniteFuture(),
+                      [&](const std::atomic<bool>*) {
+                        started.Notify();
+                        release.WaitForNotification();
+                      },
+                      nullptr)
+                  .ok());
+  started.WaitForNotification();
+  auto held = std::make_shared<int>(2);
+  std::weak_ptr<int> watch2 = held;
+  absl::StatusOr<std::shared_ptr<PreparePool::Task>> queued = pool.Submit(
+      "c", absl::InfiniteFuture(), [held](const std::atomic<bool>*) {}, [held](absl::Status) {});
+  ASSERT_TRUE(queued.ok());
+  held.reset();
+  (*queued)->Cancel();
+  release.Notify();
+  const absl::Time deadline2 = absl::Now() + absl::Seconds(10);
+  while (!watch2.expired() && absl::Now() < deadline2) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(watch2.expired());
 }
 
 TEST(PreparePoolTest, ATaskPastItsDeadlineIsDropped) {
