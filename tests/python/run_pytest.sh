@@ -29,6 +29,11 @@ exec 9>"$build_dir/python-venv.lock"
 flock 9
 if [ ! -x "$venv/bin/python" ]; then
   "$base_python" -m venv --system-site-packages "$venv"
+  # A base interpreter that is itself a venv (the GPU machine's python3, with
+  # torch) lends its packages only through its own site-packages, which
+  # --system-site-packages does not reach: a .pth file adds them.
+  "$base_python" -c 'import site, sys; sys.prefix != sys.base_prefix and print("\n".join(site.getsitepackages()))' \
+    >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/kiln_base_venv.pth"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
