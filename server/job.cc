@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
 #include "util/sha256.h"
@@ -196,6 +197,9 @@ size_t Job::MemoryBytes() const {
   for (const std::string& s : joined_by_) n += s.size();
   for (const std::string& s : withdrawn_) n += s.size();
   if (has_tune_progress_) n += tune_progress_.ByteSizeLong();
+  // A failure's payloads (e.g. a compile error's diagnostics).
+  status_.ForEachPayload(
+      [&n](absl::string_view url, const absl::Cord& payload) { n += url.size() + payload.size(); });
   return n;
 }
 

@@ -101,8 +101,9 @@ class Job {
   void Succeed(std::any result, const std::string& message = "", size_t result_bytes = 0);
   void Fail(const absl::Status& status);
 
-  // About the bytes this job holds (its record's text, tune progress and the
-  // result's declared size): what JobManager counts against its memory bound.
+  // About the bytes this job holds (its record's text, tune progress, the
+  // failure's payloads and the result's declared size): what JobManager
+  // counts against its memory bound.
   size_t MemoryBytes() const;
 
   // The failure (OK unless FAILED/CANCELLED).

@@ -185,6 +185,12 @@ TEST(Job, KeysAndMessagesAreBoundedAndDistinctKeysStayDistinct) {
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LE(job.status().message().size(), kMaxJobMessageBytes);
   EXPECT_LT(job.MemoryBytes(), size_t{16} << 10);
+  // Payloads (a compile error's diagnostics) count against the bound.
+  Job payload("j-2", JOB_KIND_COMPILE, "k", /*held=*/false);
+  absl::Status with = absl::InvalidArgumentError("x");
+  with.SetPayload("kiln/diagnostics", absl::Cord(std::string(300 << 10, 'd')));
+  payload.Fail(with);
+  EXPECT_GT(payload.MemoryBytes(), size_t{300} << 10);
 
   // Singleflight still joins identical long keys and tells different ones apart.
   JobManager jobs(nullptr);
