@@ -1,5 +1,7 @@
 #include "compiler/codegen/codegen.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -92,6 +94,10 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
     launch.block[d] = d < lowered.kernel.threads.size() ? lowered.kernel.threads[d] : 1;
   }
   launch.dynamic_smem_bytes = body.smem_bytes;
+  if (auto m = lowered.attrs.find(passes::kMinDynamicSmemAttr); m != lowered.attrs.end()) {
+    launch.dynamic_smem_bytes =
+        std::max<int64_t>(launch.dynamic_smem_bytes, std::atoll(m->second.c_str()));
+  }
   for (const ir::Param& p : lowered.params) {
     if (p.is_workspace) {
       WorkspaceSpec w;

@@ -49,6 +49,10 @@ inline constexpr char kMinBlocksAttr[] = "kiln.min_blocks";
 // Program attr "kiln.ws_blocks": PassContext::ws_blocks where it is not 0,
 // for warp specialization's register plan.
 inline constexpr char kWsBlocksAttr[] = "kiln.ws_blocks";
+// Program attr "kiln.min_dynamic_smem": the dynamic shared memory the launch
+// asks for at least (codegen), more than the kernel uses where a plan for one
+// block per SM must keep a second block off the SM (ws-blocks=1).
+inline constexpr char kMinDynamicSmemAttr[] = "kiln.min_dynamic_smem";
 
 using LayoutMap = std::map<std::string, FragmentLayout>;
 

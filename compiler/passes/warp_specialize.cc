@@ -456,6 +456,14 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   program_.kernel.threads = {t + kProducerThreads};
   program_.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
   if (regs.blocks > 1) program_.attrs[kMinBlocksAttr] = absl::StrCat(regs.blocks);
+  // Asked for one block per SM where two would fit: the registers alone do
+  // not keep the second off (ptxas gives a lone consumer warpgroup ~90), so
+  // the launch asks for more than half of the SM's shared memory.
+  const int64_t shared = SharedBytes(bufs_) + 8 * 2 * ws_stages_;
+  if (want == 1 && kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes) >= 2) {
+    program_.attrs[kMinDynamicSmemAttr] =
+        absl::StrCat(kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128);
+  }
 }
 
 } // namespace kiln::passes::lowering

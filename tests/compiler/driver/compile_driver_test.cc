@@ -245,6 +245,18 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
   EXPECT_THAT(source_of({"ws-blocks=2"}), HasSubstr("__launch_bounds__(256, 2)"));
   EXPECT_THAT(source_of({"ws-blocks=1"}), HasSubstr("__launch_bounds__(256)"));
   EXPECT_THAT(source_of({"ws-blocks=1", "ws-blocks=auto"}), HasSubstr("__launch_bounds__(256, 2)"));
+  // One block per SM where two fit: the launch asks for more than half of
+  // the SM's 228 KiB of shared memory (ptxas's few registers would let a
+  // second block in).
+  auto smem_of = [&](std::vector<std::string> pass_options) -> int64_t {
+    o.pass_options = std::move(pass_options);
+    absl::StatusOr<Prepared> p = Prepare(in, o);
+    if (!p.ok()) return -1;
+    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+    return k.ok() ? k->launch.dynamic_smem_bytes : -1;
+  };
+  EXPECT_LT(smem_of({}), 233472 / 2);
+  EXPECT_GT(2 * (smem_of({"ws-blocks=1"}) + 1024), 233472);
   o.pass_options = {"ws-blocks=1"};
   EXPECT_EQ(KernelVariant(o), ";ws-blocks=1");
   const std::string one = KeyOf(in, o);
