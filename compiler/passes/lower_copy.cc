@@ -6,6 +6,11 @@
 //    fragment's layout names the element, the other side is indexed by it.
 //    Global accesses are bounds-checked (reads past the edge give 0, writes
 //    are dropped); only the first replica of a replicated fragment writes.
+//    A region of part of a fragment (acc[:k, :], acc[i, :], constant or
+//    run-time start, constant extent) to or from shared or global memory
+//    guards each register by the region, so elements outside it are neither
+//    read nor written on either side; between two fragments only whole
+//    fragments are copied.
 // 3. Otherwise the copy is spread over the block's threads in vectors of up
 //    to 16 bytes when both sides are provably aligned; global -> shared
 //    vectors use cp.async with zero fill for out-of-bounds vectors, and
@@ -52,6 +57,37 @@ const char* AtomicName(ir::AtomicOp op) {
 
 std::string ShapeText(const std::vector<int64_t>& v) {
   return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
+
+// True when a region of extent `ext` starting at `min` covers all `shape`
+// elements of its dimension.
+bool WholeDim(const Expr& min, int64_t ext, int64_t shape) {
+  std::optional<int64_t> m = ir::ConstInt(min);
+  return m && *m == 0 && ext == shape;
+}
+
+// True on the elements `fidx` of a fragment inside its copied region
+// [min, min + ext): a copy of part of a fragment leaves the registers
+// outside it alone, on either side of the copy.
+Expr InRegion(const std::vector<Expr>& fidx, const std::vector<Expr>& min,
+              const std::vector<int64_t>& ext, const std::vector<int64_t>& shape) {
+  Expr cond = ir::BoolImm(true);
+  for (size_t d = 0; d < fidx.size(); ++d) {
+    if (WholeDim(min[d], ext[d], shape[d])) continue;
+    const Expr end = ir::Simplify(Add(min[d], I(ext[d])));
+    cond = And(cond, ir::Binary(ir::BinOp::kGe, fidx[d], min[d]));
+    cond = And(cond, Lt(fidx[d], end));
+  }
+  return ir::Simplify(cond);
+}
+
+// Copy coordinates of fragment element `fidx`: its offsets from the region's
+// start along the dimensions `dims` that take them.
+std::vector<Expr> RegionCoord(const std::vector<Expr>& fidx, const std::vector<Expr>& min,
+                              const std::vector<int>& dims) {
+  std::vector<Expr> coord;
+  for (int d : dims) coord.push_back(ir::Simplify(ir::Binary(ir::BinOp::kSub, fidx[d], min[d])));
+  return coord;
 }
 
 } // namespace
@@ -201,20 +237,20 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
   const Buf& o = frag_src ? *plan.dst : *plan.src;
   const std::vector<Expr>& fmin = frag_src ? plan.src_min : plan.dst_min;
   const std::vector<int64_t>& fext = frag_src ? plan.src_ext : plan.dst_ext;
-  for (size_t d = 0; d < fmin.size(); ++d) {
-    std::optional<int64_t> m = ir::ConstInt(fmin[d]);
-    if (!m || *m != 0 || fext[d] != f.shape[d]) {
-      return Error(s.loc, absl::StrCat("T.copy: fragment '", f.name,
-                                       "' must be copied whole (a sub-region of a fragment "
-                                       "is not supported)"));
-    }
-  }
+  bool whole = true;
+  for (size_t d = 0; d < fmin.size(); ++d) whole = whole && WholeDim(fmin[d], fext[d], f.shape[d]);
   const FragmentLayout& layout = *f.layout;
   const std::string r = Fresh("r");
   var_max_[r] = layout.NumRegs() - 1;
   const std::vector<Expr> fidx = ElementIndex(layout, tid_, Var(r));
   std::vector<Stmt> body;
   if (o.scope == ir::Scope::kFragment) {
+    if (!whole) {
+      return Error(s.loc, absl::StrCat("T.copy: fragment '", f.name,
+                                       "' must be copied whole to another fragment (a "
+                                       "sub-region is supported to and from shared and "
+                                       "global memory)"));
+    }
     if (!(Normalize(*plan.src->layout) == Normalize(*plan.dst->layout))) {
       return Error(s.loc,
                    absl::StrCat("T.copy: fragments '", plan.src->name, "' and '", plan.dst->name,
@@ -227,12 +263,12 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
     out->push_back(For(r, I(layout.NumRegs()), ir::ForKind::kUnroll, std::move(body)));
     return absl::OkStatus();
   }
-  std::vector<Expr> coord;
   const std::vector<int>& fdims = frag_src ? plan.src_dims : plan.dst_dims;
-  for (int d : fdims) coord.push_back(fidx[d]);
+  const std::vector<Expr> coord = RegionCoord(fidx, fmin, fdims);
   const std::vector<Expr> oidx = SideIndex(frag_src ? plan.dst_min : plan.src_min,
                                            frag_src ? plan.dst_dims : plan.src_dims, coord);
   Expr guard = layout.HasPadding() ? InBounds(layout, fidx) : ir::BoolImm(true);
+  if (!whole) guard = And(guard, InRegion(fidx, fmin, fext, f.shape));
   const Expr inb = InBoundsOf(o, oidx);
   if (!atomic) {
     const int64_t v = FragmentVector(plan, frag_src);
@@ -270,6 +306,8 @@ int64_t Lowering::FragmentVector(const CopyPlan& plan, bool frag_src) const {
   const std::vector<int>& fdims = frag_src ? plan.src_dims : plan.dst_dims;
   const std::vector<int>& odims = frag_src ? plan.dst_dims : plan.src_dims;
   const std::vector<Expr>& omin = frag_src ? plan.dst_min : plan.src_min;
+  const std::vector<Expr>& fmin = frag_src ? plan.src_min : plan.dst_min;
+  const std::vector<int64_t>& fext = frag_src ? plan.src_ext : plan.dst_ext;
   const size_t last = o.shape_expr.size() - 1;
   if (layout.reg.empty() || layout.reg[0].stride != 1 || layout.reg[0].dim != fdims.back() ||
       static_cast<size_t>(odims.back()) != last) {
@@ -278,9 +316,13 @@ int64_t Lowering::FragmentVector(const CopyPlan& plan, bool frag_src) const {
   const int64_t e = std::max<int64_t>(1, ir::DTypeBits(o.dtype) / 8);
   int64_t v = 1;
   while (layout.reg[0].size % (v * 2) == 0 && v * 2 * e <= 16) v *= 2;
-  while (v > 1 && (f.shape[fdims.back()] % v != 0 || !IsMultipleOf(omin[last], v) ||
-                   !IsMultipleOf(ir::Simplify(o.shape_expr[last]), v) ||
-                   (o.scope == ir::Scope::kShared && o.size % v != 0))) {
+  // A vector must lie wholly inside or wholly outside a partial region
+  // along its dimension: the region's start and extent are multiples of it.
+  const int vd = fdims.back();
+  while (v > 1 &&
+         (f.shape[vd] % v != 0 || fext[vd] % v != 0 || !IsMultipleOf(fmin[vd], v) ||
+          !IsMultipleOf(omin[last], v) || !IsMultipleOf(ir::Simplify(o.shape_expr[last]), v) ||
+          (o.scope == ir::Scope::kShared && o.size % v != 0))) {
     v /= 2;
   }
   return v;
@@ -298,11 +340,13 @@ absl::Status Lowering::CopyFragmentVectors(const Stmt& s, const CopyPlan& plan, 
   var_max_[r] = layout.NumRegs() / v - 1;
   const Expr base = Mul(Var(r), I(v));
   const std::vector<Expr> fidx = ElementIndex(layout, tid_, base);
-  std::vector<Expr> coord;
-  for (int d : frag_src ? plan.src_dims : plan.dst_dims) coord.push_back(fidx[d]);
+  const std::vector<Expr>& fmin = frag_src ? plan.src_min : plan.dst_min;
+  const std::vector<int64_t>& fext = frag_src ? plan.src_ext : plan.dst_ext;
+  const std::vector<Expr> coord = RegionCoord(fidx, fmin, frag_src ? plan.src_dims : plan.dst_dims);
   const std::vector<Expr> oidx = SideIndex(frag_src ? plan.dst_min : plan.src_min,
                                            frag_src ? plan.dst_dims : plan.src_dims, coord);
   Expr guard = layout.HasPadding() ? InBounds(layout, fidx) : ir::BoolImm(true);
+  guard = And(guard, InRegion(fidx, fmin, fext, f.shape));
   guard = And(guard, InBoundsOf(o, oidx));
   ASSIGN_OR_RETURN(Expr oflat, FlatIndex(o, oidx));
   const std::string copy = absl::StrCat("copy_", v * Bytes(o.dtype));
