@@ -6,7 +6,9 @@
 //      register A operand to the accumulator layout of (M x K) over the same
 //      warp rows (which is exactly the mma A-operand register order);
 //    - reduce gives dst the projection of src without the reduced dimension;
-//    - a fragment-to-fragment copy gives both sides the same layout;
+//    - a fragment-to-fragment copy gives both sides the same layout (a copy
+//      of part of a fragment is first rewritten into the T.Parallel loop
+//      that says the same, which the loop rules below then lay out);
 //    - a T.Parallel loop takes the layout of a fragment indexed by exactly
 //      its loop variables, and every other fragment it indexes by loop
 //      variables gets the projection of that layout.
@@ -43,10 +45,14 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/ir_util.h"
@@ -891,10 +897,98 @@ void FuseParallelNests(std::vector<Stmt>* body) {
   }
 }
 
+// A T.copy between two fragments where either side is part of its fragment
+// (`T.copy(lse[k, :], lse_row)`) as the T.Parallel loop that says the same
+// (`for i in T.Parallel(n): lse_row[i] = lse[k, i]`), so that the loop's
+// rules (step 3 for an index that is no loop variable) choose layouts under
+// which each thread reads its own registers. Copies of whole fragments stay
+// (step 2's rule); so does a copy whose extents are not constants or whose
+// two sides differ in shape, for lowering to refuse with its location.
+std::optional<Stmt> FragmentRegionLoop(const Stmt& s, const std::map<std::string, FragInfo>& frags,
+                                       int* counter) {
+  if (s.kind != StmtKind::kCopy || s.regions.size() != 2) return std::nullopt;
+  std::vector<std::vector<size_t>> dims(2);
+  bool whole = true;
+  std::vector<int64_t> shapes[2];
+  for (int k = 0; k < 2; ++k) {
+    auto it = frags.find(s.regions[k].buffer);
+    if (it == frags.end()) return std::nullopt;
+    const ir::Region& r = s.regions[k];
+    if (r.ranges.size() != it->second.shape.size()) return std::nullopt;
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      std::optional<int64_t> e = ir::ConstInt(ir::Simplify(r.ranges[d].extent));
+      std::optional<int64_t> m = ir::ConstInt(ir::Simplify(r.ranges[d].min));
+      if (!e || *e <= 0) return std::nullopt;
+      whole = whole && m && *m == 0 && *e == it->second.shape[d];
+      if (*e != 1) {
+        dims[k].push_back(d);
+        shapes[k].push_back(*e);
+      }
+    }
+  }
+  if (whole || shapes[0] != shapes[1]) return std::nullopt;
+  Stmt loop;
+  loop.kind = StmtKind::kFor;
+  loop.loc = s.loc;
+  loop.for_kind = ir::ForKind::kParallel;
+  std::vector<ir::Expr> vars;
+  for (size_t k = 0; k < std::max<size_t>(shapes[0].size(), 1); ++k) {
+    std::string name = absl::StrCat("kiln_c", (*counter)++);
+    vars.push_back(ir::VarRef(name, ir::DType::kInt32, s.loc));
+    loop.loop_vars.push_back(std::move(name));
+    loop.extents.push_back(
+        ir::IntImm(shapes[0].empty() ? 1 : shapes[0][k], ir::DType::kInt32, s.loc));
+  }
+  std::vector<ir::Expr> idx[2];
+  for (int k = 0; k < 2; ++k) {
+    const ir::Region& r = s.regions[k];
+    size_t next = 0;
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      ir::Expr x = r.ranges[d].min;
+      if (next < dims[k].size() && dims[k][next] == d) {
+        x = ir::Binary(ir::BinOp::kAdd, x, vars[next++], s.loc);
+      }
+      idx[k].push_back(ir::Simplify(x));
+    }
+  }
+  const ir::Buffer& src = *frags.at(s.regions[0].buffer).buffer;
+  const ir::Buffer& dst = *frags.at(s.regions[1].buffer).buffer;
+  ir::Expr v = ir::Load(src.name, src.dtype, idx[0], s.loc);
+  if (src.dtype != dst.dtype) v = ir::Cast(dst.dtype, v, s.loc);
+  Stmt store;
+  store.kind = StmtKind::kStore;
+  store.loc = s.loc;
+  store.name = dst.name;
+  store.indices = std::move(idx[1]);
+  store.has_value = true;
+  store.value = std::move(v);
+  loop.body.push_back(std::move(store));
+  return loop;
+}
+
+void ExpandFragmentRegionCopies(std::vector<Stmt>* body,
+                                const std::map<std::string, FragInfo>& frags, int* counter) {
+  for (Stmt& s : *body) {
+    if (std::optional<Stmt> loop = FragmentRegionLoop(s, frags, counter)) {
+      s = std::move(*loop);
+      continue;
+    }
+    ExpandFragmentRegionCopies(&s.body, frags, counter);
+    ExpandFragmentRegionCopies(&s.else_body, frags, counter);
+  }
+}
+
 } // namespace
 
 absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options) {
   FuseParallelNests(&program.kernel.body);
+  {
+    // The copies' buffers are allocations elsewhere in the body, which the
+    // rewrite replaces in place (no pointer into the body moves).
+    ASSIGN_OR_RETURN(auto before, CollectFragments(program));
+    int counter = 0;
+    ExpandFragmentRegionCopies(&program.kernel.body, before, &counter);
+  }
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
   absl::Status status = Inference(program, frags, options, /*loops_first=*/false).Run();
   if (status.ok()) return status;

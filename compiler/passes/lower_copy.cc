@@ -9,8 +9,8 @@
 //    A region of part of a fragment (acc[:k, :], acc[i, :], constant or
 //    run-time start, constant extent) to or from shared or global memory
 //    guards each register by the region, so elements outside it are neither
-//    read nor written on either side; between two fragments only whole
-//    fragments are copied.
+//    read nor written on either side. Between two fragments, layout
+//    inference has already rewritten such a copy into a T.Parallel loop.
 // 3. Otherwise the copy is spread over the block's threads in vectors of up
 //    to 16 bytes when both sides are provably aligned; global -> shared
 //    vectors use cp.async with zero fill for out-of-bounds vectors, and
@@ -245,11 +245,17 @@ absl::Status Lowering::CopyWithFragment(const Stmt& s, const CopyPlan& plan, boo
   const std::vector<Expr> fidx = ElementIndex(layout, tid_, Var(r));
   std::vector<Stmt> body;
   if (o.scope == ir::Scope::kFragment) {
-    if (!whole) {
-      return Error(s.loc, absl::StrCat("T.copy: fragment '", f.name,
-                                       "' must be copied whole to another fragment (a "
-                                       "sub-region is supported to and from shared and "
-                                       "global memory)"));
+    // Layout inference rewrote copies of part of a fragment into T.Parallel
+    // loops (layout_inference.cc); what reaches here is whole on both sides.
+    bool dst_whole = true;
+    for (size_t d = 0; d < plan.dst_min.size(); ++d) {
+      dst_whole = dst_whole && WholeDim(plan.dst_min[d], plan.dst_ext[d], plan.dst->shape[d]);
+    }
+    if (!whole || !dst_whole) {
+      return Error(s.loc,
+                   absl::StrCat("T.copy: fragments '", plan.src->name, "' and '", plan.dst->name,
+                                "' must be copied whole or with constant extents of the "
+                                "same shape"));
     }
     if (!(Normalize(*plan.src->layout) == Normalize(*plan.dst->layout))) {
       return Error(s.loc,
