@@ -904,8 +904,20 @@ void FuseParallelNests(std::vector<Stmt>* body) {
 // which each thread reads its own registers. Copies of whole fragments stay
 // (step 2's rule); so does a copy whose extents are not constants or whose
 // two sides differ in shape, for lowering to refuse with its location.
+// Loop variable names for the rewrite: kiln_c<N>, none already in the program.
+struct FreshNames {
+  std::set<std::string> used;
+  int next = 0;
+  std::string Take() {
+    for (;;) {
+      std::string name = absl::StrCat("kiln_c", next++);
+      if (used.insert(name).second) return name;
+    }
+  }
+};
+
 std::optional<Stmt> FragmentRegionLoop(const Stmt& s, const std::map<std::string, FragInfo>& frags,
-                                       int* counter) {
+                                       FreshNames* names) {
   if (s.kind != StmtKind::kCopy || s.regions.size() != 2) return std::nullopt;
   std::vector<std::vector<size_t>> dims(2);
   bool whole = true;
@@ -933,7 +945,7 @@ std::optional<Stmt> FragmentRegionLoop(const Stmt& s, const std::map<std::string
   loop.for_kind = ir::ForKind::kParallel;
   std::vector<ir::Expr> vars;
   for (size_t k = 0; k < std::max<size_t>(shapes[0].size(), 1); ++k) {
-    std::string name = absl::StrCat("kiln_c", (*counter)++);
+    std::string name = names->Take();
     vars.push_back(ir::VarRef(name, ir::DType::kInt32, s.loc));
     loop.loop_vars.push_back(std::move(name));
     loop.extents.push_back(
@@ -967,14 +979,14 @@ std::optional<Stmt> FragmentRegionLoop(const Stmt& s, const std::map<std::string
 }
 
 void ExpandFragmentRegionCopies(std::vector<Stmt>* body,
-                                const std::map<std::string, FragInfo>& frags, int* counter) {
+                                const std::map<std::string, FragInfo>& frags, FreshNames* names) {
   for (Stmt& s : *body) {
-    if (std::optional<Stmt> loop = FragmentRegionLoop(s, frags, counter)) {
+    if (std::optional<Stmt> loop = FragmentRegionLoop(s, frags, names)) {
       s = std::move(*loop);
       continue;
     }
-    ExpandFragmentRegionCopies(&s.body, frags, counter);
-    ExpandFragmentRegionCopies(&s.else_body, frags, counter);
+    ExpandFragmentRegionCopies(&s.body, frags, names);
+    ExpandFragmentRegionCopies(&s.else_body, frags, names);
   }
 }
 
@@ -986,8 +998,14 @@ absl::Status InferLayouts(ir::Program& program, const LayoutOptions& options) {
     // The copies' buffers are allocations elsewhere in the body, which the
     // rewrite replaces in place (no pointer into the body moves).
     ASSIGN_OR_RETURN(auto before, CollectFragments(program));
-    int counter = 0;
-    ExpandFragmentRegionCopies(&program.kernel.body, before, &counter);
+    FreshNames names;
+    ir::ForEachStmt(program.kernel.body, [&](const Stmt& s) {
+      names.used.insert(s.loop_vars.begin(), s.loop_vars.end());
+    });
+    ir::ForEachExpr(program, [&](const ir::Expr& e) {
+      if (e.kind == ir::ExprKind::kVar) names.used.insert(e.name);
+    });
+    ExpandFragmentRegionCopies(&program.kernel.body, before, &names);
   }
   ASSIGN_OR_RETURN(auto frags, CollectFragments(program));
   absl::Status status = Inference(program, frags, options, /*loops_first=*/false).Run();
