@@ -24,7 +24,8 @@ and the daemon is restarted. Status codes are counted per method; UNKNOWN and
 INTERNAL answers are listed too (`--strict` counts them as findings).
 
 Each execution's request is a function of a 64-bit seed drawn from --seed, so
-a batch is the same whoever runs it: with --jobs J > 1, J client processes
+a batch is the same whoever runs it. Requests are built in processes of their
+own (RequestMaker), never in one that times calls: with --jobs J > 1, J client processes
 (`concurrency` calls in flight each) take the executions of a batch from one
 queue against the one daemon, and the batch's liveness check waits for all of
 them. The summary (--json) counts every process's executions and gives the
@@ -38,6 +39,7 @@ Exit status: 0 without findings, 1 with findings, 2 on a usage or start error
 or a client error.
 """
 import argparse
+import collections
 import concurrent.futures
 import functools
 import json
@@ -412,10 +414,56 @@ def make_request(methods, rng):
 
 
 def execute(channel, methods, seed, deadline):
-    """Makes execution `seed`'s request and calls it: (method, mode, request
-    bytes, status code name, seconds). A streaming call is read to its end or
-    cancelled after 20 messages."""
-    name, streaming, mode, body = make_request(methods, random.Random(seed))
+    """Makes execution `seed`'s request and calls it (call_request)."""
+    return call_request(channel, make_request(methods, random.Random(seed)), deadline)
+
+
+_MAKER_METHODS = None
+
+
+def _maker_init():
+    global _MAKER_METHODS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run
+    _MAKER_METHODS = seeds()
+
+
+def _maker_build(seed):
+    return make_request(_MAKER_METHODS, random.Random(seed))
+
+
+class RequestMaker:
+    """Builds the requests in processes of their own. Building one (up to
+    66 MiB of Python objects, then serialized) holds the interpreter lock for
+    seconds; in the process that waits for the calls it kept the other
+    threads from seeing their answers or their deadlines, and answered calls
+    were reported as hangs (a GetJob "without an answer in 19 s" under a 10 s
+    deadline, 2026-12-06). Requests come back in the order of their seeds,
+    at most `ahead` built and not yet called."""
+
+    def __init__(self, ahead):
+        ctx = multiprocessing.get_context("spawn")
+        self.pool = ctx.Pool(processes=max(1, min(4, (os.cpu_count() or 2) // 2)), initializer=_maker_init)
+        self.ahead = ahead
+
+    def build(self, batch_seeds):
+        pending = collections.deque()
+        for s in batch_seeds:
+            pending.append(self.pool.apply_async(_maker_build, (s,)))
+            if len(pending) >= self.ahead:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+    def close(self):
+        self.pool.close()
+        self.pool.join()
+
+
+def call_request(channel, request, deadline):
+    """Calls a made request: (method, mode, request bytes, status code name,
+    seconds). A streaming call is read to its end or cancelled after 20
+    messages."""
+    name, streaming, mode, body = request
     path = f"/kiln.v1.Kiln/{name}"
     t0 = time.monotonic()
     code = "OK"
@@ -442,7 +490,8 @@ class ThreadRunner:
     def __init__(self, concurrency, deadline):
         self.pool = concurrent.futures.ThreadPoolExecutor(concurrency)
         self.deadline = deadline
-        self.methods = seeds()
+        self.maker = RequestMaker(2 * concurrency)
+        self.gate = threading.Semaphore(2 * concurrency)  # calls submitted and not yet answered
         self.channel, self.address = None, None
 
     def run(self, address, batch_seeds):
@@ -450,9 +499,16 @@ class ThreadRunner:
             if self.channel is not None:
                 self.channel.close()
             self.channel, self.address = grpc.insecure_channel(address, options=CHANNEL_OPTIONS), address
-        return list(self.pool.map(lambda s: execute(self.channel, self.methods, s, self.deadline), batch_seeds))
+        futures = []
+        for request in self.maker.build(batch_seeds):
+            self.gate.acquire()
+            f = self.pool.submit(call_request, self.channel, request, self.deadline)
+            f.add_done_callback(lambda _: self.gate.release())
+            futures.append(f)
+        return [f.result() for f in futures]
 
     def close(self):
+        self.maker.close()
         self.pool.shutdown(wait=True)
         if self.channel is not None:
             self.channel.close()
@@ -460,9 +516,9 @@ class ThreadRunner:
 
 def client_process(tasks, results, concurrency, deadline):
     """A client process of ProcessRunner: `concurrency` threads take (index,
-    seed, address) from tasks until None and put (index, result) on results."""
+    request, address) from tasks until None and put (index, result) on
+    results."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run
-    methods = seeds()
     channels = {}
     lock = threading.Lock()
 
@@ -471,13 +527,13 @@ def client_process(tasks, results, concurrency, deadline):
             task = tasks.get()
             if task is None:
                 return
-            index, seed, address = task
+            index, request, address = task
             with lock:
                 if address not in channels:  # a new daemon after a restart
                     channels[address] = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
                 channel = channels[address]
             try:
-                results.put((index, execute(channel, methods, seed, deadline)))
+                results.put((index, call_request(channel, request, deadline)))
             except Exception:  # noqa: BLE001 - a client bug: the parent stops with it
                 import traceback
                 results.put((index, ("client error", traceback.format_exc())))
@@ -505,14 +561,18 @@ class ProcessRunner:
         self.procs = [ctx.Process(target=client_process, args=(self.tasks, self.results, concurrency, deadline),
                                   daemon=True) for _ in range(jobs)]
         self.threads = jobs * concurrency
+        self.maker = RequestMaker(2 * self.threads)
         for p in self.procs:
             p.start()
 
     def run(self, address, batch_seeds):
-        for i, s in enumerate(batch_seeds):
-            self.tasks.put((i, s, address))
+        # Requests go to the clients as the makers finish them, at most two
+        # per client thread waiting or in flight.
         out = [None] * len(batch_seeds)
-        for _ in batch_seeds:
+        received = 0
+
+        def take():
+            nonlocal received
             while True:
                 try:
                     index, result = self.results.get(timeout=self.deadline + 30)
@@ -525,9 +585,18 @@ class ProcessRunner:
             if result[0] == "client error":
                 raise RuntimeError("client process failed:\n" + result[1])
             out[index] = result
+            received += 1
+
+        for i, request in enumerate(self.maker.build(batch_seeds)):
+            while i - received >= 2 * self.threads:
+                take()
+            self.tasks.put((i, request, address))
+        while received < len(batch_seeds):
+            take()
         return out
 
     def close(self):
+        self.maker.close()
         for _ in range(self.threads):
             self.tasks.put(None)
         for p in self.procs:
