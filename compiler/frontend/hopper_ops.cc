@@ -1,8 +1,8 @@
 // TileLang's explicit Hopper synchronization: T.alloc_barrier, `with
 // T.ws(...)`, T.tma_copy and the mbarrier calls (T.mbarrier_wait_parity /
 // T.barrier_wait, T.mbarrier_arrive / T.barrier_arrive,
-// T.mbarrier_expect_tx, T.mbarrier_arrive_expect_tx), and the register
-// hints T.set_max_nreg / T.disable_warp_group_reg_alloc.
+// T.mbarrier_expect_tx, T.mbarrier_arrive_expect_tx), T.fence_proxy_async,
+// and the register hints T.set_max_nreg / T.disable_warp_group_reg_alloc.
 //
 // Semantics (TileLang's; docs/design/frontend.md, "Hopper primitives"):
 //  - T.alloc_barrier(n | [n0, n1, ...]) allocates one mbarrier per count;
@@ -33,7 +33,7 @@ bool IsHopperOp(std::string_view fn) {
          fn == "barrier_wait" || fn == "mbarrier_arrive" || fn == "barrier_arrive" ||
          fn == "mbarrier_expect_tx" || fn == "mbarrier_arrive_expect_tx" || fn == "set_max_nreg" ||
          fn == "inc_max_nreg" || fn == "dec_max_nreg" || fn == "disable_warp_group_reg_alloc" ||
-         fn == "no_set_max_nreg";
+         fn == "no_set_max_nreg" || fn == "fence_proxy_async";
 }
 
 absl::StatusOr<ir::Region> Evaluator::BarrierOperand(const Value& v, Loc loc,
@@ -139,6 +139,19 @@ absl::StatusOr<Value> Evaluator::CallHopperOp(const std::string& fn, std::vector
     ASSIGN_OR_RETURN(ir::Region bar,
                      BarrierOperand(*m[2], ArgLoc(args, names, 2, loc), "T.tma_copy"));
     st.regions = {std::move(rs), std::move(rd), std::move(bar)};
+    Emit(std::move(st));
+    return Value::None();
+  }
+  if (fn == "fence_proxy_async") {
+    // This thread's generic-proxy writes to shared memory (plain stores,
+    // T.copy through registers) become visible to the async proxy (TMA
+    // stores, wgmma's operand reads): fence.proxy.async.shared::cta; a no-op
+    // on the CPU target, whose copies complete at once.
+    RETURN_IF_ERROR(MatchArgs(file, loc, "T.fence_proxy_async", args, {}, 0).status());
+    ir::Stmt st;
+    st.kind = ir::StmtKind::kCall;
+    st.loc = loc;
+    st.name = "fence_proxy_async";
     Emit(std::move(st));
     return Value::None();
   }

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 104> kTBuiltins = {
+constexpr std::array<std::string_view, 105> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -127,6 +127,7 @@ constexpr std::array<std::string_view, 104> kTBuiltins = {
     "ws", "alloc_barrier", "tma_copy", "mbarrier_wait_parity", "barrier_wait", "mbarrier_arrive",
     "barrier_arrive", "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "set_max_nreg",
     "inc_max_nreg", "dec_max_nreg", "disable_warp_group_reg_alloc", "no_set_max_nreg",
+    "fence_proxy_async",
     // Hopper's asynchronous gemm (tile_ops.cc).
     "wgmma_gemm", "wait_wgmma",
     // The persistent tile loop (persistent.cc).
@@ -177,7 +178,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 53> kMissing
     {"annotate_ws_schedule", kWsSchedule},
     {"annotate_producer_reg_dealloc", "use T.dec_max_nreg inside the producer's T.ws block"},
     {"annotate_consumer_reg_alloc", "use T.inc_max_nreg inside the consumer's T.ws block"},
-    {"fence_proxy_async", ""},
     {"attr", kRawTir},
     {"comm_reducer", kRawTir},
     {"tvm_thread_allreduce", kRawTir},
