@@ -29,7 +29,7 @@ std::string BoundMessage(const std::string& message) {
 // `status` with its message bounded (code and payloads kept).
 absl::Status BoundStatus(absl::Status status) {
   if (status.message().size() <= kMaxJobMessageBytes) return status;
-  absl::Status out(status.code(), BoundStatusMessage(std::string(status.message())));
+  absl::Status out(status.code(), BoundStatusMessage(absl::StrCat(status.message())));
   status.ForEachPayload(
       [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
