@@ -198,8 +198,8 @@ def test_jit_cuda_launch_passes_the_encodings(monkeypatch):
     seen = {}
     monkeypatch.setattr(_launch_cuda, "current_stream", lambda v: 0)
     monkeypatch.setattr(_launch_cuda, "launch",
-                        lambda key, image, info, ordinal, args, grid, stream, maps:
-                        seen.update(args=args, grid=grid, maps=maps))
+                        lambda key, image, info, ordinal, args, grid, stream, maps, workspaces=():
+                        seen.update(args=args, grid=grid, maps=maps, workspaces=workspaces))
 
     class Compiled:
         launch = launch_info([("B", [32, 64], 128), ("A", [128, 64], 128)])
@@ -209,6 +209,7 @@ def test_jit_cuda_launch_passes_the_encodings(monkeypatch):
     values = [view((300, 512), 0x10000), 5, view((512, 1024), 0x90000)]
     jit_module.JitKernel._launch_cuda(kernel, Compiled, ("cuda", 0), values, [300], (3, 1, 1))
     assert seen["args"] == ([0x10000, 5, 0x90000], [300])
+    assert tuple(seen["workspaces"]) == ()  # a one-kernel program has none
     assert [(m.param, m.global_address) for m in seen["maps"]] == [("B", 0x90000),
                                                                   ("A", 0x10000)]
     values[2] = view((512, 1001), 0x90000)  # rows of 2002 bytes: no tensor map
