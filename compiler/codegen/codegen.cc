@@ -204,6 +204,23 @@ EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
   return out;
 }
 
+// The lowered kernels of `program` (SplitKernels' order) as one source: a
+// lone kernel without workspaces keeps the entry point kiln_kernel, the
+// kernels of a sequence are kiln_kernel_0, kiln_kernel_1, ...
+absl::StatusOr<EmittedKernel> EmitKernels(const ir::Program& program,
+                                          const std::vector<ir::Program>& kernels,
+                                          const passes::Target& target) {
+  const bool one = kernels.size() == 1 && program.workspaces.empty();
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const std::string suffix = one ? "" : absl::StrCat("_", i);
+    ASSIGN_OR_RETURN(Piece piece,
+                     EmitPiece(kernels[i], target, absl::StrCat("kiln_kernel", suffix), suffix));
+    pieces.push_back(std::move(piece));
+  }
+  return Assemble(program, target, std::move(pieces));
+}
+
 } // namespace
 
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
@@ -226,33 +243,13 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.ws_blocks = ws_blocks;
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(program);
-  if (kernels.size() == 1 && program.workspaces.empty()) {
-    RETURN_IF_ERROR(passes::RunPasses(kernels[0], LoweringPipeline(), ctx));
-    return EmitLowered(kernels[0], t);
-  }
-  std::vector<Piece> pieces;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    RETURN_IF_ERROR(passes::RunPasses(kernels[i], LoweringPipeline(), ctx));
-    const std::string suffix = absl::StrCat("_", i);
-    ASSIGN_OR_RETURN(Piece piece,
-                     EmitPiece(kernels[i], t, absl::StrCat("kiln_kernel", suffix), suffix));
-    pieces.push_back(std::move(piece));
-  }
-  return Assemble(program, t, std::move(pieces));
+  for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));
+  return EmitKernels(program, kernels, t);
 }
 
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,
                                           const passes::Target& target) {
-  std::vector<ir::Program> kernels = ir::SplitKernels(lowered);
-  const bool one = kernels.size() == 1 && lowered.workspaces.empty();
-  std::vector<Piece> pieces;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const std::string suffix = one ? "" : absl::StrCat("_", i);
-    ASSIGN_OR_RETURN(Piece piece,
-                     EmitPiece(kernels[i], target, absl::StrCat("kiln_kernel", suffix), suffix));
-    pieces.push_back(std::move(piece));
-  }
-  return Assemble(lowered, target, std::move(pieces));
+  return EmitKernels(lowered, ir::SplitKernels(lowered), target);
 }
 
 } // namespace kiln::codegen

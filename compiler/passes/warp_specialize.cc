@@ -148,6 +148,9 @@ struct RegisterPlan {
   int64_t launch = 0;
   int64_t consumer = 0;
   bool realloc = false;
+  // Dynamic shared memory the launch asks for at least (0: what the kernel
+  // uses): one block asked for (`want` 1) where two would fit.
+  int64_t min_shared = 0;
 };
 
 // `t` consumer threads needing `needed` registers each (`instruction` of
@@ -188,6 +191,10 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
   }
   RegisterPlan one = plan_for(1);
   one.realloc = one.consumer > one.launch && (fit < 2 || want == 1 || needed > one.launch);
+  // The registers alone do not keep a second block off (ptxas gives a lone
+  // consumer warpgroup ~90): ask for more than half of the SM's shared memory.
+  if (want == 1 && fit >= 2)
+    one.min_shared = kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128;
   return one;
 }
 
@@ -456,14 +463,7 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   program_.kernel.threads = {t + kProducerThreads};
   program_.attrs[kPipelineAttr] = kPipelineWarpSpecialized;
   if (regs.blocks > 1) program_.attrs[kMinBlocksAttr] = absl::StrCat(regs.blocks);
-  // Asked for one block per SM where two would fit: the registers alone do
-  // not keep the second off (ptxas gives a lone consumer warpgroup ~90), so
-  // the launch asks for more than half of the SM's shared memory.
-  const int64_t shared = SharedBytes(bufs_) + 8 * 2 * ws_stages_;
-  if (want == 1 && kSm90SmSharedBytes / (shared + kBlockReservedSharedBytes) >= 2) {
-    program_.attrs[kMinDynamicSmemAttr] =
-        absl::StrCat(kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128);
-  }
+  if (regs.min_shared > 0) program_.attrs[kMinDynamicSmemAttr] = absl::StrCat(regs.min_shared);
 }
 
 } // namespace kiln::passes::lowering
