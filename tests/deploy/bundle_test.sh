@@ -39,8 +39,12 @@ done
 grep -q '^requires glibc >= 2\.[0-9]*, libstdc++ with GLIBCXX_3\.4\.[0-9]*$' "$b/BUNDLE_INFO" ||
   fail "BUNDLE_INFO names no glibc/libstdc++ requirement"
 for f in "$b"/bin/*; do
-  readelf -d "$f" | grep -q 'RUNPATH.*\[\$ORIGIN/\.\./lib\]' || fail "$f has no RUNPATH \$ORIGIN/../lib"
-  if readelf -S "$f" | grep -Eq '\.(symtab|debug_info)'; then fail "$f is not stripped"; fi
+  # Into variables, not piped to grep -q: under pipefail, readelf's SIGPIPE when
+  # grep stops at its first match would fail the check.
+  dyn=$(readelf -d "$f")
+  sections=$(readelf -S "$f")
+  grep -q 'RUNPATH.*\[\$ORIGIN/\.\./lib\]' <<< "$dyn" || fail "$f has no RUNPATH \$ORIGIN/../lib"
+  if grep -Eq '\.(symtab|debug_info)' <<< "$sections"; then fail "$f is not stripped"; fi
 done
 # Nothing of the host's gRPC, protobuf or Abseil is used: each library
 # outside the C/C++ runtime resolves into the bundle's lib/.

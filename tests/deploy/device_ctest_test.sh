@@ -25,7 +25,10 @@ mkdir "$tmp/unpacked"
 tar -xJf "$tmp/pack.tar.xz" -C "$tmp/unpacked"
 grep -qx 'tests/gpu_gpu_presence_test gpu_gpu_presence_test' "$tmp/unpacked/gpu_ctest/executables" ||
   fail "the pack does not say where gpu_gpu_presence_test lived"
-tar -tf "$tmp/unpacked/gpu_ctest/ctest_files.tar" | grep -qx './tests/CTestTestfile.cmake' ||
+# Listed to a file first: grep -q stops reading at the first match, and under
+# pipefail tar's SIGPIPE would then fail the check.
+tar -tf "$tmp/unpacked/gpu_ctest/ctest_files.tar" > "$tmp/ctest_files"
+grep -qx './tests/CTestTestfile.cmake' "$tmp/ctest_files" ||
   fail "the pack lacks the build's tests/CTestTestfile.cmake"
 
 # Another machine: the checkout is elsewhere, and the packing build folder's
