@@ -69,7 +69,7 @@ else
   changed=$( (blobs | grep -vxFf <(grep -v '^#' "$baseline") | cut -d' ' -f2-
               git diff --name-only
               git ls-files --others --exclude-standard) | sort -u)
-  if printf '%s\n' "$changed" | grep -qxF '.clang-tidy'; then
+  if grep -qxF '.clang-tidy' <<< "$changed"; then
     reason=".clang-tidy changed since the last full run"
   elif ! deps=$(ninja -C "$build" -t deps 2>/dev/null) || [ -z "$deps" ]; then
     reason="no dependency records in ${build} (build it first)"
@@ -103,7 +103,7 @@ else
     }')
   # A changed source the build has no record of (new since the last build) too.
   for f in $files; do
-    if printf '%s\n' "$changed" | grep -qxF "$f"; then selected=$(printf '%s\n%s' "$selected" "$f"); fi
+    if grep -qxF "$f" <<< "$changed"; then selected=$(printf '%s\n%s' "$selected" "$f"); fi
   done
   selected=$(printf '%s\n' "$selected" | grep -v '^$' | sort -u || true)
   echo "check_tidy: $(printf '%s\n' "$selected" | grep -c . || true) of ${nfiles} files" \
