@@ -9,8 +9,9 @@
 //    recursion limit of 100, ...) is answered INVALID_ARGUMENT naming the
 //    message type and these causes. gRPC parses these requests before any
 //    Kiln code sees their bytes, so the cause cannot be told apart here;
-//    Compile, which reads its own bytes, names the nesting case alone
-//    (wire_nesting.h). gRPC's callback handlers answer it
+//    The methods that take a program (Compile, Benchmark, Tune, LookupBest)
+//    read their own bytes and name the cause themselves (wire_scan.h).
+//    gRPC's callback handlers answer it
 //    UNIMPLEMENTED with an empty message, which a client cannot tell from
 //    "this daemon lacks the method"; the Kiln handlers never answer
 //    UNIMPLEMENTED without a message, so that pair means a parse failure.

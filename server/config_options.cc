@@ -157,6 +157,13 @@ std::vector<ConfigOption> BuildOptions() {
       "Largest gRPC message received or sent (artifacts are streamed in chunks below it).",
       [](auto& c) -> auto& { return c.max_message_bytes; }, uint64_t{1} << 10,
       (uint64_t{1} << 31) - 1));
+  o.push_back(SizeOption(
+      "max_parsed_request_size",
+      "Most memory a request that carries a program (Compile, Benchmark, Tune, LookupBest) may "
+      "take once parsed, estimated from its bytes before parsing: a message of many empty "
+      "sub-messages parses to some 50 times its size. Past it: RESOURCE_EXHAUSTED.",
+      [](auto& c) -> auto& { return c.max_parsed_request_bytes; }, uint64_t{1} << 20,
+      uint64_t{1} << 40));
   o.push_back(DurationOption(
       "grace_period",
       "On SIGTERM: stop accepting, give running calls and jobs this long "

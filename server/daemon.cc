@@ -324,6 +324,7 @@ absl::Status Daemon::Start() {
   deps.cache = cache_.get();
   deps.cache_dir = config_.cache_dir;
   deps.auth = auth_.get();
+  deps.wire_limits.max_parsed_bytes = config_.max_parsed_request_bytes;
   service_ = std::make_unique<KilnService>(std::move(deps));
 
   grpc::EnableDefaultHealthCheckService(true);

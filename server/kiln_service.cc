@@ -24,7 +24,7 @@
 #include "server/grpc_status.h"
 #include "server/request_convert.h"
 #include "server/version.h"
-#include "server/wire_nesting.h"
+#include "server/wire_scan.h"
 #include "util/log.h"
 
 namespace kiln::server {
@@ -41,6 +41,40 @@ ServerUnaryReactor* FinishNow(CallbackServerContext* ctx, const absl::Status& st
 
 // Whose jobs a caller sees (JobManager's *For methods).
 JobViewer ViewerOf(const Caller& caller) { return {caller.identity, caller.admin()}; }
+
+// A raw method's request bytes in one piece: gRPC hands a request that
+// arrived in one piece as one slice; a larger one is joined once.
+absl::StatusOr<grpc::Slice> WholeRequest(absl::string_view method, const grpc::ByteBuffer& bytes) {
+  grpc::Slice whole;
+  if (!bytes.TrySingleSlice(&whole).ok() && !bytes.DumpToSingleSlice(&whole).ok()) {
+    return absl::InternalError(absl::StrCat(method, ": cannot read the request"));
+  }
+  return whole;
+}
+
+absl::string_view View(const grpc::Slice& slice) {
+  return {reinterpret_cast<const char*>(slice.begin()), slice.size()};
+}
+
+// A raw method's request, parsed within the daemon's limits (wire_scan.h).
+absl::Status ParseRaw(absl::string_view method, const grpc::ByteBuffer& bytes,
+                      const WireLimits& limits, google::protobuf::Message* request) {
+  absl::StatusOr<grpc::Slice> whole = WholeRequest(method, bytes);
+  if (!whole.ok()) return whole.status();
+  return ParseRequest(method, View(*whole), limits, request);
+}
+
+// `message`'s wire form as the call's response.
+absl::Status SerializeInto(const google::protobuf::Message& message, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  const grpc::Status s =
+      grpc::SerializationTraits<google::protobuf::Message>::Serialize(message, out, &own_buffer);
+  if (!s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot serialize the ", message.GetDescriptor()->full_name(), " response"));
+  }
+  return absl::OkStatus();
+}
 
 bool IsHexKey(const std::string& key) {
   return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
@@ -79,15 +113,6 @@ class CompileMessages {
   kiln::v1::CompileRequest* const request_;
   kiln::v1::CompileResponse* const response_;
 };
-
-// `message`'s wire form as the call's response.
-absl::Status SerializeInto(const google::protobuf::Message& message, grpc::ByteBuffer* out) {
-  bool own_buffer = false;
-  const grpc::Status s =
-      grpc::SerializationTraits<google::protobuf::Message>::Serialize(message, out, &own_buffer);
-  if (!s.ok()) return absl::InternalError("Compile: cannot serialize the response");
-  return absl::OkStatus();
-}
 
 // A hit's response from the stored metadata's wire form: field 1 (artifact,
 // length-delimited) written with a CodedOutputStream, then the scalar fields as a message of
@@ -138,15 +163,15 @@ class CompileReactor final : public ServerUnaryReactor {
 
 // --- Benchmark ---------------------------------------------------------------
 
+// Finishes a (raw) Benchmark RPC with the reply serialized into `out`.
 class BenchmarkReactor final : public ServerUnaryReactor {
  public:
-  BenchmarkReactor(BenchmarkService* service, const BenchmarkCall& call,
-                   kiln::v1::BenchmarkResponse* response)
-      : response_(response) {
+  BenchmarkReactor(BenchmarkService* service, const BenchmarkCall& call, grpc::ByteBuffer* out)
+      : out_(out) {
     std::shared_ptr<BenchmarkService::Pending> pending =
         service->Start(call, [this](absl::StatusOr<kiln::v1::BenchmarkResponse> reply) {
-          const absl::Status status = reply.status();
-          if (reply.ok()) *response_ = *std::move(reply);
+          absl::Status status = reply.status();
+          if (reply.ok()) status = SerializeInto(*reply, out_);
           Finish(ToGrpcStatus(status));
         });
     bool cancel = false;
@@ -170,7 +195,7 @@ class BenchmarkReactor final : public ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  kiln::v1::BenchmarkResponse* const response_;
+  grpc::ByteBuffer* const out_;
   absl::Mutex mu_;
   std::shared_ptr<BenchmarkService::Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -406,7 +431,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
 // changes made while a write is in flight), then the result, then OK; or
 // the job's error. A client that goes away leaves the job running (it is
 // held): re-attach with attach_job_id.
-class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
+class TuneWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   struct Link {
     absl::Mutex mu;
@@ -500,30 +525,36 @@ class TuneWriter final : public grpc::ServerWriteReactor<kiln::v1::TuneEvent> {
       StartWrite(&out_);
     }
   }
-  // The next event into out_ (true), or the status to finish with.
+  // The next event serialized into out_ (true), or the status to finish
+  // with (Tune is a raw method: its events are written as bytes).
   bool Fill(std::optional<grpc::Status>* finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const kiln::v1::Job snapshot = job_->Snapshot();
-    out_.Clear();
-    out_.set_job_id(snapshot.id());
+    kiln::v1::TuneEvent event;
+    event.set_job_id(snapshot.id());
     if (!IsFinal(snapshot.state())) {
-      *out_.mutable_progress() = snapshot.tune_progress();
-      return true;
-    }
-    if (const TuneJobResult* r = job_->result<TuneJobResult>()) {
-      *out_.mutable_result() = r->result;
+      *event.mutable_progress() = snapshot.tune_progress();
+    } else if (const TuneJobResult* r = job_->result<TuneJobResult>()) {
+      *event.mutable_result() = r->result;
       final_written_ = true;
-      return true;
+    } else {
+      finishing_ = true;
+      *finish = ToGrpcStatus(job_->status());
+      return false;
     }
-    finishing_ = true;
-    *finish = ToGrpcStatus(job_->status());
-    return false;
+    out_.Clear();
+    if (absl::Status s = SerializeInto(event, &out_); !s.ok()) {
+      finishing_ = true;
+      *finish = ToGrpcStatus(s);
+      return false;
+    }
+    return true;
   }
 
   std::shared_ptr<Job> job_;
   std::shared_ptr<Link> link_;
   uint64_t watcher_ = 0;
   absl::Mutex mu_;
-  kiln::v1::TuneEvent out_;
+  grpc::ByteBuffer out_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool final_written_ ABSL_GUARDED_BY(mu_) = false;
@@ -610,14 +641,9 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   if (deps_.compile == nullptr) {
     return FinishNow(ctx, absl::UnavailableError("this daemon does not compile"));
   }
-  // gRPC hands a request that arrived in one piece as one slice; a larger
-  // one is joined once.
-  grpc::Slice whole;
-  if (!request_bytes->TrySingleSlice(&whole).ok() &&
-      !request_bytes->DumpToSingleSlice(&whole).ok()) {
-    return FinishNow(ctx, absl::InternalError("Compile: cannot read the request"));
-  }
-  const absl::string_view wire(reinterpret_cast<const char*>(whole.begin()), whole.size());
+  absl::StatusOr<grpc::Slice> whole = WholeRequest("Compile", *request_bytes);
+  if (!whole.ok()) return FinishNow(ctx, whole.status());
+  const absl::string_view wire = View(*whole);
   const CompileService::RequestDigest bytes_digest = CompileService::DigestOfBytes(wire);
   {
     std::string artifact;
@@ -629,21 +655,9 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   auto messages = std::make_unique<CompileMessages>();
   kiln::v1::CompileRequest* const request = messages->request();
   kiln::v1::CompileResponse* const response = messages->response();
-  if (wire.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !request->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
-    // Protobuf says only "no": tell the client when the reason is how deep
-    // the message nests (a deep wire IR), which it can fix.
-    if (NestsDeeperThan(*kiln::v1::CompileRequest::descriptor(), wire, ProtobufRecursionLimit())) {
-      return FinishNow(ctx, absl::InvalidArgumentError(absl::StrCat(
-                                "Compile: the request nests messages deeper than protobuf's "
-                                "recursion limit of ",
-                                ProtobufRecursionLimit(),
-                                " levels (e.g. a wire IR expression nested that deep); "
-                                "send such a program as ir_text or tilelang_source")));
-    }
-    return FinishNow(ctx, absl::InvalidArgumentError(
-                              absl::StrCat("Compile: the request's ", wire.size(),
-                                           " bytes are not a kiln.v1.CompileRequest message")));
+  if (absl::Status parsed = ParseRequest("Compile", wire, deps_.wire_limits, request);
+      !parsed.ok()) {
+    return FinishNow(ctx, parsed);
   }
   const std::optional<CompileService::RequestDigest> digest = CompileService::DigestOf(*request);
   if (digest && deps_.compile->TryRequestHit(*digest, response->mutable_artifact())) {
@@ -729,51 +743,67 @@ KilnService::GetArtifact(CallbackServerContext* ctx, const kiln::v1::GetArtifact
   return new ArtifactWriter(deps_, *request);
 }
 
-grpc::ServerWriteReactor<kiln::v1::TuneEvent>*
-KilnService::Tune(CallbackServerContext* ctx, const kiln::v1::TuneRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+KilnService::Tune(CallbackServerContext* ctx, const grpc::ByteBuffer* request_bytes) {
+  using Failed = FailedWriter<grpc::ByteBuffer>;
   absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kTune, "Tune");
-  if (!who.ok()) return new FailedWriter<kiln::v1::TuneEvent>(who.status());
+  if (!who.ok()) return new Failed(who.status());
   if (deps_.tune == nullptr) {
-    return new FailedWriter<kiln::v1::TuneEvent>(absl::UnavailableError(
+    return new Failed(absl::UnavailableError(
         "this daemon has no device workers (kiln-worker did not start), so it cannot tune"));
   }
-  if (!request->attach_job_id().empty()) {
+  TuneCall call;
+  if (absl::Status parsed = ParseRaw("Tune", *request_bytes, deps_.wire_limits, &call.request);
+      !parsed.ok()) {
+    return new Failed(parsed);
+  }
+  if (!call.request.attach_job_id().empty()) {
     // Only a job this caller may see; another tenant's is answered like a
     // missing one.
     absl::StatusOr<kiln::v1::Job> seen =
-        deps_.jobs->GetFor(request->attach_job_id(), ViewerOf(*who));
-    if (!seen.ok()) return new FailedWriter<kiln::v1::TuneEvent>(seen.status());
+        deps_.jobs->GetFor(call.request.attach_job_id(), ViewerOf(*who));
+    if (!seen.ok()) return new Failed(seen.status());
   }
-  TuneCall call;
-  call.request = *request;
   call.client = who->client;
   call.identity = who->identity;
   absl::StatusOr<std::shared_ptr<Job>> job = deps_.tune->Start(call);
-  if (!job.ok()) return new FailedWriter<kiln::v1::TuneEvent>(job.status());
+  if (!job.ok()) return new Failed(job.status());
   return new TuneWriter(*std::move(job));
 }
 
 grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
-                                                  const kiln::v1::LookupBestRequest* request,
-                                                  kiln::v1::LookupBestResponse* response) {
+                                                  const grpc::ByteBuffer* request_bytes,
+                                                  grpc::ByteBuffer* response_bytes) {
   absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kRead, "LookupBest");
   if (!who.ok()) return FinishNow(ctx, who.status());
-  const std::string target = request->target().empty() ? "cpu" : request->target();
-  response->set_program_key(BestKeyFor(request->program(), target, "").program_key);
+  kiln::v1::LookupBestRequest request;
+  if (absl::Status parsed = ParseRaw("LookupBest", *request_bytes, deps_.wire_limits, &request);
+      !parsed.ok()) {
+    return FinishNow(ctx, parsed);
+  }
+  kiln::v1::LookupBestResponse response;
+  absl::Status status = LookupBestInto(request, &response);
+  if (status.ok()) status = SerializeInto(response, response_bytes);
+  return FinishNow(ctx, status);
+}
+
+absl::Status KilnService::LookupBestInto(const kiln::v1::LookupBestRequest& request,
+                                         kiln::v1::LookupBestResponse* response) const {
+  const std::string target = request.target().empty() ? "cpu" : request.target();
+  response->set_program_key(BestKeyFor(request.program(), target, "").program_key);
   absl::StatusOr<std::pair<cache::BestConfigKey, cache::BestConfig>> best =
-      FindBest(deps_, request->program(), target, request->device_model(), request->options());
+      FindBest(deps_, request.program(), target, request.device_model(), request.options());
   if (!best.ok()) {
     if (best.status().code() == absl::StatusCode::kNotFound) {
       response->set_found(false);
-      return FinishNow(ctx, absl::OkStatus());
+      return absl::OkStatus();
     }
-    return FinishNow(ctx, best.status());
+    return best.status();
   }
   absl::StatusOr<ConfigMap> config = ConfigFromJson(best->second.config_json);
   if (!config.ok()) {
-    return FinishNow(ctx,
-                     absl::DataLossError(absl::StrCat("the stored best config does not parse: ",
-                                                      config.status().message())));
+    return absl::DataLossError(
+        absl::StrCat("the stored best config does not parse: ", config.status().message()));
   }
   response->set_found(true);
   kiln::v1::Measurement* m = response->mutable_measurement();
@@ -791,12 +821,12 @@ grpc::ServerUnaryReactor* KilnService::LookupBest(CallbackServerContext* ctx,
   m->set_min_us(l.min_us);
   m->set_samples(static_cast<int32_t>(l.samples));
   m->set_unix_ms(best->second.updated_unix_ms);
-  return FinishNow(ctx, absl::OkStatus());
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
-                                                 const kiln::v1::BenchmarkRequest* request,
-                                                 kiln::v1::BenchmarkResponse* response) {
+                                                 const grpc::ByteBuffer* request_bytes,
+                                                 grpc::ByteBuffer* response_bytes) {
   absl::StatusOr<Caller> who = deps_.auth->Authorize(*ctx, Role::kCompile, "Benchmark");
   if (!who.ok()) return FinishNow(ctx, who.status());
   if (deps_.benchmark == nullptr) {
@@ -805,10 +835,13 @@ grpc::ServerUnaryReactor* KilnService::Benchmark(CallbackServerContext* ctx,
                               "it cannot run kernels; see its start-up warnings"));
   }
   BenchmarkCall call;
-  call.request = *request;
+  if (absl::Status parsed = ParseRaw("Benchmark", *request_bytes, deps_.wire_limits, &call.request);
+      !parsed.ok()) {
+    return FinishNow(ctx, parsed);
+  }
   call.client = who->client;
   call.identity = who->identity;
-  return new BenchmarkReactor(deps_.benchmark, call, response);
+  return new BenchmarkReactor(deps_.benchmark, call, response_bytes);
 }
 
 grpc::ServerUnaryReactor* KilnService::GetJob(CallbackServerContext* ctx,

@@ -25,6 +25,7 @@
 #include "server/compile_service.h"
 #include "server/job_manager.h"
 #include "server/tune_service.h"
+#include "server/wire_scan.h"
 
 namespace kiln::server {
 
@@ -43,19 +44,26 @@ struct ServiceDeps {
   const Authenticator* auth = nullptr;
   // Largest chunk GetArtifact sends.
   int64_t max_chunk_bytes = 4 << 20;
+  // What the requests that carry a program (Compile, Benchmark, Tune,
+  // LookupBest) may parse to (wire_scan.h).
+  WireLimits wire_limits;
 };
 
 // kiln.v1.Kiln's callback service (Kiln::CallbackService, spelled out) with
-// Compile as a raw method: its handler gets the request's bytes, so that a
-// request seen before is answered from a digest of those bytes with the
-// stored metadata's own bytes, without parsing the request or serializing a
-// response message; every other request is parsed onto a per-call arena.
+// the methods that take a program (Compile, Tune, LookupBest, Benchmark) as
+// raw methods: their handlers get the request's bytes and parse them
+// themselves, after checking what the parse would allocate (wire_scan.h; a
+// 64 MiB request of empty sub-messages parses to gigabytes). Compile also
+// answers a request seen before from a digest of those bytes with the stored
+// metadata's own bytes, without parsing the request or serializing a
+// response message. Every other request is small by its schema (no repeated
+// or nested fields) and is parsed by gRPC onto a per-call arena.
 // A method added to service.proto is added here too.
 using KilnGrpc = kiln::v1::Kiln;
 using KilnServiceBase =
     KilnGrpc::WithRawCallbackMethod_Compile<KilnGrpc::WithCallbackMethod_GetArtifact<
-        KilnGrpc::WithCallbackMethod_Tune<KilnGrpc::WithCallbackMethod_LookupBest<
-            KilnGrpc::WithCallbackMethod_Benchmark<KilnGrpc::WithCallbackMethod_GetJob<
+        KilnGrpc::WithRawCallbackMethod_Tune<KilnGrpc::WithRawCallbackMethod_LookupBest<
+            KilnGrpc::WithRawCallbackMethod_Benchmark<KilnGrpc::WithCallbackMethod_GetJob<
                 KilnGrpc::WithCallbackMethod_WatchJob<KilnGrpc::WithCallbackMethod_CancelJob<
                     KilnGrpc::WithCallbackMethod_ListJobs<KilnGrpc::WithCallbackMethod_ListDevices<
                         KilnGrpc::WithCallbackMethod_ListMeasurements<
@@ -68,7 +76,11 @@ class KilnService final : public KilnServiceBase {
  public:
   explicit KilnService(ServiceDeps deps);
 
-  using KilnServiceBase::Compile; // the synchronous overload stays (unused)
+  // The synchronous overloads stay (unused).
+  using KilnServiceBase::Benchmark;
+  using KilnServiceBase::Compile;
+  using KilnServiceBase::LookupBest;
+  using KilnServiceBase::Tune;
 
   grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* ctx,
                                     const grpc::ByteBuffer* request,
@@ -76,14 +88,15 @@ class KilnService final : public KilnServiceBase {
   grpc::ServerWriteReactor<kiln::v1::ArtifactChunk>*
   GetArtifact(grpc::CallbackServerContext* ctx,
               const kiln::v1::GetArtifactRequest* request) override;
-  grpc::ServerWriteReactor<kiln::v1::TuneEvent>*
-  Tune(grpc::CallbackServerContext* ctx, const kiln::v1::TuneRequest* request) override;
+  // Streams kiln.v1.TuneEvent messages, serialized.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Tune(grpc::CallbackServerContext* ctx,
+                                                   const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* LookupBest(grpc::CallbackServerContext* ctx,
-                                       const kiln::v1::LookupBestRequest* request,
-                                       kiln::v1::LookupBestResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Benchmark(grpc::CallbackServerContext* ctx,
-                                      const kiln::v1::BenchmarkRequest* request,
-                                      kiln::v1::BenchmarkResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
                                    const kiln::v1::GetJobRequest* request,
                                    kiln::v1::Job* response) override;
@@ -112,6 +125,9 @@ class KilnService final : public KilnServiceBase {
                                  kiln::v1::EchoResponse* response) override;
 
  private:
+  absl::Status LookupBestInto(const kiln::v1::LookupBestRequest& request,
+                              kiln::v1::LookupBestResponse* response) const;
+
   // The daemon's own counters that CacheStats reports (compile, tune and
   // benchmark services), read now.
   struct StatsCounters {

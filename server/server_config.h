@@ -160,6 +160,10 @@ struct ServerConfig {
   std::string worker_path;
   // Largest gRPC message accepted or sent (artifacts are streamed in chunks).
   int64_t max_message_bytes = int64_t{64} << 20;
+  // Most memory one request that carries a program (Compile, Benchmark,
+  // Tune, LookupBest) may parse to, estimated from its bytes before the
+  // parse (server/wire_scan.h).
+  int64_t max_parsed_request_bytes = int64_t{256} << 20;
   // On SIGTERM: stop accepting, let running calls and jobs finish for this
   // long, then cancel the rest. Below Kubernetes' default 30 s grace period.
   absl::Duration grace_period = absl::Seconds(25);

@@ -1,5 +1,6 @@
 #include "compiler/frontend/lexer.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -467,10 +468,15 @@ absl::StatusOr<TokenStream> Lexer::Run() {
   if (src_.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return ir::ErrorAt(file_, Loc{}, "source text is larger than 2147483647 bytes");
   }
-  out_.tokens.reserve(src_.size() / 4 + 8);
+  out_.tokens.reserve(std::min(src_.size() / 4, kMaxSourceTokens) + 8);
   if (src_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = line_begin_ = 3; // UTF-8 BOM, as Python
   bool at_bol = true; // at the start of a physical line that starts a logical line
   while (true) {
+    if (out_.tokens.size() > kMaxSourceTokens) {
+      return ir::ErrorAt(
+          file_, out_.tokens.back().loc,
+          absl::StrCat("program text too long (more than ", kMaxSourceTokens, " tokens)"));
+    }
     if (at_bol) {
       at_bol = false;
       if (!Indentation()) {

@@ -19,7 +19,10 @@ sender an error and nobody else anything.
 
 Classes (issue 27): chain (item 1, every left-deep shape, sizes varied), work
 (item 2, unbounded compile-time work), narrow (item 3, tile sizes past int32),
-wire (malformed protobuf), huge (a huge source). --xfail CLASS (repeatable)
+wire (malformed protobuf), huge (a huge source), amplify (requests of every
+method that takes a program, each some 48 MiB of empty wire IR sub-messages
+that protobuf would parse to gigabytes: RESOURCE_EXHAUSTED before any parse).
+After the cases, kilnd's peak RSS must stay within --max-rss-mib. --xfail CLASS (repeatable)
 reports a class's failures as XFAIL without failing the run (for a class whose
 fix has not landed); a passing xfail class is reported as XPASS.
 
@@ -47,6 +50,7 @@ sys.path.insert(0, str(REPO / "clients" / "python"))
 
 import grpc  # noqa: E402
 
+from kiln._proto.v1 import program_pb2 as ir_pb  # noqa: E402
 from kiln._proto.v1 import service_pb2 as pb  # noqa: E402
 
 KERNEL = '''import tilelang
@@ -86,13 +90,35 @@ def program(hostile, *, block_m="32", file_name="hostile.py", bindings=None, edi
     return req.SerializeToString()
 
 
+def length_delimited(number, body):
+    tag, size, head = (number << 3) | 2, len(body), bytearray()
+    head.append(tag)
+    while size >= 0x80:
+        head.append((size & 0x7F) | 0x80)
+        size >>= 7
+    head.append(size)
+    return bytes(head) + body
+
+
+def empty_exprs(cls, n):
+    """A `cls` request whose program's wire IR has a workspace shaped by one
+    Expr with n empty args (2 bytes each on the wire, ~100 once parsed)."""
+    args = length_delimited(ir_pb.Expr.DESCRIPTOR.fields_by_name["args"].number, b"") * n
+    body = length_delimited(ir_pb.Buffer.DESCRIPTOR.fields_by_name["shape"].number, args)
+    body = length_delimited(ir_pb.Program.DESCRIPTOR.fields_by_name["workspaces"].number, body)
+    body = length_delimited(pb.ProgramSource.DESCRIPTOR.fields_by_name["ir"].number, body)
+    request = cls(target="cpu").SerializeToString()
+    return request + length_delimited(cls.DESCRIPTOR.fields_by_name["program"].number, body)
+
+
 def cases(rng):
-    """(class, name, serialized CompileRequest, expectation) for every hostile shape.
+    """(class, name, serialized request, expectation[, method]) for every hostile
+    shape; the method is Compile unless named.
 
     expectation: "located" (a clean error; INVALID_ARGUMENT with file:line:col),
-    "error" (a clean error with a message), "any" (an answer or a clean error: a
-    flat shape such as `a < b < c ...` or a large but valid source, which may
-    compile).
+    "error" (a clean error with a message), "exhausted" (RESOURCE_EXHAUSTED with
+    a message), "any" (an answer or a clean error: a flat shape such as
+    `a < b < c ...` or a large but valid source, which may compile).
     """
     n = lambda base: base + rng.randrange(0, base // 4)  # noqa: E731  sizes varied per run
     out = []
@@ -150,6 +176,13 @@ def cases(rng):
         ("wire", "wrong_wire_type", b"\x0b" + good, "error"),
         ("wire", "huge_length", b"\x0a\xff\xff\xff\xff\x07" + good, "error"),
     ]
+    # Empty sub-messages by the million, to each method that takes a program
+    # (rpc_fuzz, 2026-12-06: a 64 MB Benchmark like this parsed to 5.8 GB).
+    for method, cls in [("Compile", pb.CompileRequest), ("Benchmark", pb.BenchmarkRequest),
+                        ("Tune", pb.TuneRequest), ("LookupBest", pb.LookupBestRequest)]:
+        count = n(24 << 20)
+        out.append(("amplify", f"{method.lower()}_{count}_empty_exprs", empty_exprs(cls, count), "exhausted",
+                    method))
     # A huge source: past the message limit, and just under it.
     out += [
         ("huge", "source_80MiB", program("x = 1\n# " + "a" * (80 << 20)), "error"),
@@ -179,6 +212,12 @@ class Daemon:
     def tail(self, n=2000):
         return open(self.log_path, errors="replace").read()[-n:]
 
+    def peak_rss_kib(self):
+        for line in open(f"/proc/{self.pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return 0
+
     def cleanup(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -197,7 +236,9 @@ def main():
     ap.add_argument("--hit-p50-ms", type=float, default=50.0)
     ap.add_argument("--hit-max-ms", type=float, default=2000.0)
     ap.add_argument("--exit-slack-s", type=float, default=5.0)
-    ap.add_argument("--xfail", action="append", default=[], choices=["chain", "work", "narrow", "wire", "huge"])
+    ap.add_argument("--max-rss-mib", type=float, default=1024.0,
+                    help="kilnd's peak RSS after the hostile cases (8 requests of up to 64 MiB at once)")
+    ap.add_argument("--xfail", action="append", default=[], choices=["chain", "work", "narrow", "wire", "huge", "amplify"])
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
@@ -212,6 +253,9 @@ def main():
     opts = [("grpc.max_send_message_length", 128 << 20), ("grpc.max_receive_message_length", 64 << 20)]
     channel = grpc.insecure_channel(daemon.address, options=opts)
     compile_raw = channel.unary_unary("/kiln.v1.Kiln/Compile")
+    calls = {m: channel.unary_unary(f"/kiln.v1.Kiln/{m}") for m in ("Compile", "Benchmark", "LookupBest")}
+    tune_raw = channel.unary_stream("/kiln.v1.Kiln/Tune")
+    calls["Tune"] = lambda body, timeout: list(tune_raw(body, timeout=timeout))
     try:
         warm = program("")
         first = pb.CompileResponse.FromString(compile_raw(warm, timeout=300))
@@ -239,10 +283,11 @@ def main():
                 time.sleep(0.01)
 
         def hostile(case):
-            cls, name, body, expect = case
+            cls, name, body, expect = case[:4]
+            call = calls[case[4] if len(case) > 4 else "Compile"]
             t0 = time.monotonic()
             try:
-                compile_raw(body, timeout=args.deadline)
+                call(body, timeout=args.deadline)
                 return cls, name, "OK", "", time.monotonic() - t0, expect
             except grpc.RpcError as e:
                 return cls, name, e.code().name, e.details() or "", time.monotonic() - t0, expect
@@ -268,6 +313,8 @@ def main():
                 problem = f"no answer within the client's {args.deadline:.0f} s deadline"
             elif not details.strip():
                 problem = f"{code} with an empty message"
+            elif expect == "exhausted" and code != "RESOURCE_EXHAUSTED":
+                problem = f"{code}, not RESOURCE_EXHAUSTED"
             elif expect == "located" and code == "INVALID_ARGUMENT" and not LOCATED.match(details):
                 problem = f"{code} without a file:line:col location"
             short = details.splitlines()[0][:110] if details else ""
@@ -278,6 +325,10 @@ def main():
         if daemon.proc.poll() is not None:
             failures.append(("daemon", f"kilnd exited ({daemon.proc.returncode}) during the hostiles"))
         else:
+            peak_mib = daemon.peak_rss_kib() / 1024
+            print(f"kilnd's peak RSS: {peak_mib:.0f} MiB (limit {args.max_rss_mib:.0f} MiB)")
+            if peak_mib > args.max_rss_mib:
+                failures.append(("amplify", f"kilnd's peak RSS {peak_mib:.0f} MiB > {args.max_rss_mib:.0f} MiB"))
             try:
                 after = pb.CompileResponse.FromString(compile_raw(warm, timeout=30))
                 if after.outcome != pb.CACHE_OUTCOME_HIT or after.artifact.key != warm_key:

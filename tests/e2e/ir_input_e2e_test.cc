@@ -122,7 +122,7 @@ TEST_F(IrInputE2ETest, HostileIrIsACleanErrorAndTheDaemonLives) {
   ir::ToProto(*parsed, wire.mutable_program()->mutable_ir());
   wire.mutable_program()->set_file_name("deep.kir");
   // Protobuf's own recursion limit (100 levels) stops this one at the door,
-  // and the client is told so (server/wire_nesting.h).
+  // and the client is told so (server/wire_scan.h).
   cases.push_back({"deepest accepted wire IR", wire,
                    "nests messages deeper than protobuf's recursion limit of 100 levels"});
   absl::StatusOr<ir::Program> flat =

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/frontend/lexer.h"
 #include "compiler/frontend/parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -707,11 +708,12 @@ TEST(ParserTest, LongChainsAreAnErrorNotACrash) {
 }
 
 TEST(ParserTest, LongInputsStayLinear) {
-  // 20000 statements, a 20000-term expression, and a 20000-branch elif chain
-  // parse without recursion trouble (a quadratic step would time the test out).
+  // 15000 statements (225,000 tokens, under kMaxSourceTokens), a long
+  // expression, and a 20000-branch elif chain parse without recursion trouble
+  // (a quadratic step would time the test out).
   std::string many;
-  for (int i = 0; i < 20000; ++i) absl::StrAppend(&many, "x", i, " = f(", i, ", k=[1, 2])\n");
-  EXPECT_EQ(MustParse(many).body.size(), 20000u);
+  for (int i = 0; i < 15000; ++i) absl::StrAppend(&many, "x", i, " = f(", i, ", k=[1, 2])\n");
+  EXPECT_EQ(MustParse(many).body.size(), 15000u);
   // A long sum, just under the chain limit of a statement (kMaxChainLinks).
   std::string sum = "x = 0";
   for (int i = 1; i < kMaxChainLinks; ++i) sum += " + a";
@@ -724,6 +726,22 @@ TEST(ParserTest, LongInputsStayLinear) {
   absl::StatusOr<Module> m = ParseModule(broken, "m.py");
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->broken.size(), 20000u);
+}
+
+TEST(ParserTest, MoreTokensThanTheLimitIsALocatedError) {
+  // 16 MiB of `x = x + 1` lines took 2.8 GB of syntax tree (issue 27's
+  // hostile_requests); past kMaxSourceTokens the lexer stops at once, and
+  // says where.
+  std::string lines;
+  for (size_t i = 0; i < kMaxSourceTokens / 6 + 10; ++i) lines += "x = x + 1\n";
+  absl::StatusOr<Module> m = ParseModule(lines, "big.py");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(), HasSubstr(absl::StrCat("program text too long (more than ",
+                                                           kMaxSourceTokens, " tokens)")));
+  EXPECT_THAT(absl::StrCat(m.status().message()), testing::StartsWith("big.py:43691:"));
+  // One long string is one token.
+  EXPECT_EQ(MustParse("x = '" + std::string(8 << 20, 'a') + "'\n").body.size(), 1u);
 }
 
 TEST(ParserTest, EveryPrefixOfAValidFileIsHandled) {
