@@ -669,8 +669,8 @@ absl::StatusOr<std::vector<Arg>> Evaluator::EvalArgs(const PyExpr& call) {
 absl::StatusOr<Value> Evaluator::EvalCall(const PyExpr& e) {
   std::string hint = std::exchange(name_hint_, "");
   ASSIGN_OR_RETURN(Value callee, Eval(e.elts[0]));
-  if (callee.kind == ValueKind::kBuiltin && (callee.s == "print" || callee.s == "T.print")) {
-    return Error(e.loc, absl::StrCat(callee.s, "() is not supported"));
+  if (callee.kind == ValueKind::kBuiltin && callee.s == "T.print") {
+    return Error(e.loc, "T.print() (printing from the device) is not supported");
   }
   ASSIGN_OR_RETURN(std::vector<Arg> args, EvalArgs(e));
   call_hint_ = std::move(hint);

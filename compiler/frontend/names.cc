@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 105> kTBuiltins = {
+constexpr std::array<std::string_view, 107> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -108,7 +108,8 @@ constexpr std::array<std::string_view, 105> kTBuiltins = {
     "thread_binding", "sync_threads",
     // Tile ops.
     "copy", "gemm", "fill", "clear", "reduce_max", "reduce_min", "reduce_sum", "reduce_abssum",
-    "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "use_swizzle", "annotate_layout",
+    "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4",
+    "use_swizzle", "annotate_layout",
     // Convolution tiles (im2col.cc; c2d_im2col is TileLang's older name).
     "im2col", "c2d_im2col",
     // Loops.
@@ -143,7 +144,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 53> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -195,7 +196,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 53> kMissing
     {"dp4a", kRawTir},
     {"atomic_load", "read the value with an ordinary load"},
     {"atomic_store", "write the value with an ordinary store"},
-    {"atomic_addx4", "use T.atomic_add"},
 }};
 
 constexpr std::array<std::string_view, 7> kMissingDTypes = {

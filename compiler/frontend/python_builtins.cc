@@ -170,7 +170,10 @@ absl::StatusOr<Value> Evaluator::CallPythonBuiltin(const std::string& name, std:
     }
     return absl::OkStatus();
   };
-  if (name == "print") return Error(loc, "print() is not supported");
+  // print() while the kernel is built (TileLang's examples print the
+  // prim_func they made): the arguments are evaluated, nothing is written
+  // (a daemon has no terminal to write to).
+  if (name == "print") return Value::None();
   if (name == "isinstance") {
     RETURN_IF_ERROR(want(2, 2));
     std::vector<Value> classes = {pos[1]};

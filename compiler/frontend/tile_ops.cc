@@ -523,6 +523,41 @@ absl::StatusOr<Value> Evaluator::LowerReduce(const std::string& fn, std::vector<
 absl::StatusOr<Value> Evaluator::LowerAtomic(const std::string& fn, std::vector<Arg>& args,
                                              Loc loc) {
   std::string what = absl::StrCat("T.", fn);
+  if (fn == "atomic_addx2" || fn == "atomic_addx4") {
+    // T.atomic_addx4(dst[..., j], src[..., k]): the 4 (2) consecutive
+    // elements of src from k added to those of dst from j, each atomically
+    // (TileLang's vector atomics take an element of each and read on along
+    // the last dimension): an atomic add of two equal one-row regions.
+    const std::vector<std::string_view> vnames = {"dst", "value"};
+    ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, what, args, vnames, 2));
+    const int64_t lanes = fn == "atomic_addx4" ? 4 : 2;
+    const Loc dloc = ArgLoc(args, vnames, 0, loc), vloc = ArgLoc(args, vnames, 1, loc);
+    ir::Stmt st;
+    st.kind = ir::StmtKind::kAtomic;
+    st.loc = loc;
+    st.atomic_op = ir::AtomicOp::kAdd;
+    ASSIGN_OR_RETURN(Operand dst, ToOperand(Arg{*m[0], dloc, "", {}}, what));
+    ASSIGN_OR_RETURN(Operand src, ToOperand(Arg{*m[1], vloc, "", {}}, what));
+    for (const auto& [op, oloc] : {std::pair<const Operand*, Loc>{&dst, dloc}, {&src, vloc}}) {
+      if (op->form != Operand::kCorner) {
+        return Error(oloc, absl::StrCat(what,
+                                        " takes one element of each buffer (dst[i, j], "
+                                        "src[k]), the first of ",
+                                        lanes, " consecutive ones"));
+      }
+    }
+    const auto row = [&](const Operand& op, Loc at) {
+      std::vector<ir::Expr> extents(op.mins.size(), ir::IntImm(1, ir::DType::kInt32, at));
+      if (!extents.empty()) extents.back() = ir::IntImm(lanes, ir::DType::kInt32, at);
+      return extents;
+    };
+    ASSIGN_OR_RETURN(ir::Region rd, OperandRegion(dst, row(dst, dloc), what));
+    ASSIGN_OR_RETURN(ir::Region rs, OperandRegion(src, row(src, vloc), what));
+    st.regions.push_back(std::move(rd));
+    st.regions.push_back(std::move(rs));
+    Emit(std::move(st));
+    return Value::None();
+  }
   bool is_add = fn == "atomic_add";
   std::vector<std::string_view> names = {"dst",         "value",       "memory_order",
                                          "return_prev", "annotations", "use_tma"};

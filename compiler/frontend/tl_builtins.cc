@@ -43,7 +43,8 @@ bool IsTileOp(std::string_view fn) {
   return fn == "copy" || fn == "gemm" || fn == "fill" || fn == "clear" || fn == "reduce_max" ||
          fn == "reduce_min" || fn == "reduce_sum" || fn == "reduce_abssum" ||
          fn == "reduce_absmax" || fn == "atomic_add" || fn == "atomic_max" || fn == "atomic_min" ||
-         fn == "use_swizzle" || fn == "annotate_layout" || fn == "wgmma_gemm" || fn == "wait_wgmma";
+         fn == "atomic_addx2" || fn == "atomic_addx4" || fn == "use_swizzle" ||
+         fn == "annotate_layout" || fn == "wgmma_gemm" || fn == "wait_wgmma";
 }
 
 struct MathFn {

@@ -696,37 +696,58 @@ absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out)
   if (!b || (b->scope != ir::Scope::kGlobal && b->scope != ir::Scope::kShared)) {
     return Error(s.loc, "atomic: the destination must be a global or shared buffer");
   }
-  std::vector<Expr> idx;
-  for (const ir::Range& r : dst.ranges) {
-    std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(r.extent));
-    if (!ext || *ext != 1) {
-      return Error(s.loc, "atomic inside T.Parallel: the destination must be one element");
+  // One element, or a row of `lanes` consecutive ones in the last dimension
+  // (T.atomic_addx2/x4: from a region source of the same row), added one
+  // element at a time.
+  int64_t lanes = 1;
+  for (size_t k = 0; k < dst.ranges.size(); ++k) {
+    std::optional<int64_t> ext = ir::ConstInt(ir::Simplify(dst.ranges[k].extent));
+    const bool last = k + 1 == dst.ranges.size();
+    if (ext && *ext == 1) continue;
+    if (ext && last && (*ext == 2 || *ext == 4) && !s.has_value && s.regions.size() > 1) {
+      lanes = *ext;
+      continue;
     }
-    ASSIGN_OR_RETURN(Expr x, LowerExpr(r.min));
-    idx.push_back(std::move(x));
+    return Error(s.loc, "atomic inside T.Parallel: the destination must be one element");
   }
-  Expr value;
-  if (s.has_value) {
-    ASSIGN_OR_RETURN(value, LowerExpr(s.value));
-  } else if (s.regions.size() > 1) {
-    const ir::Region& src = s.regions[1];
-    std::vector<Expr> sidx;
-    for (const ir::Range& r : src.ranges) sidx.push_back(r.min);
-    ASSIGN_OR_RETURN(value, LowerExpr(ir::Load(src.buffer, FindBuf(src.buffer)->dtype, sidx)));
-  } else {
-    return Error(s.loc, "atomic: missing value");
-  }
-  if (value.dtype != b->dtype) value = ir::Cast(b->dtype, value);
-  ASSIGN_OR_RETURN(Expr flat, FlatIndex(*b, idx));
+  const auto shifted = [](const ir::Region& region, int64_t lane) {
+    std::vector<Expr> idx;
+    for (const ir::Range& r : region.ranges) idx.push_back(r.min);
+    if (lane > 0 && !idx.empty()) {
+      idx.back() = Add(idx.back(), ir::IntImm(lane, idx.back().dtype, idx.back().loc));
+    }
+    return idx;
+  };
   const char* name = s.atomic_op == ir::AtomicOp::kAdd   ? "atomic_add"
                      : s.atomic_op == ir::AtomicOp::kMax ? "atomic_max"
                                                          : "atomic_min";
-  Stmt call = Call(name, {Address(*b, flat), ir::Simplify(value)});
-  call.loc = s.loc;
+  std::vector<Stmt> calls;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    std::vector<Expr> idx;
+    for (const Expr& e : shifted(dst, lane)) {
+      ASSIGN_OR_RETURN(Expr x, LowerExpr(e));
+      idx.push_back(std::move(x));
+    }
+    Expr value;
+    if (s.has_value) {
+      ASSIGN_OR_RETURN(value, LowerExpr(s.value));
+    } else if (s.regions.size() > 1) {
+      const ir::Region& src = s.regions[1];
+      ASSIGN_OR_RETURN(
+          value, LowerExpr(ir::Load(src.buffer, FindBuf(src.buffer)->dtype, shifted(src, lane))));
+    } else {
+      return Error(s.loc, "atomic: missing value");
+    }
+    if (value.dtype != b->dtype) value = ir::Cast(b->dtype, value);
+    ASSIGN_OR_RETURN(Expr flat, FlatIndex(*b, idx));
+    Stmt call = Call(name, {Address(*b, flat), ir::Simplify(value)});
+    call.loc = s.loc;
+    calls.push_back(std::move(call));
+  }
   if (loop_ && loop_->layout.HasReplication()) {
-    Guarded(IsFirstReplica(loop_->layout, tid_), {std::move(call)}, out);
+    Guarded(IsFirstReplica(loop_->layout, tid_), std::move(calls), out);
   } else {
-    out->push_back(std::move(call));
+    for (Stmt& c : calls) out->push_back(std::move(c));
   }
   return absl::OkStatus();
 }

@@ -543,5 +543,36 @@ TEST(CompatPython, WithErrors) {
               HasSubstr("exactly one T.Kernel or T.ws"));
 }
 
+// print() while the kernel is built (TileLang's examples print the
+// prim_func they made, e.g. blocksparse_attention's paged decode) is a no-op:
+// the program is the same as without it, and its arguments are still
+// evaluated (an error in them is still an error).
+TEST(CompatPython, PrintIsANoOp) {
+  constexpr char kPrinted[] = R"(import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def kern(A, block):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    print("building", block, N)
+    with T.Kernel(T.ceildiv(N, block), threads=64) as bx:
+        print(bx)
+        for i in T.Parallel(block):
+            A[bx * block + i] = A[bx * block + i] * 2.0
+)";
+  const Bindings binds = {{"N", "256"}, {"block", "64"}};
+  std::string plain = kPrinted;
+  for (const char* line : {"    print(\"building\", block, N)\n", "        print(bx)\n"}) {
+    plain.erase(plain.find(line), std::string_view(line).size());
+  }
+  EXPECT_EQ(ir::PrintProgram(MustCompile(kPrinted, binds)),
+            ir::PrintProgram(MustCompile(plain, binds)));
+  std::string bad = kPrinted;
+  bad.replace(bad.find("print(bx)"), 9, "print(nope)");
+  EXPECT_THAT(ErrorOf(bad, binds), HasSubstr("name 'nope' is not defined"));
+}
+
 } // namespace
 } // namespace kiln::frontend
