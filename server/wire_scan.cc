@@ -86,6 +86,20 @@ bool Known(const FieldDescriptor* f, int wire_type) {
          wire_type;
 }
 
+// Reads past one scalar of `wire_type` (varint, fixed64 or fixed32).
+bool SkipScalar(CodedInputStream* in, int wire_type) {
+  if (wire_type == WireFormatLite::WIRETYPE_VARINT) {
+    uint64_t v = 0;
+    return in->ReadVarint64(&v);
+  }
+  if (wire_type == WireFormatLite::WIRETYPE_FIXED64) {
+    uint64_t v = 0;
+    return in->ReadLittleEndian64(&v);
+  }
+  uint32_t v = 0;
+  return in->ReadLittleEndian32(&v);
+}
+
 } // namespace
 
 int ProtobufRecursionLimit() { return CodedInputStream::GetDefaultRecursionLimit(); }
@@ -150,24 +164,12 @@ WireScan ScanWire(const Descriptor& type, absl::string_view bytes, const WireLim
     const bool known = Known(field, wire_type);
     bool over = false;
     switch (wire_type) {
-    case WireFormatLite::WIRETYPE_VARINT: {
-      uint64_t v = 0;
-      if (!in.ReadVarint64(&v)) return finish(WireScan::End::kMalformed);
+    case WireFormatLite::WIRETYPE_VARINT:
+    case WireFormatLite::WIRETYPE_FIXED64:
+    case WireFormatLite::WIRETYPE_FIXED32:
+      if (!SkipScalar(&in, wire_type)) return finish(WireScan::End::kMalformed);
       over = charge(!known ? kUnknownField : field->is_repeated() ? 2 * ElementBytes(*field) : 0);
       break;
-    }
-    case WireFormatLite::WIRETYPE_FIXED64: {
-      uint64_t v = 0;
-      if (!in.ReadLittleEndian64(&v)) return finish(WireScan::End::kMalformed);
-      over = charge(!known ? kUnknownField : field->is_repeated() ? 2 * ElementBytes(*field) : 0);
-      break;
-    }
-    case WireFormatLite::WIRETYPE_FIXED32: {
-      uint32_t v = 0;
-      if (!in.ReadLittleEndian32(&v)) return finish(WireScan::End::kMalformed);
-      over = charge(!known ? kUnknownField : field->is_repeated() ? 2 * ElementBytes(*field) : 0);
-      break;
-    }
     case WireFormatLite::WIRETYPE_LENGTH_DELIMITED: {
       uint32_t length = 0;
       if (!in.ReadVarint32(&length)) return finish(WireScan::End::kMalformed);
