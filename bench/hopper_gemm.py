@@ -12,6 +12,9 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           per SM; not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
           the same run; not in the default list)
+  splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then
+          a reduce kernel: decode shapes such as M = 16; not in the default list). The time
+          is that of both kernels, launched back to back
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -48,6 +51,7 @@ CONFIGS = ["128x256x64s3t256", "128x128x32s3t128", "64x128x64s4t128", "128x256x6
            "256x128x64s3t256"]
 VARIANTS = ["mma", "cpasync", "tma-ws", "tilelang"]
 ALT_KILN_OPT = [""]
+SPLIT_K = [8]
 
 
 def parse_config(c):
@@ -63,7 +67,8 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
         kiln_opt, variant = ALT_KILN_OPT[0], "tma-ws"
     extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
-             "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"]}[variant]
+             "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
+             "splitk": [f"--split-k={SPLIT_K[0]}"]}[variant]
     tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")
@@ -79,32 +84,52 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
 
 
 class PreparedLaunch:
-    """One kernel's launch with its arguments (and tensor maps) encoded once."""
+    """A program's launches (its kernels in order, with the workspaces it needs) with their
+    arguments (and tensor maps) encoded once."""
 
     def __init__(self, compiled, tensors):
-        self.handle = compiled.handle()
+        import torch
+
         self.drv = kiln_gpu._CudaDriver.get()
         self.launch = compiled.launch
-        self.keep, params = [], []
-        for t in tensors:
+        compiled.handle()  # loads the module
+        self.keep, base = [], []
+        # Arguments: parameters, then one pointer per workspace (zero-filled once: the
+        # programs timed here write a workspace before they read it), then a kernel's own
+        # tensor maps.
+        workspaces = [torch.zeros([int(d) for d in w["shape"]], device="cuda",
+                                  dtype=kiln_gpu.torch_dtype(w["dtype"]))
+                      for w in compiled.launch.get("workspaces", [])]
+        for t in list(tensors) + workspaces:
             v = ctypes.c_uint64(t.data_ptr())
             self.keep.append(v)
-            params.append(ctypes.addressof(v))
-        if compiled.launch.get("tensor_maps"):
-            for m, e in zip(compiled.launch["tensor_maps"], compiled.tensor_map_encodings(tensors)):
-                buf, address = self.drv.encode_tensor_map(m.get("name", str(m["arg"])), e)
-                self.keep.append(buf)
-                params.append(address)
-        self.argv = (ctypes.c_void_p * len(params))(*params)
-        self.grid = [int(g) for g in compiled.launch["grid"]]
-        self.block = list(compiled.launch["block"])
-        self.smem = int(compiled.launch["dynamic_smem_bytes"])
+            base.append(ctypes.addressof(v))
+        self.keep.append(workspaces)
+        self.kernels = []
+        for k in [compiled.launch] + list(compiled.launch.get("next_kernels", [])):
+            fn = compiled._module.get_function(k["symbol"])
+            smem = int(k.get("dynamic_smem_bytes", 0))
+            if smem > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = smem
+            ptr = getattr(fn, "ptr", None)
+            handle = int(ptr if ptr is not None else fn.kernel.ptr)
+            params = list(base)
+            if k.get("tensor_maps"):
+                view = kiln_gpu.Compiled(compiled.cubin_path, k, 0.0)
+                for m, e in zip(k["tensor_maps"], view.tensor_map_encodings(tensors)):
+                    buf, address = self.drv.encode_tensor_map(m.get("name", str(m["arg"])), e)
+                    self.keep.append(buf)
+                    params.append(address)
+            argv = (ctypes.c_void_p * len(params))(*params)
+            self.keep.append(argv)
+            self.kernels.append((k["symbol"], handle, [int(g) for g in k["grid"]],
+                                 list(k["block"]), smem, argv))
 
     def __call__(self, stream):
-        code = self.drv.launch(self.handle, *self.grid, *self.block, self.smem, stream, self.argv,
-                               None)
-        if code != 0:
-            raise RuntimeError(self.drv.error(f"cuLaunchKernel({self.launch['symbol']})", code))
+        for symbol, handle, grid, block, smem, argv in self.kernels:
+            code = self.drv.launch(handle, *grid, *block, smem, stream, argv, None)
+            if code != 0:
+                raise RuntimeError(self.drv.error(f"cuLaunchKernel({symbol})", code))
 
 
 def time_it(run, torch, batch, reps):
@@ -171,12 +196,15 @@ def main():
                     help="another kiln-opt, timed as variant 'alt' (its default path)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="interleaved timing rounds per config (median of the rounds)")
+    ap.add_argument("--split-k", type=int, default=8,
+                    help="the splits of variant 'splitk' (kiln-opt --split-k)")
     ap.add_argument("--quick", action="store_true", help="4096^3 fp16, two configs")
     ap.add_argument("--json", default="")
     ap.add_argument("--markdown", default="",
                     help="also write a table: Kiln tma-ws / TileLang (ratio), cuBLAS, per dtype")
     args = ap.parse_args()
     ALT_KILN_OPT[0] = args.kiln_opt_alt
+    SPLIT_K[0] = args.split_k
     if args.quick:
         args.shapes, args.configs, args.dtypes = "4096x4096x4096", "128x256x64s3t256,128x128x32s3t128", "float16"
 

@@ -12,6 +12,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/split_k.h"
 #include "util/status_macros.h"
 
 namespace kiln::codegen {
@@ -224,27 +225,29 @@ absl::StatusOr<EmittedKernel> EmitKernels(const ir::Program& program,
 } // namespace
 
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
-                                           std::string_view lower_for, bool gemm_wgmma,
-                                           bool tma_ws_pipeline, int ws_blocks) {
+                                           const LoweringOptions& options) {
   ASSIGN_OR_RETURN(passes::Target t, passes::ParseTarget(target));
+  const std::string& lower_for = options.lower_for;
   if (!lower_for.empty() && lower_for != target) {
     ASSIGN_OR_RETURN(passes::Target lf, passes::ParseTarget(lower_for));
     if (t.kind != passes::Target::Kind::kCpu || lf.kind != passes::Target::Kind::kCuda) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "lower-for '", std::string(lower_for), "' with target '", std::string(target),
-          "': only the CPU target runs another target's (CUDA) thread program"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("lower-for '", lower_for, "' with target '", std::string(target),
+                       "': only the CPU target runs another target's (CUDA) thread program"));
     }
   }
   passes::PassContext ctx;
   ctx.target = std::string(target);
-  if (lower_for != target) ctx.lower_for = std::string(lower_for);
-  ctx.gemm_wgmma = gemm_wgmma;
-  ctx.tma_ws_pipeline = tma_ws_pipeline;
-  ctx.ws_blocks = ws_blocks;
+  if (lower_for != target) ctx.lower_for = lower_for;
+  ctx.gemm_wgmma = options.gemm_wgmma;
+  ctx.tma_ws_pipeline = options.tma_ws_pipeline;
+  ctx.ws_blocks = options.ws_blocks;
+  ir::Program split = program;
+  if (options.split_k > 1) RETURN_IF_ERROR(passes::SplitK(split, options.split_k));
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
-  std::vector<ir::Program> kernels = ir::SplitKernels(program);
+  std::vector<ir::Program> kernels = ir::SplitKernels(split);
   for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));
-  return EmitKernels(program, kernels, t);
+  return EmitKernels(split, kernels, t);
 }
 
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,

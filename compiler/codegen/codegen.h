@@ -13,6 +13,7 @@
 // Thread-safe (pure functions).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -25,18 +26,29 @@ namespace kiln::codegen {
 // The passes LowerAndEmit runs, in order.
 const std::vector<std::string>& LoweringPipeline();
 
-// Runs LoweringPipeline() on a copy of `program` and emits it for `target`
-// ("cpu", "cuda:sm_80", ...). Errors are located diagnostics. `lower_for`
-// (a target string; empty: `target`) is the target whose thread program is
-// built: "cuda:sm_90a" with target "cpu" runs sm_90a's wgmma program on the
-// CPU emulation. A CUDA target must be the one lowered for. `gemm_wgmma`
-// lowers Hopper (sm_90, sm_90a) gemms to wgmma (PassContext::gemm_wgmma),
-// whose main loops take TMA and a producer warpgroup with `tma_ws_pipeline`;
-// both are the default, false is the older path (mma.sync; cp.async).
-// `ws_blocks`: PassContext::ws_blocks (0: the register plan's choice).
+// How LowerAndEmit lowers (the pass options of compile_driver.h).
+struct LoweringOptions {
+  // The target whose thread program is built (a target string; empty: the
+  // emitted target): "cuda:sm_90a" with target "cpu" runs sm_90a's wgmma
+  // program on the CPU emulation. A CUDA target must be the one lowered for.
+  std::string lower_for;
+  // Lower Hopper (sm_90, sm_90a) gemms to wgmma (PassContext::gemm_wgmma),
+  // whose main loops take TMA and a producer warpgroup with
+  // `tma_ws_pipeline`; both are the default, false is the older path
+  // (mma.sync; cp.async).
+  bool gemm_wgmma = true;
+  bool tma_ws_pipeline = true;
+  // PassContext::ws_blocks (0: the register plan's choice).
+  int ws_blocks = 0;
+  // Split-K (split_k.h) into this many parts before lowering; 1: off.
+  int split_k = 1;
+};
+
+// Runs LoweringPipeline() on a copy of `program` (split-K first, when asked)
+// and emits it for `target` ("cpu", "cuda:sm_80", ...). Errors are located
+// diagnostics.
 absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::string_view target,
-                                           std::string_view lower_for = {}, bool gemm_wgmma = true,
-                                           bool tma_ws_pipeline = true, int ws_blocks = 0);
+                                           const LoweringOptions& options = {});
 
 // Emits an already lowered program (attrs "kiln.level" = "thread").
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered, const passes::Target& target);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/launch_json.h"
@@ -13,6 +14,7 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/layout_inference.h"
+#include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/fingerprint.h"
 #include "compiler/toolchain/host_cc.h"
@@ -75,13 +77,22 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
         "emit_ptx, line_info and fast_math apply to CUDA targets only");
   }
   for (const std::string& p : o.pass_options) {
+    if (absl::StartsWith(p, "split-k=")) {
+      int n = 0;
+      if (!absl::SimpleAtoi(absl::string_view(p).substr(8), &n) || n < 1 ||
+          n > passes::kMaxSplits) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pass option '", p, "': split-k takes a number of splits in 1..", passes::kMaxSplits));
+      }
+      continue;
+    }
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto") {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
                        "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
-                       "pipeline=cp.async and ws-blocks=1, 2 or auto)"));
+                       "pipeline=cp.async, ws-blocks=1, 2 or auto, and split-k=N)"));
     }
   }
   return absl::OkStatus();
@@ -115,6 +126,18 @@ int WsBlocks(const BuildOptions& o) {
   return TmaWsPipeline(o) ? blocks : 0;
 }
 
+// The last split-k= pass option wins; 1 (off) by default.
+int SplitKParts(const BuildOptions& o) {
+  int parts = 1;
+  for (const std::string& p : o.pass_options) {
+    int n = 0;
+    if (absl::StartsWith(p, "split-k=") && absl::SimpleAtoi(absl::string_view(p).substr(8), &n)) {
+      parts = n;
+    }
+  }
+  return parts;
+}
+
 std::string KernelVariant(const BuildOptions& o) {
   BuildOptions defaults;
   defaults.target = o.target;
@@ -127,6 +150,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
   }
+  if (SplitKParts(o) > 1) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
   return out;
 }
 
@@ -139,7 +163,8 @@ std::string CanonicalOptions(const BuildOptions& o) {
                       ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
                       TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
-                      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "");
+                      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
+                      SplitKParts(o) > 1 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -203,8 +228,12 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
 
 absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
-  return codegen::LowerAndEmit(prepared.program, options.target, {}, GemmWgmma(options),
-                               TmaWsPipeline(options), WsBlocks(options));
+  codegen::LoweringOptions lowering;
+  lowering.gemm_wgmma = GemmWgmma(options);
+  lowering.tma_ws_pipeline = TmaWsPipeline(options);
+  lowering.ws_blocks = WsBlocks(options);
+  lowering.split_k = SplitKParts(options);
+  return codegen::LowerAndEmit(prepared.program, options.target, lowering);
 }
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {

@@ -90,6 +90,9 @@ bool TmaWsPipeline(const BuildOptions& options);
 // The blocks per SM a warp-specialized main loop plans for: the last
 // ws-blocks= pass option (1, 2; auto: 0, Kiln's plan); 0 without TmaWsPipeline.
 int WsBlocks(const BuildOptions& options);
+// The parts the GEMM's K loop is split into (compiler/passes/split_k.h): the
+// last split-k= pass option; 1 (off) by default.
+int SplitKParts(const BuildOptions& options);
 // What of the options changes the kernel a config compiles to, beyond the
 // target: "" for the defaults, else ";"-separated name=value items
 // (";toolchain=nvcc;opt=2;fast_math=1;gemm=wgmma"). Tuning results are

@@ -72,6 +72,8 @@ void VisitExpr(const Expr& e, const std::function<void(const Expr&)>& fn) {
   for (const Expr& a : e.args) VisitExpr(a, fn);
 }
 
+} // namespace
+
 void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn) {
   for (Stmt& s : *stmts) {
     ForEachStmtExprSlot(s, [&](Expr& e) { RewriteExpr(&e, fn); });
@@ -79,8 +81,6 @@ void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn)
     RewriteStmts(&s.else_body, fn);
   }
 }
-
-} // namespace
 
 void StripLocations(Program* program) {
   for (Symbol& s : program->symbols) s.loc = Loc{};

@@ -27,6 +27,8 @@ void ForEachExpr(const Program& program, const std::function<void(const Expr&)>&
 // whose children are already rewritten and returns its replacement.
 void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn);
 void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn);
+// The same over statements (their bodies included).
+void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn);
 
 // The name the user knows a symbol or parameter by (see ir.h): its
 // user_name, or its IR name when that is empty.

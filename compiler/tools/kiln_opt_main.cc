@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/codegen/codegen.h"
@@ -36,6 +37,7 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/kernel_compile.h"
 #include "compiler/toolchain/resource_usage.h"
@@ -52,7 +54,7 @@ constexpr char kUsage[] =
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
-    "                [--ws-blocks=1|2|auto]\n"
+    "                [--ws-blocks=1|2|auto] [--split-k=N]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -64,10 +66,8 @@ struct Args {
   std::vector<std::string> passes;
   std::string emit = "ir";
   std::string target = "cpu";
-  std::string lower_for;  // build this target's thread program (cpu + cuda:sm_90a)
-  bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
-  bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
-  int ws_blocks = 0;      // --ws-blocks=1|2|auto: blocks per SM of a warp-specialized loop
+  // --lower-for, --gemm, --pipeline, --ws-blocks, --split-k.
+  kiln::codegen::LoweringOptions lowering;
   std::string out;
   bool hash = false;
   bool print_locs = false;
@@ -130,20 +130,26 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (TakeValue(argc, argv, i, "--target", &value)) {
       args->target = value;
     } else if (TakeValue(argc, argv, i, "--lower-for", &value)) {
-      args->lower_for = value;
+      args->lowering.lower_for = value;
     } else if (TakeValue(argc, argv, i, "--gemm", &value)) {
       if (value != "wgmma" && value != "mma") return UsageError("--gemm must be wgmma or mma");
-      args->gemm_wgmma = value == "wgmma";
+      args->lowering.gemm_wgmma = value == "wgmma";
     } else if (TakeValue(argc, argv, i, "--pipeline", &value)) {
       if (value != "tma-ws" && value != "cp.async") {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
-      args->tma_ws = value == "tma-ws";
+      args->lowering.tma_ws_pipeline = value == "tma-ws";
     } else if (TakeValue(argc, argv, i, "--ws-blocks", &value)) {
       if (value != "1" && value != "2" && value != "auto") {
         return UsageError("--ws-blocks must be 1, 2 or auto");
       }
-      args->ws_blocks = value == "auto" ? 0 : value[0] - '0';
+      args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
+    } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
+      int n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits) {
+        return UsageError(absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits));
+      }
+      args->lowering.split_k = n;
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
       args->out = kiln::util::ExpandHome(value); // `-o=~/x`: no shell expands that ~
     } else if (arg == "--hash") {
@@ -203,8 +209,8 @@ absl::StatusOr<kiln::ir::Program> Load(const Args& args, const std::string& text
   options.bindings = args.bindings;
   options.dynamic_params = args.dynamic_params;
   // Device queries describe the device the program is lowered for.
-  options.device =
-      kiln::frontend::DeviceModelForTarget(args.lower_for.empty() ? args.target : args.lower_for);
+  options.device = kiln::frontend::DeviceModelForTarget(
+      args.lowering.lower_for.empty() ? args.target : args.lowering.lower_for);
   if (args.test_bind) {
     absl::StatusOr<kiln::tools::Bindings> line = kiln::tools::BindLine(text, name, "test-bind");
     if (!line.ok()) return line.status();
@@ -259,10 +265,18 @@ int main(int argc, char** argv) {
   }
   kiln::passes::PassContext ctx;
   ctx.target = args.target;
-  if (args.lower_for != args.target) ctx.lower_for = args.lower_for;
-  ctx.gemm_wgmma = args.gemm_wgmma;
-  ctx.tma_ws_pipeline = args.tma_ws;
-  ctx.ws_blocks = args.ws_blocks;
+  if (args.lowering.lower_for != args.target) ctx.lower_for = args.lowering.lower_for;
+  ctx.gemm_wgmma = args.lowering.gemm_wgmma;
+  ctx.tma_ws_pipeline = args.lowering.tma_ws_pipeline;
+  ctx.ws_blocks = args.lowering.ws_blocks;
+  // Split-K rewrites the tile program itself: the IR printed, passed and
+  // emitted below is the split one.
+  if (args.lowering.split_k > 1) {
+    if (absl::Status s = kiln::passes::SplitK(*program, args.lowering.split_k); !s.ok()) {
+      std::cerr << located(s.message()) << "\n";
+      return 1;
+    }
+  }
   if (absl::Status s = kiln::passes::RunPasses(*program, args.passes, ctx); !s.ok()) {
     std::cerr << located(s.message()) << "\n";
     return 1;
@@ -291,8 +305,9 @@ int main(int argc, char** argv) {
       }
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
-      kernel = kiln::codegen::LowerAndEmit(*program, args.target, args.lower_for, args.gemm_wgmma,
-                                           args.tma_ws, args.ws_blocks);
+      kiln::codegen::LoweringOptions lowering = args.lowering;
+      lowering.split_k = 1; // applied above
+      kernel = kiln::codegen::LowerAndEmit(*program, args.target, lowering);
     }
     if (!kernel.ok()) {
       std::cerr << located(kernel.status().message()) << "\n";

@@ -41,6 +41,7 @@
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/split_k.h"
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/tools/bind_lines.h"
 #include "compiler/tools/kernel_inputs.h"
@@ -80,6 +81,9 @@ options:
                        warpgroup (default) or the cp.async pipeline
   --ws-blocks 1|2|auto  blocks per SM a warp-specialized loop plans its
                        registers for (auto: Kiln's plan)
+  --split-k N          split the GEMM's K loop over N blocks per output tile
+                       (float32 partials in a workspace, then a reduce kernel);
+                       1: off
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation
@@ -130,10 +134,8 @@ struct Args {
   bool is_cuda = false;
   int device = 0;
   std::string arch;
-  std::string lower_for;
-  bool gemm_wgmma = true; // --gemm=mma: Hopper gemms as mma.sync instead of wgmma
-  bool tma_ws = true;     // --pipeline=cp.async: wgmma main loops on cp.async, not TMA + WS
-  int ws_blocks = 0;      // --ws-blocks=1|2|auto: blocks per SM of a warp-specialized loop
+  // --lower-for, --gemm, --pipeline, --ws-blocks, --split-k.
+  kiln::codegen::LoweringOptions lowering;
   uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
@@ -237,22 +239,28 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (missing || value.rfind("cuda:sm_", 0) != 0) {
         return UsageError("--lower-for needs a CUDA target such as cuda:sm_90a");
       }
-      args->lower_for = value;
+      args->lowering.lower_for = value;
     } else if (take("--gemm")) {
       if (missing || (value != "wgmma" && value != "mma")) {
         return UsageError("--gemm must be wgmma or mma");
       }
-      args->gemm_wgmma = value == "wgmma";
+      args->lowering.gemm_wgmma = value == "wgmma";
     } else if (take("--pipeline")) {
       if (missing || (value != "tma-ws" && value != "cp.async")) {
         return UsageError("--pipeline must be tma-ws or cp.async");
       }
-      args->tma_ws = value == "tma-ws";
+      args->lowering.tma_ws_pipeline = value == "tma-ws";
     } else if (take("--ws-blocks")) {
       if (missing || (value != "1" && value != "2" && value != "auto")) {
         return UsageError("--ws-blocks must be 1, 2 or auto");
       }
-      args->ws_blocks = value == "auto" ? 0 : value[0] - '0';
+      args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
+    } else if (take("--split-k")) {
+      int n = 0;
+      if (missing || !absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits) {
+        return UsageError(absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits));
+      }
+      args->lowering.split_k = n;
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -285,7 +293,7 @@ int ParseArgs(int argc, char** argv, Args* args) {
   if (args->file.empty()) return UsageError("no input file");
   if (args->target.empty()) return UsageError("missing --target (cpu, cuda or cuda:N)");
   if (!args->arch.empty() && !args->is_cuda) return UsageError("--arch applies to --target cuda");
-  if (!args->lower_for.empty() && args->is_cuda) {
+  if (!args->lowering.lower_for.empty() && args->is_cuda) {
     return UsageError("--lower-for applies to --target cpu (for CUDA, use --arch)");
   }
   std::set<std::string> seen;
@@ -362,8 +370,8 @@ int Run(const Args& args) {
   // Device queries describe the device the program is lowered for: --lower-for's,
   // --arch's, else the target's (cpu: none).
   options.device = kiln::frontend::DeviceModelForTarget(
-      !args.lower_for.empty() ? args.lower_for
-                              : (!args.arch.empty() ? "cuda:" + args.arch : args.target));
+      !args.lowering.lower_for.empty() ? args.lowering.lower_for
+                                       : (!args.arch.empty() ? "cuda:" + args.arch : args.target));
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
   // Located errors of the program quote its source line.
   auto located = [&](absl::string_view message) {
@@ -371,6 +379,12 @@ int Run(const Args& args) {
   };
   if (!program.ok()) return Fail(located(program.status().message()));
   if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(located(s.message()));
+  if (args.lowering.split_k > 1) {
+    // Split-K adds a kernel and a workspace: run and check the split program.
+    if (absl::Status s = kiln::passes::SplitK(*program, args.lowering.split_k); !s.ok()) {
+      return Fail(located(s.message()));
+    }
+  }
 
   // Which parameters are outputs, and which feed ref_program.
   absl::StatusOr<int> arity = kiln::tools::RefProgramArity(*source, args.file);
@@ -502,8 +516,10 @@ int Run(const Args& args) {
     where = absl::StrCat("cuda:", args.device, " (", device->properties().name, ", ", arch, ")");
   }
 
-  absl::StatusOr<kiln::codegen::EmittedKernel> kernel = kiln::codegen::LowerAndEmit(
-      *program, target, args.lower_for, args.gemm_wgmma, args.tma_ws, args.ws_blocks);
+  kiln::codegen::LoweringOptions lowering = args.lowering;
+  lowering.split_k = 1; // applied to the program after the frontend
+  absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
+      kiln::codegen::LowerAndEmit(*program, target, lowering);
   if (!kernel.ok()) return Fail(located(kernel.status().message()));
   if (!args.emit_dir.empty()) {
     if (absl::Status s = WriteEmitted(args.emit_dir, *program, *kernel); !s.ok()) {

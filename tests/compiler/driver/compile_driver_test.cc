@@ -272,6 +272,45 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
   EXPECT_THAT(bad.status().message(), HasSubstr("ws-blocks=1, 2 or auto"));
 }
 
+TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
+  // split-k=N splits the GEMM's K loop (compiler/passes/split_k.h): a second
+  // kernel and a workspace in the launch, a key and best-config variant of
+  // its own; the last split-k= wins, 1 is off, anything else is refused.
+  ProgramInput in = GemmInput(/*test_size=*/false); // K = 4096, block_K = 64
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  const std::string plain = KeyOf(in, o);
+  o.pass_options = {"split-k=4"};
+  EXPECT_EQ(SplitKParts(o), 4);
+  EXPECT_EQ(KernelVariant(o), ";split-k=4");
+  const std::string split = KeyOf(in, o);
+  EXPECT_NE(split, plain);
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_EQ(k->launch.next_kernels.size(), 1u);
+  ASSERT_EQ(k->launch.workspaces.size(), 1u);
+  o.pass_options = {"split-k=4", "split-k=1"};
+  EXPECT_EQ(SplitKParts(o), 1);
+  EXPECT_EQ(KernelVariant(o), "");
+  EXPECT_EQ(KeyOf(in, o), plain);
+  for (const char* bad : {"split-k=0", "split-k=65", "split-k=x", "split-k="}) {
+    o.pass_options = {bad};
+    absl::StatusOr<Prepared> refused = Prepare(in, o);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("split-k takes a number of splits in 1..64"))
+        << bad;
+  }
+  // A split the program does not allow is the build's located error.
+  o.pass_options = {"split-k=3"};
+  absl::StatusOr<Prepared> three = Prepare(in, o);
+  ASSERT_TRUE(three.ok()) << three.status();
+  absl::StatusOr<codegen::EmittedKernel> refused = Emit(*three, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("which 3 does not divide"));
+}
+
 TEST(CompileDriver, EveryListedTargetBuilds) {
   // passes::SupportedTargets() is what the version RPC and error messages
   // list: each entry must build (HIP is parsed but not listed until it does).

@@ -124,7 +124,9 @@ TEST(VerifyResourcesTest, LoweringPipelineRefusesEveryCase) {
     SCOPED_TRACE(c.name);
     absl::StatusOr<ir::Program> p = ir::ParseProgramText(Text(c), "t.kir");
     ASSERT_TRUE(p.ok()) << p.status();
-    absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(*p, "cpu", "", false);
+    codegen::LoweringOptions mma;
+    mma.gemm_wgmma = false;
+    absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(*p, "cpu", mma);
     ASSERT_FALSE(k.ok()) << "lowered, but an error was expected";
     EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(k.status().message()), StartsWith("t.kir:"));

@@ -1,0 +1,326 @@
+#include "compiler/passes/split_k.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/ir/builder.h"
+#include "compiler/ir/diagnostic.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
+
+namespace kiln::passes {
+namespace {
+
+using ir::BinOp;
+using ir::Expr;
+using ir::Stmt;
+using ir::StmtKind;
+
+// The reduce kernel's tile: rows x columns of the output per block, one
+// element per thread and row.
+constexpr int64_t kReduceRows = 4;
+constexpr int64_t kReduceCols = 128;
+
+// Whether a statement list names buffer `name` anywhere (operands, loads,
+// stores).
+bool Mentions(const std::vector<Stmt>& stmts, const std::string& name) {
+  bool found = false;
+  ir::ForEachStmt(stmts, [&](const Stmt& s) {
+    for (const ir::Region& r : s.regions) found |= r.buffer == name;
+    if (s.kind == StmtKind::kStore || s.kind == StmtKind::kAnnotateLayout) found |= s.name == name;
+  });
+  if (found) return true;
+  ir::Program scan;
+  scan.kernel.body = stmts;
+  ir::ForEachExpr(scan,
+                  [&](const Expr& e) { found |= e.kind == ir::ExprKind::kLoad && e.name == name; });
+  return found;
+}
+
+// A name no buffer, variable or symbol of the program has.
+class Names {
+ public:
+  explicit Names(const ir::Program& p) {
+    for (const ir::Symbol& s : p.symbols) used_.insert(s.name);
+    for (const ir::Param& q : p.params) used_.insert(q.buffer.name);
+    for (const ir::Buffer& b : p.workspaces) used_.insert(b.name);
+    auto kernel = [&](const ir::Kernel& k) {
+      for (const std::string& v : k.block_vars) used_.insert(v);
+      ir::ForEachStmt(k.body, [&](const Stmt& s) {
+        if (s.kind == StmtKind::kAlloc) used_.insert(s.buffer.name);
+        for (const std::string& v : s.loop_vars) used_.insert(v);
+      });
+    };
+    kernel(p.kernel);
+    for (const ir::Kernel& k : p.next_kernels) kernel(k);
+  }
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; used_.count(name) != 0; ++k) name = absl::StrCat(base, "_", k);
+    used_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+// Whether `s` (or a statement in it) writes global memory: a store, copy,
+// atomic or TMA copy whose destination is not one of `local` (the kernel's
+// own allocations).
+bool WritesGlobal(const Stmt& s, const std::set<std::string>& local) {
+  bool writes = false;
+  ir::ForEachStmt({s}, [&](const Stmt& x) {
+    switch (x.kind) {
+    case StmtKind::kStore:
+      writes |= local.count(x.name) == 0;
+      break;
+    case StmtKind::kCopy:
+    case StmtKind::kReduce:
+      writes |= x.regions.size() > 1 && local.count(x.regions[1].buffer) == 0;
+      break;
+    case StmtKind::kAtomic:
+      writes |= !x.regions.empty() && local.count(x.regions[0].buffer) == 0;
+      break;
+    case StmtKind::kFill:
+    case StmtKind::kGemm:
+      writes |= !x.regions.empty() && local.count(x.regions.back().buffer) == 0;
+      break;
+    default:
+      break;
+    }
+  });
+  return writes;
+}
+
+} // namespace
+
+absl::Status SplitK(ir::Program& program, int splits) {
+  const std::string& file = program.source_name;
+  ir::Kernel& k = program.kernel;
+  const auto refuse = [&](ir::Loc loc, absl::string_view why) {
+    return ir::ErrorAt(file, loc, absl::StrCat("split-k=", splits, ": ", why));
+  };
+  if (splits < 2 || splits > kMaxSplits) {
+    return refuse(k.loc, absl::StrCat("the number of splits must be in 2..", kMaxSplits));
+  }
+  if (!program.next_kernels.empty()) {
+    return refuse(program.next_kernels[0].loc, "the program already has several kernels");
+  }
+  if (k.grid.size() > 2) {
+    return refuse(k.loc, "the kernel already uses three grid dimensions (split-K adds one)");
+  }
+
+  // The kernel's own buffers; the K loop; the accumulator and the copy out.
+  std::set<std::string> local;
+  std::map<std::string, ir::Buffer> allocs;
+  ir::ForEachStmt(k.body, [&](const Stmt& x) {
+    if (x.kind == StmtKind::kAlloc) {
+      local.insert(x.buffer.name);
+      allocs[x.buffer.name] = x.buffer;
+    }
+  });
+  std::optional<size_t> loop_at;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Stmt& s = k.body[i];
+    if (s.kind != StmtKind::kFor ||
+        (s.for_kind != ir::ForKind::kPipelined && s.for_kind != ir::ForKind::kSerial)) {
+      continue;
+    }
+    bool has_gemm = false;
+    ir::ForEachStmt(s.body, [&](const Stmt& x) { has_gemm |= x.kind == StmtKind::kGemm; });
+    if (!has_gemm) continue;
+    if (loop_at) return refuse(s.loc, "the kernel has more than one loop of gemms");
+    loop_at = i;
+  }
+  if (!loop_at) return refuse(k.loc, "the kernel has no K loop (a loop of gemms) at its top level");
+  Stmt& loop = k.body[*loop_at];
+  std::string acc;
+  bool gemm_ok = true;
+  ir::ForEachStmt(loop.body, [&](const Stmt& x) {
+    if (x.kind != StmtKind::kGemm || x.regions.size() != 3) return;
+    const std::string& c = x.regions[2].buffer;
+    if (!acc.empty() && acc != c) gemm_ok = false;
+    acc = c;
+    gemm_ok &= !x.clear_accum;
+  });
+  if (!gemm_ok) {
+    return refuse(loop.loc, "the loop's gemms must all accumulate (clear_accum=False) into one "
+                            "fragment");
+  }
+  auto acc_buf = allocs.find(acc);
+  if (acc_buf == allocs.end() || acc_buf->second.scope != ir::Scope::kFragment) {
+    return refuse(loop.loc, absl::StrCat("the gemms' accumulator '", acc,
+                                         "' is not a fragment of the kernel"));
+  }
+  if (WritesGlobal(loop, local)) {
+    return refuse(loop.loc, "the K loop writes global memory, which every split would repeat");
+  }
+  if (loop.loop_vars.size() != 1 || loop.extents.size() != 1) {
+    return refuse(loop.loc, "the K loop must have one variable");
+  }
+  const std::optional<int64_t> trips = ir::ConstInt(ir::Simplify(loop.extents[0]));
+  if (!trips) {
+    return refuse(loop.loc, "the K loop's trip count must be a constant (bind K)");
+  }
+  if (*trips % splits != 0) {
+    return refuse(loop.loc, absl::StrCat("the K loop runs ", *trips, " times, which ", splits,
+                                         " does not divide"));
+  }
+  // Before the loop: only allocations, fills of the kernel's own buffers,
+  // layout annotations and use_swizzle; the accumulator must be zero-filled.
+  bool zeroed = false;
+  for (size_t i = 0; i < *loop_at; ++i) {
+    const Stmt& s = k.body[i];
+    const bool harmless = s.kind == StmtKind::kAlloc || s.kind == StmtKind::kUseSwizzle ||
+                          s.kind == StmtKind::kAnnotateLayout ||
+                          (s.kind == StmtKind::kFill && !WritesGlobal(s, local));
+    if (!harmless) {
+      return refuse(s.loc, "before the K loop the kernel may only allocate, fill its own buffers "
+                           "and annotate layouts");
+    }
+    if (s.kind == StmtKind::kFill && s.regions[0].buffer == acc) {
+      const std::optional<double> v =
+          s.value.kind == ir::ExprKind::kFloat ? std::optional<double>(s.value.fval)
+          : s.value.kind == ir::ExprKind::kInt ? std::optional<double>(s.value.ival)
+                                               : std::nullopt;
+      zeroed = v && *v == 0.0;
+    }
+  }
+  if (!zeroed) {
+    return refuse(loop.loc, absl::StrCat("the accumulator '", acc,
+                                         "' must be zero-filled (T.clear) before the K loop"));
+  }
+  // After the loop: exactly one copy of the whole accumulator into a 2-d
+  // global output.
+  if (*loop_at + 2 != k.body.size()) {
+    return refuse(loop.loc, "the K loop must be followed by exactly one statement, the copy of "
+                            "the accumulator into the output");
+  }
+  Stmt& out = k.body.back();
+  if (out.kind != StmtKind::kCopy || out.regions.size() != 2 || out.regions[0].buffer != acc) {
+    return refuse(out.loc, absl::StrCat("after the K loop only a T.copy of '", acc,
+                                        "' into the output may follow"));
+  }
+  const ir::Param* output = nullptr;
+  for (const ir::Param& p : program.params) {
+    if (!p.is_scalar && p.buffer.name == out.regions[1].buffer) output = &p;
+  }
+  if (output == nullptr || output->buffer.shape.size() != 2 || output->buffer.index_layout) {
+    return refuse(out.loc, "the accumulator must be copied into a 2-d tensor parameter (with "
+                           "the default layout)");
+  }
+  if (Mentions({loop}, output->buffer.name)) {
+    return refuse(loop.loc, "the K loop reads the output");
+  }
+  const std::vector<ir::Range>& src = out.regions[0].ranges;
+  bool whole = src.size() == acc_buf->second.shape.size();
+  for (size_t d = 0; whole && d < src.size(); ++d) {
+    whole = ir::ConstInt(ir::Simplify(src[d].min)) == 0 &&
+            ir::ProvablyEqual(src[d].extent, acc_buf->second.shape[d]);
+  }
+  if (!whole) return refuse(out.loc, absl::StrCat("the copy must take the whole of '", acc, "'"));
+
+  Names names(program);
+  const std::string split = names.Fresh("kiln_split");
+  const std::string partials = names.Fresh("kiln_splitk_partials");
+  const ir::Loc at = loop.loc;
+  const ir::DType acc_dtype = acc_buf->second.dtype;
+
+  // Kernel 1: block z runs trips / splits iterations of the loop from
+  // z * (trips / splits), and copies its partial sums to partials[z].
+  const int64_t part = *trips / splits;
+  const std::string ko = loop.loop_vars[0];
+  const std::string ko_local = names.Fresh(absl::StrCat(ko, "_in_split"));
+  ir::RewriteStmts(&loop.body, [&](Expr e) {
+    if (e.kind != ir::ExprKind::kVar || e.name != ko) return e;
+    return ir::Binary(BinOp::kAdd,
+                      ir::Binary(BinOp::kMul, ir::VarRef(split, e.dtype, e.loc),
+                                 ir::IntImm(part, e.dtype, e.loc), e.loc),
+                      ir::VarRef(ko_local, e.dtype, e.loc), e.loc);
+  });
+  loop.loop_vars[0] = ko_local;
+  loop.extents[0] = ir::IntImm(part, loop.extents[0].dtype, loop.extents[0].loc);
+  while (k.grid.size() < 2) {
+    k.grid.push_back(ir::IntImm(1, ir::DType::kInt32, k.loc));
+    k.block_vars.push_back(names.Fresh("kiln_unused_block"));
+  }
+  k.grid.push_back(ir::IntImm(splits, ir::DType::kInt32, k.loc));
+  k.block_vars.push_back(split);
+
+  ir::Buffer ws;
+  ws.name = partials;
+  ws.dtype = acc_dtype;
+  ws.scope = ir::Scope::kGlobal;
+  ws.shape = {ir::IntImm(splits, ir::DType::kInt32, at), output->buffer.shape[0],
+              output->buffer.shape[1]};
+  ws.loc = at;
+  ir::Region& dst = out.regions[1];
+  dst.buffer = partials;
+  dst.ranges.insert(dst.ranges.begin(), ir::Range{ir::VarRef(split, ir::DType::kInt32, at),
+                                                  ir::IntImm(1, ir::DType::kInt32, at)});
+  program.workspaces.push_back(ws);
+
+  // Kernel 2: output[i, j] = sum over z of partials[z, i, j], in order.
+  ir::Kernel reduce;
+  reduce.loc = out.loc;
+  const Expr& rows = output->buffer.shape[0];
+  const Expr& cols = output->buffer.shape[1];
+  const auto ceil_div = [&](const Expr& n, int64_t d) {
+    return ir::Simplify(ir::Binary(BinOp::kFloorDiv,
+                                   ir::Binary(BinOp::kAdd, n, ir::IntImm(d - 1, n.dtype, at), at),
+                                   ir::IntImm(d, n.dtype, at), at));
+  };
+  reduce.grid = {ceil_div(cols, kReduceCols), ceil_div(rows, kReduceRows)};
+  const std::string bx = names.Fresh("kiln_splitk_bx"), by = names.Fresh("kiln_splitk_by");
+  const std::string i = names.Fresh("kiln_splitk_i"), j = names.Fresh("kiln_splitk_j");
+  reduce.block_vars = {bx, by};
+  reduce.threads = {kReduceCols};
+  // Indices in int32, as the block and loop variables are.
+  const ir::DType idx = ir::DType::kInt32;
+  const Expr rows32 = rows.dtype == idx ? rows : ir::Cast(idx, rows, at);
+  const Expr cols32 = cols.dtype == idx ? cols : ir::Cast(idx, cols, at);
+  const Expr row = ir::Binary(
+      BinOp::kAdd,
+      ir::Binary(BinOp::kMul, ir::VarRef(by, idx, at), ir::IntImm(kReduceRows, idx, at), at),
+      ir::VarRef(i, idx, at), at);
+  const Expr col = ir::Binary(
+      BinOp::kAdd,
+      ir::Binary(BinOp::kMul, ir::VarRef(bx, idx, at), ir::IntImm(kReduceCols, idx, at), at),
+      ir::VarRef(j, idx, at), at);
+  Expr sum;
+  for (int z = 0; z < splits; ++z) {
+    Expr term = ir::Load(partials, acc_dtype, {ir::IntImm(z, idx, at), row, col}, at);
+    sum = z == 0 ? term : ir::Binary(BinOp::kAdd, sum, term, at);
+  }
+  Stmt store;
+  store.kind = StmtKind::kStore;
+  store.loc = out.loc;
+  store.name = output->buffer.name;
+  store.indices = {row, col};
+  store.value = acc_dtype == output->buffer.dtype ? sum : ir::Cast(output->buffer.dtype, sum, at);
+  Stmt guard;
+  guard.kind = StmtKind::kIf;
+  guard.loc = out.loc;
+  guard.cond = ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, rows32, at),
+                          ir::Binary(BinOp::kLt, col, cols32, at), at);
+  guard.body.push_back(std::move(store));
+  Stmt each;
+  each.kind = StmtKind::kFor;
+  each.for_kind = ir::ForKind::kParallel;
+  each.loc = out.loc;
+  each.loop_vars = {i, j};
+  each.extents = {ir::IntImm(kReduceRows, ir::DType::kInt32, at),
+                  ir::IntImm(kReduceCols, ir::DType::kInt32, at)};
+  each.body.push_back(std::move(guard));
+  reduce.body.push_back(std::move(each));
+  program.next_kernels.push_back(std::move(reduce));
+  return absl::OkStatus();
+}
+
+} // namespace kiln::passes

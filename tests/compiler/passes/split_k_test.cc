@@ -1,0 +1,131 @@
+// compiler/passes/split_k.h: what split-K makes of examples/gemm/gemm.py (two
+// kernels, the partials workspace, the K loop's share per split), that the
+// result verifies and lowers for the CPU and sm_90, that LowerAndEmit applies
+// it from its options, and that every program it cannot split is refused with
+// a located message naming what is in the way. Its results are checked
+// against ref_program by the ctests cpu/split_k/* and gpu/split_k/*.
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/passes/split_k.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/example_loader.h"
+
+namespace kiln::passes {
+namespace {
+
+using ::testing::HasSubstr;
+
+ir::Program Gemm(const std::string& example, const std::string& bindings) {
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, example);
+  frontend::FrontendOptions o = ex.Options(/*test_size=*/false);
+  o.bindings.clear();
+  for (absl::string_view kv : absl::StrSplit(bindings, ' ')) {
+    const size_t eq = kv.find('=');
+    o.bindings.emplace_back(absl::StrCat(kv.substr(0, eq)),
+                            frontend::ParseBindingText(absl::StrCat(kv.substr(eq + 1))));
+  }
+  absl::StatusOr<ir::Program> p = frontend::CompileSource(ex.source, o);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : ir::Program();
+}
+
+constexpr char kDecode[] =
+    "M=16 N=4000 K=4096 block_M=64 block_N=128 block_K=64 num_stages=4 threads=128";
+
+std::string ErrorOf(ir::Program p, int splits) {
+  const absl::Status s = SplitK(p, splits);
+  EXPECT_FALSE(s.ok()) << ir::PrintProgram(p);
+  return absl::StrCat(s.message());
+}
+
+TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
+  ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
+  ASSERT_TRUE(SplitK(p, 8).ok());
+  ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
+  // Kernel 1: a third grid dimension of 8; the 64 K tiles in parts of 8.
+  ASSERT_EQ(p.kernel.grid.size(), 3u);
+  EXPECT_EQ(ir::ConstInt(p.kernel.grid[2]), 8);
+  const std::string text = ir::PrintProgram(p);
+  EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_partials: float32[8, 16, 4000]"));
+  EXPECT_THAT(text, HasSubstr("kernel grid(32, 1, 8) threads(128) as (bx, by, kiln_split)"));
+  EXPECT_THAT(text, HasSubstr("for ko_in_split in pipelined(8) stages=4"));
+  EXPECT_THAT(text, HasSubstr("(kiln_split * 8 + ko_in_split) * 64"));
+  EXPECT_THAT(text, HasSubstr("-> kiln_splitk_partials[kiln_split +: 1, by * 64 +: 64, "
+                              "bx * 128 +: 128]"));
+  // Kernel 2: 4 x 128 outputs a block, each the sum of its 8 partials in order.
+  ASSERT_EQ(p.next_kernels.size(), 1u);
+  EXPECT_THAT(text, HasSubstr("kernel grid(32, 4) threads(128)"));
+  EXPECT_THAT(text, HasSubstr("cast<float16>(kiln_splitk_partials[0, "));
+  EXPECT_THAT(text, HasSubstr("+ kiln_splitk_partials[7, "));
+
+  // It lowers for the CPU and for sm_90 (wgmma fed by TMA, with the
+  // third grid dimension), and LowerAndEmit applies it from its options.
+  ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
+  codegen::LoweringOptions o;
+  o.split_k = 8;
+  for (const char* target : {"cpu", "cuda:sm_90"}) {
+    SCOPED_TRACE(target);
+    absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, target, o);
+    ASSERT_TRUE(k.ok()) << k.status();
+    ASSERT_EQ(k->launch.next_kernels.size(), 1u);
+    ASSERT_EQ(k->launch.workspaces.size(), 1u);
+    EXPECT_EQ(k->launch.workspaces[0].name, "kiln_splitk_partials");
+  }
+  absl::StatusOr<codegen::EmittedKernel> sm90 = codegen::LowerAndEmit(plain, "cuda:sm_90", o);
+  ASSERT_TRUE(sm90.ok());
+  EXPECT_THAT(sm90->source, HasSubstr("tma_load_2d"));
+  // Without the option, the one-kernel program of before.
+  absl::StatusOr<codegen::EmittedKernel> one = codegen::LowerAndEmit(plain, "cuda:sm_90");
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->launch.next_kernels.empty());
+  EXPECT_TRUE(one->launch.workspaces.empty());
+}
+
+TEST(SplitK, WhatCannotBeSplitIsALocatedError) {
+  const ir::Program gemm = Gemm("examples/gemm/gemm.py", kDecode);
+  EXPECT_THAT(ErrorOf(gemm, 1), HasSubstr("split-k=1: the number of splits must be in 2..64"));
+  EXPECT_THAT(ErrorOf(gemm, 65), HasSubstr("must be in 2..64"));
+  // 64 K tiles: 6 does not divide them.
+  EXPECT_THAT(ErrorOf(gemm, 6), HasSubstr("examples/gemm/gemm.py:25:9: split-k=6: the K loop "
+                                          "runs 64 times, which 6 does not divide"));
+  // Split twice: the program has two kernels.
+  ir::Program twice = gemm;
+  ASSERT_TRUE(SplitK(twice, 2).ok());
+  EXPECT_THAT(ErrorOf(twice, 2), HasSubstr("the program already has several kernels"));
+  // An epilogue (bias and relu) between the loop and the copy: it would
+  // apply to each partial sum.
+  EXPECT_THAT(ErrorOf(Gemm("examples/gemm/gemm_relu.py",
+                           "M=64 N=128 K=256 block_M=64 block_N=128 block_K=32"),
+                      2),
+              HasSubstr("the K loop must be followed by exactly one statement"));
+  // Three grid dimensions already (a batch).
+  EXPECT_THAT(ErrorOf(Gemm("examples/gemm/batched_gemm.py",
+                           "batch=2 M=64 N=128 K=256 block_M=64 block_N=128 block_K=32"),
+                      2),
+              HasSubstr("the kernel already uses three grid dimensions"));
+  // No loop of gemms.
+  EXPECT_THAT(ErrorOf(Gemm("examples/elementwise/add.py", "M=256 N=256 block_M=32 block_N=32"), 2),
+              HasSubstr("the kernel has no K loop (a loop of gemms) at its top level"));
+  // A K loop whose trip count is not known.
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  frontend::FrontendOptions dyn = ex.Options(/*test_size=*/false);
+  dyn.dynamic_params = {"K"};
+  dyn.bindings.erase(std::remove_if(dyn.bindings.begin(), dyn.bindings.end(),
+                                    [](const auto& b) { return b.first == "K"; }),
+                     dyn.bindings.end());
+  absl::StatusOr<ir::Program> dynamic_k = frontend::CompileSource(ex.source, dyn);
+  ASSERT_TRUE(dynamic_k.ok()) << dynamic_k.status();
+  EXPECT_THAT(ErrorOf(*dynamic_k, 2), HasSubstr("the K loop's trip count must be a constant"));
+}
+
+} // namespace
+} // namespace kiln::passes
