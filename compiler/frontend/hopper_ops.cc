@@ -33,7 +33,8 @@ bool IsHopperOp(std::string_view fn) {
          fn == "barrier_wait" || fn == "mbarrier_arrive" || fn == "barrier_arrive" ||
          fn == "mbarrier_expect_tx" || fn == "mbarrier_arrive_expect_tx" || fn == "set_max_nreg" ||
          fn == "inc_max_nreg" || fn == "dec_max_nreg" || fn == "disable_warp_group_reg_alloc" ||
-         fn == "no_set_max_nreg" || fn == "fence_proxy_async";
+         fn == "no_set_max_nreg" || fn == "annotate_producer_reg_dealloc" ||
+         fn == "annotate_consumer_reg_alloc" || fn == "fence_proxy_async";
 }
 
 absl::StatusOr<ir::Region> Evaluator::BarrierOperand(const Value& v, Loc loc,
@@ -156,7 +157,8 @@ absl::StatusOr<Value> Evaluator::CallHopperOp(const std::string& fn, std::vector
     return Value::None();
   }
   if (fn == "set_max_nreg" || fn == "inc_max_nreg" || fn == "dec_max_nreg" ||
-      fn == "disable_warp_group_reg_alloc" || fn == "no_set_max_nreg") {
+      fn == "disable_warp_group_reg_alloc" || fn == "no_set_max_nreg" ||
+      fn == "annotate_producer_reg_dealloc" || fn == "annotate_consumer_reg_alloc") {
     // Register hints: accepted for compatibility, results do not depend on
     // them (see the file comment).
     for (const Arg& a : args) {

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 107> kTBuiltins = {
+constexpr std::array<std::string_view, 109> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -128,7 +128,7 @@ constexpr std::array<std::string_view, 107> kTBuiltins = {
     "ws", "alloc_barrier", "tma_copy", "mbarrier_wait_parity", "barrier_wait", "mbarrier_arrive",
     "barrier_arrive", "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "set_max_nreg",
     "inc_max_nreg", "dec_max_nreg", "disable_warp_group_reg_alloc", "no_set_max_nreg",
-    "fence_proxy_async",
+    "annotate_producer_reg_dealloc", "annotate_consumer_reg_alloc", "fence_proxy_async",
     // Hopper's asynchronous gemm (tile_ops.cc).
     "wgmma_gemm", "wait_wgmma",
     // The persistent tile loop (persistent.cc).
@@ -144,7 +144,7 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 50> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
@@ -177,8 +177,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kMissing
     {"WSRole", kWsSchedule},
     {"WSSchedule", kWsSchedule},
     {"annotate_ws_schedule", kWsSchedule},
-    {"annotate_producer_reg_dealloc", "use T.dec_max_nreg inside the producer's T.ws block"},
-    {"annotate_consumer_reg_alloc", "use T.inc_max_nreg inside the consumer's T.ws block"},
     {"attr", kRawTir},
     {"comm_reducer", kRawTir},
     {"tvm_thread_allreduce", kRawTir},

@@ -30,6 +30,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/cpu_run.h"
+#include "tests/support/example_loader.h"
 #include "tests/support/frontend_compile.h"
 #include "util/subprocess.h"
 
@@ -572,6 +573,45 @@ def kern(A, block):
   std::string bad = kPrinted;
   bad.replace(bad.find("print(bx)"), 9, "print(nope)");
   EXPECT_THAT(ErrorOf(bad, binds), HasSubstr("name 'nope' is not defined"));
+}
+
+// The register hints of warp-specialized code (T.set_max_nreg, T.dec_max_nreg,
+// T.inc_max_nreg, T.no_set_max_nreg, T.disable_warp_group_reg_alloc,
+// T.annotate_producer_reg_dealloc, T.annotate_consumer_reg_alloc) are
+// accepted and change nothing: Kiln plans the registers of its
+// warp-specialized loops itself. Their arguments must be compile-time
+// integers.
+TEST(CompatHopper, RegisterHintsAreAcceptedAndChangeNothing) {
+  const std::string src =
+      kiln::testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/warp_specialize/gemm_ws_ring.py")
+          .source;
+  const Bindings binds = {{"M", "256"},       {"N", "256"},       {"K", "256"},
+                          {"block_M", "128"}, {"block_N", "128"}, {"block_K", "64"}};
+  const std::string producer = "            with T.ws(1):\n";
+  const std::string consumer = "            with T.ws(0):\n                T.mbarrier_wait_parity";
+  ASSERT_NE(src.find(producer), std::string::npos);
+  ASSERT_NE(src.find(consumer), std::string::npos);
+  const auto with_hints = [&](const std::string& p, const std::string& c) {
+    std::string out = src;
+    out.replace(out.find(producer), producer.size(), producer + "                " + p + "\n");
+    const size_t at = out.find(consumer) + std::string("            with T.ws(0):\n").size();
+    out.insert(at, "                " + c + "\n");
+    return out;
+  };
+  const std::string plain = ir::PrintProgram(MustCompile(src, binds));
+  for (const auto& [p, c] : std::vector<std::pair<std::string, std::string>>{
+           {"T.annotate_producer_reg_dealloc()", "T.annotate_consumer_reg_alloc()"},
+           {"T.annotate_producer_reg_dealloc(24)", "T.annotate_consumer_reg_alloc(240)"},
+           {"T.dec_max_nreg(40)", "T.inc_max_nreg(232)"},
+           {"T.set_max_nreg(40, 0)", "T.set_max_nreg(232, 1)"},
+           {"T.no_set_max_nreg()", "T.disable_warp_group_reg_alloc()"}}) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(ir::PrintProgram(MustCompile(with_hints(p, c), binds)), plain);
+  }
+  EXPECT_THAT(ErrorOf(with_hints("T.annotate_producer_reg_dealloc(\"x\")",
+                                 "T.annotate_consumer_reg_alloc()"),
+                      binds),
+              HasSubstr("T.annotate_producer_reg_dealloc takes compile-time integers"));
 }
 
 } // namespace
