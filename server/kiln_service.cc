@@ -302,45 +302,19 @@ class ArtifactWriter final : public grpc::ServerWriteReactor<kiln::v1::ArtifactC
   kiln::v1::ArtifactChunk out_;
 };
 
-// --- WatchJob ----------------------------------------------------------------
+// --- WatchJob and Tune: streams of a job's changes ----------------------------
 
-// Writes the job's snapshot after every change (coalescing changes made
-// while a write is in flight) and finishes once a final state is written.
-class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
+// Writes a message after every change of a job (coalescing changes made while
+// a write is in flight) until the derived class's Fill says the last one was
+// written, or gives the status to finish with. Cancellation: a write in flight
+// completes (not ok) after a cancel and finishes in OnWriteDone; Finish while
+// a write is outstanding, or a write started after Finish, is a use after free
+// in gRPC (the daemon aborted or crashed when clients cancelled streams).
+template <typename Out>
+class JobStream : public grpc::ServerWriteReactor<Out> {
  public:
-  // The watcher callback holds this, so it never touches a deleted reactor.
-  struct Link {
-    absl::Mutex mu;
-    JobWatcher* reactor ABSL_GUARDED_BY(mu) = nullptr;
-  };
-
-  JobWatcher(std::shared_ptr<Job> job, JobViewer viewer)
-      : job_(std::move(job)), viewer_(std::move(viewer)) {
-    link_ = std::make_shared<Link>();
-    {
-      absl::MutexLock lock(&link_->mu);
-      link_->reactor = this;
-    }
-    std::shared_ptr<Link> link = link_;
-    watcher_ = job_->AddWatcher([link] {
-      absl::MutexLock lock(&link->mu);
-      if (link->reactor != nullptr) link->reactor->Changed();
-    });
-    Changed();
-  }
-  // A finished job that only the store remembers: one snapshot, then done.
-  explicit JobWatcher(const kiln::v1::Job& record) {
-    {
-      absl::MutexLock lock(&mu_);
-      out_ = record;
-      final_sent_ = true;
-      writing_ = true;
-    }
-    StartWrite(&out_);
-  }
-
   void OnWriteDone(bool ok) override {
-    bool finish = false, again = false;
+    bool again = false, finish = false;
     grpc::Status status = grpc::Status::OK;
     {
       absl::MutexLock lock(&mu_);
@@ -348,24 +322,24 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
       if (!ok || cancelled_) {
         status = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
         finish = TakeFinish();
-      } else if (final_sent_) {
+      } else if (last_written_) {
         finish = TakeFinish();
       } else if (dirty_) {
         dirty_ = false;
-        again = writing_ = true;
-        Fill();
+        std::optional<grpc::Status> end;
+        again = writing_ = Next(&end);
+        if (end) {
+          status = *end;
+          finish = TakeFinish();
+        }
       }
     }
     if (finish) {
-      Finish(status);
+      this->Finish(status);
     } else if (again) {
-      StartWrite(&out_);
+      this->StartWrite(&out_);
     }
   }
-  // A write in flight completes (not ok) after a cancel and finishes in
-  // OnWriteDone: Finish while a write is outstanding, or a write started
-  // after Finish, is a use after free in gRPC (the daemon aborted or
-  // crashed when clients cancelled streams).
   void OnCancel() override {
     bool finish = false;
     {
@@ -373,7 +347,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
       cancelled_ = true;
       if (!writing_) finish = TakeFinish();
     }
-    if (finish) Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    if (finish) this->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
   void OnDone() override {
     if (link_) {
@@ -386,59 +360,13 @@ class JobWatcher final : public grpc::ServerWriteReactor<kiln::v1::Job> {
     delete this;
   }
 
- private:
-  // True once: the caller finishes the stream (Finish is called once).
-  bool TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return false;
-    finished_ = true;
-    return true;
-  }
-  void Changed() {
-    {
-      absl::MutexLock lock(&mu_);
-      if (final_sent_ || cancelled_ || finished_) return;
-      if (writing_) {
-        dirty_ = true;
-        return;
-      }
-      writing_ = true;
-      Fill();
-    }
-    StartWrite(&out_);
-  }
-  void Fill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    out_ = job_->Snapshot();
-    viewer_.Redact(&out_);
-    final_sent_ = IsFinal(out_.state());
-  }
+ protected:
+  ~JobStream() override = default;
 
-  std::shared_ptr<Job> job_;
-  JobViewer viewer_;
-  std::shared_ptr<Link> link_;
-  uint64_t watcher_ = 0;
-  absl::Mutex mu_;
-  kiln::v1::Job out_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
-  bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false; // Finish was called
-};
-
-// --- Tune ----------------------------------------------------------------------
-
-// Streams a tuning job: a progress event after every change (coalescing
-// changes made while a write is in flight), then the result, then OK; or
-// the job's error. A client that goes away leaves the job running (it is
-// held): re-attach with attach_job_id.
-class TuneWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
- public:
-  struct Link {
-    absl::Mutex mu;
-    TuneWriter* reactor ABSL_GUARDED_BY(mu) = nullptr;
-  };
-
-  explicit TuneWriter(std::shared_ptr<Job> job) : job_(std::move(job)) {
+  // Follows `job`'s changes from its present state: the end of a derived
+  // class's constructor (Fill is the derived class's from then on).
+  void Watch(std::shared_ptr<Job> job) {
+    job_ = std::move(job);
     link_ = std::make_shared<Link>();
     {
       absl::MutexLock lock(&link_->mu);
@@ -451,116 +379,126 @@ class TuneWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     });
     Changed();
   }
+  // Writes `message` as the stream's only one.
+  void WriteOnly(Out message) {
+    {
+      absl::MutexLock lock(&mu_);
+      out_ = std::move(message);
+      last_written_ = true;
+      writing_ = true;
+    }
+    this->StartWrite(&out_);
+  }
+  // The next message into *out (true; *last when it is the final one), or
+  // the status to finish with in *finish (false).
+  virtual bool Fill(const kiln::v1::Job& snapshot, Out* out, bool* last,
+                    std::optional<grpc::Status>* finish) = 0;
 
-  void OnWriteDone(bool ok) override {
-    bool again = false, finish = false;
-    grpc::Status status = grpc::Status::OK;
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-      if (!ok || cancelled_) {
-        status = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
-        finish = TakeFinish();
-      } else if (final_written_) {
-        finish = TakeFinish();
-      } else if (dirty_) {
-        dirty_ = false;
-        std::optional<grpc::Status> end;
-        again = writing_ = Fill(&end);
-        if (end) {
-          status = *end;
-          finish = TakeFinish();
-        }
-      }
-    }
-    if (finish) {
-      Finish(status);
-    } else if (again) {
-      StartWrite(&out_);
-    }
-  }
-  // As JobWatcher's: a write in flight finishes in OnWriteDone.
-  void OnCancel() override {
-    bool finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      if (!writing_) finish = TakeFinish();
-    }
-    if (finish) Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-  }
-  void OnDone() override {
-    {
-      absl::MutexLock lock(&link_->mu);
-      link_->reactor = nullptr;
-    }
-    job_->RemoveWatcher(watcher_);
-    delete this;
-  }
+  std::shared_ptr<Job> job_;
 
  private:
+  // The watcher callback holds this, so it never touches a deleted reactor.
+  struct Link {
+    absl::Mutex mu;
+    JobStream* reactor ABSL_GUARDED_BY(mu) = nullptr;
+  };
+
   // True once: the caller finishes the stream (Finish is called once).
   bool TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_) return false;
     finished_ = true;
     return true;
   }
+  bool Next(std::optional<grpc::Status>* finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bool last = false;
+    const bool write = Fill(job_->Snapshot(), &out_, &last, finish);
+    if (!write) finishing_ = true;
+    last_written_ = write && last;
+    return write;
+  }
   void Changed() {
     std::optional<grpc::Status> end;
     bool write = false, finish = false;
     {
       absl::MutexLock lock(&mu_);
-      if (final_written_ || finishing_ || cancelled_ || finished_) return;
+      if (last_written_ || finishing_ || cancelled_ || finished_) return;
       if (writing_) {
         dirty_ = true;
         return;
       }
-      write = Fill(&end);
-      writing_ = write;
+      write = writing_ = Next(&end);
       if (end) finish = TakeFinish();
     }
     if (finish) {
-      Finish(*end);
+      this->Finish(*end);
     } else if (write) {
-      StartWrite(&out_);
+      this->StartWrite(&out_);
     }
   }
-  // The next event serialized into out_ (true), or the status to finish
-  // with (Tune is a raw method: its events are written as bytes).
-  bool Fill(std::optional<grpc::Status>* finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const kiln::v1::Job snapshot = job_->Snapshot();
+
+  std::shared_ptr<Link> link_;
+  uint64_t watcher_ = 0;
+  absl::Mutex mu_;
+  Out out_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool last_written_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false; // Finish was called
+};
+
+// WatchJob: the job's snapshot (as the viewer may see it) after every
+// change, until a final state is written.
+class JobWatcher final : public JobStream<kiln::v1::Job> {
+ public:
+  JobWatcher(std::shared_ptr<Job> job, JobViewer viewer) : viewer_(std::move(viewer)) {
+    Watch(std::move(job));
+  }
+  // A finished job that only the store remembers: one snapshot, then done.
+  explicit JobWatcher(const kiln::v1::Job& record) { WriteOnly(record); }
+
+ private:
+  bool Fill(const kiln::v1::Job& snapshot, kiln::v1::Job* out, bool* last,
+            std::optional<grpc::Status>* /*finish*/) override {
+    *out = snapshot;
+    viewer_.Redact(out);
+    *last = IsFinal(out->state());
+    return true;
+  }
+
+  JobViewer viewer_;
+};
+
+// Tune: a progress event after every change, then the result, then OK; or
+// the job's error. A client that goes away leaves the job running (it is
+// held): re-attach with attach_job_id. Tune is a raw method: the events are
+// written serialized.
+class TuneWriter final : public JobStream<grpc::ByteBuffer> {
+ public:
+  explicit TuneWriter(std::shared_ptr<Job> job) { Watch(std::move(job)); }
+
+ private:
+  bool Fill(const kiln::v1::Job& snapshot, grpc::ByteBuffer* out, bool* last,
+            std::optional<grpc::Status>* finish) override {
     kiln::v1::TuneEvent event;
     event.set_job_id(snapshot.id());
     if (!IsFinal(snapshot.state())) {
       *event.mutable_progress() = snapshot.tune_progress();
     } else if (const TuneJobResult* r = job_->result<TuneJobResult>()) {
       *event.mutable_result() = r->result;
-      final_written_ = true;
+      *last = true;
     } else {
-      finishing_ = true;
       *finish = ToGrpcStatus(job_->status());
       return false;
     }
-    out_.Clear();
-    if (absl::Status s = SerializeInto(event, &out_); !s.ok()) {
-      finishing_ = true;
+    out->Clear();
+    if (absl::Status s = SerializeInto(event, out); !s.ok()) {
       *finish = ToGrpcStatus(s);
       return false;
     }
     return true;
   }
-
-  std::shared_ptr<Job> job_;
-  std::shared_ptr<Link> link_;
-  uint64_t watcher_ = 0;
-  absl::Mutex mu_;
-  grpc::ByteBuffer out_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
-  bool final_written_ ABSL_GUARDED_BY(mu_) = false;
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false; // Finish was called
 };
 
 template <typename Message>
