@@ -297,6 +297,7 @@ BenchmarkService::ArtifactFor(const std::shared_ptr<Job>& job, const BenchmarkCa
   CompileCall compile;
   compile.program = *std::move(program);
   compile.options = OptionsFromProto(r.target(), r.options());
+  if (absl::Status s = AddKnobs(r.program(), r.config(), &compile.options); !s.ok()) return s;
   compile.client = call.client;
   compile.identity = call.identity;
   compile.priority = Priority::kBenchmark;

@@ -627,6 +627,8 @@ grpc::ServerUnaryReactor* KilnService::Compile(CallbackServerContext* ctx,
   call.deadline = absl::FromChrono(ctx->deadline());
   call.program = *std::move(program);
   call.options = OptionsFromProto(request->target(), request->options());
+  if (absl::Status s = AddKnobs(request->program(), config, &call.options); !s.ok())
+    return FinishNow(ctx, s);
   call.client = who->client;
   call.identity = who->identity;
   call.async = request->async();

@@ -95,7 +95,19 @@ ProgramFromProto(const kiln::v1::ProgramSource& source,
     return absl::InvalidArgumentError(
         "program: set one of tilelang_source, ir_text or ir (the request has no program)");
   }
-  if (absl::Status s = AddSorted(source.bindings(), "binding", &in.bindings); !s.ok()) return s;
+  // Tuning knobs ("kiln:split_k") are pass options, not bindings (AddKnobs).
+  const auto without_knobs =
+      [](const google::protobuf::Map<std::string, kiln::v1::BindingValue>& m) {
+        google::protobuf::Map<std::string, kiln::v1::BindingValue> out;
+        for (const auto& [name, value] : m) {
+          if (!driver::IsPassKnob(name)) out[name] = value;
+        }
+        return out;
+      };
+  if (absl::Status s = AddSorted(without_knobs(source.bindings()), "binding", &in.bindings);
+      !s.ok()) {
+    return s;
+  }
   if (source.dynamic_params_size() > kMaxDynamicParams) {
     return absl::InvalidArgumentError(
         absl::StrCat("program.dynamic_params: ", source.dynamic_params_size(), " names; at most ",
@@ -110,7 +122,9 @@ ProgramFromProto(const kiln::v1::ProgramSource& source,
   in.dynamic_params.erase(std::unique(in.dynamic_params.begin(), in.dynamic_params.end()),
                           in.dynamic_params.end());
   std::vector<std::pair<std::string, frontend::BindingValue>> overrides;
-  if (absl::Status s = AddSorted(config, "config entry", &overrides); !s.ok()) return s;
+  if (absl::Status s = AddSorted(without_knobs(config), "config entry", &overrides); !s.ok()) {
+    return s;
+  }
   for (auto& entry : overrides) {
     const std::string& name = entry.first;
     auto it = std::find_if(in.bindings.begin(), in.bindings.end(),
@@ -137,6 +151,35 @@ driver::BuildOptions OptionsFromProto(const std::string& target,
   out.line_info = options.line_info();
   out.pass_options.assign(options.pass_options().begin(), options.pass_options().end());
   return out;
+}
+
+absl::Status AddKnobs(const kiln::v1::ProgramSource& source,
+                      const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config,
+                      driver::BuildOptions* options) {
+  // The program's bindings first, then the config: a config entry wins.
+  std::vector<std::pair<std::string, const kiln::v1::BindingValue*>> knobs;
+  for (const auto* map : {&source.bindings(), &config}) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : *map) {
+      if (driver::IsPassKnob(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) knobs.emplace_back(name, &map->at(name));
+  }
+  for (const auto& [name, value] : knobs) {
+    const kiln::v1::BindingValue& v = *value;
+    if (v.value_case() != kiln::v1::BindingValue::kIntValue) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config entry '", name, "': a tuning knob takes an integer"));
+    }
+    absl::StatusOr<std::string> option = driver::KnobPassOption(name, v.int_value());
+    if (!option.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config entry '", name, "': ", option.status().message()));
+    }
+    if (!option->empty()) options->pass_options.push_back(*std::move(option));
+  }
+  return absl::OkStatus();
 }
 
 } // namespace kiln::server

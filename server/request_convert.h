@@ -22,6 +22,15 @@ absl::StatusOr<driver::ProgramInput>
 ProgramFromProto(const kiln::v1::ProgramSource& source,
                  const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config);
 
+// The pass options of the tuning knobs among `source`'s bindings and
+// `config` (driver::IsPassKnob: "kiln:split_k" = 4 is split-k=4) appended to
+// `options` (after the request's own, so a knob wins; config after
+// bindings); ProgramFromProto leaves knobs out of the bindings.
+// InvalidArgument naming the entry for an unknown knob or value.
+absl::Status AddKnobs(const kiln::v1::ProgramSource& source,
+                      const google::protobuf::Map<std::string, kiln::v1::BindingValue>& config,
+                      driver::BuildOptions* options);
+
 // `target` empty means "cpu".
 driver::BuildOptions OptionsFromProto(const std::string& target,
                                       const kiln::v1::CompileOptions& options);

@@ -156,7 +156,8 @@ absl::StatusOr<kiln::v1::LaunchSpec> InputsLaunch(const kiln::v1::TuneRequest& r
   absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), bindings);
   if (!program.ok()) return program.status();
   program->limits = limits;
-  const driver::BuildOptions options = OptionsFromProto(target, r.options());
+  driver::BuildOptions options = OptionsFromProto(target, r.options());
+  if (absl::Status s = AddKnobs(r.program(), bindings, &options); !s.ok()) return s;
   absl::StatusOr<driver::Prepared> prepared = driver::Prepare(*program, options);
   if (!prepared.ok()) return prepared.status();
   absl::StatusOr<codegen::EmittedKernel> kernel = driver::Emit(*prepared, options);
@@ -606,11 +607,14 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         sweep->unsubmitted.pop_front();
         ++sweep->in_flight;
       }
-      absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), [&] {
-        google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
-        for (const auto& [k, v] : sweep->items[i].candidate.config) config[k] = v;
-        return config;
-      }());
+      google::protobuf::Map<std::string, kiln::v1::BindingValue> config;
+      for (const auto& [k, v] : sweep->items[i].candidate.config) config[k] = v;
+      CompileCall compile;
+      compile.options = OptionsFromProto(target, r.options());
+      absl::StatusOr<driver::ProgramInput> program = ProgramFromProto(r.program(), config);
+      if (program.ok()) {
+        if (absl::Status s = AddKnobs(r.program(), config, &compile.options); !s.ok()) program = s;
+      }
       if (!program.ok()) {
         std::lock_guard<std::mutex> lock(sweep->mu);
         sweep->items[i].compiled = true;
@@ -621,9 +625,7 @@ absl::StatusOr<kiln::v1::TuneResult> TuneService::RunSweep(const std::shared_ptr
         sweep->changed.notify_all();
         continue;
       }
-      CompileCall compile;
       compile.program = *std::move(program);
-      compile.options = OptionsFromProto(target, r.options());
       compile.client = call.client;
       compile.identity = call.identity;
       compile.priority = Priority::kTuning;

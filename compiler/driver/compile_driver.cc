@@ -138,6 +138,20 @@ int SplitKParts(const BuildOptions& o) {
   return parts;
 }
 
+bool IsPassKnob(absl::string_view name) { return absl::StartsWith(name, "kiln:"); }
+
+absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value) {
+  if (name == kSplitKKnob) {
+    if (value < 1 || value > passes::kMaxSplits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kSplitKKnob, " = ", value, ": the splits must be in 1..", passes::kMaxSplits));
+    }
+    return value == 1 ? std::string() : absl::StrCat("split-k=", value);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown tuning knob '", name, "' (Kiln's knobs: ", kSplitKKnob, ")"));
+}
+
 std::string KernelVariant(const BuildOptions& o) {
   BuildOptions defaults;
   defaults.target = o.target;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/ir.h"
@@ -93,6 +94,17 @@ int WsBlocks(const BuildOptions& options);
 // The parts the GEMM's K loop is split into (compiler/passes/split_k.h): the
 // last split-k= pass option; 1 (off) by default.
 int SplitKParts(const BuildOptions& options);
+
+// Tuning knobs that are pass options rather than bindings: a config entry
+// (a candidate of a sweep, a stored best config, a Compile's `config`)
+// named "kiln:NAME", a name no Python parameter can have, stands for a pass
+// option of the build. Known: "kiln:split_k" = N, the pass option split-k=N
+// (1: none).
+inline constexpr char kSplitKKnob[] = "kiln:split_k";
+bool IsPassKnob(absl::string_view name);
+// The pass option knob `name` = `value` stands for ("" where the value asks
+// for nothing); InvalidArgument for an unknown knob or a value out of range.
+absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value);
 // What of the options changes the kernel a config compiles to, beyond the
 // target: "" for the defaults, else ";"-separated name=value items
 // (";toolchain=nvcc;opt=2;fast_math=1;gemm=wgmma"). Tuning results are

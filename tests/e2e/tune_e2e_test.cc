@@ -145,6 +145,100 @@ TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
   EXPECT_EQ(reattached->best().key(), result->best().key());
 }
 
+// The split-K knob (kiln:split_k, compiler/passes/split_k.h) through kilnd:
+// a declared sweep over it measures split and unsplit builds of one tile on
+// the CPU worker (both validated against the reference), stores the best
+// with the knob in its config, and Compile builds what the config says
+// (the split build has a second kernel and a workspace) from
+// use_best_for_device and from an explicit config entry alike.
+TEST(TuneE2ETest, TheSplitKKnobIsSweptStoredAndBuilt) {
+  const std::string dir = ::testing::TempDir() + "tune_e2e_split_k";
+  std::filesystem::remove_all(dir);
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir}))
+      << daemon.output();
+  auto stub =
+      pb::Kiln::NewStub(grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
+  testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
+  pb::TuneRequest req;
+  req.mutable_program()->set_tilelang_source(ex.source);
+  req.mutable_program()->set_file_name(ex.rel_path);
+  for (const auto& [k, v] : {std::pair<const char*, int>{"M", 16}, {"N", 96}, {"K", 256}}) {
+    (*req.mutable_program()->mutable_bindings())[k] = Int(v);
+  }
+  req.set_target("cpu");
+  req.set_strategy(pb::TUNE_STRATEGY_EXHAUSTIVE);
+  auto& space = *req.mutable_space()->mutable_candidates();
+  for (const auto& [k, v] : {std::pair<const char*, int>{"block_M", 16},
+                             {"block_N", 32},
+                             {"block_K", 32},
+                             {"num_stages", 2},
+                             {"threads", 128}}) {
+    *space[k].add_values() = Int(v);
+  }
+  for (int s : {1, 2, 4}) *space["kiln:split_k"].add_values() = Int(s);
+  req.mutable_budget()->set_repeats(2);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+  auto reader = stub->Tune(&ctx, req);
+  pb::TuneEvent event;
+  std::optional<pb::TuneResult> result;
+  while (reader->Read(&event)) {
+    if (event.has_result()) result = event.result();
+  }
+  const grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message() << daemon.output();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_EQ(result->measurements_size(), 3);
+  std::vector<int64_t> measured;
+  for (const pb::Measurement& m : result->measurements()) {
+    EXPECT_EQ(m.status(), pb::Measurement::STATUS_OK) << m.error();
+    measured.push_back(m.config().at("kiln:split_k").int_value());
+  }
+  std::sort(measured.begin(), measured.end());
+  EXPECT_EQ(measured, (std::vector<int64_t>{1, 2, 4}));
+  ASSERT_TRUE(result->has_best());
+  const int64_t best_split = result->best().config().at("kiln:split_k").int_value();
+
+  // Compile with the stored best builds the best's artifact.
+  pb::CompileRequest compile;
+  *compile.mutable_program() = req.program();
+  compile.set_target("cpu");
+  compile.set_use_best_for_device(result->best().device_model());
+  pb::CompileResponse from_best;
+  {
+    grpc::ClientContext c;
+    const grpc::Status cs = stub->Compile(&c, compile, &from_best);
+    ASSERT_TRUE(cs.ok()) << cs.error_message();
+  }
+  EXPECT_EQ(from_best.artifact().key(), result->best().key());
+  EXPECT_EQ(from_best.artifact().launch().next_kernels_size(), best_split > 1 ? 1 : 0);
+  // An explicit config entry: the split build, two kernels and the partials.
+  compile.clear_use_best_for_device();
+  for (const auto& [k, v] : result->best().config()) (*compile.mutable_config())[k] = v;
+  (*compile.mutable_config())["kiln:split_k"] = Int(4);
+  pb::CompileResponse split;
+  {
+    grpc::ClientContext c;
+    const grpc::Status cs = stub->Compile(&c, compile, &split);
+    ASSERT_TRUE(cs.ok()) << cs.error_message();
+  }
+  EXPECT_EQ(split.artifact().launch().next_kernels_size(), 1);
+  ASSERT_EQ(split.artifact().launch().workspaces_size(), 1);
+  EXPECT_EQ(split.artifact().launch().workspaces(0).name(), "kiln_splitk_partials");
+  // A knob Kiln does not have, or a value out of range: INVALID_ARGUMENT.
+  for (const auto& [name, value] :
+       {std::pair<const char*, int>{"kiln:split_k", 0}, {"kiln:unroll", 2}}) {
+    pb::CompileRequest bad = compile;
+    (*bad.mutable_config())[name] = Int(value);
+    pb::CompileResponse r;
+    grpc::ClientContext c;
+    const grpc::Status cs = stub->Compile(&c, bad, &r);
+    EXPECT_EQ(cs.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name;
+    EXPECT_NE(cs.error_message().find(name), std::string::npos) << cs.error_message();
+  }
+}
+
 // The sweep has the worker make the generated inputs while the candidates
 // compile (a prepare_inputs request before the reference run), and the
 // reference run leaves its outputs on the worker: every other candidate

@@ -151,6 +151,24 @@ def test_use_best_fills_unbound_parameters_from_the_stored_best(spy, client):
     assert len(spy.tunes) == 0 and len(spy.compiles) == 1
 
 
+def test_use_best_with_the_split_k_knob_builds_and_runs_the_split_kernels(spy, client):
+    # A stored best whose config holds the tuning knob kiln:split_k (a pass option of
+    # the build, not a parameter): the call sends it with the bindings, kilnd builds
+    # the split program (a second kernel and a workspace) and the result is right.
+    ex = load_example("gemm/gemm.py")
+    space = {"block_M": [16], "block_N": [32], "block_K": [32], "num_stages": [2],
+             "threads": [128], "kiln:split_k": [4]}
+    res = client.tune(ex.__file__, bindings={"M": 16, "N": 96, "K": 256}, target="cpu",
+                      strategy="grid", space=space, repeats=2)
+    assert res.best is not None and res.config["kiln:split_k"] == 4
+    gemm = kiln.jit(ex.gemm, use_best=True, client=spy)
+    A, B = rand(16, 256), rand(256, 96)
+    C = gemm(A, B)
+    np.testing.assert_allclose(C.astype(np.float32), ex.ref_program(A, B).astype(np.float32),
+                               rtol=1e-2, atol=1e-2)
+    assert spy.compiles[-1]["bindings"]["kiln:split_k"] == 4
+
+
 def test_use_best_miss_names_the_unbound_parameters(spy):
     ex = load_example("elementwise/add.py")
     add = kiln.jit(ex.add, use_best=True, client=spy)

@@ -12,9 +12,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/split_k.h"
 #include "util/status_macros.h"
 
 namespace kiln::roller {
@@ -232,9 +234,17 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
                                          std::string_view target,
                                          const std::vector<std::string>& pass_options) {
   const driver::ProgramInput in = BindConfig(analysis, config);
+  // The config's tuning knobs ("kiln:split_k") are pass options of its build.
+  std::vector<std::string> options_of_config = pass_options;
+  for (const auto& [name, value] : config) {
+    if (!driver::IsPassKnob(name)) continue;
+    ASSIGN_OR_RETURN(std::string option, driver::KnobPassOption(name, value));
+    if (!option.empty()) options_of_config.push_back(std::move(option));
+  }
   ir::Program program;
   std::string key;
   bool wgmma = false;
+  int split_k = 1;
   if (target.substr(0, 4) == "hip:") {
     // Prepare refuses HIP until its code generation exists; the checks
     // below are target-aware without it.
@@ -248,17 +258,21 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
   } else {
     driver::BuildOptions options;
     options.target = std::string(target);
-    options.pass_options = pass_options;
+    options.pass_options = options_of_config;
     ASSIGN_OR_RETURN(driver::Prepared prepared, driver::Prepare(in, options));
     program = std::move(prepared.program);
     key = std::move(prepared.key);
     wgmma = driver::GemmWgmma(options);
+    split_k = driver::SplitKParts(options);
   }
+  if (split_k > 1) RETURN_IF_ERROR(passes::SplitK(program, split_k));
   passes::PassContext ctx;
   ctx.target = std::string(target);
   ctx.gemm_wgmma = wgmma;
-  RETURN_IF_ERROR(passes::RunPasses(
-      program, {"verify", "simplify", "verify-resources", "layout-inference"}, ctx));
+  for (ir::Program& kernel : ir::SplitKernels(program)) {
+    RETURN_IF_ERROR(passes::RunPasses(
+        kernel, {"verify", "simplify", "verify-resources", "layout-inference"}, ctx));
+  }
   return key;
 }
 
@@ -373,11 +387,30 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       return true;
     });
     SortByPrediction(&ranked);
+    // Split-K for a GEMM whose best config leaves most SMs idle (decode
+    // shapes): its variants of 2, 4, 8, 16 splits (the knob kiln:split_k,
+    // while blocks x splits stays within 4 waves) take up to half of the
+    // top-k. The model does not predict split-K (they carry the unsplit
+    // prediction): the measurement decides; a split the program does not
+    // allow fails verification like any config.
+    std::vector<int64_t> splits;
+    if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
+        out.space.count(driver::kSplitKKnob) == 0) {
+      const int64_t blocks = ranked[0].prediction.blocks;
+      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2;
+      for (int64_t s : {2, 4, 8, 16}) {
+        if (blocks <= 0 || 2 * blocks > arch.sm_count || blocks * s > 4 * arch.sm_count ||
+            splits.size() >= room) {
+          break;
+        }
+        splits.push_back(s);
+      }
+    }
     // Diversity: a first pass admits at most two configs per tile shape
     // (all tunables but pipeline depth and raster panel), so near-ties of
     // one tile in different stage counts do not fill the whole top-k; a
     // second pass fills up from the rest in rank order.
-    const size_t want = static_cast<size_t>(std::max(1, options.top_k));
+    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) - splits.size();
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
@@ -395,6 +428,16 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         Candidate c = ranked[i];
         c.rationale = Rationale(a, c.config, c.prediction);
         admit(std::move(c));
+      }
+    }
+    if (!splits.empty() && !out.candidates.empty()) {
+      const Candidate best = out.candidates.front();
+      for (int64_t s : splits) {
+        Candidate v = best;
+        v.config[driver::kSplitKKnob] = s;
+        v.rationale = absl::StrCat(best.rationale, ", split-K x", s, " (", best.prediction.blocks,
+                                   " blocks on ", arch.sm_count, " SMs)");
+        admit(std::move(v));
       }
     }
     SortByPrediction(&out.candidates);

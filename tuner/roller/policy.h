@@ -56,7 +56,10 @@ struct PolicyOptions {
   // candidates' keys use them, and the model predicts the kernel they make
   // (wgmma on cuda:sm_90a). InvalidArgument for an unknown one.
   std::vector<std::string> pass_options;
-  bool verify = true;         // false: model only (tests of the model)
+  bool verify = true; // false: model only (tests of the model)
+  // Roller: add split-K variants (kiln:split_k) of the best config of a
+  // GEMM whose grid leaves most SMs idle (Propose).
+  bool split_k_variants = true;
   int64_t max_space = 200000; // grid / roller: refuse spaces larger than this
 };
 

@@ -479,6 +479,15 @@ absl::StatusOr<ProgramAnalysis> AnalyzeProgram(const driver::ProgramInput& input
   if (auto b = tools::BindLine(input.text, input.file_name, "bind"); b.ok()) bind_line = *b;
 
   for (const auto& [name, values] : declared) {
+    // A tuning knob of the build (driver::IsPassKnob, "kiln:split_k"), not a
+    // parameter: checked when its configs are verified.
+    if (driver::IsPassKnob(name)) {
+      if (values.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("declared knob '", name, "' has an empty domain"));
+      }
+      continue;
+    }
     bool found = false;
     for (const frontend::EntryParam& p : sig.params) {
       if (p.name != name) continue;

@@ -131,7 +131,9 @@ class UseBest:
             # A tune that named no entry (`kiln tune FILE`, Client.tune(path)) keeps its
             # best under the file's default kernel; take it when it tunes this function.
             other = client.best(device_model=self.device_model, **dict(where, entry=None))
-            if other is not None and set(other.config) <= set(jk._signature.parameters):
+            # (Tuning knobs such as "kiln:split_k" are the build's, not parameters.)
+            if other is not None and {k for k in other.config if ":" not in k} <= \
+                    set(jk._signature.parameters):
                 found = other
         if found is not None:
             return dict(found.config)

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "compiler/driver/compile_driver.h"
 #include "compiler/frontend/frontend.h"
 #include "gtest/gtest.h"
 #include "tuner/roller/policy.h"
@@ -103,6 +105,56 @@ TEST(Policy, SmallMGemmGetsASmallBlockM) {
   p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GE(p->candidates[0].config.at("block_M"), 64);
+}
+
+// Split-K (compiler/passes/split_k.h) as the tuning knob kiln:split_k: the
+// roller adds variants of its best config where the grid leaves most SMs idle
+// (a decode GEMM: M = 16 is 32 blocks of 128 columns on 132 SMs), each
+// verified with the split applied; a declared knob is swept like any
+// tunable, and a split the K loop does not allow is a compiler rejection.
+TEST(Policy, DecodeGemmGetsSplitKVariantsThatVerify) {
+  const driver::ProgramInput decode =
+      Input("examples/gemm/gemm.py", {{"M", "16"}, {"N", "4096"}, {"K", "4096"}});
+  PolicyOptions o;
+  o.top_k = 10;
+  absl::StatusOr<Proposal> p = Propose(decode, H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->candidates.size(), 10u);
+  std::set<int64_t> splits;
+  for (const Candidate& c : p->candidates) {
+    auto it = c.config.find(driver::kSplitKKnob);
+    if (it == c.config.end()) continue;
+    SCOPED_TRACE(c.rationale);
+    splits.insert(it->second);
+    EXPECT_NE(c.rationale.find(absl::StrCat("split-K x", it->second)), std::string::npos);
+    EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90", {}).ok());
+    EXPECT_FALSE(c.key.empty());
+  }
+  EXPECT_FALSE(splits.empty());
+  EXPECT_LE(splits.size(), 5u); // at most half of the top-k
+  // Not where the grid fills the GPU, and not when turned off.
+  absl::StatusOr<Proposal> cube = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
+  ASSERT_TRUE(cube.ok()) << cube.status();
+  for (const Candidate& c : cube->candidates) EXPECT_EQ(c.config.count(driver::kSplitKKnob), 0u);
+  o.split_k_variants = false;
+  absl::StatusOr<Proposal> off = Propose(decode, H200(), o);
+  ASSERT_TRUE(off.ok()) << off.status();
+  for (const Candidate& c : off->candidates) EXPECT_EQ(c.config.count(driver::kSplitKKnob), 0u);
+
+  // Declared: swept by the grid; 3 does not divide the 64 K tiles.
+  PolicyOptions grid;
+  grid.strategy = Strategy::kGrid;
+  grid.space = {{"block_M", {16}},   {"block_N", {128}}, {"block_K", {64}},
+                {"num_stages", {4}}, {"threads", {128}}, {driver::kSplitKKnob, {1, 3, 4}}};
+  absl::StatusOr<Proposal> swept = Propose(decode, H200(), grid);
+  ASSERT_TRUE(swept.ok()) << swept.status();
+  std::set<int64_t> declared;
+  for (const Candidate& c : swept->candidates) declared.insert(c.config.at(driver::kSplitKKnob));
+  EXPECT_EQ(declared, (std::set<int64_t>{1, 4}));
+  EXPECT_EQ(swept->compiler_rejected, 1);
+  ASSERT_FALSE(swept->rejections.empty());
+  EXPECT_NE(swept->rejections[0].find("which 3 does not divide"), std::string::npos)
+      << swept->rejections[0];
 }
 
 TEST(Policy, GridReturnsExactlyTheVerifiedSubsetOfTheDeclaredSpace) {
