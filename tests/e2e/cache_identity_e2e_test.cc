@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 #include "tests/support/gemm_request.h"
 #include "util/sha256.h"
@@ -45,9 +46,7 @@ struct Fetched {
 class CacheIdentityE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "cache_identity_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("cache_identity_e2e_");
     ASSERT_TRUE(daemon_.Start(KilndBinary(), {"--listen=127.0.0.1:0", "--cache-dir=" + dir_}))
         << daemon_.output();
     stub_ = kiln::v1::Kiln::NewStub(

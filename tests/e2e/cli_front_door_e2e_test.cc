@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -46,12 +47,7 @@ nlohmann::json ParseJson(const std::string& text) {
 
 class CliFrontDoorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "cli_front_door_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("cli_front_door_"); }
   void TearDown() override {
     daemon_.Stop();
     std::error_code ignored;

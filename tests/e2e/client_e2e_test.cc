@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"
@@ -54,9 +55,7 @@ pb::CompileRequest AddRequest(int64_t m = 77) {
 class ClientE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "client_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
+    dir_ = testing::FreshTestDir("client_e2e_");
     fs::create_directories(dir_);
   }
   void StartDaemon(std::vector<std::string> extra = {}, const std::string& listen = "127.0.0.1:0") {

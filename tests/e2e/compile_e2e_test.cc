@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 #include "tests/support/gemm_request.h"
 #include "util/sha256.h"
@@ -31,9 +32,7 @@ kiln::v1::CompileRequest GemmRequest(int64_t m = 100) { return testing::GemmCpuR
 class CompileE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "compile_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("compile_e2e_");
     StartDaemon();
   }
   void StartDaemon() {

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 
 namespace kiln {
 namespace {
@@ -56,12 +57,7 @@ kiln::v1::ProgramSource Scale(int factor) {
 
 class DaemonGrowthE2ETest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "kiln_growth_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("kiln_growth_"); }
   void TearDown() override {
     daemon_.reset();
     std::error_code ignored;

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 
 namespace kiln {
@@ -73,9 +74,7 @@ kiln::v1::CompileRequest AddRequest(int64_t m) {
 class EvalBudgetE2ETest : public ::testing::Test {
  protected:
   void StartDaemon(std::vector<std::string> extra) {
-    dir_ = ::testing::TempDir() + "eval_budget_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("eval_budget_e2e_");
     std::vector<std::string> args = {"--listen=127.0.0.1:0", "--cache-dir=" + dir_};
     args.insert(args.end(), extra.begin(), extra.end());
     daemon_ = std::make_unique<testing::DaemonProcess>();

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -29,12 +30,7 @@ util::SubprocessResult Kiln(std::vector<std::string> args) {
 
 class HealthCommandTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "health_e2e_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("health_e2e_"); }
   void TearDown() override {
     daemon_.Stop();
     std::error_code ignored;

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 
 namespace kiln {
@@ -45,9 +46,7 @@ std::string LineCol(const std::string& text, const std::string& anchor) {
 class IntRangeE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "int_range_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("int_range_e2e_");
     daemon_ = std::make_unique<testing::DaemonProcess>();
     ASSERT_TRUE(daemon_->Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir_}))
         << daemon_->output();

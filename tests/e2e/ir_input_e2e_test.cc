@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 
 namespace kiln {
 namespace {
@@ -45,9 +46,7 @@ std::string ProgramText(const std::string& body) {
 class IrInputE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "ir_input_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("ir_input_e2e_");
     // kilnd inherits the limit, and glibc sizes every thread's stack by it.
     rlimit old{};
     ASSERT_EQ(getrlimit(RLIMIT_STACK, &old), 0);

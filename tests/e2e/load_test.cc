@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 
 namespace kiln {
@@ -117,9 +118,7 @@ double Percentile(std::vector<double> v, double p) {
 class LoadTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "kiln_load_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("kiln_load_");
     ex_ = testing::LoadExampleFile(KILN_SOURCE_DIR, "examples/gemm/gemm.py");
   }
   bool Start() {

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -39,18 +40,10 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-std::string TestDir(const std::string& prefix) {
-  const std::string dir = ::testing::TempDir() + prefix +
-                          ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 class PathsE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = TestDir("paths_e2e_");
+    dir_ = testing::FreshTestDir("paths_e2e_");
     work_ = dir_ + "/work";
     home_ = dir_ + "/home";
     fs::create_directories(work_);
@@ -166,7 +159,7 @@ TEST_F(PathsE2ETest, RegressWritesReportsToBareNames) {
 }
 
 TEST(KilndPathsE2ETest, LogFileFolderIsCreatedAndACacheDirUnderAFileIsNamed) {
-  const std::string dir = TestDir("kilnd_paths_e2e_");
+  const std::string dir = testing::FreshTestDir("kilnd_paths_e2e_");
   std::ofstream(dir + "/somefile") << "a file\n";
   util::SubprocessOptions o;
   o.timeout = std::chrono::seconds(60);

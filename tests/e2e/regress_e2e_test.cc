@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -39,9 +40,7 @@ std::string ReadFile(const std::string& path) {
 class RegressE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "regress_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
+    dir_ = testing::FreshTestDir("regress_e2e_");
     fs::create_directories(dir_);
     ASSERT_TRUE(daemon_.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir_ + "/cache"}))
         << daemon_.output();

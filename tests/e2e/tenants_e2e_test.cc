@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "tests/support/example_loader.h"
 #include "tests/support/gemm_request.h"
 
@@ -48,12 +49,7 @@ kiln::v1::CompileRequest GemmRequest(int64_t m) { return testing::GemmCpuRequest
 
 class TenantsE2ETest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "kiln_tenants_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("kiln_tenants_"); }
   void TearDown() override {
     daemon_.reset();
     std::error_code ignored;

@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
 #include "util/subprocess.h"
 
 namespace kiln {
@@ -33,9 +34,7 @@ const std::string kAdd = std::string(KILN_SOURCE_DIR) + "/examples/elementwise/a
 class TuneCliE2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "tune_cli_e2e_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
+    dir_ = testing::FreshTestDir("tune_cli_e2e_");
     ASSERT_TRUE(daemon_.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir_}))
         << daemon_.output();
   }
