@@ -73,4 +73,9 @@ ir::Loc ArgLoc(const std::vector<Arg>& args, const std::vector<std::string_view>
   return call_loc;
 }
 
+bool IsGiven(const std::optional<Value>& v) {
+  if (!v.has_value() || v->is_none()) return false;
+  return !((v->kind == ValueKind::kDict || v->is_sequence()) && v->elts().empty());
+}
+
 } // namespace kiln::frontend

@@ -29,4 +29,10 @@ MatchArgs(std::string_view file, ir::Loc loc, std::string_view fn, const std::ve
 ir::Loc ArgLoc(const std::vector<Arg>& args, const std::vector<std::string_view>& names,
                size_t index, ir::Loc call_loc);
 
+// Whether an optional argument was given a value that means something: not
+// absent, None, or an empty dict or sequence (TileLang's `annotations={}`).
+// Arguments that only tune code generation are accepted and ignored; any
+// other argument given such a value would change semantics.
+bool IsGiven(const std::optional<Value>& v);
+
 } // namespace kiln::frontend

@@ -247,6 +247,9 @@ class Evaluator {
   // ---- im2col.cc: T.im2col / T.c2d_im2col as a T.Parallel loop over the
   // destination tile.
   absl::StatusOr<Value> LowerIm2col(const std::string& name, std::vector<Arg>& args, Loc loc);
+  // ---- scan_op.cc: T.cumsum as a T.Parallel loop over lines, each scanned
+  // by a serial loop (fragments through a shared copy).
+  absl::StatusOr<Value> LowerCumsum(std::vector<Arg>& args, Loc loc);
   // T.thread_binding(start, stop, thread="threadIdx.x"): the thread index
   // along that dimension (plus start); the extent must be the kernel's.
   absl::StatusOr<Value> ThreadBinding(std::vector<Arg>& args, Loc loc);

@@ -95,7 +95,7 @@ constexpr std::array<std::string_view, 25> kPythonBuiltins = {
     "tuple", "list",       "dict",   "sum",      "any",    "all",  "round",  "enumerate", "zip",
     "print", "isinstance", "sorted", "reversed", "divmod", "type", "getattr"};
 
-constexpr std::array<std::string_view, 109> kTBuiltins = {
+constexpr std::array<std::string_view, 110> kTBuiltins = {
     // Kernel, types, symbols.
     "Kernel", "Tensor", "Buffer", "const", "dynamic", "symbolic", "empty", "prim_func", "macro",
     "GemmWarpPolicy",
@@ -112,6 +112,8 @@ constexpr std::array<std::string_view, 109> kTBuiltins = {
     "use_swizzle", "annotate_layout",
     // Convolution tiles (im2col.cc; c2d_im2col is TileLang's older name).
     "im2col", "c2d_im2col",
+    // Scans (scan_op.cc).
+    "cumsum",
     // Loops.
     "Parallel", "Pipelined", "serial", "Serial", "unroll", "Unroll", "vectorized", "Vectorized",
     // Scalar functions.
@@ -144,14 +146,13 @@ constexpr std::string_view kRawTir =
     "raw TIR and PTX intrinsics are not modelled; use the tile ops (T.copy, T.gemm, T.reduce_*)";
 constexpr std::string_view kWsSchedule =
     "for warp specialization use T.ws(...) blocks with T.alloc_barrier and T.tma_copy";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 50> kMissingNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 49> kMissingNames = {{
     {"get_block_binding", "use the block variables of 'with T.Kernel(...) as (bx, by)'"},
     {"sync_warp", ""},
     {"sync_grid", ""},
     {"rng_init", ""},
     {"rng_rand", ""},
     {"rng_rand_float", ""},
-    {"cumsum", ""},
     {"gemm_sp", ""},
     {"Fragment", ""},
     {"make_tensor", ""},

@@ -54,13 +54,6 @@ bool ExtentsCompatible(const std::vector<ir::Expr>& a, const std::vector<ir::Exp
   return true;
 }
 
-// Arguments that only tune code generation are accepted and ignored; any
-// other argument given a non-default value would change semantics.
-bool IsGiven(const std::optional<Value>& v) {
-  if (!v.has_value() || v->is_none()) return false;
-  return !((v->kind == ValueKind::kDict || v->is_sequence()) && v->elts().empty());
-}
-
 } // namespace
 
 absl::StatusOr<std::vector<ir::Expr>> Evaluator::ScalarIndices(const Value& access, Loc loc) {

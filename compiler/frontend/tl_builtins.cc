@@ -872,6 +872,7 @@ absl::StatusOr<Value> Evaluator::CallTBuiltin(const std::string& name, std::vect
     return MakeTensorType(*m[0], m[1].has_value() ? *m[1] : Value::Str("float32"), loc);
   }
   if (fn == "im2col" || fn == "c2d_im2col") return LowerIm2col(name, args, loc);
+  if (fn == "cumsum") return LowerCumsum(args, loc);
   if (fn == "reshape" || fn == "view") return MakeView(name, args, loc);
   if (fn == "thread_binding") return ThreadBinding(args, loc);
   if (fn == "sync_threads") return SyncThreads(args, loc);

@@ -1150,6 +1150,9 @@ class Verifier {
       for (const Expr& idx : s.indices) {
         RETURN_IF_ERROR(CheckIntegral(idx, s.loc, absl::StrCat("index of '", s.name, "'")));
       }
+      // The value is required: passes that look for the buffers a statement
+      // reads (barrier placement) and the wire form read it only when set.
+      if (!s.has_value) return Err(s.loc, absl::StrCat("store to '", s.name, "' has no value"));
       return CheckValue(s, *b, absl::StrCat("store to '", s.name, "'"));
     }
     case StmtKind::kAnnotateLayout:

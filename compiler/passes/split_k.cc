@@ -303,6 +303,7 @@ absl::Status SplitK(ir::Program& program, int splits) {
   store.loc = out.loc;
   store.name = output->buffer.name;
   store.indices = {row, col};
+  store.has_value = true;
   store.value = acc_dtype == output->buffer.dtype ? sum : ir::Cast(output->buffer.dtype, sum, at);
   Stmt guard;
   guard.kind = StmtKind::kIf;

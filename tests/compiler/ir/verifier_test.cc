@@ -195,6 +195,11 @@ std::vector<Case> Cases() {
        "11:9", "var buffer 'cnt' must have shape [1]"},
       {"annotate unknown buffer", [](Program& p) { p.kernel.body[kLayout].name = "Q"; }, "22:9",
        "undefined name 'Q'"},
+      // A store without its value (a wire IR store, or a pass's, whose
+      // has_value was left false): consumers that read the value only when
+      // set would drop it (a missing barrier before the loop that reads it).
+      {"store without a value", [](Program& p) { ParStore(p).has_value = false; }, "18:13",
+       "store to 'C_l' has no value"},
       {"expression nested too deeply",
        [](Program& p) {
          Expr e = V("i");
