@@ -250,6 +250,12 @@ class Evaluator {
   // ---- scan_op.cc: T.cumsum as a T.Parallel loop over lines, each scanned
   // by a serial loop (fragments through a shared copy).
   absl::StatusOr<Value> LowerCumsum(std::vector<Arg>& args, Loc loc);
+  // A tile op's `dim` argument (a compile-time int in [-rank, rank), made
+  // non-negative; `fallback` when not given), located at `at`; `of` names
+  // the operand in the message ("the 2-d source 'x'").
+  absl::StatusOr<int64_t> DimArg(const std::optional<Value>& v, Loc at, int64_t rank,
+                                 int64_t fallback, const std::string& what,
+                                 const std::string& of) const;
   // T.thread_binding(start, stop, thread="threadIdx.x"): the thread index
   // along that dimension (plus start); the extent must be the kernel's.
   absl::StatusOr<Value> ThreadBinding(std::vector<Arg>& args, Loc loc);

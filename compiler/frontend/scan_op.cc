@@ -52,19 +52,8 @@ absl::StatusOr<Value> Evaluator::LowerCumsum(std::vector<Arg>& args, Loc loc) {
     }
   }
   const int64_t rank = static_cast<int64_t>(src.mins.size());
-  int64_t dim = 0;
-  if (m[2].has_value()) {
-    if (m[2]->kind != ValueKind::kInt) {
-      return Error(ArgLoc(args, names, 2, loc),
-                   absl::StrCat(what, " dim must be a compile-time int"));
-    }
-    dim = m[2]->i;
-  }
-  if (dim < -rank || dim >= rank) {
-    return Error(ArgLoc(args, names, 2, loc),
-                 absl::StrCat(what, ": dim ", dim, " is out of range for a ", rank, "-d operand"));
-  }
-  if (dim < 0) dim += rank;
+  ASSIGN_OR_RETURN(const int64_t dim, DimArg(m[2], ArgLoc(args, names, 2, loc), rank, 0, what,
+                                             absl::StrCat("a ", rank, "-d operand")));
   bool reverse = false;
   if (m[3].has_value()) {
     if (!m[3]->is_int() || (m[3]->i != 0 && m[3]->i != 1)) {

@@ -484,21 +484,11 @@ absl::StatusOr<Value> Evaluator::LowerReduce(const std::string& fn, std::vector<
   st.kind = ir::StmtKind::kReduce;
   st.loc = loc;
   st.reduce_kind = kind;
-  int64_t rank = static_cast<int64_t>(src.mins.size());
-  int64_t dim = -1;
-  if (m[2].has_value()) {
-    if (m[2]->kind != ValueKind::kInt) {
-      return Error(ArgLoc(args, names, 2, loc),
-                   absl::StrCat(what, " dim must be a compile-time int"));
-    }
-    dim = m[2]->i;
-  }
-  if (dim < -rank || dim >= rank) {
-    return Error(ArgLoc(args, names, 2, loc),
-                 absl::StrCat(what, ": dim ", dim, " is out of range for the ", rank, "-d source '",
-                              buffers_[src.buffer].buffer.name, "'"));
-  }
-  st.dim = static_cast<int32_t>(dim < 0 ? dim + rank : dim);
+  const int64_t rank = static_cast<int64_t>(src.mins.size());
+  ASSIGN_OR_RETURN(const int64_t dim, DimArg(m[2], ArgLoc(args, names, 2, loc), rank, -1, what,
+                                             absl::StrCat("the ", rank, "-d source '",
+                                                          buffers_[src.buffer].buffer.name, "'")));
+  st.dim = static_cast<int32_t>(dim);
   if (has_clear && m[3].has_value()) {
     if (!m[3]->is_int() || (m[3]->i != 0 && m[3]->i != 1)) {
       return Error(ArgLoc(args, names, 3, loc), absl::StrCat(what, " clear must be a bool"));
@@ -511,6 +501,22 @@ absl::StatusOr<Value> Evaluator::LowerReduce(const std::string& fn, std::vector<
   st.regions.push_back(std::move(rd));
   Emit(std::move(st));
   return Value::None();
+}
+
+absl::StatusOr<int64_t> Evaluator::DimArg(const std::optional<Value>& v, Loc at, int64_t rank,
+                                          int64_t fallback, const std::string& what,
+                                          const std::string& of) const {
+  int64_t dim = fallback;
+  if (v.has_value()) {
+    if (v->kind != ValueKind::kInt) {
+      return Error(at, absl::StrCat(what, " dim must be a compile-time int"));
+    }
+    dim = v->i;
+  }
+  if (dim < -rank || dim >= rank) {
+    return Error(at, absl::StrCat(what, ": dim ", dim, " is out of range for ", of));
+  }
+  return dim < 0 ? dim + rank : dim;
 }
 
 absl::StatusOr<Value> Evaluator::LowerAtomic(const std::string& fn, std::vector<Arg>& args,

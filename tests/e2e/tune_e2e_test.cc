@@ -19,6 +19,8 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/test_dir.h"
+#include "tests/e2e/tune_stream.h"
 #include "tests/support/example_loader.h"
 
 namespace kiln {
@@ -152,8 +154,7 @@ TEST(TuneE2ETest, StreamsProgressThenTheResultAndStoresTheBest) {
 // (the split build has a second kernel and a workspace) from
 // use_best_for_device and from an explicit config entry alike.
 TEST(TuneE2ETest, TheSplitKKnobIsSweptStoredAndBuilt) {
-  const std::string dir = ::testing::TempDir() + "tune_e2e_split_k";
-  std::filesystem::remove_all(dir);
+  const std::string dir = testing::FreshTestDir("tune_e2e_split_k_");
   testing::DaemonProcess daemon;
   ASSERT_TRUE(daemon.Start(kKilnd, {"--listen=127.0.0.1:0", "--cache-dir=" + dir}))
       << daemon.output();
@@ -178,17 +179,10 @@ TEST(TuneE2ETest, TheSplitKKnobIsSweptStoredAndBuilt) {
   }
   for (int s : {1, 2, 4}) *space["kiln:split_k"].add_values() = Int(s);
   req.mutable_budget()->set_repeats(2);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
-  auto reader = stub->Tune(&ctx, req);
-  pb::TuneEvent event;
-  std::optional<pb::TuneResult> result;
-  while (reader->Read(&event)) {
-    if (event.has_result()) result = event.result();
-  }
-  const grpc::Status s = reader->Finish();
-  ASSERT_TRUE(s.ok()) << s.error_message() << daemon.output();
-  ASSERT_TRUE(result.has_value());
+  const testing::TuneOutcome tune = testing::RunTune(*stub, req, std::chrono::minutes(3));
+  ASSERT_TRUE(tune.status.ok()) << tune.status.error_message() << daemon.output();
+  ASSERT_TRUE(tune.result.has_value());
+  const std::optional<pb::TuneResult>& result = tune.result;
   ASSERT_EQ(result->measurements_size(), 3);
   std::vector<int64_t> measured;
   for (const pb::Measurement& m : result->measurements()) {

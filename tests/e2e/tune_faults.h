@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/tune_stream.h"
 #include "tests/support/example_loader.h"
 
 namespace kiln::testing {
@@ -58,17 +59,10 @@ inline void RunFaultySweep(const std::string& target, const std::string& device_
   (*req.mutable_space()->mutable_candidates())["block_M"].add_values()->set_int_value(64);
   req.mutable_budget()->set_repeats(3);
 
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(4));
-  auto reader = stub->Tune(&ctx, req);
-  pb::TuneEvent event;
-  std::optional<pb::TuneResult> result;
-  while (reader->Read(&event)) {
-    if (event.has_result()) result = event.result();
-  }
-  const grpc::Status s = reader->Finish();
-  ASSERT_TRUE(s.ok()) << s.error_message() << daemon.output();
-  ASSERT_TRUE(result.has_value());
+  const TuneOutcome tune = RunTune(*stub, req, std::chrono::minutes(4));
+  ASSERT_TRUE(tune.status.ok()) << tune.status.error_message() << daemon.output();
+  ASSERT_TRUE(tune.result.has_value());
+  const std::optional<pb::TuneResult>& result = tune.result;
   std::map<int64_t, pb::Measurement> by_mode;
   for (const pb::Measurement& m : result->measurements()) {
     by_mode[m.config().at("mode").int_value()] = m;
