@@ -223,13 +223,6 @@ WireScan ScanWire(const Descriptor& type, absl::string_view bytes, const WireLim
   }
 }
 
-bool NestsDeeperThan(const Descriptor& type, absl::string_view bytes, int limit) {
-  WireLimits limits;
-  limits.max_depth = limit;
-  limits.max_parsed_bytes = std::numeric_limits<int64_t>::max();
-  return ScanWire(type, bytes, limits).end == WireScan::End::kTooDeep;
-}
-
 absl::Status ParseRequest(absl::string_view method, absl::string_view bytes,
                           const WireLimits& limits, google::protobuf::Message* request) {
   const Descriptor& type = *request->GetDescriptor();

@@ -70,10 +70,6 @@ struct WireScan {
 WireScan ScanWire(const google::protobuf::Descriptor& type, absl::string_view bytes,
                   const WireLimits& limits);
 
-// True when `bytes` holds a message field nested more than `limit` levels
-// deep (ScanWire without a size limit).
-bool NestsDeeperThan(const google::protobuf::Descriptor& type, absl::string_view bytes, int limit);
-
 // Parses a `method` call's request bytes into `request` after ScanWire:
 //  - RESOURCE_EXHAUSTED when the parse would allocate more than
 //    limits.max_parsed_bytes (nothing is parsed);

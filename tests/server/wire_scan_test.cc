@@ -31,6 +31,13 @@ WireLimits Unbounded() {
   return l;
 }
 
+// Whether `bytes` nest a message more than `limit` levels deep.
+bool NestsDeeperThan(absl::string_view bytes, int limit) {
+  WireLimits l = Unbounded();
+  l.max_depth = limit;
+  return ScanWire(Compile(), bytes, l).end == WireScan::End::kTooDeep;
+}
+
 // A protobuf tag's bytes for small field numbers.
 std::string Tag(int number, int wire_type) {
   return std::string(1, static_cast<char>((number << 3) | wire_type));
@@ -84,7 +91,7 @@ TEST(WireScan, MalformedTagsAreMalformedNotACrash) {
         // What follows a field-0 END_GROUP used to read an empty stack.
         std::string("\x04\x0a\x00", 3), std::string("\x04\x04", 2),
         std::string("\x04\x12\x02\x08\x01", 5)}) {
-    EXPECT_FALSE(NestsDeeperThan(Compile(), bytes, 100)) << testing::PrintToString(bytes);
+    EXPECT_FALSE(NestsDeeperThan(bytes, 100)) << testing::PrintToString(bytes);
     EXPECT_EQ(ScanWire(Compile(), bytes, WireLimits()).end, WireScan::End::kMalformed)
         << testing::PrintToString(bytes);
   }
@@ -94,8 +101,8 @@ TEST(WireScan, GroupsNestingPastTheLimitAreFound) {
   // Field 1 as a group, opened 5 times (groups count as levels).
   std::string bytes;
   for (int i = 0; i < 5; ++i) bytes += '\x0b';
-  EXPECT_TRUE(NestsDeeperThan(Compile(), bytes, 3));
-  EXPECT_FALSE(NestsDeeperThan(Compile(), bytes, 5));
+  EXPECT_TRUE(NestsDeeperThan(bytes, 3));
+  EXPECT_FALSE(NestsDeeperThan(bytes, 5));
 }
 
 TEST(WireScan, TruncatedBytesSayWhereTheyStop) {
