@@ -1,7 +1,6 @@
 #include "server/kiln_service.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
