@@ -14,7 +14,8 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           the same run; not in the default list)
   splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then
           a reduce kernel: decode shapes such as M = 16; not in the default list). The time
-          is that of both kernels, launched back to back
+          is that of both kernels, launched back to back. splitkN (splitk4, splitk16, ...)
+          names its count, so several counts can be timed in one run
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -66,9 +67,11 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90"
     if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
         kiln_opt, variant = ALT_KILN_OPT[0], "tma-ws"
-    extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
-             "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
-             "splitk": [f"--split-k={SPLIT_K[0]}"]}[variant]
+    if variant.startswith("splitk"):  # splitk (--split-k's count) or splitkN
+        extra = [f"--split-k={variant[6:] or SPLIT_K[0]}"]
+    else:
+        extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
+                 "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"]}[variant]
     tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

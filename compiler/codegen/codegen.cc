@@ -38,9 +38,9 @@ const std::vector<std::string>& LoweringPipeline() {
       // the literals as sent, before the simplifier wraps them to their dtype.
       // shared-placement last: it places the shared buffers the emitter
       // declares, barriers included.
-      new std::vector<std::string>{"verify",           "verify-resources", "simplify",
-                                   "layout-inference", "lower-tile-ops",   "simplify-bounds",
-                                   "shared-placement"};
+      new std::vector<std::string>{"verify",          "verify-resources", "simplify",
+                                   "thread-regions",  "layout-inference", "lower-tile-ops",
+                                   "simplify-bounds", "shared-placement"};
   return *passes;
 }
 

@@ -9,6 +9,7 @@ void RegisterSimplifyPass();
 void RegisterSimplifyBoundsPass();
 void RegisterCanonicalizePass();
 void RegisterVerifyResourcesPass();
+void RegisterThreadRegionsPass();
 void RegisterLayoutInferencePass();
 void RegisterLowerTileOpsPass();
 void RegisterSharedPlacementPass();
@@ -19,6 +20,7 @@ void RegisterBuiltinPasses() {
   RegisterSimplifyBoundsPass();
   RegisterCanonicalizePass();
   RegisterVerifyResourcesPass();
+  RegisterThreadRegionsPass();
   RegisterLayoutInferencePass();
   RegisterLowerTileOpsPass();
   RegisterSharedPlacementPass();

@@ -15,7 +15,13 @@
 //    warp_specialize.cc's consumers). Shared memory that code outside the
 //    region wrote or read and the region touches is synchronized by a block
 //    barrier before the region (every thread reaches it); what the region
-//    touches counts as touched by the block afterwards.
+//    touches counts as touched by the block afterwards. Consecutive regions
+//    form a run (thread_regions.cc makes one of an if/else on the thread
+//    index): the barrier goes before the run's first region, and regions
+//    of the run on other threads are not synchronized with each other
+//    (they run at once; the program's mbarriers order them), while one on
+//    threads of an earlier region of the run starts as if that region had
+//    just run on its threads (a named barrier where it needs one).
 //  - tma_copy: where the program lowers for wgmma and the copy is one TMA
 //    can serve (PlanTmaCopy, warp_specialize.cc: a whole wgmma-layout tile
 //    of a global tensor with TMA-legal strides), the region's first thread
@@ -33,8 +39,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
@@ -100,7 +108,54 @@ absl::Status Lowering::LowerBarrierAlloc(const Stmt& s, std::vector<Stmt>* out) 
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerWarpSpecialize(const Stmt& s, std::vector<Stmt>* out) {
+absl::Status Lowering::LowerRegionRun(const std::vector<Stmt>& in, size_t first, size_t end,
+                                      std::vector<Stmt>* out) {
+  // What other threads touched before the run: one block barrier, reached
+  // by all, before the first region.
+  std::set<std::string> reads, writes;
+  for (size_t i = first; i < end; ++i) SharedAccesses(in[i], &reads, &writes);
+  bool hazard = false;
+  for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
+  for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
+  if (hazard && !loop_ && named_barrier_ == 0) {
+    // wgmma reads shared memory through the async proxy: every writer
+    // fences before the barrier (the gemm's own fence runs on the region's
+    // threads only).
+    if (wgmma_) out->push_back(Call("fence_proxy_async", {}));
+    Barrier(out);
+  }
+  const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  // Regions of the run that share threads run in program order on those
+  // threads: a later one synchronizes (named barrier) with what an earlier
+  // one touched. Regions on other threads run concurrently with it.
+  std::vector<std::pair<std::pair<int64_t, int64_t>,
+                        std::pair<std::set<std::string>, std::set<std::string>>>>
+      done;
+  for (size_t i = first; i < end; ++i) {
+    const std::optional<std::pair<int64_t, int64_t>> range = WarpGroupRange(in[i]);
+    std::set<std::string> dirty, read;
+    for (const auto& [r, acc] : done) {
+      if (range && r.first < range->second && range->first < r.second) {
+        dirty.insert(acc.first.begin(), acc.first.end());
+        read.insert(acc.second.begin(), acc.second.end());
+      }
+    }
+    RETURN_IF_ERROR(LowerWarpSpecialize(in[i], dirty, read, out));
+    std::set<std::string> r, w;
+    SharedAccesses(in[i], &r, &w);
+    if (range) done.push_back({*range, {std::move(w), std::move(r)}});
+  }
+  // What the run touched counts as touched by the block afterwards.
+  dirty_ = entry_dirty;
+  read_ = entry_read;
+  dirty_.insert(writes.begin(), writes.end());
+  read_.insert(reads.begin(), reads.end());
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerWarpSpecialize(const Stmt& s, const std::set<std::string>& dirty,
+                                           const std::set<std::string>& read,
+                                           std::vector<Stmt>* out) {
   RETURN_IF_ERROR(RequireMbarriers(s.loc));
   if (loop_) return Error(s.loc, "T.ws cannot appear inside a T.Parallel loop");
   if (named_barrier_ != 0) return Error(s.loc, "T.ws regions cannot be nested");
@@ -121,23 +176,8 @@ absl::Status Lowering::LowerWarpSpecialize(const Stmt& s, std::vector<Stmt>* out
                  absl::StrCat("T.ws: more than ", kLastRegionBarrier - kFirstRegionBarrier + 1,
                               " distinct warpgroup sets (one named barrier each)"));
   }
-
-  // What other threads touched before: one block barrier, reached by all.
-  std::set<std::string> reads, writes;
-  SharedAccesses(s, &reads, &writes);
-  bool hazard = false;
-  for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
-  for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
-  if (hazard) {
-    // wgmma reads shared memory through the async proxy: every writer
-    // fences before the barrier (the gemm's own fence runs on the region's
-    // threads only).
-    if (wgmma_) out->push_back(Call("fence_proxy_async", {}));
-    Barrier(out);
-  }
-  const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
-  dirty_.clear();
-  read_.clear();
+  dirty_ = dirty;
+  read_ = read;
 
   const Expr block_tid = tid_;
   const int64_t block_threads = threads_;
@@ -151,10 +191,6 @@ absl::Status Lowering::LowerWarpSpecialize(const Stmt& s, std::vector<Stmt>* out
   named_barrier_ = 0;
   RETURN_IF_ERROR(st);
 
-  dirty_ = entry_dirty;
-  read_ = entry_read;
-  dirty_.insert(writes.begin(), writes.end());
-  read_.insert(reads.begin(), reads.end());
   Expr cond = ir::BoolImm(true);
   if (first > 0) cond = Le(I(first), block_tid);
   if (end < block_threads) cond = And(cond, Lt(block_tid, I(end)));

@@ -528,7 +528,17 @@ void Lowering::SharedAccesses(const Stmt& s, std::set<std::string>* reads,
 // --- statements ----------------------------------------------------------------------
 
 absl::Status Lowering::LowerStmts(const std::vector<Stmt>& in, std::vector<Stmt>* out) {
-  for (const Stmt& s : in) RETURN_IF_ERROR(LowerStmt(s, out));
+  for (size_t i = 0; i < in.size();) {
+    if (in[i].kind == StmtKind::kWarpSpecialize) {
+      size_t end = i + 1;
+      while (end < in.size() && in[end].kind == StmtKind::kWarpSpecialize) ++end;
+      RETURN_IF_ERROR(LowerRegionRun(in, i, end, out));
+      i = end;
+      continue;
+    }
+    RETURN_IF_ERROR(LowerStmt(in[i], out));
+    ++i;
+  }
   return absl::OkStatus();
 }
 
@@ -916,7 +926,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     out->push_back(s);
     return absl::OkStatus();
   case StmtKind::kWarpSpecialize:
-    return LowerWarpSpecialize(s, out);
+    return LowerRegionRun({s}, 0, 1, out);
   case StmtKind::kTmaCopy:
     return LowerTmaCopy(s, out);
   case StmtKind::kBarrierArrive:

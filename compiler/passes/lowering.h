@@ -225,7 +225,15 @@ class Lowering {
   absl::Status RequireMbarriers(ir::Loc loc) const;
   absl::StatusOr<ir::Expr> BarrierAddress(const ir::Region& r);
   absl::Status LowerBarrierAlloc(const ir::Stmt& s, std::vector<ir::Stmt>* out);
-  absl::Status LowerWarpSpecialize(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // A run of consecutive T.ws regions, in[first, end): what other threads
+  // touched before the run is synchronized once, before its first region
+  // (every thread reaches that barrier); the regions of a run then run
+  // concurrently, ordered among themselves only by the program's own
+  // barriers, except where two share threads (a named barrier inside).
+  absl::Status LowerRegionRun(const std::vector<ir::Stmt>& in, size_t first, size_t end,
+                              std::vector<ir::Stmt>* out);
+  absl::Status LowerWarpSpecialize(const ir::Stmt& s, const std::set<std::string>& dirty,
+                                   const std::set<std::string>& read, std::vector<ir::Stmt>* out);
   absl::Status LowerTmaCopy(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   absl::Status LowerBarrierOp(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // A gemm whose shared operand is one 2-d tile of a higher-rank buffer

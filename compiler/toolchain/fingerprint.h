@@ -41,7 +41,10 @@ namespace kiln::toolchain {
 // range; before, the plans read the whole buffers (wrong results).
 // 15: a warp-specialized loop with two or more consumer warpgroups waits
 // for every wgmma group and releases the stage in the same iteration.
-inline constexpr int kKilnCodegenVersion = 15;
+// 16: if-chains on the thread index over whole warpgroups become T.ws
+// regions (pass thread-regions); consecutive ws regions on other threads
+// get no block barrier between them.
+inline constexpr int kKilnCodegenVersion = 16;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -271,7 +271,8 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
   ctx.gemm_wgmma = wgmma;
   for (ir::Program& kernel : ir::SplitKernels(program)) {
     RETURN_IF_ERROR(passes::RunPasses(
-        kernel, {"verify", "simplify", "verify-resources", "layout-inference"}, ctx));
+        kernel, {"verify", "simplify", "verify-resources", "thread-regions", "layout-inference"},
+        ctx));
   }
   return key;
 }
