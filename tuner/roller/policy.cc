@@ -80,6 +80,11 @@ std::vector<int64_t> Derived(const ProgramAnalysis& a, const Tunable& t,
       // m16n8 atoms over up to 4 warps per dimension; 16-wide keeps ldmatrix x4.
       const int64_t lo = lowest(16);
       out = Pow2Range(lo, std::min<int64_t>(256, std::max(lo, extent)));
+      // wgmma's atom is 64 rows: on a device with wgmma a dimension below
+      // 64 (decode: M = 16) also gets the 64-row tile, whose unused rows
+      // cost no memory traffic (TMA fills them with zeros) and whose
+      // TMA + wgmma path beats the 16-row mma.sync tiles there.
+      if (t.mma_m && arch.wgmma_tflops > 0 && extent < 64) out.push_back(64);
     } else {
       out = Pow2Range(lowest(1), std::min<int64_t>(t.contiguous ? 4096 : 256, extent));
     }
@@ -394,11 +399,25 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // top-k. The model does not predict split-K (they carry the unsplit
     // prediction): the measurement decides; a split the program does not
     // allow fails verification like any config.
+    // Where the best config is not a wgmma one but the device has wgmma,
+    // the best wgmma config gets split variants too: at M = 16 the model
+    // ranks 16-row mma.sync tiles first, and the 64-row TMA + wgmma tile
+    // split 4 ways measured faster (docs/benchmarks.md, Hopper GEMM run 4).
     std::vector<int64_t> splits;
+    std::vector<const Candidate*> split_bases;
     if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
         out.space.count(driver::kSplitKKnob) == 0) {
+      split_bases.push_back(&ranked[0]);
+      if (!ranked[0].prediction.wgmma) {
+        for (const Candidate& c : ranked) {
+          if (c.prediction.wgmma && c.prediction.fits) {
+            split_bases.push_back(&c);
+            break;
+          }
+        }
+      }
       const int64_t blocks = ranked[0].prediction.blocks;
-      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2;
+      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2 / split_bases.size();
       for (int64_t s : {2, 4, 8, 16}) {
         if (blocks <= 0 || 2 * blocks > arch.sm_count || blocks * s > 4 * arch.sm_count ||
             splits.size() >= room) {
@@ -411,7 +430,9 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // (all tunables but pipeline depth and raster panel), so near-ties of
     // one tile in different stage counts do not fill the whole top-k; a
     // second pass fills up from the rest in rank order.
-    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) - splits.size();
+    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) -
+                        std::min<size_t>(splits.size() * split_bases.size(),
+                                         static_cast<size_t>(std::max(1, options.top_k)) - 1);
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
@@ -432,13 +453,20 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       }
     }
     if (!splits.empty() && !out.candidates.empty()) {
-      const Candidate best = out.candidates.front();
-      for (int64_t s : splits) {
-        Candidate v = best;
-        v.config[driver::kSplitKKnob] = s;
-        v.rationale = absl::StrCat(best.rationale, ", split-K x", s, " (", best.prediction.blocks,
-                                   " blocks on ", arch.sm_count, " SMs)");
-        admit(std::move(v));
+      std::vector<Candidate> bases = {out.candidates.front()};
+      if (split_bases.size() > 1) {
+        bases.push_back(*split_bases[1]);
+        bases.back().rationale = Rationale(a, bases.back().config, bases.back().prediction);
+      }
+      for (const Candidate& base : bases) {
+        for (int64_t s : splits) {
+          if (base.prediction.blocks * s > 4 * arch.sm_count) break;
+          Candidate v = base;
+          v.config[driver::kSplitKKnob] = s;
+          v.rationale = absl::StrCat(base.rationale, ", split-K x", s, " (", base.prediction.blocks,
+                                     " blocks on ", arch.sm_count, " SMs)");
+          admit(std::move(v));
+        }
       }
     }
     SortByPrediction(&out.candidates);

@@ -100,7 +100,12 @@ TEST(Policy, SmallMGemmGetsASmallBlockM) {
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_FALSE(p->candidates.empty());
   EXPECT_EQ(p->candidates[0].config.at("block_M"), 16);
-  for (const Candidate& c : p->candidates) EXPECT_LE(c.config.at("block_M"), 32) << c.rationale;
+  // A 64-row tile comes only as a split-K variant of the best wgmma config.
+  for (const Candidate& c : p->candidates) {
+    if (c.config.count(driver::kSplitKKnob) == 0) {
+      EXPECT_LE(c.config.at("block_M"), 32) << c.rationale;
+    }
+  }
   // ... while M = 4096 does not.
   p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -132,6 +137,18 @@ TEST(Policy, DecodeGemmGetsSplitKVariantsThatVerify) {
   }
   EXPECT_FALSE(splits.empty());
   EXPECT_LE(splits.size(), 5u); // at most half of the top-k
+  // The model ranks 16-row (mma.sync) tiles first at M = 16; the best
+  // 64-row (wgmma) tile gets split variants too.
+  int split_16 = 0, split_64 = 0;
+  for (const Candidate& c : p->candidates) {
+    if (c.config.count(driver::kSplitKKnob) == 0) continue;
+    const int64_t m = c.config.at("block_M");
+    split_16 += m == 16;
+    split_64 += m == 64;
+  }
+  EXPECT_GT(split_16, 0);
+  EXPECT_GT(split_64, 0);
+  EXPECT_LE(split_16 + split_64, 5);
   // Not where the grid fills the GPU, and not when turned off.
   absl::StatusOr<Proposal> cube = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(cube.ok()) << cube.status();
@@ -346,7 +363,10 @@ TEST(Policy, DerivedSpacesFollowRolesAndTheArch) {
   a = AnalyzeProgram(Input("examples/gemm/gemm.py", {{"M", "20"}, {"N", "64"}, {"K", "64"}}));
   ASSERT_TRUE(a.ok());
   s = DeriveSpace(*a, H200());
-  EXPECT_EQ(s.at("block_M"), (std::vector<int64_t>{16, 32, 128})); // 128: the default
+  // 128: the default; 64: wgmma's atom, on a device with wgmma only.
+  EXPECT_EQ(s.at("block_M"), (std::vector<int64_t>{16, 32, 64, 128}));
+  EXPECT_EQ(DeriveSpace(*a, *arch::FindPreset("a100")).at("block_M"),
+            (std::vector<int64_t>{16, 32, 128}));
   // int8: 128-byte rows are 128 elements (the default 64 stays in the domain).
   a = AnalyzeProgram(Input("examples/gemm/gemm_int8.py", Cube(4096)));
   ASSERT_TRUE(a.ok());
