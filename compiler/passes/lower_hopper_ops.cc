@@ -110,10 +110,20 @@ absl::Status Lowering::LowerBarrierAlloc(const Stmt& s, std::vector<Stmt>* out) 
 
 absl::Status Lowering::LowerRegionRun(const std::vector<Stmt>& in, size_t first, size_t end,
                                       std::vector<Stmt>* out) {
+  // Each region's shared-memory accesses, and the run's.
+  struct Accesses {
+    std::set<std::string> reads, writes;
+  };
+  std::vector<Accesses> regions(end - first);
+  std::set<std::string> reads, writes;
+  for (size_t i = first; i < end; ++i) {
+    Accesses& acc = regions[i - first];
+    SharedAccesses(in[i], &acc.reads, &acc.writes);
+    reads.insert(acc.reads.begin(), acc.reads.end());
+    writes.insert(acc.writes.begin(), acc.writes.end());
+  }
   // What other threads touched before the run: one block barrier, reached
   // by all, before the first region.
-  std::set<std::string> reads, writes;
-  for (size_t i = first; i < end; ++i) SharedAccesses(in[i], &reads, &writes);
   bool hazard = false;
   for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
   for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
@@ -128,22 +138,18 @@ absl::Status Lowering::LowerRegionRun(const std::vector<Stmt>& in, size_t first,
   // Regions of the run that share threads run in program order on those
   // threads: a later one synchronizes (named barrier) with what an earlier
   // one touched. Regions on other threads run concurrently with it.
-  std::vector<std::pair<std::pair<int64_t, int64_t>,
-                        std::pair<std::set<std::string>, std::set<std::string>>>>
-      done;
   for (size_t i = first; i < end; ++i) {
     const std::optional<std::pair<int64_t, int64_t>> range = WarpGroupRange(in[i]);
     std::set<std::string> dirty, read;
-    for (const auto& [r, acc] : done) {
-      if (range && r.first < range->second && range->first < r.second) {
-        dirty.insert(acc.first.begin(), acc.first.end());
-        read.insert(acc.second.begin(), acc.second.end());
+    for (size_t j = first; range && j < i; ++j) {
+      const std::optional<std::pair<int64_t, int64_t>> earlier = WarpGroupRange(in[j]);
+      if (earlier && earlier->first < range->second && range->first < earlier->second) {
+        const Accesses& acc = regions[j - first];
+        dirty.insert(acc.writes.begin(), acc.writes.end());
+        read.insert(acc.reads.begin(), acc.reads.end());
       }
     }
     RETURN_IF_ERROR(LowerWarpSpecialize(in[i], dirty, read, out));
-    std::set<std::string> r, w;
-    SharedAccesses(in[i], &r, &w);
-    if (range) done.push_back({*range, {std::move(w), std::move(r)}});
   }
   // What the run touched counts as touched by the block afterwards.
   dirty_ = entry_dirty;

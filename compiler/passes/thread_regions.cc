@@ -32,6 +32,8 @@
 
 #include "compiler/ir/builder.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/ir_util.h"
+#include "compiler/ir/simplify.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/target.h"
 #include "compiler/passes/warp_groups.h"
@@ -53,11 +55,6 @@ struct ThreadRange {
   ThreadRange Meet(ThreadRange o) const { return {std::max(lo, o.lo), std::min(hi, o.hi)}; }
 };
 
-std::optional<int64_t> IntConst(const Expr& e) {
-  if (e.kind == ExprKind::kInt) return e.ival;
-  return std::nullopt;
-}
-
 // The threads for which `cond` holds, within `all`; nullopt when `cond` is
 // not a comparison of thread index 0 with constants.
 std::optional<ThreadRange> ThreadsWhere(const Expr& cond, ThreadRange all) {
@@ -71,10 +68,10 @@ std::optional<ThreadRange> ThreadsWhere(const Expr& cond, ThreadRange all) {
   // tx OP c, or c OP tx (flipped to tx OP' c).
   BinOp op = cond.bop;
   const Expr* t = &cond.args[0];
-  std::optional<int64_t> c = IntConst(cond.args[1]);
+  std::optional<int64_t> c = ir::ConstInt(cond.args[1]);
   if (t->kind != ExprKind::kThreadIdx) {
     t = &cond.args[1];
-    c = IntConst(cond.args[0]);
+    c = ir::ConstInt(cond.args[0]);
     switch (op) {
     case BinOp::kLt:
       op = BinOp::kGt;
@@ -109,7 +106,8 @@ std::optional<ThreadRange> ThreadsWhere(const Expr& cond, ThreadRange all) {
 }
 
 bool TileWork(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body) {
+  bool found = false;
+  ir::ForEachStmt(body, [&](const Stmt& s) {
     switch (s.kind) {
     case StmtKind::kCopy:
     case StmtKind::kGemm:
@@ -120,25 +118,23 @@ bool TileWork(const std::vector<Stmt>& body) {
     case StmtKind::kBarrierArrive:
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
-      return true;
+      found = true;
+      break;
     case StmtKind::kFor:
-      if (s.for_kind == ir::ForKind::kParallel) return true;
+      found = found || s.for_kind == ir::ForKind::kParallel;
       break;
     default:
       break;
     }
-    if (TileWork(s.body) || TileWork(s.else_body)) return true;
-  }
-  return false;
+  });
+  return found;
 }
 
 bool HasRegion(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body) {
-    if (s.kind == StmtKind::kWarpSpecialize || HasRegion(s.body) || HasRegion(s.else_body)) {
-      return true;
-    }
-  }
-  return false;
+  bool found = false;
+  ir::ForEachStmt(body,
+                  [&](const Stmt& s) { found = found || s.kind == StmtKind::kWarpSpecialize; });
+  return found;
 }
 
 bool WholeWarpGroups(ThreadRange r) {

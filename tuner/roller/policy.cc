@@ -404,20 +404,20 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // ranks 16-row mma.sync tiles first, and the 64-row TMA + wgmma tile
     // split 4 ways measured faster (docs/benchmarks.md, Hopper GEMM run 4).
     std::vector<int64_t> splits;
-    std::vector<const Candidate*> split_bases;
+    const Candidate* wgmma_base = nullptr;
     if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
         out.space.count(driver::kSplitKKnob) == 0) {
-      split_bases.push_back(&ranked[0]);
       if (!ranked[0].prediction.wgmma) {
         for (const Candidate& c : ranked) {
           if (c.prediction.wgmma && c.prediction.fits) {
-            split_bases.push_back(&c);
+            wgmma_base = &c;
             break;
           }
         }
       }
       const int64_t blocks = ranked[0].prediction.blocks;
-      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2 / split_bases.size();
+      const size_t room =
+          static_cast<size_t>(std::max(1, options.top_k)) / 2 / (wgmma_base != nullptr ? 2 : 1);
       for (int64_t s : {2, 4, 8, 16}) {
         if (blocks <= 0 || 2 * blocks > arch.sm_count || blocks * s > 4 * arch.sm_count ||
             splits.size() >= room) {
@@ -430,9 +430,9 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // (all tunables but pipeline depth and raster panel), so near-ties of
     // one tile in different stage counts do not fill the whole top-k; a
     // second pass fills up from the rest in rank order.
+    // (room keeps the split variants of both bases within half the top-k.)
     const size_t want = static_cast<size_t>(std::max(1, options.top_k)) -
-                        std::min<size_t>(splits.size() * split_bases.size(),
-                                         static_cast<size_t>(std::max(1, options.top_k)) - 1);
+                        splits.size() * (wgmma_base != nullptr ? 2 : 1);
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
@@ -454,9 +454,9 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     }
     if (!splits.empty() && !out.candidates.empty()) {
       std::vector<Candidate> bases = {out.candidates.front()};
-      if (split_bases.size() > 1) {
-        bases.push_back(*split_bases[1]);
-        bases.back().rationale = Rationale(a, bases.back().config, bases.back().prediction);
+      if (wgmma_base != nullptr) {
+        bases.push_back(*wgmma_base);
+        bases.back().rationale = Rationale(a, wgmma_base->config, wgmma_base->prediction);
       }
       for (const Candidate& base : bases) {
         for (int64_t s : splits) {
