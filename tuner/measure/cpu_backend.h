@@ -3,8 +3,8 @@
 // object the host compiler made for a kernel (toolchain::HostCompile), written
 // to a private temporary file and dlopened (toolchain::LoadedCpuKernel); a
 // launch calls the CPU entry point of compiler/codegen/kernel_spec.h with
-// the grid (the block size is fixed in the emitted code); timing is
-// steady_clock around each call.
+// the grid (the block size is fixed in the emitted code); timing is the
+// calling thread's CPU time around each call (the kernel runs on it).
 //
 // The kernel runs in this process: a segfault in it kills the worker, which
 // is the isolation kilnd relies on. A kernel that reports an error (its
