@@ -50,6 +50,7 @@ namespace {
 struct Piece {
   std::string function; // the entry point (and, CPU, its body function)
   bool uses_wgmma = false;
+  bool uses_wgmma_rs = false;
   bool uses_tma = false;
   std::string arch; // CUDA
   LaunchSpec launch;
@@ -141,6 +142,7 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
     }
   }
   out.uses_wgmma = body.uses_wgmma;
+  out.uses_wgmma_rs = body.uses_wgmma_rs;
   out.uses_tma = body.uses_tma;
   if (target.kind == passes::Target::Kind::kCuda) {
     auto blocks = lowered.attrs.find(passes::kMinBlocksAttr);
@@ -170,9 +172,10 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
 EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
                        std::vector<Piece> pieces) {
   EmittedKernel out;
-  bool wgmma = false, tma = false;
+  bool wgmma = false, wgmma_rs = false, tma = false;
   for (const Piece& p : pieces) {
     wgmma = wgmma || p.uses_wgmma;
+    wgmma_rs = wgmma_rs || p.uses_wgmma_rs;
     tma = tma || p.uses_tma;
     // One binary: an sm_90a kernel makes the whole module sm_90a.
     if (out.arch.empty() || p.arch == "sm_90a") out.arch = p.arch;
@@ -196,6 +199,7 @@ EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
     // NVRTC's parse of it.
     out.source = absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n",
                               wgmma ? "#include \"kiln/cuda/wgmma.h\"\n" : "",
+                              wgmma_rs ? "#include \"kiln/cuda/wgmma_rs.h\"\n" : "",
                               tma ? "#include \"kiln/cuda/tma.h\"\n" : "", "\n", functions);
     return out;
   }

@@ -229,6 +229,7 @@ class Emitter {
     out.body = std::move(text_);
     out.smem_bytes = smem_;
     out.uses_wgmma = uses_wgmma_;
+    out.uses_wgmma_rs = uses_wgmma_rs_;
     out.uses_tma = uses_tma_ || !out.tma_maps.empty();
     return out;
   }
@@ -612,6 +613,9 @@ class Emitter {
       const ir::IntrinsicInfo* info = ir::FindIntrinsic(s.name);
       if (!info) return Error(s.loc, absl::StrCat("unknown intrinsic '", s.name, "'"));
       if (absl::StartsWith(s.name, "wgmma_") || s.name == "fence_proxy_async") uses_wgmma_ = true;
+      if (absl::StartsWith(s.name, "wgmma_m64") && absl::StrContains(s.name, "_rs_")) {
+        uses_wgmma_rs_ = true;
+      }
       const bool tma_load = absl::StartsWith(s.name, "tma_load_");
       if (tma_load || absl::StartsWith(s.name, "mbarrier_") ||
           absl::StartsWith(s.name, "setmaxnreg_") || s.name == "named_barrier_sync" ||
@@ -679,6 +683,7 @@ class Emitter {
   std::string text_;
   int64_t smem_ = 0;
   bool uses_wgmma_ = false;
+  bool uses_wgmma_rs_ = false;
   bool uses_tma_ = false;
 };
 

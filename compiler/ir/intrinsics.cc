@@ -12,7 +12,7 @@ namespace {
 std::vector<std::string>& wgmma_names() {
   static std::vector<std::string>* names = [] {
     auto* v = new std::vector<std::string>;
-    v->reserve(64);
+    v->reserve(128);
     return v;
   }();
   return *names;
@@ -52,6 +52,12 @@ std::vector<IntrinsicInfo> MakeTable() {
       std::vector<A> args = {A::kAddress, A::kAddress, A::kAddress};
       args.insert(args.end(), 8, A::kConstInt);
       t.push_back({wgmma_names().back(), std::move(args), true});
+      // The register form: A is 8 16-bit registers of the thread; the
+      // constants are B's (trans B, leading/stride byte offsets, swizzle).
+      wgmma_names().push_back(absl::StrCat("wgmma_m64n", n, "k16_rs_", std::string(ty)));
+      std::vector<A> rs = {A::kAddress, A::kAddress, A::kAddress};
+      rs.insert(rs.end(), 4, A::kConstInt);
+      t.push_back({wgmma_names().back(), std::move(rs), true});
     }
   }
   // Hopper asynchronous data movement (kiln/{cuda,cpu}/tma.h).

@@ -46,6 +46,10 @@ struct IntrinsicInfo {
 //   wgmma_m64n{8..256}k16_{f16,bf16}(d, a, b, tA, tB, lboA, sboA, swzA, lboB, sboB, swzB)
 //                                                   wgmma.mma_async, shared-memory descriptors
 //                                                   (sm_90a; warpgroup-collective)
+//   wgmma_m64n{8..256}k16_rs_{f16,bf16}(d, a, b, tB, lboB, sboB, swzB)
+//                                                   the register form: a is the thread's 8
+//                                                   A elements of the k-step (the m16n8k16 A
+//                                                   fragment of its warp's 16 rows)
 //   mbarrier_init(bar, count), fence_barrier_init(), mbarrier_arrive(bar),
 //   mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity),
 //   mbarrier_expect_tx(bar, bytes) (expects bytes without arriving)

@@ -37,9 +37,11 @@
 // 5. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
 //    swizzle when their rows are a multiple of 16 bytes.
 // 6. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
-//    A and B, an f32 accumulator and a shape wgmma tiles (WgmmaGroups),
-//    accumulators get the wgmma D layout and the operands the column-block
-//    layout of wgmma's swizzle modes instead of 1.'s and 5.'s choices.
+//    (or register: a fragment) A and shared B, an f32 accumulator and a
+//    shape wgmma tiles (WgmmaGroups), accumulators get the wgmma D layout,
+//    a register A the same layout over (M x K), and the shared operands the
+//    column-block layout of wgmma's swizzle modes instead of 1.'s and 5.'s
+//    choices.
 #include "compiler/passes/layout_inference.h"
 
 #include <algorithm>
@@ -258,15 +260,22 @@ int64_t FragmentVector(const ir::Program& p, const std::string& frag, ir::DType 
   return VectorOf(bits <= 8 ? ir::DType::kInt8 : bits <= 16 ? ir::DType::kFloat16 : dtype);
 }
 
-// The wgmma plan of one gemm: its warpgroup grid, or nullopt.
+// The wgmma plan of one gemm: its warpgroup grid, or nullopt. A is in
+// shared memory, or (wgmma's register form) a 16-bit (M x K) fragment,
+// not transposed, whose rows the warpgroups split among them (groups_n
+// is 1: a fragment cannot hold the same rows in two warpgroups).
 std::optional<std::pair<int64_t, int64_t>>
 WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& shared,
                 const std::map<std::string, FragInfo>& frags, int64_t threads) {
   auto sa = shared.find(s.regions[0].buffer);
+  auto fa = frags.find(s.regions[0].buffer);
   auto sb = shared.find(s.regions[1].buffer);
   auto fc = frags.find(s.regions[2].buffer);
-  if (sa == shared.end() || sb == shared.end() || fc == frags.end()) return std::nullopt;
-  const ir::Buffer& a = *sa->second;
+  const bool register_a = sa == shared.end() && fa != frags.end();
+  if ((sa == shared.end() && !register_a) || sb == shared.end() || fc == frags.end()) {
+    return std::nullopt;
+  }
+  const ir::Buffer& a = register_a ? *fa->second.buffer : *sa->second;
   const ir::Buffer& b = *sb->second;
   if (a.dtype != b.dtype || (a.dtype != ir::DType::kFloat16 && a.dtype != ir::DType::kBFloat16)) {
     return std::nullopt;
@@ -289,8 +298,15 @@ WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& s
   const int64_t bk = s.transpose_b ? bd->second : bd->first;
   const int64_t bn = s.transpose_b ? bd->first : bd->second;
   if (am != m || bk != k || bn != n || k % 16 != 0) return std::nullopt;
-  // Each operand's contiguous dimension must fit a swizzle mode.
-  if (WgmmaBlockElems(ad->second) == 0 || WgmmaBlockElems(bd->second) == 0) return std::nullopt;
+  // Each shared operand's contiguous dimension must fit a swizzle mode.
+  if (WgmmaBlockElems(bd->second) == 0) return std::nullopt;
+  if (register_a) {
+    if (s.transpose_a) return std::nullopt;
+    auto groups = WgmmaGroups(m, n, threads, s.transpose_b ? 0 : WgmmaBlockElems(bd->second));
+    if (!groups || groups->second != 1) return std::nullopt;
+    return groups;
+  }
+  if (WgmmaBlockElems(ad->second) == 0) return std::nullopt;
   // An M-major A moves by whole 64-row atoms, which W (<= 64) divides.
   if (s.transpose_a && m % WgmmaBlockElems(ad->second) != 0) return std::nullopt;
   return WgmmaGroups(m, n, threads, s.transpose_b ? 0 : WgmmaBlockElems(bd->second));
@@ -532,8 +548,17 @@ class Inference {
     }
     if (wgmma_) {
       const auto [gm, gn] = wgmma_groups_.at(&s);
-      return Set(c.buffer, WgmmaAccumulatorLayout(cs[0], cs[1], gm, gn), s.loc,
-                 "wgmma's accumulator");
+      RETURN_IF_ERROR(Set(c.buffer, WgmmaAccumulatorLayout(cs[0], cs[1], gm, gn), s.loc,
+                          "wgmma's accumulator"));
+      // A register A operand: per k-step of 16, a thread's 8 elements of
+      // the accumulator layout of (M x K) are wgmma's A fragment in order
+      // (the m16n8k16 A table of each warp's 16 rows).
+      if (frags_.count(a.buffer)) {
+        const std::vector<int64_t>& as = frags_.at(a.buffer).shape;
+        RETURN_IF_ERROR(Set(a.buffer, WgmmaAccumulatorLayout(as[0], as[1], gm, 1), s.loc,
+                            "wgmma's register A operand"));
+      }
+      return absl::OkStatus();
     }
     auto warps = GemmWarps(cs[0], cs[1], threads_ / 32, s.policy);
     if (!warps.ok())

@@ -12,7 +12,9 @@
 // For sm_90a (attr kiln.gemm = "wgmma", layout-inference's choice), a gemm
 // is instead one wgmma.mma_async per k-step of 16 and m64 atom of each
 // warpgroup, reading A and B from shared memory through descriptors of the
-// operands' wgmma layouts (PlanWgmmaGemm).
+// operands' wgmma layouts, or A from registers (wgmma's register form, a
+// fragment A: 8 registers per step in the accumulator layout of M x K)
+// (PlanWgmmaGemm).
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -314,8 +316,9 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   const Buf* b = FindBuf(s.regions[1].buffer);
   const Buf* c = FindBuf(s.regions[2].buffer);
   if (!a || !b || !c) return Error(s.loc, "gemm: unknown buffer");
-  if (a->wgmma_block == 0 || b->wgmma_block == 0 || c->scope != ir::Scope::kFragment ||
-      c->shape.size() != 2 || a->dtype != b->dtype) {
+  const bool register_a = a->scope == ir::Scope::kFragment;
+  if ((a->wgmma_block == 0 && !register_a) || b->wgmma_block == 0 ||
+      c->scope != ir::Scope::kFragment || c->shape.size() != 2 || a->dtype != b->dtype) {
     return Error(s.loc, "gemm: the program lowers for wgmma, but this gemm's operands do not "
                         "have wgmma layouts (run layout-inference for the same target)");
   }
@@ -340,6 +343,14 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
     return Error(s.loc, absl::StrCat("gemm: accumulator '", c->name, "' has layout ",
                                      c->layout->ToString(), ", not the wgmma layout"));
   }
+  // A register A operand (whole: GemmOperandK) has the accumulator layout
+  // of (M x K) over the same warpgroups (layout-inference).
+  if (register_a && (gn != 1 || ta || !a->layout || a->shape.size() != 2 ||
+                     !(Normalize(*a->layout) == WgmmaAccumulatorLayout(m, k, gm, 1)))) {
+    return Error(s.loc, absl::StrCat("gemm: register A operand '", a->name, "' has layout ",
+                                     a->layout ? a->layout->ToString() : "(none)",
+                                     ", not the wgmma A layout"));
+  }
   const int64_t group_m = m / gm, group_n = n / gn, atoms = group_m / 64;
   const Expr group = ir::Simplify(Div(tid_, 128));
   const Expr row0 = ir::Simplify(Mul(Mod(group, gm), I(group_m)));
@@ -349,13 +360,17 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   // unused by swizzled K-major layouts, which take 16).
   auto mode = [](int64_t w) { return w == 64 ? 1 : w == 32 ? 2 : 3; };
   const int64_t sa = 2 * a->wgmma_block, sb = 2 * b->wgmma_block;
-  const std::vector<int64_t> consts = {ta ? 1 : 0, tb ? 0 : 1,           ta ? a->shape[0] * sa : 16,
-                                       8 * sa,     mode(a->wgmma_block), tb ? 16 : b->shape[0] * sb,
-                                       8 * sb,     mode(b->wgmma_block)};
-  const std::string name =
-      absl::StrCat("wgmma_m64n", group_n, "k16_", a->dtype == DType::kBFloat16 ? "bf16" : "f16");
+  const std::vector<int64_t> b_consts = {tb ? 16 : b->shape[0] * sb, 8 * sb, mode(b->wgmma_block)};
+  std::vector<int64_t> consts = {tb ? 0 : 1};
+  if (!register_a) {
+    consts = {ta ? 1 : 0, tb ? 0 : 1, ta ? a->shape[0] * sa : 16, 8 * sa, mode(a->wgmma_block)};
+  }
+  consts.insert(consts.end(), b_consts.begin(), b_consts.end());
+  const std::string name = absl::StrCat("wgmma_m64n", group_n, "k16_", register_a ? "rs_" : "",
+                                        a->dtype == DType::kBFloat16 ? "bf16" : "f16");
   WgmmaGemm plan;
-  plan.reads = {a->name, b->name};
+  plan.reads = {b->name};
+  if (!register_a) plan.reads.insert(a->name);
   plan.steps = k / 16;
   // A K range that starts past 0 (a multiple of 16) is more steps of the
   // same walk: each step's descriptor starts 16 elements further along K.
@@ -366,7 +381,10 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
     const Expr b_at = tb ? SharedPhys(*b, {col0, kb}) : SharedPhys(*b, {kb, col0});
     for (int64_t mi = 0; mi < atoms; ++mi) {
       const Expr m0 = ir::Simplify(Add(row0, I(64 * mi)));
-      const Expr a_at = ta ? SharedPhys(*a, {ka, m0}) : SharedPhys(*a, {m0, ka});
+      // A register A's registers: K / 2 per 64-row atom, 8 per k-step.
+      const Expr a_at = register_a ? I(mi * k / 2 + step * 8)
+                        : ta       ? SharedPhys(*a, {ka, m0})
+                                   : SharedPhys(*a, {m0, ka});
       std::vector<Expr> args = {Address(*c, I(mi * group_n / 2)), Address(*a, a_at),
                                 Address(*b, b_at)};
       for (int64_t v : consts) args.push_back(I(v));

@@ -44,7 +44,9 @@ namespace kiln::toolchain {
 // 16: if-chains on the thread index over whole warpgroups become T.ws
 // regions (pass thread-regions); consecutive ws regions on other threads
 // get no block barrier between them.
-inline constexpr int kKilnCodegenVersion = 16;
+// 17: on Hopper, a gemm whose A operand is a fragment is wgmma's register
+// form (the program used to fall back to mma.sync for every gemm).
+inline constexpr int kKilnCodegenVersion = 17;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -1,6 +1,7 @@
-"""Checks Output of TileLang's deepseek_mla/experimental/example_mla_decode_kv_fp8.py
-flashattn from the .npy files kiln-run --save wrote in DIR (Q, Q_pe, KV as
-float8_e4m3 bits, K_pe, Output): softmax((Q KV^T + Q_pe K_pe^T) / sqrt(dim +
+"""Checks Output of TileLang's MLA decode kernels with one KV head (the flashattn of
+deepseek_mla/experimental/example_mla_decode_kv_fp8.py and of
+warp_specialize/example_warp_specialize_flashmla.py) from the .npy files kiln-run --save
+wrote in DIR (Q, Q_pe, KV as float8_e4m3 bits or float16, K_pe, Output): softmax((Q KV^T + Q_pe K_pe^T) / sqrt(dim +
 pe_dim)) KV in float32. The output tile is staged through a shared buffer that
 takes the bytes of Q's (pass shared-placement). Exit 0 on a match, 1 otherwise."""
 import sys
@@ -20,7 +21,8 @@ def e4m3(bits):
 
 d = sys.argv[1]
 q, q_pe, k_pe = (load(d, n, np.float32) for n in ("Q", "Q_pe", "K_pe"))
-kv = e4m3(load(d, "KV", None))
+kv = load(d, "KV", None)
+kv = e4m3(kv) if kv.dtype == np.uint8 else kv.astype(np.float32)
 got = load(d, "Output", np.float32)
 scale = (1.0 / (q.shape[-1] + q_pe.shape[-1])) ** 0.5
 ref = np.zeros(got.shape, np.float32)

@@ -197,6 +197,8 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
 // elements in shared memory, described with the template's offsets and
 // swizzle modes (kiln/cuda/wgmma.h). Every lane of a warp must pass the same
 // a and b; the block's threads must be a whole number of warpgroups.
+// wgmma_m64n<N>k16_rs_{f16,bf16}<kTransB, ...>(d, a, b), the register form:
+// a is this thread's 8 A elements of the k-step (kiln/cuda/wgmma_rs.h).
 
 inline void fence_proxy_async() {}
 inline void wgmma_fence() {}
@@ -249,6 +251,45 @@ inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_
     for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
   });
 }
+
+// The register form: a is this lane's 8 A elements (kiln/cpu/wgmma.h's
+// wgmma_register_a_tile order); only B has a descriptor.
+template <int N, bool kBf16, int kTransB>
+inline void WgmmaLaneRs(const char* name, void* d, const void* a, uint64_t desc_b) {
+  fiber::WarpSlot mine;
+  mine.dst = d;
+  mine.value = desc_b;
+  mine.src[0] = a;
+  fiber::WarpCollective(name, mine, [name](fiber::BlockState* blk, fiber::WarpExchange& ex) {
+    if (ex.lanes < 32 || blk->threads % 128 != 0)
+      fiber::FailBlock(blk, "warp %d: %s needs whole warpgroups of 128 threads; the block has %d",
+                       blk->self().warp, name, blk->threads);
+    for (int l = 1; l < 32; ++l) {
+      if (ex.slot[l].value != ex.slot[0].value)
+        fiber::FailBlock(blk, "warp %d: %s: lanes 0 and %d pass different descriptors",
+                         blk->self().warp, name, l);
+    }
+    auto to_float = [](uint16_t v) {
+      return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
+    };
+    static thread_local float regs[32][N / 2];
+    static thread_local uint16_t lanes_a[32][8];
+    static thread_local float ta[16][16];
+    for (int l = 0; l < 32; ++l) {
+      std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
+      std::memcpy(lanes_a[l], ex.slot[l].src[0], sizeof lanes_a[l]);
+    }
+    wgmma_register_a_tile(lanes_a, ta, to_float);
+    if (!wgmma_m64k16_warp_a<N>(WarpRegs<float>(&regs[0][0], N / 2), ta, blk->smem,
+                                static_cast<uint32_t>(blk->smem_bytes), ex.slot[0].value,
+                                kTransB != 0, to_float))
+      fiber::FailBlock(blk,
+                       "warp %d: %s: B's descriptor has no swizzle mode or reads outside the %d "
+                       "bytes of shared memory",
+                       blk->self().warp, name, static_cast<int>(blk->smem_bytes));
+    for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
+  });
+}
 } // namespace detail
 
 #define KILN_CPU_WGMMA(N)                                                                          \
@@ -265,6 +306,16 @@ inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_
     detail::WgmmaLane<N, true, kTransA, kTransB>("wgmma_m64n" #N "k16_bf16", d,                    \
                                                  smem_desc(a, kLboA, kSboA, kSwzA),                \
                                                  smem_desc(b, kLboB, kSboB, kSwzB));               \
+  }                                                                                                \
+  template <int kTransB, int kLboB, int kSboB, int kSwzB>                                          \
+  inline void wgmma_m64n##N##k16_rs_f16(void* d, const void* a, const void* b) {                   \
+    detail::WgmmaLaneRs<N, false, kTransB>("wgmma_m64n" #N "k16_rs_f16", d, a,                     \
+                                           smem_desc(b, kLboB, kSboB, kSwzB));                     \
+  }                                                                                                \
+  template <int kTransB, int kLboB, int kSboB, int kSwzB>                                          \
+  inline void wgmma_m64n##N##k16_rs_bf16(void* d, const void* a, const void* b) {                  \
+    detail::WgmmaLaneRs<N, true, kTransB>("wgmma_m64n" #N "k16_rs_bf16", d, a,                     \
+                                          smem_desc(b, kLboB, kSboB, kSwzB));                      \
   }
 KILN_CPU_WGMMA(8)
 KILN_CPU_WGMMA(16)

@@ -1,8 +1,8 @@
 // Kiln CPU runtime: emulation of Hopper's warpgroup MMA
 // (wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}) with both operands
 // in shared memory, read through 64-bit matrix descriptors exactly as the
-// PTX ISA describes them. The per-lane wrappers that generated code calls
-// are in kiln/cpu/thread_ops.h; the CUDA twin is kiln/cuda/wgmma.h.
+// PTX ISA describes them, or with A in registers (the register form). The per-lane wrappers that
+// generated code calls are in kiln/cpu/thread_ops.h; the CUDA twin is kiln/cuda/wgmma.h.
 //
 // Descriptor (smem_desc): start address >> 4 in bits 0-13, leading byte
 // offset (LBO) >> 4 in bits 16-29, stride byte offset (SBO) >> 4 in bits
@@ -82,36 +82,31 @@ inline uint32_t wgmma_operand_offset(const SmemDesc& d, bool mn_major, int mn, i
   return o ^ (((o >> 7) & ((1u << bits) - 1u)) << 4);
 }
 
-// One warp's part of m64nNk16: d is the warp's 32 lanes x N/2 registers
-// (read as C, written as D), `group_warp` its place (0..3) in the
-// warpgroup, smem the shared memory window the descriptors address,
-// smem_bytes its size. Returns false (and computes nothing) when a
-// descriptor has swizzle mode 0 or reads outside the window.
+// The product of one warp's part of m64nNk16 with its 16 A rows given as
+// floats (`ta`, row-major 16 x 16): d is the warp's 32 lanes x N/2
+// registers (read as C, written as D), smem the shared memory window B's
+// descriptor addresses, smem_bytes its size. Returns false (and computes
+// nothing) when the descriptor has swizzle mode 0 or reads outside the
+// window.
 template <int N, typename ToFloat>
-inline bool wgmma_m64k16_warp(WarpRegs<float> d, int group_warp, const unsigned char* smem,
-                              uint32_t smem_bytes, uint64_t desc_a, uint64_t desc_b, bool trans_a,
-                              bool trans_b, ToFloat to_float) {
+inline bool wgmma_m64k16_warp_a(WarpRegs<float> d, const float (&ta)[16][16],
+                                const unsigned char* smem, uint32_t smem_bytes, uint64_t desc_b,
+                                bool trans_b, ToFloat to_float) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N is a multiple of 8 up to 256");
-  const SmemDesc da = decode_smem_desc(desc_a), db = decode_smem_desc(desc_b);
-  if (da.swizzle == 0 || db.swizzle == 0) return false;
-  // Not on the fiber stack: 33 KiB for N = 256. One per OS thread (blocks
+  const SmemDesc db = decode_smem_desc(desc_b);
+  if (db.swizzle == 0) return false;
+  // Not on the fiber stack: 16 KiB for N = 256. One per OS thread (blocks
   // run one at a time on it).
-  static thread_local float ta[16][16];
   static thread_local float tb[16][N];
-  auto elem = [&](const SmemDesc& desc, bool mn_major, int mn, int k, float* out) {
-    const uint32_t o = wgmma_operand_offset(desc, mn_major, mn, k);
-    if (o + 2 > smem_bytes) return false;
-    uint16_t v;
-    std::memcpy(&v, smem + o, 2);
-    *out = to_float(v);
-    return true;
-  };
-  for (int m = 0; m < 16; ++m)
-    for (int k = 0; k < 16; ++k)
-      if (!elem(da, trans_a, 16 * group_warp + m, k, &ta[m][k])) return false;
-  for (int k = 0; k < 16; ++k)
-    for (int n = 0; n < N; ++n)
-      if (!elem(db, trans_b, n, k, &tb[k][n])) return false;
+  for (int k = 0; k < 16; ++k) {
+    for (int n = 0; n < N; ++n) {
+      const uint32_t o = wgmma_operand_offset(db, trans_b, n, k);
+      if (o + 2 > smem_bytes) return false;
+      uint16_t v;
+      std::memcpy(&v, smem + o, 2);
+      tb[k][n] = to_float(v);
+    }
+  }
   for (int j = 0; j < N / 8; ++j) {
     for (int m = 0; m < 16; ++m) {
       for (int c = 0; c < 8; ++c) {
@@ -123,6 +118,43 @@ inline bool wgmma_m64k16_warp(WarpRegs<float> d, int group_warp, const unsigned 
     }
   }
   return true;
+}
+
+// One warp's part of m64nNk16 with both operands in shared memory:
+// `group_warp` is the warp's place (0..3) in the warpgroup, whose 16 rows
+// of A it reads through desc_a. Returns false as wgmma_m64k16_warp_a, for
+// either descriptor.
+template <int N, typename ToFloat>
+inline bool wgmma_m64k16_warp(WarpRegs<float> d, int group_warp, const unsigned char* smem,
+                              uint32_t smem_bytes, uint64_t desc_a, uint64_t desc_b, bool trans_a,
+                              bool trans_b, ToFloat to_float) {
+  const SmemDesc da = decode_smem_desc(desc_a);
+  if (da.swizzle == 0) return false;
+  static thread_local float ta[16][16];
+  for (int m = 0; m < 16; ++m) {
+    for (int k = 0; k < 16; ++k) {
+      const uint32_t o = wgmma_operand_offset(da, trans_a, 16 * group_warp + m, k);
+      if (o + 2 > smem_bytes) return false;
+      uint16_t v;
+      std::memcpy(&v, smem + o, 2);
+      ta[m][k] = to_float(v);
+    }
+  }
+  return wgmma_m64k16_warp_a<N>(d, ta, smem, smem_bytes, desc_b, trans_b, to_float);
+}
+
+// The A tile (16 x 16, row-major floats) of one warp's register operands:
+// lane (g = lane / 4, t = lane % 4) holds 8 16-bit elements, element 2r + e
+// at row g + 8 (r % 2), col 2t + 8 (r / 2) + e (the m16n8k16 A fragment).
+template <typename ToFloat>
+inline void wgmma_register_a_tile(const uint16_t (&lanes)[32][8], float (&ta)[16][16],
+                                  ToFloat to_float) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      const int r = i / 2, e = i % 2;
+      ta[lane / 4 + 8 * (r % 2)][2 * (lane % 4) + 8 * (r / 2) + e] = to_float(lanes[lane][i]);
+    }
+  }
 }
 
 } // namespace rt
