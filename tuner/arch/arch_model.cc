@@ -83,9 +83,11 @@ ArchModel Gh100() {
   // Measured: Kiln's mma.sync GEMM reaches ~400 of the 989 dense TFLOP/s
   // on an H200 (docs/benchmarks.md); Hopper's full rate needs wgmma.
   m.mma_efficiency = 0.42;
-  // Kiln's wgmma GEMM (sm_90a, gemm=wgmma) on an H200: 520-553 TFLOP/s at
-  // 128x256x64 tiles with two warpgroups (docs/benchmarks.md).
-  m.wgmma_tflops = 540;
+  // Kiln's wgmma GEMM (TMA + warp specialization, the Hopper default) on an
+  // H100: 588-701 TFLOP/s at 128x256x64 tiles with two consumer warpgroups
+  // (docs/benchmarks.md, Hopper GEMM run 3). 700 also predicts the grids of
+  // one block per SM at M = 128 best (bench/model_fit.py).
+  m.wgmma_tflops = 700;
   m.dram_latency_ns = 650;
   return m;
 }

@@ -14,13 +14,19 @@
 //                writes + the warps' operand reads) / per-SM bank bandwidth
 //  t_l2        = global bytes of all blocks / L2 bandwidth
 //  t_dram      = unique bytes touched per wave (blocks that share an
-//                operand row/column read it once while it sits in L2) *
-//                waves / DRAM bandwidth
+//                operand row/column read it once while it sits in L2, which
+//                must hold the tiles of the stages in flight) * waves / DRAM
+//                bandwidth
 //  t_latency   = Little's law: bytes one SM must fetch / (bytes it keeps in
 //                flight, = stages-1 tiles per resident block / DRAM latency)
-//  time        = launch overhead + max(t_*) (a sum of the compute and memory
-//                sides when the loop is not multi-buffered) + one latency per
-//                wave for the pipeline's fill
+//  time        = launch overhead + max(t_*) + a quarter of the second largest
+//                t_* (a sum of the compute and memory sides when the loop is
+//                not multi-buffered) + one latency per wave for the
+//                pipeline's fill
+//  split-K     = (config knob kiln:split_k = s) blocks x s, the K loop / s
+//                per block, float32 partials written, and the reduce kernel:
+//                a latency plus reading the partials (from L2 where they fit)
+//                and writing the output
 //
 // Thread-safety: pure function.
 #pragma once

@@ -393,57 +393,75 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       return true;
     });
     SortByPrediction(&ranked);
+    // The tile shape of a config: all tunables but pipeline depth and
+    // raster panel (the split-K knob, not a tunable of the program, stays).
+    auto shape_of = [&](const Config& config, bool with_split) {
+      Config shape;
+      for (const auto& [name, v] : config) {
+        if (!with_split && name == driver::kSplitKKnob) continue;
+        const Tunable* t = a.Find(name);
+        if (t && (t->role == Role::kPipelineDepth || t->role == Role::kRasterPanel)) continue;
+        shape[name] = v;
+      }
+      return shape;
+    };
     // Split-K for a GEMM whose best config leaves most SMs idle (decode
-    // shapes): its variants of 2, 4, 8, 16 splits (the knob kiln:split_k,
-    // while blocks x splits stays within 4 waves) take up to half of the
-    // top-k. The model does not predict split-K (they carry the unsplit
-    // prediction): the measurement decides; a split the program does not
+    // shapes): every ranked config's variants of 2, 4, 8 and 16 splits (the
+    // knob kiln:split_k, while blocks x splits stays within 4 waves) are
+    // predicted (the model shares the K loop among the splits and adds the
+    // float32 partials and the reduce kernel). The best-predicted variants
+    // take up to half of the top-k, one per tile; where the device
+    // has wgmma, half of those are wgmma tiles (64 rows at M = 16: the
+    // 16-row mma.sync tiles the model ranks near them measured slower,
+    // docs/benchmarks.md, Hopper GEMM run 4). A split the program does not
     // allow fails verification like any config.
-    // Where the best config is not a wgmma one but the device has wgmma,
-    // the best wgmma config gets split variants too: at M = 16 the model
-    // ranks 16-row mma.sync tiles first, and the 64-row TMA + wgmma tile
-    // split 4 ways measured faster (docs/benchmarks.md, Hopper GEMM run 4).
-    std::vector<int64_t> splits;
-    const Candidate* wgmma_base = nullptr;
+    std::vector<Candidate> split_picks;
     if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
-        out.space.count(driver::kSplitKKnob) == 0) {
-      if (!ranked[0].prediction.wgmma) {
-        for (const Candidate& c : ranked) {
-          if (c.prediction.wgmma && c.prediction.fits) {
-            wgmma_base = &c;
-            break;
-          }
+        out.space.count(driver::kSplitKKnob) == 0 && ranked[0].prediction.blocks > 0 &&
+        2 * ranked[0].prediction.blocks <= arch.sm_count) {
+      std::vector<Candidate> variants;
+      for (const Candidate& base : ranked) {
+        for (int64_t s : {2, 4, 8, 16}) {
+          if (base.prediction.blocks * s > 4 * arch.sm_count) break;
+          Candidate v = base;
+          v.config[driver::kSplitKKnob] = s;
+          v.prediction = Predict(a, arch, v.config, model);
+          if (!v.prediction.fits) continue;
+          v.predicted_us = v.prediction.time_us;
+          variants.push_back(std::move(v));
         }
       }
-      const int64_t blocks = ranked[0].prediction.blocks;
-      const size_t room =
-          static_cast<size_t>(std::max(1, options.top_k)) / 2 / (wgmma_base != nullptr ? 2 : 1);
-      for (int64_t s : {2, 4, 8, 16}) {
-        if (blocks <= 0 || 2 * blocks > arch.sm_count || blocks * s > 4 * arch.sm_count ||
-            splits.size() >= room) {
-          break;
+      SortByPrediction(&variants);
+      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2;
+      std::map<Config, int> per_tile;
+      std::set<Config> picked;
+      auto pick = [&](bool wgmma_only, size_t until) {
+        for (const Candidate& v : variants) {
+          if (split_picks.size() >= until) return;
+          if (wgmma_only && !v.prediction.wgmma) continue;
+          if (picked.count(v.config) || per_tile[shape_of(v.config, false)] >= 1) continue;
+          picked.insert(v.config);
+          ++per_tile[shape_of(v.config, false)];
+          Candidate c = v;
+          c.rationale = absl::StrCat(Rationale(a, c.config, c.prediction), ", split-K x",
+                                     c.config.at(driver::kSplitKKnob), " (", c.prediction.blocks,
+                                     " blocks on ", arch.sm_count, " SMs)");
+          split_picks.push_back(std::move(c));
         }
-        splits.push_back(s);
-      }
+      };
+      if (model.wgmma && arch.wgmma_tflops > 0) pick(/*wgmma_only=*/true, room / 2);
+      pick(/*wgmma_only=*/false, room);
     }
-    // Diversity: a first pass admits at most two configs per tile shape
-    // (all tunables but pipeline depth and raster panel), so near-ties of
-    // one tile in different stage counts do not fill the whole top-k; a
-    // second pass fills up from the rest in rank order.
-    // (room keeps the split variants of both bases within half the top-k.)
-    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) -
-                        splits.size() * (wgmma_base != nullptr ? 2 : 1);
+    // Diversity: a first pass admits at most two configs per tile shape, so
+    // near-ties of one tile in different stage counts do not fill the whole
+    // top-k; a second pass fills up from the rest in rank order.
+    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) - split_picks.size();
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
       for (size_t i = 0; i < ranked.size() && out.candidates.size() < want && stopped.ok(); ++i) {
         if (used[i]) continue;
-        Config shape;
-        for (const auto& [name, v] : ranked[i].config) {
-          const Tunable* t = a.Find(name);
-          if (t && (t->role == Role::kPipelineDepth || t->role == Role::kRasterPanel)) continue;
-          shape[name] = v;
-        }
+        const Config shape = shape_of(ranked[i].config, true);
         if (pass == 0 && per_shape[shape] >= 2) continue;
         used[i] = true;
         ++per_shape[shape];
@@ -452,23 +470,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         admit(std::move(c));
       }
     }
-    if (!splits.empty() && !out.candidates.empty()) {
-      std::vector<Candidate> bases = {out.candidates.front()};
-      if (wgmma_base != nullptr) {
-        bases.push_back(*wgmma_base);
-        bases.back().rationale = Rationale(a, wgmma_base->config, wgmma_base->prediction);
-      }
-      for (const Candidate& base : bases) {
-        for (int64_t s : splits) {
-          if (base.prediction.blocks * s > 4 * arch.sm_count) break;
-          Candidate v = base;
-          v.config[driver::kSplitKKnob] = s;
-          v.rationale = absl::StrCat(base.rationale, ", split-K x", s, " (", base.prediction.blocks,
-                                     " blocks on ", arch.sm_count, " SMs)");
-          admit(std::move(v));
-        }
-      }
-    }
+    for (Candidate& c : split_picks) admit(std::move(c));
     SortByPrediction(&out.candidates);
     break;
   }
