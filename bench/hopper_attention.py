@@ -32,7 +32,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,7 +160,7 @@ def main():
         return
 
     import torch
-    from hopper_gemm import PreparedLaunch, time_it
+    from hopper_gemm import PreparedLaunch, time_rounds
 
     try:
         import tilelang
@@ -223,15 +222,8 @@ def main():
             q, k, vv = ins
             runs["sdpa"] = lambda: torch.nn.functional.scaled_dot_product_attention(
                 q, k, vv, is_causal=case["causal"])
-        samples = {v: [] for v in runs}
-        order = list(runs)
-        for r in range(args.rounds):
-            k = r % max(1, len(order))
-            for v in order[k:] + order[:k]:
-                samples[v].append(time_it(runs[v], torch, args.batch, args.reps))
-        for v, ts in samples.items():
-            ms = statistics.median(ts) * 1e3
-            out.setdefault(v, {}).update(ms=ms, tflops=case["flops"] / ms / 1e9)
+        for v, t in time_rounds(runs, torch, args.rounds, args.batch, args.reps).items():
+            out.setdefault(v, {}).update(ms=t * 1e3, tflops=case["flops"] / t / 1e12)
         cells = []
         for v in list(variants) + (["sdpa"] if "sdpa" in out else []):
             o = out.get(v, {})

@@ -151,6 +151,19 @@ def time_it(run, torch, batch, reps):
     return statistics.median(times)
 
 
+def time_rounds(runs, torch, rounds, batch, reps):
+    """{name: seconds} for each of `runs` (name: callable): `rounds` interleaved rounds, the order
+    rotating each round, so that clocks and heat drifting over a run weigh on every one alike;
+    the median of the rounds."""
+    samples = {v: [] for v in runs}
+    order = list(runs)
+    for r in range(rounds):
+        k = r % max(1, len(order))
+        for v in order[k:] + order[:k]:
+            samples[v].append(time_it(runs[v], torch, batch, reps))
+    return {v: statistics.median(ts) for v, ts in samples.items()}
+
+
 def load_tilelang_module():
     try:
         import tilelang  # noqa: F401
@@ -281,14 +294,8 @@ def main():
                     except Exception as e:  # noqa: BLE001
                         out[v] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
                 runs["cublas"] = lambda: torch.matmul(A, B)
-                samples = {v: [] for v in runs}
-                order = list(runs)
-                for r in range(args.rounds):
-                    k = r % max(1, len(order))
-                    for v in order[k:] + order[:k]:
-                        samples[v].append(time_it(runs[v], torch, args.batch, args.reps))
-                for v, ts in samples.items():
-                    out.setdefault(v, {})["tflops"] = flops / statistics.median(ts) / 1e12
+                for v, t in time_rounds(runs, torch, args.rounds, args.batch, args.reps).items():
+                    out.setdefault(v, {})["tflops"] = flops / t / 1e12
                 row["configs"][cfg] = out
                 cells = [f"cuBLAS {out['cublas']['tflops']:.0f}"]
                 for v in variants:
