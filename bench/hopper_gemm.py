@@ -8,6 +8,8 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
   cpasync cuda:sm_90 --pipeline=cp.async: wgmma fed by the cp.async pipeline
   tma-ws  cuda:sm_90, the default: wgmma fed by TMA loads, an mbarrier ring and a producer
           warpgroup (built as sm_90a)
+  nosplit tma-ws with --split-k=1: without the split Kiln makes by itself where the grid leaves
+          half the SMs idle (split-k=auto, the default since codegen 18; not in the default list)
   tma-ws1, tma-ws2  tma-ws with --ws-blocks=1 / 2 (the register plan for that many blocks
           per SM; not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
@@ -71,7 +73,8 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
         extra = [f"--split-k={variant[6:] or SPLIT_K[0]}"]
     else:
         extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
-                 "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"]}[variant]
+                 "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
+                 "nosplit": ["--split-k=1"]}[variant]
     tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

@@ -79,10 +79,11 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
   for (const std::string& p : o.pass_options) {
     if (absl::StartsWith(p, "split-k=")) {
       int n = 0;
-      if (!absl::SimpleAtoi(absl::string_view(p).substr(8), &n) || n < 1 ||
-          n > passes::kMaxSplits) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "pass option '", p, "': split-k takes a number of splits in 1..", passes::kMaxSplits));
+      if (p != "split-k=auto" && (!absl::SimpleAtoi(absl::string_view(p).substr(8), &n) || n < 1 ||
+                                  n > passes::kMaxSplits)) {
+        return absl::InvalidArgumentError(absl::StrCat("pass option '", p,
+                                                       "': split-k takes a number of splits in 1..",
+                                                       passes::kMaxSplits, ", or auto"));
       }
       continue;
     }
@@ -92,7 +93,7 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
                        "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
-                       "pipeline=cp.async, ws-blocks=1, 2 or auto, and split-k=N)"));
+                       "pipeline=cp.async, ws-blocks=1, 2 or auto, and split-k=N or auto)"));
     }
   }
   return absl::OkStatus();
@@ -126,16 +127,28 @@ int WsBlocks(const BuildOptions& o) {
   return TmaWsPipeline(o) ? blocks : 0;
 }
 
-// The last split-k= pass option wins; 1 (off) by default.
+// The last split-k= pass option wins; 0 (auto) by default.
 int SplitKParts(const BuildOptions& o) {
-  int parts = 1;
+  int parts = 0;
   for (const std::string& p : o.pass_options) {
     int n = 0;
-    if (absl::StartsWith(p, "split-k=") && absl::SimpleAtoi(absl::string_view(p).substr(8), &n)) {
+    if (p == "split-k=auto") {
+      parts = 0;
+    } else if (absl::StartsWith(p, "split-k=") &&
+               absl::SimpleAtoi(absl::string_view(p).substr(8), &n)) {
       parts = n;
     }
   }
   return parts;
+}
+
+codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
+  codegen::LoweringOptions lowering;
+  lowering.gemm_wgmma = GemmWgmma(o);
+  lowering.tma_ws_pipeline = TmaWsPipeline(o);
+  lowering.ws_blocks = WsBlocks(o);
+  lowering.split_k = SplitKParts(o);
+  return lowering;
 }
 
 bool IsPassKnob(absl::string_view name) { return absl::StartsWith(name, "kiln:"); }
@@ -146,7 +159,7 @@ absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value
       return absl::InvalidArgumentError(absl::StrCat(
           kSplitKKnob, " = ", value, ": the splits must be in 1..", passes::kMaxSplits));
     }
-    return value == 1 ? std::string() : absl::StrCat("split-k=", value);
+    return absl::StrCat("split-k=", value);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown tuning knob '", name, "' (Kiln's knobs: ", kSplitKKnob, ")"));
@@ -164,7 +177,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
   }
-  if (SplitKParts(o) > 1) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
+  if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
   return out;
 }
 
@@ -178,7 +191,7 @@ std::string CanonicalOptions(const BuildOptions& o) {
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
                       TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
                       WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
-                      SplitKParts(o) > 1 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
+                      SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {
@@ -242,12 +255,7 @@ absl::StatusOr<Prepared> Prepare(const ProgramInput& in, const BuildOptions& opt
 
 absl::StatusOr<codegen::EmittedKernel> Emit(const Prepared& prepared, const BuildOptions& options) {
   if (absl::Status s = ValidateBuildOptions(options); !s.ok()) return s;
-  codegen::LoweringOptions lowering;
-  lowering.gemm_wgmma = GemmWgmma(options);
-  lowering.tma_ws_pipeline = TmaWsPipeline(options);
-  lowering.ws_blocks = WsBlocks(options);
-  lowering.split_k = SplitKParts(options);
-  return codegen::LowerAndEmit(prepared.program, options.target, lowering);
+  return codegen::LowerAndEmit(prepared.program, options.target, LoweringFor(options));
 }
 
 absl::StatusOr<Built> Build(const Prepared& prepared, const BuildOptions& options) {

@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/ir.h"
@@ -92,14 +93,18 @@ bool TmaWsPipeline(const BuildOptions& options);
 // ws-blocks= pass option (1, 2; auto: 0, Kiln's plan); 0 without TmaWsPipeline.
 int WsBlocks(const BuildOptions& options);
 // The parts the GEMM's K loop is split into (compiler/passes/split_k.h): the
-// last split-k= pass option; 1 (off) by default.
+// last split-k= pass option (N; 1: off); 0 (auto: Kiln's choice on Hopper,
+// codegen::SplitPartsFor) by default and for split-k=auto.
 int SplitKParts(const BuildOptions& options);
+// How Emit lowers a build with `options` (gemm path, pipeline, register
+// plan, split-K).
+codegen::LoweringOptions LoweringFor(const BuildOptions& options);
 
 // Tuning knobs that are pass options rather than bindings: a config entry
 // (a candidate of a sweep, a stored best config, a Compile's `config`)
 // named "kiln:NAME", a name no Python parameter can have, stands for a pass
 // option of the build. Known: "kiln:split_k" = N, the pass option split-k=N
-// (1: none).
+// (1: none, where the default would be Kiln's own choice).
 inline constexpr char kSplitKKnob[] = "kiln:split_k";
 bool IsPassKnob(absl::string_view name);
 // The pass option knob `name` = `value` stands for ("" where the value asks

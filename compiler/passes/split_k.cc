@@ -324,4 +324,60 @@ absl::Status SplitK(ir::Program& program, int splits) {
   return absl::OkStatus();
 }
 
+int AutoSplitParts(int64_t blocks, int64_t trips, int64_t sms) {
+  if (blocks <= 0 || trips <= 0 || sms <= 0 || blocks * 4 > sms) return 1;
+  for (int parts : {16, 8, 4, 2}) {
+    if (blocks * parts <= sms && trips % parts == 0 && trips / parts >= 8) return parts;
+  }
+  return 1;
+}
+
+namespace {
+
+// The trip count of the K loop as SplitK finds it (the one top-level loop of
+// gemms), when it is a constant.
+std::optional<int64_t> KLoopTrips(const ir::Program& program) {
+  std::optional<int64_t> trips;
+  bool found = false;
+  for (const Stmt& s : program.kernel.body) {
+    if (s.kind != StmtKind::kFor || s.extents.size() != 1) continue;
+    bool has_gemm = false;
+    ir::ForEachStmt(s.body, [&](const Stmt& x) { has_gemm |= x.kind == StmtKind::kGemm; });
+    if (!has_gemm) continue;
+    if (found) return std::nullopt; // two loops of gemms: SplitK refuses
+    found = true;
+    trips = ir::ConstInt(ir::Simplify(s.extents[0]));
+  }
+  return trips;
+}
+
+} // namespace
+
+bool SplitKCanTake(const ir::Program& program) {
+  const std::optional<int64_t> trips = KLoopTrips(program);
+  if (!trips) return false;
+  for (int parts : {2, 3, 5, 7}) {
+    if (*trips % parts != 0) continue;
+    ir::Program trial = program;
+    return SplitK(trial, parts).ok();
+  }
+  return false;
+}
+
+int AutoSplitK(const ir::Program& program, int64_t sms) {
+  if (!program.next_kernels.empty()) return 1;
+  int64_t blocks = 1;
+  for (const Expr& g : program.kernel.grid) {
+    const std::optional<int64_t> n = ir::ConstInt(ir::Simplify(g));
+    if (!n || *n <= 0) return 1;
+    blocks *= *n;
+  }
+  const std::optional<int64_t> trips = KLoopTrips(program);
+  if (!trips) return 1;
+  const int parts = AutoSplitParts(blocks, *trips, sms);
+  if (parts < 2) return 1;
+  ir::Program trial = program;
+  return SplitK(trial, parts).ok() ? parts : 1;
+}
+
 } // namespace kiln::passes

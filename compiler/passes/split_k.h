@@ -21,8 +21,9 @@
 // fragment into a 2-d global output, which nothing else writes. A program
 // already split (two kernels) is refused.
 //
-// Pass option split-k=N (N in 2..kMaxSplits; 1: off), kiln-opt / kiln-run
-// --split-k; applied by LowerAndEmit before the lowering pipeline.
+// Pass option split-k=N (N in 2..kMaxSplits; 1: off; auto, the default:
+// AutoSplitK below on Hopper's TMA + wgmma path, off elsewhere), kiln-opt /
+// kiln-run --split-k; applied by LowerAndEmit before the lowering pipeline.
 // Thread-safe (a pure function of its arguments).
 #pragma once
 
@@ -37,5 +38,32 @@ inline constexpr int kMaxSplits = 64;
 
 // Rewrites `program` as described above; `splits` in 2..kMaxSplits.
 absl::Status SplitK(ir::Program& program, int splits);
+
+// The SMs Kiln assumes for an sm_90 target (H100 SXM and H200: 132). A
+// compile names an architecture, not a device.
+inline constexpr int64_t kHopperSms = 132;
+
+// The parts split-k=auto takes for a grid of `blocks` blocks whose K loop
+// runs `trips` times on `sms` SMs: 1 (no split) for a grid of more than a
+// quarter of the SMs, else the most of 16, 8, 4 and 2 that keeps blocks x
+// parts within one block per SM, divides `trips` and leaves every part at
+// least 8 trips (the pipeline's fill stays small), 1 when none does.
+// Measured on an H100 (docs/benchmarks.md, Hopper GEMM run 5): at 16 x 4096
+// x 4096, 64x128x64 (32 blocks) ran 24 -> 37 TFLOP/s split 4 and 128x256x64
+// (16 blocks) 12 -> 33 split 8; at 128 x 14336 x 4096, 128x256x64 (56
+// blocks) ran 284 -> 215 split 2: a grid of 56 already streams the weights
+// near the DRAM rate, and the partials only add traffic.
+int AutoSplitParts(int64_t blocks, int64_t trips, int64_t sms);
+
+// The parts split-k=auto splits `program` into: AutoSplitParts of its grid
+// (constant extents) and K loop, or 1 where either is not a constant or
+// SplitK would refuse the program (auto never turns a program into an error).
+int AutoSplitK(const ir::Program& program, int64_t sms = kHopperSms);
+
+// Whether SplitK takes `program` in some number of parts (its structure:
+// one loop of gemms, nothing written before or inside it, one copy out),
+// whatever the parts: the roller's model predicts auto's split only for such
+// programs.
+bool SplitKCanTake(const ir::Program& program);
 
 } // namespace kiln::passes

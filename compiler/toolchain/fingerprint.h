@@ -46,7 +46,9 @@ namespace kiln::toolchain {
 // get no block barrier between them.
 // 17: on Hopper, a gemm whose A operand is a fragment is wgmma's register
 // form (the program used to fall back to mma.sync for every gemm).
-inline constexpr int kKilnCodegenVersion = 17;
+// 18: split-K by default on Hopper's default path for grids of at most a
+// quarter of the SMs (split-k=auto, passes::AutoSplitK).
+inline constexpr int kKilnCodegenVersion = 18;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

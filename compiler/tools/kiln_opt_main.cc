@@ -54,7 +54,7 @@ constexpr char kUsage[] =
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
-    "                [--ws-blocks=1|2|auto] [--split-k=N]\n"
+    "                [--ws-blocks=1|2|auto] [--split-k=N|auto]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -146,8 +146,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
     } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
       int n = 0;
-      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits) {
-        return UsageError(absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits));
+      if (value != "auto" &&
+          (!absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits)) {
+        return UsageError(
+            absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits, " or auto"));
       }
       args->lowering.split_k = n;
     } else if (TakeValue(argc, argv, i, "-o", &value)) {
@@ -306,7 +308,9 @@ int main(int argc, char** argv) {
       kernel = kiln::codegen::EmitLowered(*program, *target);
     } else {
       kiln::codegen::LoweringOptions lowering = args.lowering;
-      lowering.split_k = 1; // applied above
+      // An explicit split was applied above; auto (0) or off (1) is
+      // LowerAndEmit's.
+      lowering.split_k = lowering.split_k > 1 ? 1 : lowering.split_k;
       kernel = kiln::codegen::LowerAndEmit(*program, args.target, lowering);
     }
     if (!kernel.ok()) {

@@ -81,9 +81,10 @@ options:
                        warpgroup (default) or the cp.async pipeline
   --ws-blocks 1|2|auto  blocks per SM a warp-specialized loop plans its
                        registers for (auto: Kiln's plan)
-  --split-k N          split the GEMM's K loop over N blocks per output tile
+  --split-k N|auto     split the GEMM's K loop over N blocks per output tile
                        (float32 partials in a workspace, then a reduce kernel);
-                       1: off
+                       1: off; auto (default): Kiln's choice on Hopper's
+                       default path for grids of at most a quarter of the SMs
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation
@@ -257,8 +258,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
       args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
     } else if (take("--split-k")) {
       int n = 0;
-      if (missing || !absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits) {
-        return UsageError(absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits));
+      if (missing || (value != "auto" &&
+                      (!absl::SimpleAtoi(value, &n) || n < 1 || n > kiln::passes::kMaxSplits))) {
+        return UsageError(
+            absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits, " or auto"));
       }
       args->lowering.split_k = n;
     } else if (take("--seed")) {
@@ -517,7 +520,9 @@ int Run(const Args& args) {
   }
 
   kiln::codegen::LoweringOptions lowering = args.lowering;
-  lowering.split_k = 1; // applied to the program after the frontend
+  // An explicit split was applied to the program after the frontend; auto
+  // (0) or off (1) is LowerAndEmit's.
+  lowering.split_k = lowering.split_k > 1 ? 1 : lowering.split_k;
   absl::StatusOr<kiln::codegen::EmittedKernel> kernel =
       kiln::codegen::LowerAndEmit(*program, target, lowering);
   if (!kernel.ok()) return Fail(located(kernel.status().message()));

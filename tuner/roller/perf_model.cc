@@ -11,6 +11,7 @@
 #include "compiler/driver/compile_driver.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/passes/layout_inference.h"
+#include "compiler/passes/split_k.h"
 
 namespace kiln::roller {
 namespace {
@@ -70,14 +71,20 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   // output tile's K loop (the outermost loop around the first gemm), each
   // writing float32 partials that a second kernel sums.
   int64_t split = 1;
-  if (auto it = config.find(driver::kSplitKKnob); it != config.end() && !s.gemms.empty()) {
-    int l = s.gemms[0].loop;
-    while (l >= 0 && s.loops[l].parent >= 0) l = s.loops[l].parent;
-    if (it->second > 1 && l >= 0) {
-      split = it->second;
-      q[s.loops[l].extent_q] = CeilDiv(q[s.loops[l].extent_q], split);
+  int k_loop = s.gemms.empty() ? -1 : s.gemms[0].loop;
+  while (k_loop >= 0 && s.loops[k_loop].parent >= 0) k_loop = s.loops[k_loop].parent;
+  if (k_loop >= 0) {
+    auto it = config.find(driver::kSplitKKnob);
+    if (it != config.end()) {
+      split = std::max<int64_t>(1, it->second);
+    } else if (options.auto_split) {
+      int64_t blocks = 1;
+      for (int gq : s.grid_qs) blocks *= std::max<int64_t>(1, q[gq]);
+      split = passes::AutoSplitParts(blocks, q[s.loops[k_loop].extent_q], passes::kHopperSms);
     }
+    if (split > 1) q[s.loops[k_loop].extent_q] = CeilDiv(q[s.loops[k_loop].extent_q], split);
   }
+  p.split = split;
 
   // 1. Launch shape and per-block resources (the same counting as
   //    verify-resources, so a config over a limit never reaches the compiler).

@@ -62,6 +62,7 @@ struct Prediction {
   int64_t l2_bytes = 0;   // whole kernel (global loads and stores)
   double mma_flops = 0;   // whole kernel, padding of ragged tiles included
   bool wgmma = false;     // the gemms are predicted as wgmma (ModelOptions)
+  int64_t split = 1;      // split-K parts (the knob, or the compiler's auto split)
 };
 
 // How the candidates are compiled, where it changes the kernel.
@@ -71,6 +72,11 @@ struct ModelOptions {
   // here) is predicted at arch.wgmma_tflops with warpgroup tiles; one it
   // cannot tile falls back to mma.sync, as the compiler does.
   bool wgmma = false;
+  // The build leaves split-K to Kiln (pass option split-k=auto, the default)
+  // on Hopper's default path and split-K can take the program: a config
+  // without the kiln:split_k knob is predicted split as the compiler will
+  // split it (passes::AutoSplitParts).
+  bool auto_split = false;
 };
 
 Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/verifier.h"
@@ -268,7 +269,7 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
     program = std::move(prepared.program);
     key = std::move(prepared.key);
     wgmma = driver::GemmWgmma(options);
-    split_k = driver::SplitKParts(options);
+    split_k = codegen::SplitPartsFor(program, options.target, driver::LoweringFor(options));
   }
   if (split_k > 1) RETURN_IF_ERROR(passes::SplitK(program, split_k));
   passes::PassContext ctx;
@@ -323,6 +324,9 @@ std::string Rationale(const ProgramAnalysis& a, const Config& config, const Pred
   parts.push_back(absl::StrFormat("%.0f KB smem", static_cast<double>(p.smem_bytes) / 1024));
   if (p.wgmma) parts.emplace_back("wgmma");
   parts.push_back(absl::StrCat(p.bound, "-bound"));
+  if (p.split > 1 && config.count(driver::kSplitKKnob) == 0) {
+    parts.push_back(absl::StrCat("split-K x", p.split, " by Kiln (split-k=auto)"));
+  }
   return absl::StrJoin(parts, ", ");
 }
 
@@ -340,6 +344,15 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
   if (target.rfind("hip:", 0) != 0) RETURN_IF_ERROR(driver::ValidateBuildOptions(build));
   ModelOptions model;
   model.wgmma = driver::GemmWgmma(build) && passes::TargetUsesWgmma(target);
+  // Kiln splits decode-shaped GEMMs by itself on Hopper's default path
+  // (split-k=auto): the model predicts that split for configs without the
+  // knob where split-K can take the program at all.
+  if (model.wgmma && driver::TmaWsPipeline(build) && driver::SplitKParts(build) == 0 &&
+      !a.base.gemms.empty()) {
+    absl::StatusOr<driver::Prepared> at_defaults =
+        driver::Prepare(BindConfig(a, a.defaults), build);
+    model.auto_split = at_defaults.ok() && passes::SplitKCanTake(at_defaults->program);
+  }
   const int64_t size = SpaceSize(out.space);
   if (size > options.max_space) {
     return absl::InvalidArgumentError(absl::StrCat("the search space has ", size,
@@ -414,15 +427,23 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // has wgmma, half of those are wgmma tiles (64 rows at M = 16: the
     // 16-row mma.sync tiles the model ranks near them measured slower,
     // docs/benchmarks.md, Hopper GEMM run 4). A split the program does not
-    // allow fails verification like any config.
+    // allow fails verification like any config. Not where the build's pass
+    // options fix the split (split-k=N, or 1 for none).
     std::vector<Candidate> split_picks;
+    std::set<Config> picked;
     if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
-        out.space.count(driver::kSplitKKnob) == 0 && ranked[0].prediction.blocks > 0 &&
-        2 * ranked[0].prediction.blocks <= arch.sm_count) {
+        out.space.count(driver::kSplitKKnob) == 0 && driver::SplitKParts(build) == 0 &&
+        ranked[0].prediction.blocks > 0 &&
+        2 * (ranked[0].prediction.blocks / ranked[0].prediction.split) <= arch.sm_count) {
       std::vector<Candidate> variants;
       for (const Candidate& base : ranked) {
+        // A config Kiln splits by itself (split-k=auto) competes as it is.
+        if (base.prediction.split > 1) variants.push_back(base);
+        // Blocks before any split (Kiln's auto split included).
+        const int64_t blocks = base.prediction.blocks / base.prediction.split;
         for (int64_t s : {2, 4, 8, 16}) {
-          if (base.prediction.blocks * s > 4 * arch.sm_count) break;
+          if (blocks * s > 4 * arch.sm_count) break;
+          if (s == base.prediction.split) continue; // what the config builds to already
           Candidate v = base;
           v.config[driver::kSplitKKnob] = s;
           v.prediction = Predict(a, arch, v.config, model);
@@ -434,7 +455,6 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       SortByPrediction(&variants);
       const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 2;
       std::map<Config, int> per_tile;
-      std::set<Config> picked;
       auto pick = [&](bool wgmma_only, size_t until) {
         for (const Candidate& v : variants) {
           if (split_picks.size() >= until) return;
@@ -443,9 +463,11 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
           picked.insert(v.config);
           ++per_tile[shape_of(v.config, false)];
           Candidate c = v;
-          c.rationale = absl::StrCat(Rationale(a, c.config, c.prediction), ", split-K x",
-                                     c.config.at(driver::kSplitKKnob), " (", c.prediction.blocks,
-                                     " blocks on ", arch.sm_count, " SMs)");
+          c.rationale = Rationale(a, c.config, c.prediction);
+          if (c.config.count(driver::kSplitKKnob) != 0) {
+            absl::StrAppend(&c.rationale, ", split-K x", c.config.at(driver::kSplitKKnob), " (",
+                            c.prediction.blocks, " blocks on ", arch.sm_count, " SMs)");
+          }
           split_picks.push_back(std::move(c));
         }
       };
@@ -460,7 +482,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
       for (size_t i = 0; i < ranked.size() && out.candidates.size() < want && stopped.ok(); ++i) {
-        if (used[i]) continue;
+        if (used[i] || picked.count(ranked[i].config) != 0) continue;
         const Config shape = shape_of(ranked[i].config, true);
         if (pass == 0 && per_shape[shape] >= 2) continue;
         used[i] = true;

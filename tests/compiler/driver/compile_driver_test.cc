@@ -293,6 +293,17 @@ TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
   ASSERT_EQ(k->launch.workspaces.size(), 1u);
   o.pass_options = {"split-k=4", "split-k=1"};
   EXPECT_EQ(SplitKParts(o), 1);
+  EXPECT_EQ(KernelVariant(o), ";split-k=1");
+  // Off is not the default: by default (auto) Kiln splits a decode shape on
+  // Hopper itself, which split-k=auto asks for in so many words.
+  EXPECT_NE(KeyOf(in, o), plain);
+  absl::StatusOr<Prepared> off = Prepare(in, o);
+  ASSERT_TRUE(off.ok()) << off.status();
+  absl::StatusOr<codegen::EmittedKernel> one = Emit(*off, o);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(one->launch.next_kernels.empty());
+  o.pass_options = {"split-k=4", "split-k=auto"};
+  EXPECT_EQ(SplitKParts(o), 0);
   EXPECT_EQ(KernelVariant(o), "");
   EXPECT_EQ(KeyOf(in, o), plain);
   for (const char* bad : {"split-k=0", "split-k=65", "split-k=x", "split-k="}) {

@@ -83,11 +83,56 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
   absl::StatusOr<codegen::EmittedKernel> sm90 = codegen::LowerAndEmit(plain, "cuda:sm_90", o);
   ASSERT_TRUE(sm90.ok());
   EXPECT_THAT(sm90->source, HasSubstr("tma_load_2d"));
-  // Without the option, the one-kernel program of before.
-  absl::StatusOr<codegen::EmittedKernel> one = codegen::LowerAndEmit(plain, "cuda:sm_90");
+  // Off (1), or for the CPU's own program: the one-kernel program of before.
+  o.split_k = 1;
+  absl::StatusOr<codegen::EmittedKernel> one = codegen::LowerAndEmit(plain, "cuda:sm_90", o);
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(one->launch.next_kernels.empty());
   EXPECT_TRUE(one->launch.workspaces.empty());
+  absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_TRUE(cpu->launch.next_kernels.empty());
+}
+
+// split-k=auto, the default: on Hopper's default path Kiln splits a grid
+// of at most a quarter of the SMs into the most of 16, 8, 4, 2 parts that
+// keeps one block per SM (132) and 8 K-loop trips per part.
+TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
+  EXPECT_EQ(passes::AutoSplitParts(32, 64, 132), 4);  // 64x128x64 at 16 x 4096 x 4096
+  EXPECT_EQ(passes::AutoSplitParts(16, 64, 132), 8);  // 128x256x64
+  EXPECT_EQ(passes::AutoSplitParts(33, 64, 132), 4);  // a quarter of the SMs
+  EXPECT_EQ(passes::AutoSplitParts(34, 64, 132), 1);  // more: 56 blocks lost 25 % split 2
+  EXPECT_EQ(passes::AutoSplitParts(8, 256, 132), 16); // at most 16
+  EXPECT_EQ(passes::AutoSplitParts(8, 24, 132), 2);   // 8 trips a part: 3 does not divide
+  EXPECT_EQ(passes::AutoSplitParts(32, 15, 132), 1);  // too few trips to share
+  const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
+  const int parts = passes::AutoSplitK(plain);
+  EXPECT_GT(parts, 1);
+  absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, "cuda:sm_90");
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_EQ(k->launch.next_kernels.size(), 1u);
+  EXPECT_EQ(ir::ConstInt(k->launch.grid[2]), parts);
+  // The CPU emulation of the sm_90 program splits the same way.
+  codegen::LoweringOptions emulate;
+  emulate.lower_for = "cuda:sm_90";
+  absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", emulate);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->launch.next_kernels.size(), 1u);
+  // Not on the older paths, and never an error: a program split-K cannot
+  // take stays whole.
+  codegen::LoweringOptions mma;
+  mma.gemm_wgmma = false;
+  absl::StatusOr<codegen::EmittedKernel> old = codegen::LowerAndEmit(plain, "cuda:sm_90", mma);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->launch.next_kernels.empty());
+  ir::Program twice = plain; // the output written twice after the loop
+  twice.kernel.body.push_back(twice.kernel.body.back());
+  EXPECT_EQ(passes::AutoSplitK(twice), 1);
+  EXPECT_FALSE(passes::SplitKCanTake(twice));
+  absl::StatusOr<codegen::EmittedKernel> whole = codegen::LowerAndEmit(twice, "cuda:sm_90");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_TRUE(whole->launch.next_kernels.empty());
+  EXPECT_TRUE(passes::SplitKCanTake(plain));
 }
 
 TEST(SplitK, WhatCannotBeSplitIsALocatedError) {

@@ -101,21 +101,17 @@ TEST(Policy, SmallMGemmGetsASmallBlockM) {
   ASSERT_FALSE(p->candidates.empty());
   EXPECT_EQ(p->candidates[0].config.at("block_M"), 16);
   // Larger tiles than 16 rows only where wgmma needs them (64 rows, its
-  // smallest tile), and split-K variants among the candidates (64 blocks
-  // leave half the SMs idle), a wgmma one among them.
-  bool split = false, wgmma_split = false;
+  // smallest tile), and split-K among the candidates (64 blocks leave half
+  // the SMs idle).
+  bool split = false;
   for (const Candidate& c : p->candidates) {
     if (c.config.at("block_M") > 32) {
       EXPECT_TRUE(c.prediction.wgmma) << c.rationale;
       EXPECT_EQ(c.config.at("block_M"), 64) << c.rationale;
     }
-    if (c.config.count(driver::kSplitKKnob) > 0) {
-      split = true;
-      wgmma_split = wgmma_split || c.prediction.wgmma;
-    }
+    split = split || c.prediction.split > 1;
   }
   EXPECT_TRUE(split);
-  EXPECT_TRUE(wgmma_split);
   // ... while M = 4096 does not.
   p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -135,38 +131,51 @@ TEST(Policy, DecodeGemmGetsSplitKVariantsThatVerify) {
   absl::StatusOr<Proposal> p = Propose(decode, H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->candidates.size(), 10u);
-  std::set<int64_t> splits;
+  // Split candidates: a kiln:split_k variant, or a config Kiln splits by
+  // itself on Hopper (split-k=auto). Each verifies and says so.
+  int knobs = 0, split_16 = 0, split_64 = 0;
   for (const Candidate& c : p->candidates) {
-    auto it = c.config.find(driver::kSplitKKnob);
-    if (it == c.config.end()) continue;
     SCOPED_TRACE(c.rationale);
-    splits.insert(it->second);
-    EXPECT_NE(c.rationale.find(absl::StrCat("split-K x", it->second)), std::string::npos);
+    auto it = c.config.find(driver::kSplitKKnob);
+    if (it != c.config.end()) {
+      ++knobs;
+      EXPECT_NE(c.rationale.find(absl::StrCat("split-K x", it->second)), std::string::npos);
+    } else if (c.prediction.split > 1) {
+      EXPECT_NE(c.rationale.find(
+                    absl::StrCat("split-K x", c.prediction.split, " by Kiln (split-k=auto)")),
+                std::string::npos);
+    } else {
+      continue;
+    }
     EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90", {}).ok());
     EXPECT_FALSE(c.key.empty());
-  }
-  EXPECT_FALSE(splits.empty());
-  EXPECT_LE(splits.size(), 5u); // at most half of the top-k
-  // The model ranks 16-row (mma.sync) tiles first at M = 16; the best
-  // 64-row (wgmma) tile gets split variants too.
-  int split_16 = 0, split_64 = 0;
-  for (const Candidate& c : p->candidates) {
-    if (c.config.count(driver::kSplitKKnob) == 0) continue;
     const int64_t m = c.config.at("block_M");
     split_16 += m == 16;
     split_64 += m == 64;
   }
+  EXPECT_LE(knobs, 5); // at most half of the top-k
+  // The model ranks 16-row (mma.sync) tiles first at M = 16; 64-row (wgmma)
+  // tiles are split too.
   EXPECT_GT(split_16, 0);
   EXPECT_GT(split_64, 0);
-  EXPECT_LE(split_16 + split_64, 5);
-  // Not where the grid fills the GPU, and not when turned off.
+  // Not where the grid fills the GPU, and no knob when turned off.
   absl::StatusOr<Proposal> cube = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(cube.ok()) << cube.status();
-  for (const Candidate& c : cube->candidates) EXPECT_EQ(c.config.count(driver::kSplitKKnob), 0u);
+  for (const Candidate& c : cube->candidates) {
+    EXPECT_EQ(c.config.count(driver::kSplitKKnob), 0u);
+    EXPECT_EQ(c.prediction.split, 1);
+  }
   o.split_k_variants = false;
   absl::StatusOr<Proposal> off = Propose(decode, H200(), o);
   ASSERT_TRUE(off.ok()) << off.status();
   for (const Candidate& c : off->candidates) EXPECT_EQ(c.config.count(driver::kSplitKKnob), 0u);
+  // With split-k=1 (off) nothing is split, by the knob or by Kiln.
+  PolicyOptions unsplit;
+  unsplit.top_k = 10;
+  unsplit.pass_options = {"split-k=1"};
+  absl::StatusOr<Proposal> none = Propose(decode, H200(), unsplit);
+  ASSERT_TRUE(none.ok()) << none.status();
+  for (const Candidate& c : none->candidates) EXPECT_EQ(c.prediction.split, 1) << c.rationale;
 
   // Declared: swept by the grid; 3 does not divide the 64 K tiles.
   PolicyOptions grid;
