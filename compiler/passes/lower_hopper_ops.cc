@@ -23,8 +23,9 @@
 //    threads of an earlier region of the run starts as if that region had
 //    just run on its threads (a named barrier where it needs one).
 //  - tma_copy: where the program lowers for wgmma and the copy is one TMA
-//    can serve (PlanTmaCopy, warp_specialize.cc: a whole wgmma-layout tile
-//    of a global tensor with TMA-legal strides), the region's first thread
+//    can serve (PlanTmaCopy, warp_specialize.cc: a whole wgmma-layout tile,
+//    or whole column blocks of one, of a global tensor with TMA-legal
+//    strides), the region's first thread
 //    expects the box bytes on the barrier and issues the loads, as
 //    TileLang does; nobody waits. Elsewhere (other layouts, sm_90 without
 //    wgmma, the plain CPU target) it is a copy by the region's threads,

@@ -102,6 +102,10 @@ struct TmaCopy {
   int64_t rows = 0, block = 0, blocks = 0;
   int64_t bytes = 0; // per stage, out-of-bounds elements included
   int64_t map = 0;   // index of its kiln.tma.<map> attr
+  // A copy into whole column blocks of the tile (T.tma_copy into
+  // KV_s[:, j * 64:(j + 1) * 64]): the first column (tile IR, a multiple of
+  // the block); nullopt for the whole tile.
+  std::optional<ir::Expr> dst_col0;
 };
 
 class Lowering {

@@ -235,13 +235,25 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
     shape.push_back(*v);
   }
   if (shape.back() * elem % 16 != 0) return std::nullopt;
-  // The destination is the whole tile; the source's non-unit dimensions
-  // are (rows, columns) in order, the columns innermost.
+  // The destination is the whole tile, or whole column blocks of it (the
+  // first column a multiple of the block width, which may depend on loop
+  // variables: each block is rows x block elements of its own); the
+  // source's non-unit dimensions are (rows, columns) in order, the columns
+  // innermost.
   const ir::Region& dr = s.regions[1];
-  for (size_t d = 0; d < 2; ++d) {
-    std::optional<int64_t> mn = ir::ConstInt(ir::Simplify(dr.ranges[d].min));
-    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(dr.ranges[d].extent));
-    if (!mn || *mn != 0 || !ex || *ex != dst->shape[d]) return std::nullopt;
+  const int64_t w = dst->wgmma_block;
+  std::optional<int64_t> row0 = ir::ConstInt(ir::Simplify(dr.ranges[0].min));
+  std::optional<int64_t> row_ext = ir::ConstInt(ir::Simplify(dr.ranges[0].extent));
+  if (!row0 || *row0 != 0 || !row_ext || *row_ext != dst->shape[0]) return std::nullopt;
+  std::optional<int64_t> col0 = ir::ConstInt(ir::Simplify(dr.ranges[1].min));
+  std::optional<int64_t> col_ext = ir::ConstInt(ir::Simplify(dr.ranges[1].extent));
+  if (!col_ext) return std::nullopt;
+  std::optional<ir::Expr> dst_col0;
+  if (!col0 || *col0 != 0 || *col_ext != dst->shape[1]) {
+    if (*col_ext % w != 0 || ir::ConstInt(ir::Simplify(Mod(dr.ranges[1].min, w))) != 0) {
+      return std::nullopt;
+    }
+    dst_col0 = dr.ranges[1].min;
   }
   const ir::Region& sr = s.regions[0];
   if (sr.ranges.size() != rank) return std::nullopt;
@@ -251,7 +263,7 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
     if (!ex) return std::nullopt;
     if (*ex != 1) dims.push_back(static_cast<int>(d));
   }
-  const int64_t rows = dst->shape[0], cols = dst->shape[1], w = dst->wgmma_block;
+  const int64_t rows = dst->shape[0], cols = *col_ext;
   if (dims.size() != 2 || dims[1] != static_cast<int>(rank) - 1 ||
       ir::ConstInt(ir::Simplify(sr.ranges[dims[0]].extent)) != rows ||
       ir::ConstInt(ir::Simplify(sr.ranges[dims[1]].extent)) != cols || rows > 256 ||
@@ -276,6 +288,7 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
   plan.block = w;
   plan.blocks = cols / w;
   plan.bytes = rows * cols * elem;
+  plan.dst_col0 = dst_col0;
   // One map per (tensor, box, swizzle).
   const std::string text = ir::FormatTmaAttr(map);
   for (size_t k = 0;; ++k) {
@@ -303,9 +316,15 @@ absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Ex
     coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
   }
   const size_t rank = coords.size();
+  // Column blocks are rows x block elements each, one after another.
+  Expr base = Mul(stage, I(dst.size));
+  if (plan.dst_col0) {
+    ASSIGN_OR_RETURN(Expr col0, LowerExpr(*plan.dst_col0));
+    base = Add(base, Mul(Div(col0, plan.block), I(plan.rows * plan.block)));
+  }
   for (int64_t j = 0; j < plan.blocks; ++j) {
     std::vector<Expr> args;
-    args.push_back(Address(dst, Add(Mul(stage, I(dst.size)), I(j * plan.rows * plan.block))));
+    args.push_back(Address(dst, ir::Simplify(Add(base, I(j * plan.rows * plan.block)))));
     args.push_back(bar);
     args.push_back(I(plan.map));
     for (size_t d = rank; d-- > 0;) {
@@ -332,7 +351,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   int64_t bytes = 0;
   for (size_t i : producers) {
     std::optional<TmaCopy> p = PlanTmaCopy(s.body[i]);
-    if (!p) {
+    if (!p || p->dst_col0) {   // the pipeline's stages are whole tiles
       program_.attrs = attrs0; // no tensor maps after all
       return false;
     }

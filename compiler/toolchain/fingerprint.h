@@ -48,7 +48,9 @@ namespace kiln::toolchain {
 // form (the program used to fall back to mma.sync for every gemm).
 // 18: split-K by default on Hopper's default path for grids of at most a
 // quarter of the SMs (split-k=auto, passes::AutoSplitK).
-inline constexpr int kKilnCodegenVersion = 18;
+// 19: T.tma_copy into whole column blocks of a tile is TMA (it was a copy by
+// the threads).
+inline constexpr int kKilnCodegenVersion = 19;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
