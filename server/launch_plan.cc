@@ -265,32 +265,6 @@ absl::StatusOr<kiln::v1::WorkerRequest> LoadRequestFor(ArtifactStore& store,
   return load;
 }
 
-int64_t DTypeBytes(kiln::v1::DType dtype) {
-  switch (dtype) {
-  case kiln::v1::DTYPE_BOOL:
-  case kiln::v1::DTYPE_INT8:
-  case kiln::v1::DTYPE_UINT8:
-  case kiln::v1::DTYPE_FLOAT8_E4M3:
-  case kiln::v1::DTYPE_FLOAT8_E5M2:
-    return 1;
-  case kiln::v1::DTYPE_INT16:
-  case kiln::v1::DTYPE_UINT16:
-  case kiln::v1::DTYPE_FLOAT16:
-  case kiln::v1::DTYPE_BFLOAT16:
-    return 2;
-  case kiln::v1::DTYPE_INT32:
-  case kiln::v1::DTYPE_UINT32:
-  case kiln::v1::DTYPE_FLOAT32:
-    return 4;
-  case kiln::v1::DTYPE_INT64:
-  case kiln::v1::DTYPE_UINT64:
-  case kiln::v1::DTYPE_FLOAT64:
-    return 8;
-  default:
-    return 0;
-  }
-}
-
 absl::StatusOr<kiln::v1::LaunchSpec>
 MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
                const std::map<std::string, kiln::v1::BindingValue>& values,
@@ -331,7 +305,7 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
       *t->mutable_scalar() = it->second;
       continue;
     }
-    const int64_t elem = DTypeBytes(p.dtype());
+    const int64_t elem = kiln::v1::DTypeBytes(p.dtype());
     if (elem == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("parameter ", p.name(), " has an unknown dtype"));
@@ -399,7 +373,7 @@ MakeLaunchPlan(const kiln::v1::LaunchInfo& launch,
     *step->mutable_tensor_maps() = next.tensor_maps();
   }
   for (const kiln::v1::WorkspaceInfo& w : launch.workspaces()) {
-    __int128 bytes = DTypeBytes(w.dtype());
+    __int128 bytes = kiln::v1::DTypeBytes(w.dtype());
     if (bytes == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("workspace ", w.name(), " has an unknown dtype"));

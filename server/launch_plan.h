@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "kiln/v1/service.pb.h"
 #include "kiln/v1/worker.pb.h"
+#include "proto/kiln/v1/dtype_bytes.h"
 #include "server/artifact_store.h"
 
 namespace kiln::server {
@@ -63,8 +64,5 @@ bool IsCpuTarget(const std::string& target);
 // that file is FailedPrecondition.
 absl::StatusOr<kiln::v1::WorkerRequest> LoadRequestFor(ArtifactStore& store,
                                                        const kiln::v1::ArtifactMetadata& metadata);
-
-// Bytes of one element of `dtype` (0 for an unknown one).
-int64_t DTypeBytes(kiln::v1::DType dtype);
 
 } // namespace kiln::server

@@ -33,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "clients/cpp/client/client.h"
+#include "proto/kiln/v1/dtype_bytes.h"
 
 namespace {
 
@@ -242,32 +243,6 @@ bool TensorMapArgsFor(const kiln::v1::TensorMap& map, const std::vector<int64_t>
     return false;
   }
   return true;
-}
-
-int ElementBytes(kiln::v1::DType t) {
-  switch (t) {
-  case kiln::v1::DTYPE_BOOL:
-  case kiln::v1::DTYPE_INT8:
-  case kiln::v1::DTYPE_UINT8:
-  case kiln::v1::DTYPE_FLOAT8_E4M3:
-  case kiln::v1::DTYPE_FLOAT8_E5M2:
-    return 1;
-  case kiln::v1::DTYPE_INT16:
-  case kiln::v1::DTYPE_UINT16:
-  case kiln::v1::DTYPE_FLOAT16:
-  case kiln::v1::DTYPE_BFLOAT16:
-    return 2;
-  case kiln::v1::DTYPE_INT32:
-  case kiln::v1::DTYPE_UINT32:
-  case kiln::v1::DTYPE_FLOAT32:
-    return 4;
-  case kiln::v1::DTYPE_INT64:
-  case kiln::v1::DTYPE_UINT64:
-  case kiln::v1::DTYPE_FLOAT64:
-    return 8;
-  default:
-    return 0;
-  }
 }
 
 struct Args {
@@ -515,7 +490,8 @@ int main(int argc, char** argv) {
     TensorMapArgs enc;
     std::string error = "tensor map of " + map.param() + ": not a parameter of the kernel";
     if (t == nullptr || p == launch.params().end() ||
-        !TensorMapArgsFor(map, t->shape, ElementBytes(p->dtype()), *t->ptr, &enc, &error)) {
+        !TensorMapArgsFor(map, t->shape, static_cast<int>(kiln::v1::DTypeBytes(p->dtype())),
+                          *t->ptr, &enc, &error)) {
       std::fprintf(stderr, "kiln-gemm-launch: %s\n", error.c_str());
       return 1;
     }
