@@ -408,12 +408,17 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     SortByPrediction(&ranked);
     // The tile shape of a config: all tunables but pipeline depth and
     // raster panel (the split-K knob, not a tunable of the program, stays).
-    auto shape_of = [&](const Config& config, bool with_split) {
+    // For the split picks (`tile_only`), the tile alone: not the split
+    // either, nor the threads.
+    auto shape_of = [&](const Config& config, bool tile_only) {
       Config shape;
       for (const auto& [name, v] : config) {
-        if (!with_split && name == driver::kSplitKKnob) continue;
+        if (tile_only && name == driver::kSplitKKnob) continue;
         const Tunable* t = a.Find(name);
-        if (t && (t->role == Role::kPipelineDepth || t->role == Role::kRasterPanel)) continue;
+        if (t && (t->role == Role::kPipelineDepth || t->role == Role::kRasterPanel ||
+                  (tile_only && t->role == Role::kThreads))) {
+          continue;
+        }
         shape[name] = v;
       }
       return shape;
@@ -459,9 +464,9 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         for (const Candidate& v : variants) {
           if (split_picks.size() >= until) return;
           if (wgmma_only && !v.prediction.wgmma) continue;
-          if (picked.count(v.config) || per_tile[shape_of(v.config, false)] >= 1) continue;
+          if (picked.count(v.config) || per_tile[shape_of(v.config, true)] >= 1) continue;
           picked.insert(v.config);
-          ++per_tile[shape_of(v.config, false)];
+          ++per_tile[shape_of(v.config, true)];
           Candidate c = v;
           c.rationale = Rationale(a, c.config, c.prediction);
           if (c.config.count(driver::kSplitKKnob) != 0) {
@@ -483,7 +488,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
       for (size_t i = 0; i < ranked.size() && out.candidates.size() < want && stopped.ok(); ++i) {
         if (used[i] || picked.count(ranked[i].config) != 0) continue;
-        const Config shape = shape_of(ranked[i].config, true);
+        const Config shape = shape_of(ranked[i].config, false);
         if (pass == 0 && per_shape[shape] >= 2) continue;
         used[i] = true;
         ++per_shape[shape];
