@@ -247,22 +247,22 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.tma_ws_pipeline = options.tma_ws_pipeline;
   ctx.ws_blocks = options.ws_blocks;
   ir::Program split = program;
-  const int parts = SplitPartsFor(program, target, options);
-  if (parts > 1) RETURN_IF_ERROR(passes::SplitK(split, parts));
+  RETURN_IF_ERROR(ApplySplitK(split, target, options));
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(split);
   for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));
   return EmitKernels(split, kernels, t);
 }
 
-int SplitPartsFor(const ir::Program& program, std::string_view target,
-                  const LoweringOptions& options) {
-  if (options.split_k > 0) return options.split_k;
+absl::Status ApplySplitK(ir::Program& program, std::string_view target,
+                         const LoweringOptions& options) {
+  if (options.split_k > 1) return passes::SplitK(program, options.split_k);
   const std::string_view thread_target = options.lower_for.empty() ? target : options.lower_for;
-  if (!options.gemm_wgmma || !options.tma_ws_pipeline || !passes::TargetUsesWgmma(thread_target)) {
-    return 1;
+  if (options.split_k == 0 && options.gemm_wgmma && options.tma_ws_pipeline &&
+      passes::TargetUsesWgmma(thread_target)) {
+    passes::AutoSplitK(program);
   }
-  return passes::AutoSplitK(program);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EmittedKernel> EmitLowered(const ir::Program& lowered,

@@ -41,16 +41,18 @@ struct LoweringOptions {
   // PassContext::ws_blocks (0: the register plan's choice).
   int ws_blocks = 0;
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
-  // (auto, the default): SplitPartsFor's choice.
+  // (auto, the default): ApplySplitK's choice.
   int split_k = 0;
 };
 
-// The parts LowerAndEmit splits `program` into: options.split_k where it is
-// given (1 or more), else (auto) passes::AutoSplitK on Hopper's default path
-// (the thread program for a cuda:sm_90 or sm_90a target, or lower_for, with
-// wgmma and TMA + warp specialization), 1 elsewhere.
-int SplitPartsFor(const ir::Program& program, std::string_view target,
-                  const LoweringOptions& options);
+// Splits `program` (a tile program) as LowerAndEmit does before lowering:
+// into options.split_k parts where it is given (2 or more; 1: not at all;
+// a program split-K cannot take is a located error), else (auto) as
+// passes::AutoSplitK decides on Hopper's default path (the thread program
+// for a cuda:sm_90 or sm_90a target, or lower_for, with wgmma and TMA + warp
+// specialization), not elsewhere.
+absl::Status ApplySplitK(ir::Program& program, std::string_view target,
+                         const LoweringOptions& options);
 
 // Runs LoweringPipeline() on a copy of `program` (split-K first, when asked)
 // and emits it for `target` ("cpu", "cuda:sm_80", ...). Errors are located

@@ -94,7 +94,7 @@ bool TmaWsPipeline(const BuildOptions& options);
 int WsBlocks(const BuildOptions& options);
 // The parts the GEMM's K loop is split into (compiler/passes/split_k.h): the
 // last split-k= pass option (N; 1: off); 0 (auto: Kiln's choice on Hopper,
-// codegen::SplitPartsFor) by default and for split-k=auto.
+// codegen::ApplySplitK) by default and for split-k=auto.
 int SplitKParts(const BuildOptions& options);
 // How Emit lowers a build with `options` (gemm path, pipeline, register
 // plan, split-K).

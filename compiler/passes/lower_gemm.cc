@@ -360,12 +360,15 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   // unused by swizzled K-major layouts, which take 16).
   auto mode = [](int64_t w) { return w == 64 ? 1 : w == 32 ? 2 : 3; };
   const int64_t sa = 2 * a->wgmma_block, sb = 2 * b->wgmma_block;
-  const std::vector<int64_t> b_consts = {tb ? 16 : b->shape[0] * sb, 8 * sb, mode(b->wgmma_block)};
-  std::vector<int64_t> consts = {tb ? 0 : 1};
+  // The shared form's constants: trans A, trans B, A's offsets and swizzle,
+  // B's; the register form has no A constants.
+  std::vector<int64_t> consts;
+  if (!register_a) consts.push_back(ta ? 1 : 0);
+  consts.push_back(tb ? 0 : 1);
   if (!register_a) {
-    consts = {ta ? 1 : 0, tb ? 0 : 1, ta ? a->shape[0] * sa : 16, 8 * sa, mode(a->wgmma_block)};
+    consts.insert(consts.end(), {ta ? a->shape[0] * sa : 16, 8 * sa, mode(a->wgmma_block)});
   }
-  consts.insert(consts.end(), b_consts.begin(), b_consts.end());
+  consts.insert(consts.end(), {tb ? 16 : b->shape[0] * sb, 8 * sb, mode(b->wgmma_block)});
   const std::string name = absl::StrCat("wgmma_m64n", group_n, "k16_", register_a ? "rs_" : "",
                                         a->dtype == DType::kBFloat16 ? "bf16" : "f16");
   WgmmaGemm plan;

@@ -25,13 +25,11 @@
 //  - tma_copy: where the program lowers for wgmma and the copy is one TMA
 //    can serve (PlanTmaCopy, warp_specialize.cc: a whole wgmma-layout tile,
 //    or whole column blocks of one, of a global tensor with TMA-legal
-//    strides), the region's first thread
-//    expects the box bytes on the barrier and issues the loads, as
-//    TileLang does; nobody waits. Elsewhere (other layouts, sm_90 without
-//    wgmma, the plain CPU target) it is a copy by the region's threads,
-//    fenced toward the async proxy; the program's own arrivals and waits on
-//    the barrier order it, as they order a TMA load. Neither form is
-//    tracked by Touch(): the mbarrier protocol is the synchronization.
+//    strides), the region's first thread expects the box bytes on the
+//    barrier and issues the loads, as TileLang does; nobody waits. Elsewhere (other layouts, sm_90
+//    without wgmma, the plain CPU target) it is a copy by the region's threads, fenced toward the
+//    async proxy; the program's own arrivals and waits on the barrier order it, as they order a TMA
+//    load. Neither form is tracked by Touch(): the mbarrier protocol is the synchronization.
 //  - barrier_arrive / barrier_wait / barrier_expect_tx are the runtime's
 //    mbarrier_arrive / mbarrier_wait / mbarrier_expect_tx, by every thread
 //    that executes them.

@@ -364,7 +364,7 @@ bool SplitKCanTake(const ir::Program& program) {
   return false;
 }
 
-int AutoSplitK(const ir::Program& program, int64_t sms) {
+int AutoSplitK(ir::Program& program, int64_t sms) {
   if (!program.next_kernels.empty()) return 1;
   int64_t blocks = 1;
   for (const Expr& g : program.kernel.grid) {
@@ -376,8 +376,10 @@ int AutoSplitK(const ir::Program& program, int64_t sms) {
   if (!trips) return 1;
   const int parts = AutoSplitParts(blocks, *trips, sms);
   if (parts < 2) return 1;
-  ir::Program trial = program;
-  return SplitK(trial, parts).ok() ? parts : 1;
+  ir::Program split = program;
+  if (!SplitK(split, parts).ok()) return 1;
+  program = std::move(split);
+  return parts;
 }
 
 } // namespace kiln::passes

@@ -55,10 +55,11 @@ inline constexpr int64_t kHopperSms = 132;
 // near the DRAM rate, and the partials only add traffic.
 int AutoSplitParts(int64_t blocks, int64_t trips, int64_t sms);
 
-// The parts split-k=auto splits `program` into: AutoSplitParts of its grid
-// (constant extents) and K loop, or 1 where either is not a constant or
-// SplitK would refuse the program (auto never turns a program into an error).
-int AutoSplitK(const ir::Program& program, int64_t sms = kHopperSms);
+// Splits `program` as split-k=auto does, in place, and returns the parts:
+// AutoSplitParts of its grid (constant extents) and K loop, or 1 (the
+// program left as it was) where either is not a constant or SplitK refuses
+// the program (auto never turns a program into an error).
+int AutoSplitK(ir::Program& program, int64_t sms = kHopperSms);
 
 // Whether SplitK takes `program` in some number of parts (its structure:
 // one loop of gemms, nothing written before or inside it, one copy out),

@@ -250,7 +250,6 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
   ir::Program program;
   std::string key;
   bool wgmma = false;
-  int split_k = 1;
   if (target.substr(0, 4) == "hip:") {
     // Prepare refuses HIP until its code generation exists; the checks
     // below are target-aware without it.
@@ -269,9 +268,9 @@ absl::StatusOr<std::string> VerifyConfig(const ProgramAnalysis& analysis, const 
     program = std::move(prepared.program);
     key = std::move(prepared.key);
     wgmma = driver::GemmWgmma(options);
-    split_k = codegen::SplitPartsFor(program, options.target, driver::LoweringFor(options));
+    // Split as the build splits it (the knob, or Kiln's own split).
+    RETURN_IF_ERROR(codegen::ApplySplitK(program, options.target, driver::LoweringFor(options)));
   }
-  if (split_k > 1) RETURN_IF_ERROR(passes::SplitK(program, split_k));
   passes::PassContext ctx;
   ctx.target = std::string(target);
   ctx.gemm_wgmma = wgmma;

@@ -218,6 +218,41 @@ inline uint64_t smem_desc(const void* p, int lbo, int sbo, int swizzle) {
 }
 
 namespace detail {
+// The warp collective of both forms: whole warpgroups, every lane with the
+// same descriptors (`value`, and `src[0]` too where `src0_is_descriptor`),
+// the lanes' accumulators gathered, `product(blk, ex, regs, to_float)` run
+// on them (false: a descriptor has no swizzle mode or reads outside shared
+// memory), and the results handed back to the lanes.
+template <int N, bool kBf16, typename Product>
+inline void WgmmaWarp(const char* name, const fiber::WarpSlot& mine, bool src0_is_descriptor,
+                      Product product) {
+  fiber::WarpCollective(
+      name, mine,
+      [name, src0_is_descriptor, &product](fiber::BlockState* blk, fiber::WarpExchange& ex) {
+        if (ex.lanes < 32 || blk->threads % 128 != 0)
+          fiber::FailBlock(blk,
+                           "warp %d: %s needs whole warpgroups of 128 threads; the block has %d",
+                           blk->self().warp, name, blk->threads);
+        for (int l = 1; l < 32; ++l) {
+          if (ex.slot[l].value != ex.slot[0].value ||
+              (src0_is_descriptor && ex.slot[l].src[0] != ex.slot[0].src[0]))
+            fiber::FailBlock(blk, "warp %d: %s: lanes 0 and %d pass different descriptors",
+                             blk->self().warp, name, l);
+        }
+        static thread_local float regs[32][N / 2];
+        for (int l = 0; l < 32; ++l) std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
+        auto to_float = [](uint16_t v) {
+          return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
+        };
+        if (!product(blk, ex, WarpRegs<float>(&regs[0][0], N / 2), to_float))
+          fiber::FailBlock(blk,
+                           "warp %d: %s: a descriptor has no swizzle mode or reads outside the %d "
+                           "bytes of shared memory",
+                           blk->self().warp, name, static_cast<int>(blk->smem_bytes));
+        for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
+      });
+}
+
 template <int N, bool kBf16, int kTransA, int kTransB>
 inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_b) {
   fiber::WarpSlot mine;
@@ -225,31 +260,14 @@ inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_
   mine.value = desc_a;
   mine.arg = 0;
   mine.src[0] = reinterpret_cast<const void*>(static_cast<uintptr_t>(desc_b));
-  fiber::WarpCollective(name, mine, [name](fiber::BlockState* blk, fiber::WarpExchange& ex) {
-    if (ex.lanes < 32 || blk->threads % 128 != 0)
-      fiber::FailBlock(blk, "warp %d: %s needs whole warpgroups of 128 threads; the block has %d",
-                       blk->self().warp, name, blk->threads);
-    for (int l = 1; l < 32; ++l) {
-      if (ex.slot[l].value != ex.slot[0].value || ex.slot[l].src[0] != ex.slot[0].src[0])
-        fiber::FailBlock(blk, "warp %d: %s: lanes 0 and %d pass different descriptors",
-                         blk->self().warp, name, l);
-    }
-    static thread_local float regs[32][N / 2];
-    for (int l = 0; l < 32; ++l) std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
-    const uint64_t da = ex.slot[0].value;
-    const uint64_t db = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ex.slot[0].src[0]));
-    auto to_float = [](uint16_t v) {
-      return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
-    };
-    if (!wgmma_m64k16_warp<N>(WarpRegs<float>(&regs[0][0], N / 2), blk->self().warp % 4, blk->smem,
-                              static_cast<uint32_t>(blk->smem_bytes), da, db, kTransA != 0,
-                              kTransB != 0, to_float))
-      fiber::FailBlock(blk,
-                       "warp %d: %s: a descriptor has no swizzle mode or reads outside the %d "
-                       "bytes of shared memory",
-                       blk->self().warp, name, static_cast<int>(blk->smem_bytes));
-    for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
-  });
+  WgmmaWarp<N, kBf16>(
+      name, mine, /*src0_is_descriptor=*/true,
+      [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs, auto to_float) {
+        const uint64_t db = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ex.slot[0].src[0]));
+        return wgmma_m64k16_warp<N>(regs, blk->self().warp % 4, blk->smem,
+                                    static_cast<uint32_t>(blk->smem_bytes), ex.slot[0].value, db,
+                                    kTransA != 0, kTransB != 0, to_float);
+      });
 }
 
 // The register form: a is this lane's 8 A elements (kiln/cpu/wgmma.h's
@@ -260,35 +278,18 @@ inline void WgmmaLaneRs(const char* name, void* d, const void* a, uint64_t desc_
   mine.dst = d;
   mine.value = desc_b;
   mine.src[0] = a;
-  fiber::WarpCollective(name, mine, [name](fiber::BlockState* blk, fiber::WarpExchange& ex) {
-    if (ex.lanes < 32 || blk->threads % 128 != 0)
-      fiber::FailBlock(blk, "warp %d: %s needs whole warpgroups of 128 threads; the block has %d",
-                       blk->self().warp, name, blk->threads);
-    for (int l = 1; l < 32; ++l) {
-      if (ex.slot[l].value != ex.slot[0].value)
-        fiber::FailBlock(blk, "warp %d: %s: lanes 0 and %d pass different descriptors",
-                         blk->self().warp, name, l);
-    }
-    auto to_float = [](uint16_t v) {
-      return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
-    };
-    static thread_local float regs[32][N / 2];
-    static thread_local uint16_t lanes_a[32][8];
-    static thread_local float ta[16][16];
-    for (int l = 0; l < 32; ++l) {
-      std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
-      std::memcpy(lanes_a[l], ex.slot[l].src[0], sizeof lanes_a[l]);
-    }
-    wgmma_register_a_tile(lanes_a, ta, to_float);
-    if (!wgmma_m64k16_warp_a<N>(WarpRegs<float>(&regs[0][0], N / 2), ta, blk->smem,
-                                static_cast<uint32_t>(blk->smem_bytes), ex.slot[0].value,
-                                kTransB != 0, to_float))
-      fiber::FailBlock(blk,
-                       "warp %d: %s: B's descriptor has no swizzle mode or reads outside the %d "
-                       "bytes of shared memory",
-                       blk->self().warp, name, static_cast<int>(blk->smem_bytes));
-    for (int l = 0; l < 32; ++l) std::memcpy(ex.slot[l].dst, regs[l], sizeof regs[l]);
-  });
+  WgmmaWarp<N, kBf16>(
+      name, mine, /*src0_is_descriptor=*/false,
+      [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs, auto to_float) {
+        static thread_local uint16_t lanes_a[32][8];
+        static thread_local float ta[16][16];
+        for (int l = 0; l < 32; ++l) {
+          std::memcpy(lanes_a[l], ex.slot[l].src[0], sizeof lanes_a[l]);
+        }
+        wgmma_register_a_tile(lanes_a, ta, to_float);
+        return wgmma_m64k16_warp_a<N>(regs, ta, blk->smem, static_cast<uint32_t>(blk->smem_bytes),
+                                      ex.slot[0].value, kTransB != 0, to_float);
+      });
 }
 } // namespace detail
 

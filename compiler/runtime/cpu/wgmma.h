@@ -1,8 +1,9 @@
 // Kiln CPU runtime: emulation of Hopper's warpgroup MMA
 // (wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}) with both operands
 // in shared memory, read through 64-bit matrix descriptors exactly as the
-// PTX ISA describes them, or with A in registers (the register form). The per-lane wrappers that
-// generated code calls are in kiln/cpu/thread_ops.h; the CUDA twin is kiln/cuda/wgmma.h.
+// PTX ISA describes them, or with A in registers (the register form). The
+// per-lane wrappers that generated code calls are in kiln/cpu/thread_ops.h;
+// the CUDA twins are kiln/cuda/wgmma.h and wgmma_rs.h.
 //
 // Descriptor (smem_desc): start address >> 4 in bits 0-13, leading byte
 // offset (LBO) >> 4 in bits 16-29, stride byte offset (SBO) >> 4 in bits
@@ -82,6 +83,20 @@ inline uint32_t wgmma_operand_offset(const SmemDesc& d, bool mn_major, int mn, i
   return o ^ (((o >> 7) & ((1u << bits) - 1u)) << 4);
 }
 
+// Operand element (mn, k) under `d` as a float, from the shared memory
+// window `smem` of `smem_bytes`; false when it lies outside.
+template <typename ToFloat>
+inline bool wgmma_operand_elem(const SmemDesc& d, bool mn_major, int mn, int k,
+                               const unsigned char* smem, uint32_t smem_bytes, ToFloat to_float,
+                               float* out) {
+  const uint32_t o = wgmma_operand_offset(d, mn_major, mn, k);
+  if (o + 2 > smem_bytes) return false;
+  uint16_t v;
+  std::memcpy(&v, smem + o, 2);
+  *out = to_float(v);
+  return true;
+}
+
 // The product of one warp's part of m64nNk16 with its 16 A rows given as
 // floats (`ta`, row-major 16 x 16): d is the warp's 32 lanes x N/2
 // registers (read as C, written as D), smem the shared memory window B's
@@ -98,15 +113,10 @@ inline bool wgmma_m64k16_warp_a(WarpRegs<float> d, const float (&ta)[16][16],
   // Not on the fiber stack: 16 KiB for N = 256. One per OS thread (blocks
   // run one at a time on it).
   static thread_local float tb[16][N];
-  for (int k = 0; k < 16; ++k) {
-    for (int n = 0; n < N; ++n) {
-      const uint32_t o = wgmma_operand_offset(db, trans_b, n, k);
-      if (o + 2 > smem_bytes) return false;
-      uint16_t v;
-      std::memcpy(&v, smem + o, 2);
-      tb[k][n] = to_float(v);
-    }
-  }
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < N; ++n)
+      if (!wgmma_operand_elem(db, trans_b, n, k, smem, smem_bytes, to_float, &tb[k][n]))
+        return false;
   for (int j = 0; j < N / 8; ++j) {
     for (int m = 0; m < 16; ++m) {
       for (int c = 0; c < 8; ++c) {
@@ -131,15 +141,11 @@ inline bool wgmma_m64k16_warp(WarpRegs<float> d, int group_warp, const unsigned 
   const SmemDesc da = decode_smem_desc(desc_a);
   if (da.swizzle == 0) return false;
   static thread_local float ta[16][16];
-  for (int m = 0; m < 16; ++m) {
-    for (int k = 0; k < 16; ++k) {
-      const uint32_t o = wgmma_operand_offset(da, trans_a, 16 * group_warp + m, k);
-      if (o + 2 > smem_bytes) return false;
-      uint16_t v;
-      std::memcpy(&v, smem + o, 2);
-      ta[m][k] = to_float(v);
-    }
-  }
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 16; ++k)
+      if (!wgmma_operand_elem(da, trans_a, 16 * group_warp + m, k, smem, smem_bytes, to_float,
+                              &ta[m][k]))
+        return false;
   return wgmma_m64k16_warp_a<N>(d, ta, smem, smem_bytes, desc_b, trans_b, to_float);
 }
 

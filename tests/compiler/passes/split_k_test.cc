@@ -106,8 +106,10 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   EXPECT_EQ(passes::AutoSplitParts(8, 24, 132), 2);   // 8 trips a part: 3 does not divide
   EXPECT_EQ(passes::AutoSplitParts(32, 15, 132), 1);  // too few trips to share
   const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
-  const int parts = passes::AutoSplitK(plain);
+  ir::Program split = plain;
+  const int parts = passes::AutoSplitK(split);
   EXPECT_GT(parts, 1);
+  EXPECT_EQ(split.next_kernels.size(), 1u); // split in place
   absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, "cuda:sm_90");
   ASSERT_TRUE(k.ok()) << k.status();
   ASSERT_EQ(k->launch.next_kernels.size(), 1u);
@@ -127,7 +129,9 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   EXPECT_TRUE(old->launch.next_kernels.empty());
   ir::Program twice = plain; // the output written twice after the loop
   twice.kernel.body.push_back(twice.kernel.body.back());
+  const std::string before = ir::PrintProgram(twice);
   EXPECT_EQ(passes::AutoSplitK(twice), 1);
+  EXPECT_EQ(ir::PrintProgram(twice), before); // left as it was
   EXPECT_FALSE(passes::SplitKCanTake(twice));
   absl::StatusOr<codegen::EmittedKernel> whole = codegen::LowerAndEmit(twice, "cuda:sm_90");
   ASSERT_TRUE(whole.ok()) << whole.status();
