@@ -463,9 +463,10 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         for (const Candidate& v : variants) {
           if (split_picks.size() >= until) return;
           if (wgmma_only && !v.prediction.wgmma) continue;
-          if (picked.count(v.config) || per_tile[shape_of(v.config, true)] >= 1) continue;
+          int& of_tile = per_tile[shape_of(v.config, true)];
+          if (picked.count(v.config) || of_tile >= 1) continue;
           picked.insert(v.config);
-          ++per_tile[shape_of(v.config, true)];
+          ++of_tile;
           Candidate c = v;
           c.rationale = Rationale(a, c.config, c.prediction);
           if (c.config.count(driver::kSplitKKnob) != 0) {
