@@ -402,8 +402,13 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   if (w) {
     // Synchronous: the group completes before anything else touches the
     // accumulators or overwrites the operands. The operands' writers fence
-    // toward the async proxy before the barrier Touch may place.
-    out->push_back(Call("fence_proxy_async", {}));
+    // toward the async proxy before the barrier Touch may place (in a
+    // warp-specialized loop, once before it for operands the loop does not
+    // write: no_proxy_fence_).
+    const bool fenced = std::all_of(w->reads.begin(), w->reads.end(), [&](const std::string& r) {
+      return no_proxy_fence_.count(r) > 0;
+    });
+    if (!fenced) out->push_back(Call("fence_proxy_async", {}));
     Touch(w->reads, {}, out);
     out->push_back(Call("wgmma_fence", {}));
     for (int64_t step = 0; step < w->steps; ++step) w->issue(step, out);

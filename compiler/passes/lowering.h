@@ -108,6 +108,14 @@ struct TmaCopy {
   std::optional<ir::Expr> dst_col0;
 };
 
+// One ring of a warp-specialized loop's mbarriers: `stages` full barriers
+// (arrival count full_count), then `stages` empty ones (empty_count).
+struct WsRing {
+  int64_t stages = 0;
+  int64_t full_count = 1;
+  int64_t empty_count = 1;
+};
+
 class Lowering {
  public:
   Lowering(ir::Program& program, const Target& target, LayoutMap layouts);
@@ -223,6 +231,24 @@ class Lowering {
                                                 const std::vector<size_t>& producers,
                                                 const std::set<std::string>& dsts,
                                                 const ir::Expr& n, std::vector<ir::Stmt>* out);
+  // The same for a body with more than one gemm or other statements beside
+  // them (attention): one full/empty barrier ring per producer copy.
+  absl::StatusOr<bool> LowerWarpSpecializedBody(const ir::Stmt& s,
+                                                const std::vector<size_t>& producers,
+                                                const std::set<std::string>& dsts,
+                                                const ir::Expr& n, std::vector<ir::Stmt>* out);
+  // The producers' TMA plans (registering their tensor maps), or nullopt
+  // (and no maps) when one is not a whole-tile TMA copy.
+  std::optional<std::vector<TmaCopy>> PlanTmaProducers(const ir::Stmt& s,
+                                                       const std::vector<size_t>& producers);
+  // The loop's barrier buffer (ws_bars_): the rings one after another.
+  void WsBarriers(const std::vector<WsRing>& rings);
+  // The address of ring `ring`'s full (or empty) barrier of stage `stage`.
+  ir::Expr WsBarrier(size_t ring, int64_t stages, bool empty, const ir::Expr& stage);
+  // The producer thread's loop into ws_producer_: group g's loads complete
+  // on ring g.
+  absl::Status WsProducer(const ir::Stmt& s, const ir::Expr& n, int64_t stages,
+                          const std::vector<std::vector<TmaCopy>>& groups);
   // Wraps the lowered kernel body into the producer/consumer split.
   void SplitWarpGroups(std::vector<ir::Stmt>* body);
   // --- lower_hopper_ops.cc: barriers, T.ws regions, tma_copy ---------------
@@ -282,8 +308,11 @@ class Lowering {
   std::vector<ir::Stmt> top_allocs_;  // scratch buffers declared at the kernel top
   bool ws_ = false;                   // WarpSpecializable()
   std::vector<ir::Stmt> ws_producer_; // the producer thread's code, once the loop is lowered
-  std::string ws_bars_;               // the mbarriers: full[stages], then empty[stages]
-  int64_t ws_stages_ = 0;
+  std::string ws_bars_;               // the loop's mbarriers (warp_specialize.cc)
+  std::vector<WsRing> ws_rings_;      // their rings, in order
+  // Shared buffers whose wgmma reads need no proxy fence in the gemm's own
+  // lowering (the general warp-specialized loop fences once before it).
+  std::set<std::string> no_proxy_fence_;
   // Inside a T.ws region (lower_hopper_ops.cc): the named barrier Barrier()
   // syncs (0: __syncthreads); tid_ and threads_ are the region's.
   int named_barrier_ = 0;

@@ -33,6 +33,23 @@
 // and out-of-bounds elements arrive as zeros, as the cp.async path's zero
 // fill gives them.
 //
+// A loop with more than that (attention: two gemms, the softmax between
+// them, K and V copied at different points) runs the same way when every
+// gemm in it is wgmma and every producer a whole-tile TMA copy
+// (LowerWarpSpecializedBody): each producer gets its own ring of S full and
+// S empty barriers, so the first gemm need not wait for the second's
+// operand. The consumers' loop is the body in order, with
+//   wait full_p[s] before the first statement that reads p's tile and
+//   every consumer thread arriving on empty_p[s] after the last one (a
+//   wgmma gemm's lowering ends with its wait),
+// and the producer thread, per iteration, waits empty_p, arrives on full_p
+// expecting p's bytes and issues p's loads, producer by producer. What the
+// consumers wrote into shared memory before the loop is fenced toward the
+// async proxy and synchronized once before it; a gemm whose shared operands
+// the loop does not write needs no fence of its own; a body that writes
+// shared memory synchronizes the consumers at the top of each iteration,
+// as a serial loop does.
+//
 // setmaxnreg: the launch gives every thread 65536 / (T + 128) registers
 // (rounded down to 8); the producer needs few, so it drops to 40 and the
 // consumers rise to what the rest allows (at most 240). Only where one block
@@ -337,27 +354,38 @@ absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Ex
   return absl::OkStatus();
 }
 
+std::optional<std::vector<TmaCopy>>
+Lowering::PlanTmaProducers(const Stmt& s, const std::vector<size_t>& producers) {
+  const std::map<std::string, std::string> attrs0 = program_.attrs;
+  std::vector<TmaCopy> plans;
+  for (size_t i : producers) {
+    std::optional<TmaCopy> p = PlanTmaCopy(s.body[i]);
+    // The pipeline's stages are whole tiles, and the barrier's transaction
+    // count holds a stage's bytes below 2^20.
+    if (!p || p->dst_col0 || p->bytes >= (int64_t{1} << 20)) {
+      program_.attrs = attrs0; // no tensor maps after all
+      return std::nullopt;
+    }
+    plans.push_back(*p);
+  }
+  return plans;
+}
+
 absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
                                                         const std::vector<size_t>& producers,
                                                         const std::set<std::string>& dsts,
                                                         const Expr& n, std::vector<Stmt>* out) {
   if (!ws_) return false;
   const Stmt* gemm = SoleGemm(s, producers);
-  if (!gemm) return false;
+  if (!gemm) return LowerWarpSpecializedBody(s, producers, dsts, n, out);
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> g, PlanWgmmaGemm(*gemm));
   if (!g) return false;
   const std::map<std::string, std::string> attrs0 = program_.attrs;
-  std::vector<TmaCopy> plans;
+  std::optional<std::vector<TmaCopy>> planned = PlanTmaProducers(s, producers);
+  if (!planned) return false;
+  const std::vector<TmaCopy>& plans = *planned;
   int64_t bytes = 0;
-  for (size_t i : producers) {
-    std::optional<TmaCopy> p = PlanTmaCopy(s.body[i]);
-    if (!p || p->dst_col0) {   // the pipeline's stages are whole tiles
-      program_.attrs = attrs0; // no tensor maps after all
-      return false;
-    }
-    bytes += p->bytes;
-    plans.push_back(*p);
-  }
+  for (const TmaCopy& p : plans) bytes += p.bytes;
   if (bytes >= (int64_t{1} << 20)) { // the barrier's transaction count
     program_.attrs = attrs0;
     return false;
@@ -372,17 +400,9 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   // 10 % slower at 64x128 with one warpgroup (bench/hopper_gemm.py, 2026-12-06).
   const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads ? 1 : 0;
   const std::string ko = s.loop_vars[0];
-  const std::string bars = Fresh("bars");
-  Buf bb;
-  bb.name = bars;
-  bb.dtype = ir::DType::kUInt64;
-  bb.scope = ir::Scope::kShared;
-  bb.shape = {2 * stages};
-  bb.shape_expr = {I(2 * stages)};
-  bb.size = 2 * stages;
-  bufs_[bars] = bb;
-  auto full = [&](const Expr& st) { return Address(bufs_.at(bars), st); };
-  auto empty = [&](const Expr& st) { return Address(bufs_.at(bars), Add(st, I(stages))); };
+  WsBarriers({{stages, 1, threads_ / 32}});
+  auto full = [&](const Expr& st) { return WsBarrier(0, stages, false, st); };
+  auto empty = [&](const Expr& st) { return WsBarrier(0, stages, true, st); };
   const std::optional<int64_t> n_const = MaxOf(n);
   if (n_const) var_max_[ko] = *n_const - 1;
   const Expr st = ir::Simplify(Mod(Var(ko), stages));
@@ -410,26 +430,163 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   out->push_back(Call("wgmma_wait", {I(0)}));
   read_.insert(g->reads.begin(), g->reads.end());
   dirty_.insert(dsts.begin(), dsts.end());
+  RETURN_IF_ERROR(WsProducer(s, n, stages, {plans}));
+  return true;
+}
 
-  // The producer (thread T).
+absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
+                                                        const std::vector<size_t>& producers,
+                                                        const std::set<std::string>& dsts,
+                                                        const Expr& n, std::vector<Stmt>* out) {
+  auto is_producer = [&](size_t i) {
+    return std::find(producers.begin(), producers.end(), i) != producers.end();
+  };
+  // Every gemm of the body on wgmma (one of them at least), no pipeline or
+  // T.ws region inside it, and what the consumers write in the loop.
+  int gemms = 0;
+  bool ok = true;
+  std::set<std::string> written;
+  for (size_t i = 0; i < s.body.size() && ok; ++i) {
+    if (is_producer(i)) continue;
+    std::set<std::string> reads;
+    SharedAccesses(s.body[i], &reads, &written);
+    ir::ForEachStmt({s.body[i]}, [&](const Stmt& b) {
+      if (b.kind == StmtKind::kFor && b.for_kind == ir::ForKind::kPipelined) ok = false;
+      if (b.kind == StmtKind::kWarpSpecialize) ok = false;
+      if (b.kind != StmtKind::kGemm || !ok) return;
+      absl::StatusOr<std::optional<WgmmaGemm>> g = PlanWgmmaGemm(b);
+      if (!g.ok() || !*g) ok = false;
+      ++gemms;
+    });
+  }
+  if (!ok || gemms == 0) return false;
+  std::optional<std::vector<TmaCopy>> planned = PlanTmaProducers(s, producers);
+  if (!planned) return false;
+  const std::vector<TmaCopy>& plans = *planned;
+
+  // One ring per producer: its full barriers (one arrival, the TMA bytes),
+  // then its empty ones (every consumer thread arrives once it is done
+  // with the stage).
+  const int64_t stages = s.num_stages;
+  const std::string ko = s.loop_vars[0];
+  std::vector<WsRing> rings(plans.size(), WsRing{stages, 1, threads_});
+  WsBarriers(rings);
+  const std::optional<int64_t> n_const = MaxOf(n);
+  if (n_const) var_max_[ko] = *n_const - 1;
+  const Expr st = ir::Simplify(Mod(Var(ko), stages));
+  const Expr round = ir::Simplify(Mod(Div(Var(ko), stages), 2));
+
+  // What the consumers wrote before the loop is fenced toward wgmma's async
+  // proxy and synchronized once, here; inside the loop only their own writes
+  // of shared buffers need either, and the mbarriers order the stages.
+  for (const std::string& d : dsts) dirty_.erase(d);
+  out->push_back(Call("fence_proxy_async", {}));
+  if (!dirty_.empty()) Barrier(out);
+  std::set<std::string> fence_free;
+  for (const auto& [name, b] : bufs_) {
+    if (b.scope == ir::Scope::kShared && !written.count(name)) fence_free.insert(name);
+  }
+
+  // Each stage is waited for before its first reader and released after its
+  // last (a wgmma gemm's lowering ends with its wait).
+  std::vector<size_t> first(plans.size(), s.body.size()), last(plans.size(), s.body.size());
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (is_producer(i)) continue;
+    std::set<std::string> reads, writes;
+    SharedAccesses(s.body[i], &reads, &writes);
+    for (size_t p = 0; p < plans.size(); ++p) {
+      if (!reads.count(plans[p].dst)) continue;
+      if (first[p] == s.body.size()) first[p] = i;
+      last[p] = i;
+    }
+  }
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  for (const std::string& d : dsts) stage_[d] = st;
+  // What one iteration writes, the next may overwrite while a thread still
+  // reads it (a serial loop's rule).
+  if (!written.empty()) Barrier(&loop.body);
+  no_proxy_fence_ = fence_free;
+  absl::Status status;
+  for (size_t i = 0; i <= s.body.size() && status.ok(); ++i) {
+    for (size_t p = 0; p < plans.size(); ++p) {
+      if (first[p] == i) {
+        loop.body.push_back(Call("mbarrier_wait", {WsBarrier(p, stages, false, st), round}));
+      }
+    }
+    if (i < s.body.size() && !is_producer(i)) status = LowerStmt(s.body[i], &loop.body);
+    for (size_t p = 0; p < plans.size(); ++p) {
+      if (last[p] == i)
+        loop.body.push_back(Call("mbarrier_arrive", {WsBarrier(p, stages, true, st)}));
+    }
+  }
+  no_proxy_fence_.clear();
+  for (const std::string& d : dsts) stage_.erase(d);
+  RETURN_IF_ERROR(status);
+  out->push_back(std::move(loop));
+  // After the loop every stage's loads have completed (each was waited for).
+  read_.insert(dsts.begin(), dsts.end());
+  for (const std::string& d : dsts) dirty_.erase(d);
+  std::vector<std::vector<TmaCopy>> groups;
+  for (const TmaCopy& p : plans) groups.push_back({p});
+  RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
+  return true;
+}
+
+void Lowering::WsBarriers(const std::vector<WsRing>& rings) {
+  ws_bars_ = Fresh("bars");
+  ws_rings_ = rings;
+  int64_t size = 0;
+  for (const WsRing& r : rings) size += 2 * r.stages;
+  Buf bb;
+  bb.name = ws_bars_;
+  bb.dtype = ir::DType::kUInt64;
+  bb.scope = ir::Scope::kShared;
+  bb.shape = {size};
+  bb.shape_expr = {I(size)};
+  bb.size = size;
+  bufs_[ws_bars_] = bb;
+}
+
+Expr Lowering::WsBarrier(size_t ring, int64_t stages, bool empty, const Expr& stage) {
+  const auto base = static_cast<int64_t>(ring) * 2 * stages + (empty ? stages : 0);
+  return Address(bufs_.at(ws_bars_), ir::Simplify(Add(stage, I(base))));
+}
+
+absl::Status Lowering::WsProducer(const Stmt& s, const Expr& n, int64_t stages,
+                                  const std::vector<std::vector<TmaCopy>>& groups) {
+  // Thread T, for each iteration and group (ring g): wait until the
+  // consumers released the stage (the first round passes at once), arrive
+  // on its full barrier expecting the group's bytes, issue the loads.
+  const std::string ko = s.loop_vars[0];
+  const Expr st = ir::Simplify(Mod(Var(ko), stages));
+  const Expr parity = ir::Simplify(Mod(Add(Div(Var(ko), stages), I(1)), 2));
   std::vector<Stmt> producer;
-  for (const TmaCopy& p : plans) producer.push_back(Call("prefetch_tma_desc", {I(p.map)}));
+  for (const std::vector<TmaCopy>& g : groups) {
+    for (const TmaCopy& p : g) producer.push_back(Call("prefetch_tma_desc", {I(p.map)}));
+  }
   Stmt ploop = For(ko, n, ir::ForKind::kSerial, {});
   ploop.loc = s.loc;
-  ploop.body.push_back(
-      Call("mbarrier_wait", {empty(st), ir::Simplify(Mod(Add(Div(Var(ko), stages), I(1)), 2))}));
-  ploop.body.push_back(Call("mbarrier_arrive_expect_tx", {full(st), I(bytes)}));
-  {
-    std::map<std::string, Expr> saved_env = env_;
-    env_.erase(ko); // the producer loop's own variable
-    for (const TmaCopy& p : plans) RETURN_IF_ERROR(IssueTma(p, st, full(st), &ploop.body));
-    env_ = std::move(saved_env);
+  std::map<std::string, Expr> saved_env = env_;
+  env_.erase(ko); // the producer loop's own variable
+  for (size_t r = 0; r < groups.size(); ++r) {
+    int64_t bytes = 0;
+    for (const TmaCopy& p : groups[r]) bytes += p.bytes;
+    ploop.body.push_back(Call("mbarrier_wait", {WsBarrier(r, stages, true, st), parity}));
+    const Expr full = WsBarrier(r, stages, false, st);
+    ploop.body.push_back(Call("mbarrier_arrive_expect_tx", {full, I(bytes)}));
+    for (const TmaCopy& p : groups[r]) {
+      absl::Status status = IssueTma(p, st, full, &ploop.body);
+      if (!status.ok()) {
+        env_ = std::move(saved_env);
+        return status;
+      }
+    }
   }
+  env_ = std::move(saved_env);
   producer.push_back(std::move(ploop));
   ws_producer_ = std::move(producer);
-  ws_bars_ = bars;
-  ws_stages_ = stages;
-  return true;
+  return absl::OkStatus();
 }
 
 void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
@@ -449,13 +606,20 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   alloc.buffer.name = ws_bars_;
   alloc.buffer.dtype = ir::DType::kUInt64;
   alloc.buffer.scope = ir::Scope::kSharedDyn;
-  alloc.buffer.shape = {I(2 * ws_stages_)};
+  const int64_t n_bars = bufs_.at(ws_bars_).size;
+  alloc.buffer.shape = {I(n_bars)};
   pre.push_back(std::move(alloc));
+  // Ring by ring, each stage's full barrier, then its empty one.
   std::vector<Stmt> init;
-  for (int64_t s = 0; s < ws_stages_; ++s) {
-    init.push_back(Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(s)), I(1)}));
-    init.push_back(
-        Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(ws_stages_ + s)), I(t / 32)}));
+  int64_t first = 0;
+  for (const WsRing& r : ws_rings_) {
+    for (int64_t st = 0; st < r.stages; ++st) {
+      init.push_back(
+          Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(first + st)), I(r.full_count)}));
+      init.push_back(Call("mbarrier_init", {Address(bufs_.at(ws_bars_), I(first + r.stages + st)),
+                                            I(r.empty_count)}));
+    }
+    first += 2 * r.stages;
   }
   init.push_back(Call("fence_barrier_init", {}));
   Guarded(Eq(Tid(), I(0)), std::move(init), &pre);
@@ -468,7 +632,7 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   }
   const RegisterPlan regs =
       PlanRegisters(t, RegisterArrayWords(consumer) + kConsumerOverheadRegs,
-                    WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * 2 * ws_stages_, want);
+                    WgmmaInstructionRegs(consumer), SharedBytes(bufs_) + 8 * n_bars, want);
 
   Stmt split;
   split.kind = StmtKind::kIf;

@@ -50,7 +50,10 @@ namespace kiln::toolchain {
 // quarter of the SMs (split-k=auto, passes::AutoSplitK).
 // 19: T.tma_copy into whole column blocks of a tile is TMA (it was a copy by
 // the threads).
-inline constexpr int kKilnCodegenVersion = 19;
+// 20: a pipelined loop with more than one gemm or other statements beside
+// them (attention) is warp-specialized too: TMA into one mbarrier ring per
+// producer copy, waited for before its first reader, released after its last.
+inline constexpr int kKilnCodegenVersion = 20;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };
