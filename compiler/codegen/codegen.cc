@@ -168,6 +168,16 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
   return out;
 }
 
+// TileLang's pass configs: tl.enable_fast_math asks for fast math,
+// tl.disable_fast_math (which wins) forbids it.
+bool AsksFastMath(const ir::Program& program) {
+  auto set = [&](const char* key) {
+    auto it = program.attrs.find(key);
+    return it != program.attrs.end() && (it->second == "true" || it->second == "1");
+  };
+  return set("tl.enable_fast_math") && !set("tl.disable_fast_math");
+}
+
 // One source and launch spec for the kernels of one program, in order.
 EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
                        std::vector<Piece> pieces) {
@@ -195,6 +205,7 @@ EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
   }
   if (target.kind == passes::Target::Kind::kCuda) {
     out.target = EmitTarget::kCuda;
+    out.fast_math = AsksFastMath(program);
     // wgmma.h is most of the runtime's text: only kernels that use it pay
     // NVRTC's parse of it.
     out.source = absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n",

@@ -127,6 +127,10 @@ struct EmittedKernel {
   std::string source; // includes only "kiln/cuda/runtime.h" or "kiln/cpu/runtime.h"
   std::string arch;   // "sm_90" for CUDA, empty for CPU
   LaunchSpec launch;
+  // The program asks for fast math (TileLang's pass config
+  // tl.enable_fast_math, unless tl.disable_fast_math): CUDA compiles take
+  // --use_fast_math whatever the build options say. Always false for CPU.
+  bool fast_math = false;
 };
 
 } // namespace kiln::codegen

@@ -53,6 +53,7 @@ namespace kiln::toolchain {
 // 20: a pipelined loop with more than one gemm or other statements beside
 // them (attention) is warp-specialized too: TMA into one mbarrier ring per
 // producer copy, waited for before its first reader, released after its last.
+// A program whose pass_configs ask for fast math compiles with --use_fast_math.
 inline constexpr int kKilnCodegenVersion = 20;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).

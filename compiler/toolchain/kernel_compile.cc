@@ -19,7 +19,7 @@ absl::StatusOr<CompileOutput> CompileCudaKernel(const codegen::EmittedKernel& ke
   in.arch = kernel.arch;
   in.want_cubin = options.want_cubin;
   in.want_ptx = options.want_ptx;
-  in.fast_math = options.fast_math;
+  in.fast_math = options.fast_math || kernel.fast_math;
   in.line_info = options.line_info;
   in.opt_level = options.opt_level;
   for (const runtime::EmbeddedHeader& h : runtime::CudaRuntimeHeaders()) {

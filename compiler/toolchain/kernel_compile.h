@@ -16,7 +16,7 @@ struct KernelCompileOptions {
   bool use_nvcc = false;
   bool want_cubin = true;
   bool want_ptx = false;
-  bool fast_math = false;
+  bool fast_math = false; // or-ed with the kernel's own (EmittedKernel::fast_math)
   bool line_info = false;
   int opt_level = 3; // ptxas, 0..3
 };

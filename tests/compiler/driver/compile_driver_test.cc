@@ -174,6 +174,53 @@ TEST(CompileDriver, BuildsCudaWithResources) {
   EXPECT_THAT(b->launch_json, HasSubstr("\"resources\": {\"registers\": "));
 }
 
+// TileLang's pass configs decide fast math for the program (its attention
+// examples ask for it): --use_fast_math turns exp2 and division into the
+// approximate, flush-to-zero instructions; tl.disable_fast_math wins.
+TEST(CompileDriver, PassConfigsAskingForFastMathCompileWithIt) {
+  if (!toolchain::testing::CudaToolkitPresent()) GTEST_SKIP() << toolchain::testing::kNoToolkit;
+  auto program = [](const std::string& configs) {
+    ProgramInput in;
+    in.file_name = "fast_math.py";
+    in.text =
+        "import tilelang\nimport tilelang.language as T\n\n\n@tilelang.jit(" + configs +
+        ")\ndef k(N, block):\n    @T.prim_func\n    def main(X: T.Tensor((N,), T.float32), "
+        "Y: T.Tensor((N,), T.float32)):\n        with T.Kernel(T.ceildiv(N, block), "
+        "threads=block) as bx:\n            for i in T.Parallel(block):\n"
+        "                Y[bx * block + i] = T.exp2(X[bx * block + i]) / (X[bx * block + i] + "
+        "3.0)\n\n    return main\n";
+    frontend::BindingValue n, block;
+    n.ival = 256;
+    block.ival = 128;
+    in.bindings = {{"N", n}, {"block", block}};
+    return in;
+  };
+  BuildOptions o;
+  o.target = "cuda:sm_80";
+  o.emit_ptx = true;
+  auto ptx = [&](const std::string& configs) -> std::string {
+    absl::StatusOr<Built> b = CompileProgram(program(configs), o);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok() || b->files.size() < 2) return "";
+    return b->files[1].bytes;
+  };
+  const std::string fast = ptx("pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}");
+  EXPECT_THAT(fast, HasSubstr("ex2.approx.ftz.f32"));
+  EXPECT_THAT(fast, Not(HasSubstr("div.rn.f32")));
+  for (const std::string& exact :
+       {std::string(), std::string("pass_configs={\"tl.enable_fast_math\": False}"),
+        std::string("pass_configs={\"tl.enable_fast_math\": True, \"tl.disable_fast_math\": "
+                    "True}")}) {
+    SCOPED_TRACE(exact);
+    const std::string p = ptx(exact);
+    EXPECT_THAT(p, Not(HasSubstr("ex2.approx.ftz.f32")));
+    EXPECT_THAT(p, HasSubstr("div.rn.f32"));
+  }
+  // The build option still turns it on for any program.
+  o.fast_math = true;
+  EXPECT_THAT(ptx(""), HasSubstr("ex2.approx.ftz.f32"));
+}
+
 TEST(CompileDriver, HopperTakesWgmmaAndTmaByDefaultAndPassOptionsGiveTheOlderPaths) {
   if (!toolchain::testing::CudaToolkitPresent()) GTEST_SKIP() << toolchain::testing::kNoToolkit;
   ProgramInput in = GemmInput();
