@@ -410,7 +410,9 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     });
     if (!fenced) out->push_back(Call("fence_proxy_async", {}));
     Touch(w->reads, {}, out);
-    out->push_back(Call("wgmma_fence", {}));
+    // wgmma_fence_tma is the warpgroup's fence alone (wgmma_fence adds the
+    // proxy fence).
+    out->push_back(Call(fenced ? "wgmma_fence_tma" : "wgmma_fence", {}));
     for (int64_t step = 0; step < w->steps; ++step) w->issue(step, out);
     out->push_back(Call("wgmma_commit", {}));
     out->push_back(Call("wgmma_wait", {I(0)}));
