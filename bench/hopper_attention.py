@@ -11,6 +11,8 @@ Kernels (each file unchanged):
            no torch peer (the reference is torch softmax attention, only checked)
 Variants:
   kiln     kiln-opt --target cuda:sm_90 (Hopper's default path)
+  alt      the default path of the kiln-opt given with --kiln-opt-alt (a before/after of a
+           change in one run)
   kiln-mma kiln-opt --gemm=mma: mma.sync for every gemm, which is what a program with a
            register A operand (P V) got before wgmma's register form (codegen 17)
   tilelang the real tilelang, compiling the same file (`tilelang.jit`'s form, or
@@ -91,8 +93,13 @@ def cases(kernels):
     return out
 
 
+ALT_KILN_OPT = [""]  # --kiln-opt-alt
+
+
 def compile_kiln(kiln_opt, case, variant, workdir):
-    extra = {"kiln": [], "kiln-mma": ["--gemm=mma"]}[variant]
+    extra = {"kiln": [], "kiln-mma": ["--gemm=mma"], "alt": []}[variant]
+    if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
+        kiln_opt = ALT_KILN_OPT[0]
     tag = f"{variant}_{len(os.listdir(workdir))}"
     cubin, launch = os.path.join(workdir, tag + ".cubin"), os.path.join(workdir, tag + ".json")
     t0 = time.perf_counter()
@@ -137,6 +144,8 @@ def main():
     ap.add_argument("--kiln-opt", required=True)
     ap.add_argument("--kernels", default="mha,kiln_fa,flashmla")
     ap.add_argument("--variants", default="kiln,kiln-mma,tilelang")
+    ap.add_argument("--kiln-opt-alt", default="",
+                    help="another kiln-opt, timed as variant 'alt' (its default path)")
     ap.add_argument("--batch", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
@@ -145,6 +154,9 @@ def main():
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     variants = args.variants.split(",")
+    ALT_KILN_OPT[0] = args.kiln_opt_alt
+    if "alt" in variants and not args.kiln_opt_alt:
+        ap.error("variant 'alt' needs --kiln-opt-alt")
     workdir = tempfile.mkdtemp(prefix="hopper_attention_")
     todo = cases(args.kernels.split(","))
     if args.compile_only:

@@ -619,7 +619,8 @@ class Emitter {
       const bool tma_load = absl::StartsWith(s.name, "tma_load_");
       if (tma_load || absl::StartsWith(s.name, "mbarrier_") ||
           absl::StartsWith(s.name, "setmaxnreg_") || s.name == "named_barrier_sync" ||
-          s.name == "fence_barrier_init" || s.name == "prefetch_tma_desc") {
+          s.name == "named_barrier_arrive" || s.name == "fence_barrier_init" ||
+          s.name == "prefetch_tma_desc") {
         uses_tma_ = true;
       }
       if (s.name == "cp_async_wait" || s.name == "wgmma_wait" ||

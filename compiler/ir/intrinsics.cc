@@ -76,6 +76,7 @@ std::vector<IntrinsicInfo> MakeTable() {
     t.push_back({kTma[rank - 1], std::move(args), false});
   }
   t.push_back({"named_barrier_sync", {A::kConstInt, A::kConstInt}, false});
+  t.push_back({"named_barrier_arrive", {A::kConstInt, A::kConstInt}, false});
   t.push_back({"setmaxnreg_inc", {A::kConstInt}, true});
   t.push_back({"setmaxnreg_dec", {A::kConstInt}, true});
   t.push_back({"shfl_xor", {A::kAddress, A::kValue, A::kConstInt}, true});

@@ -95,6 +95,8 @@ constexpr int64_t kConsumerOverheadRegs = 48;
 // (128 fp32 registers) asked for 154 (CUDA 13.0).
 constexpr int64_t kWgmmaInstructionOverheadRegs = 28;
 constexpr int kConsumerBarrier = 1; // named barrier id of the consumers
+constexpr int kPingPongBarrier = 2; // and 3: the two consumer warpgroups' turns
+constexpr bool kPingPong = true;
 
 Expr Eq(Expr a, Expr b) { return ir::Binary(ir::BinOp::kEq, std::move(a), std::move(b)); }
 
@@ -213,6 +215,53 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
   if (want == 1 && fit >= 2)
     one.min_shared = kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128;
   return one;
+}
+
+// Ping-pong between two consumer warpgroups (FlashAttention-3's schedule):
+// each gemm of the loop body is a turn; a warpgroup waits for its turn on
+// its barrier (kPingPongBarrier + its index) before issuing the gemm and
+// passes the turn on (arrives on the other's) once the gemm is committed,
+// then waits for its results while the other issues. One warpgroup's
+// softmax then runs while the other's gemm holds the tensor cores, instead
+// of both computing the softmax at once and the tensor cores idling. Only
+// where the lowered loop has no consumer barrier (a barrier between turns
+// could deadlock); `ranges` are the gemms' statements in `body`. Returns
+// whether it applied.
+bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, size_t>>& ranges,
+                   const Expr& tid, int64_t threads) {
+  if (ranges.empty() || threads != 2 * kProducerThreads) return false;
+  bool barrier = false;
+  ir::ForEachStmt(*body, [&](const Stmt& x) {
+    barrier = barrier || (x.kind == StmtKind::kCall &&
+                          (x.name == "sync_threads" || x.name == "named_barrier_sync"));
+  });
+  if (barrier) return false;
+  auto by_group = [&](const char* op, bool own) {
+    // Warpgroup 0 uses barrier B (its own) or B + 1 (the other's); 1 the reverse.
+    Stmt st;
+    st.kind = StmtKind::kIf;
+    st.cond = Lt(tid, I(kProducerThreads));
+    st.body.push_back(Call(op, {I(kPingPongBarrier + (own ? 0 : 1)), I(threads)}));
+    st.else_body.push_back(Call(op, {I(kPingPongBarrier + (own ? 1 : 0)), I(threads)}));
+    return st;
+  };
+  std::vector<Stmt> out;
+  size_t r = 0;
+  for (size_t i = 0; i < body->size(); ++i) {
+    if (r < ranges.size() && i == ranges[r].first)
+      out.push_back(by_group("named_barrier_sync", true));
+    Stmt& st = (*body)[i];
+    const bool commit = r < ranges.size() && i >= ranges[r].first && i < ranges[r].second &&
+                        st.kind == StmtKind::kCall && st.name == "wgmma_commit";
+    out.push_back(std::move(st));
+    if (commit) {
+      out.push_back(by_group("named_barrier_arrive", false));
+      ++r;
+    }
+  }
+  if (r != ranges.size()) return false; // a gemm without its commit: leave the body alone
+  *body = std::move(out);
+  return true;
 }
 
 } // namespace
@@ -507,6 +556,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   // reads it (a serial loop's rule).
   if (!written.empty()) Barrier(&loop.body);
   no_proxy_fence_ = fence_free;
+  std::vector<std::pair<size_t, size_t>> gemm_ranges; // each top-level gemm's statements
   absl::Status status;
   for (size_t i = 0; i <= s.body.size() && status.ok(); ++i) {
     for (size_t p = 0; p < plans.size(); ++p) {
@@ -514,7 +564,11 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
         loop.body.push_back(Call("mbarrier_wait", {WsBarrier(p, stages, false, st), round}));
       }
     }
+    const size_t begin = loop.body.size();
     if (i < s.body.size() && !is_producer(i)) status = LowerStmt(s.body[i], &loop.body);
+    if (i < s.body.size() && s.body[i].kind == StmtKind::kGemm) {
+      gemm_ranges.emplace_back(begin, loop.body.size());
+    }
     for (size_t p = 0; p < plans.size(); ++p) {
       if (last[p] == i)
         loop.body.push_back(Call("mbarrier_arrive", {WsBarrier(p, stages, true, st)}));
@@ -523,7 +577,20 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   no_proxy_fence_.clear();
   for (const std::string& d : dsts) stage_.erase(d);
   RETURN_IF_ERROR(status);
+  const bool pingpong = static_cast<int>(gemm_ranges.size()) == gemms && kPingPong &&
+                        PingPongTurns(&loop.body, gemm_ranges, Tid(), threads_);
+  if (pingpong) {
+    // The second warpgroup lets the first take the first turn.
+    Guarded(Lt(I(kProducerThreads - 1), Tid()),
+            {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
+  }
   out->push_back(std::move(loop));
+  if (pingpong) {
+    // ... and the first takes the second's last turn back, so both
+    // barriers end with no arrival pending.
+    Guarded(Lt(Tid(), I(kProducerThreads)),
+            {Call("named_barrier_sync", {I(kPingPongBarrier), I(threads_)})}, out);
+  }
   // After the loop every stage's loads have completed (each was waited for).
   read_.insert(dsts.begin(), dsts.end());
   for (const std::string& d : dsts) dirty_.erase(d);

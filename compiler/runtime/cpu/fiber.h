@@ -197,8 +197,9 @@ inline void BlockBarrier() {
 // bar.sync id, threads: returns once `threads` threads (a multiple of 32, at
 // most the block's) have called it with this id. Id 0 is sync_threads (all
 // threads). Calls with one id and different counts while some wait fail the
-// block. Outside launch_grid it does nothing.
-inline void NamedBarrier(int id, int threads) {
+// block. Outside launch_grid it does nothing. With `wait` false it is
+// bar.arrive (ids 1..15): the caller counts toward the barrier and goes on.
+inline void NamedBarrier(int id, int threads, bool wait = true) {
   BlockState* b = CurrentBlock();
   if (b == nullptr) return;
   if (id < 0 || id >= kNamedBarriers || threads <= 0 || threads % 32 != 0 || threads > b->threads)
@@ -206,6 +207,7 @@ inline void NamedBarrier(int id, int threads) {
               "thread %d: bar.sync %d, %d: the id must be 0..15 and the count a multiple of 32 "
               "up to the block's %d threads",
               b->self().tid, id, threads, b->threads);
+  if (!wait && id == 0) FailBlock(b, "thread %d: bar.arrive needs an id 1..15", b->self().tid);
   if (id == 0 && threads == b->threads) {
     BlockBarrier();
     return;
@@ -222,6 +224,7 @@ inline void NamedBarrier(int id, int threads) {
         b->fibers[i].state = FiberState::kRunnable;
     return;
   }
+  if (!wait) return; // bar.arrive: counted, not waiting
   b->self().state = FiberState::kAtBarrier;
   b->self().barrier_id = id;
   Suspend(b);

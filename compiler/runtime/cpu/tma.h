@@ -277,6 +277,9 @@ inline void tma_load_5d(void* dst, void* bar, const TmaDesc& m, int c0, int c1, 
 }
 
 inline void named_barrier_sync(int id, int threads) { fiber::NamedBarrier(id, threads); }
+inline void named_barrier_arrive(int id, int threads) {
+  fiber::NamedBarrier(id, threads, /*wait=*/false);
+}
 
 // Register reallocation changes nothing the CPU can observe.
 template <int N>

@@ -20,6 +20,9 @@
 //  - named_barrier_sync(id, threads): bar.sync on barrier `id` (1..15) for
 //    `threads` threads (a multiple of 32): the consumers of a
 //    warp-specialized kernel synchronize without the producer warps.
+//  - named_barrier_arrive(id, threads): bar.arrive: counts the caller
+//    toward that barrier's `threads` without waiting (one warpgroup lets
+//    another past its bar.sync).
 //  - setmaxnreg_inc<N>(), setmaxnreg_dec<N>(): warpgroup register
 //    reallocation (sm_90a; every thread of the warpgroup calls it).
 #ifndef KILN_CUDA_TMA_H_
@@ -113,6 +116,9 @@ KILN_DEVICE void tma_load_5d(void* dst, void* bar, const TmaDesc& map, int c0, i
 
 KILN_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+KILN_DEVICE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 template <int N>
