@@ -19,8 +19,9 @@
 //            every sync_threads replaced by bar.sync 1, T; its main loop:
 //              wait full[s] for parity (ko / S) % 2, wgmma_fence_tma, the
 //              tile's wgmmas, commit; wait until F groups are pending (F =
-//              1 from 3 stages on with one consumer warpgroup, else 0; 0 in
-//              the last iteration); lane 0 of each
+//              1 from 3 stages on with one consumer warpgroup and a grid
+//              of more blocks than SMs, else 0; 0 in the last iteration);
+//              lane 0 of each
 //              warp then releases the stage whose group completed (empty of
 //              stage (ko - F) % S).
 //
@@ -86,6 +87,7 @@ constexpr int64_t kRegisterFile = 65536;
 constexpr int64_t kSm90SharedBytes = 232448;   // one block's opt-in maximum
 constexpr int64_t kSm90SmSharedBytes = 233472; // one SM's, 1 KiB of it reserved per block
 constexpr int64_t kBlockReservedSharedBytes = 1024;
+constexpr int64_t kSm90Sms = 132; // H100 SXM and H200
 // What a consumer thread needs beyond its register arrays (addresses, loop
 // state, the epilogue's temporaries): ptxas used 26 above the 128
 // accumulator registers of a 128x128 tile on one warpgroup (CUDA 13.0).
@@ -215,6 +217,17 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
   if (want == 1 && fit >= 2)
     one.min_shared = kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128;
   return one;
+}
+
+// The blocks of the kernel's grid when its extents are constants.
+std::optional<int64_t> GridBlocks(const ir::Kernel& kernel) {
+  int64_t blocks = 1;
+  for (const Expr& g : kernel.grid) {
+    const std::optional<int64_t> n = ir::ConstInt(ir::Simplify(g));
+    if (!n || *n <= 0) return std::nullopt;
+    blocks *= *n;
+  }
+  return blocks;
 }
 
 // Ping-pong between two consumer warpgroups (FlashAttention-3's schedule):
@@ -447,7 +460,15 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   // shortens the producer's lead: waiting for every group and releasing the
   // stage at once ran 1-5 % faster at 128x256 and 256x128 on an H100, and
   // 10 % slower at 64x128 with one warpgroup (bench/hopper_gemm.py, 2026-12-06).
-  const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads ? 1 : 0;
+  // A grid of at most one block per SM streams its operands instead: there
+  // the stage held back costs loads in flight, and waiting for every group
+  // won: 128x128x32 s3 at 128x14336x4096 (112 blocks) ran 266 TFLOP/s
+  // against 220 with one group in flight, while at 8192^3 (4096 blocks) one
+  // in flight still won, 537 against 511 (H100, 2026-12-07). A grid whose
+  // size is not known keeps the group in flight.
+  const std::optional<int64_t> blocks = GridBlocks(program_.kernel);
+  const bool streaming = blocks && *blocks <= kSm90Sms;
+  const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads && !streaming ? 1 : 0;
   const std::string ko = s.loop_vars[0];
   WsBarriers({{stages, 1, threads_ / 32}});
   auto full = [&](const Expr& st) { return WsBarrier(0, stages, false, st); };

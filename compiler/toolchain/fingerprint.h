@@ -54,6 +54,8 @@ namespace kiln::toolchain {
 // them (attention) is warp-specialized too: TMA into one mbarrier ring per
 // producer copy, waited for before its first reader, released after its last.
 // A program whose pass_configs ask for fast math compiles with --use_fast_math.
+// A warp-specialized GEMM loop on a grid of at most one block per SM waits
+// for every wgmma group (no stage held back from the loads).
 inline constexpr int kKilnCodegenVersion = 20;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).

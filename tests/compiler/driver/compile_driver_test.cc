@@ -287,8 +287,21 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
     return k.ok() ? k->source : k.status().ToString();
   };
   EXPECT_THAT(source_of({}), HasSubstr("__launch_bounds__(256, 2)"));
-  // One consumer warpgroup keeps a wgmma group in flight across iterations.
+  // One consumer warpgroup keeps a wgmma group in flight across iterations,
+  // where the grid has more blocks than the SMs (4096^3: 2048).
   EXPECT_THAT(source_of({}), HasSubstr("wgmma_wait<1>"));
+  {
+    // 128 x 4096 x 4096: 64 blocks, each streaming its weights; every group
+    // is waited for, so no stage is held back from the loads.
+    ProgramInput saved = in;
+    for (auto& [name, value] : in.bindings) {
+      if (name == "M") value.ival = 128;
+    }
+    const std::string streaming = source_of({});
+    EXPECT_THAT(streaming, HasSubstr("wgmma_wait<0>"));
+    EXPECT_THAT(streaming, Not(HasSubstr("wgmma_wait<1>")));
+    in = saved;
+  }
   EXPECT_THAT(source_of({"ws-blocks=2"}), HasSubstr("__launch_bounds__(256, 2)"));
   EXPECT_THAT(source_of({"ws-blocks=1"}), HasSubstr("__launch_bounds__(256)"));
   EXPECT_THAT(source_of({"ws-blocks=1", "ws-blocks=auto"}), HasSubstr("__launch_bounds__(256, 2)"));
