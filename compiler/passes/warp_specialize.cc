@@ -98,6 +98,8 @@ constexpr int64_t kConsumerOverheadRegs = 48;
 constexpr int64_t kWgmmaInstructionOverheadRegs = 28;
 constexpr int kConsumerBarrier = 1; // named barrier id of the consumers
 constexpr int kPingPongBarrier = 2; // and 3: the two consumer warpgroups' turns
+// The turns are taken by default; false builds the schedule without them
+// (an A/B build for bench/hopper_attention.py --kiln-opt-alt).
 constexpr bool kPingPong = true;
 
 Expr Eq(Expr a, Expr b) { return ir::Binary(ir::BinOp::kEq, std::move(a), std::move(b)); }
