@@ -13,7 +13,11 @@ sender an error and nobody else anything.
   4. the daemon still runs with the same PID, the warm entry is still a HIT with
      the same key, the hits' p50 is within --hit-p50-ms and their max within
      --hit-max-ms (generous bounds for a loaded CI machine; the numbers are
-     printed);
+     printed). On two cores the hitter shares the CPU with eight hostile
+     requests, so a hit takes several times its idle 10-20 ms without waiting
+     on anything (72 ms p50 was seen); a hit queued behind hostile work waits
+     out that work (hundreds of ms to the client's deadline), which the
+     150 ms p50 still catches;
   5. with unbounded requests still running, SIGTERM ends kilnd within the grace
      period plus --exit-slack-s.
 
@@ -233,7 +237,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--deadline", type=float, default=120.0,
                     help="client deadline of a hostile call; the daemon must answer before it")
-    ap.add_argument("--hit-p50-ms", type=float, default=50.0)
+    ap.add_argument("--hit-p50-ms", type=float, default=150.0)
     ap.add_argument("--hit-max-ms", type=float, default=2000.0)
     ap.add_argument("--exit-slack-s", type=float, default=5.0)
     ap.add_argument("--max-rss-mib", type=float, default=1024.0,
