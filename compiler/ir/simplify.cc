@@ -562,6 +562,16 @@ std::optional<int64_t> ConstInt(const Expr& e) {
   return Wrap(static_cast<uint64_t>(s.ival), s.dtype);
 }
 
+std::optional<int64_t> ConstGridBlocks(const Kernel& kernel) {
+  int64_t blocks = 1;
+  for (const Expr& g : kernel.grid) {
+    const std::optional<int64_t> n = ConstInt(g);
+    if (!n || *n <= 0) return std::nullopt;
+    blocks *= *n;
+  }
+  return blocks;
+}
+
 bool ProvablyEqual(const Expr& a, const Expr& b) {
   const bool int_a = ValidDType(a.dtype) && !IsFloat(a.dtype);
   const bool int_b = ValidDType(b.dtype) && !IsFloat(b.dtype);

@@ -19,6 +19,10 @@ Expr Simplify(const Expr& e);
 // The value of `e` if it simplifies to an integer (or bool) literal.
 std::optional<int64_t> ConstInt(const Expr& e);
 
+// The number of blocks of `kernel`'s grid when every extent simplifies to a
+// positive constant, else nullopt.
+std::optional<int64_t> ConstGridBlocks(const Kernel& kernel);
+
 // True if a and b are equal for all variable values (decided by simplifying
 // a - b for integers; structural equality otherwise). False means "not
 // proven", not "different".

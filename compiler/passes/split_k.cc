@@ -366,15 +366,11 @@ bool SplitKCanTake(const ir::Program& program) {
 
 int AutoSplitK(ir::Program& program, int64_t sms) {
   if (!program.next_kernels.empty()) return 1;
-  int64_t blocks = 1;
-  for (const Expr& g : program.kernel.grid) {
-    const std::optional<int64_t> n = ir::ConstInt(ir::Simplify(g));
-    if (!n || *n <= 0) return 1;
-    blocks *= *n;
-  }
+  const std::optional<int64_t> blocks = ir::ConstGridBlocks(program.kernel);
+  if (!blocks) return 1;
   const std::optional<int64_t> trips = KLoopTrips(program);
   if (!trips) return 1;
-  const int parts = AutoSplitParts(blocks, *trips, sms);
+  const int parts = AutoSplitParts(*blocks, *trips, sms);
   if (parts < 2) return 1;
   ir::Program split = program;
   if (!SplitK(split, parts).ok()) return 1;

@@ -70,6 +70,7 @@
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/tma_attr.h"
 #include "compiler/passes/lowering.h"
+#include "compiler/passes/split_k.h"
 #include "util/status_macros.h"
 
 namespace kiln::passes::lowering {
@@ -87,7 +88,6 @@ constexpr int64_t kRegisterFile = 65536;
 constexpr int64_t kSm90SharedBytes = 232448;   // one block's opt-in maximum
 constexpr int64_t kSm90SmSharedBytes = 233472; // one SM's, 1 KiB of it reserved per block
 constexpr int64_t kBlockReservedSharedBytes = 1024;
-constexpr int64_t kSm90Sms = 132; // H100 SXM and H200
 // What a consumer thread needs beyond its register arrays (addresses, loop
 // state, the epilogue's temporaries): ptxas used 26 above the 128
 // accumulator registers of a 128x128 tile on one warpgroup (CUDA 13.0).
@@ -219,17 +219,6 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
   if (want == 1 && fit >= 2)
     one.min_shared = kSm90SmSharedBytes / 2 - kBlockReservedSharedBytes + 128;
   return one;
-}
-
-// The blocks of the kernel's grid when its extents are constants.
-std::optional<int64_t> GridBlocks(const ir::Kernel& kernel) {
-  int64_t blocks = 1;
-  for (const Expr& g : kernel.grid) {
-    const std::optional<int64_t> n = ir::ConstInt(ir::Simplify(g));
-    if (!n || *n <= 0) return std::nullopt;
-    blocks *= *n;
-  }
-  return blocks;
 }
 
 // Ping-pong between two consumer warpgroups (FlashAttention-3's schedule):
@@ -468,8 +457,8 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   // against 220 with one group in flight, while at 8192^3 (4096 blocks) one
   // in flight still won, 537 against 511 (H100, 2026-12-07). A grid whose
   // size is not known keeps the group in flight.
-  const std::optional<int64_t> blocks = GridBlocks(program_.kernel);
-  const bool streaming = blocks && *blocks <= kSm90Sms;
+  const std::optional<int64_t> blocks = ir::ConstGridBlocks(program_.kernel);
+  const bool streaming = blocks && *blocks <= kHopperSms;
   const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads && !streaming ? 1 : 0;
   const std::string ko = s.loop_vars[0];
   WsBarriers({{stages, 1, threads_ / 32}});
@@ -518,10 +507,10 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   int gemms = 0;
   bool ok = true;
   std::set<std::string> written;
+  std::vector<std::set<std::string>> reads(s.body.size()); // each statement's shared reads
   for (size_t i = 0; i < s.body.size() && ok; ++i) {
     if (is_producer(i)) continue;
-    std::set<std::string> reads;
-    SharedAccesses(s.body[i], &reads, &written);
+    SharedAccesses(s.body[i], &reads[i], &written);
     ir::ForEachStmt({s.body[i]}, [&](const Stmt& b) {
       if (b.kind == StmtKind::kFor && b.for_kind == ir::ForKind::kPipelined) ok = false;
       if (b.kind == StmtKind::kWarpSpecialize) ok = false;
@@ -563,11 +552,8 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   // last (a wgmma gemm's lowering ends with its wait).
   std::vector<size_t> first(plans.size(), s.body.size()), last(plans.size(), s.body.size());
   for (size_t i = 0; i < s.body.size(); ++i) {
-    if (is_producer(i)) continue;
-    std::set<std::string> reads, writes;
-    SharedAccesses(s.body[i], &reads, &writes);
     for (size_t p = 0; p < plans.size(); ++p) {
-      if (!reads.count(plans[p].dst)) continue;
+      if (!reads[i].count(plans[p].dst)) continue;
       if (first[p] == s.body.size()) first[p] = i;
       last[p] = i;
     }
