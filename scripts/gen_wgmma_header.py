@@ -14,7 +14,8 @@ HEAD = """\
 // scripts/gen_wgmma_header.py; do not edit.
 //
 //  - wgmma_fence(), wgmma_commit(), wgmma_wait<N>(): fence.proxy.async + wgmma.fence /
-//    commit_group / wait_group N (.sync.aligned); wgmma_fence_tma(): wgmma.fence alone.
+//    commit_group / wait_group N (.sync.aligned); wgmma_fence_tma(): wgmma.fence alone;
+//    wgmma_fence_regs<N>(d): after a wait, N accumulators pinned behind it.
 //  - wgmma_m64n<N>k16_{f16,bf16}<kTransA, kTransB, kLboA, kSboA, kSwzA, kLboB,
 //    kSboB, kSwzB>(d, a, b): D(64xN, f32) += A(64x16) * B(16xN) with both
 //    operands in shared memory, described by smem_desc() from the operand's
@@ -32,6 +33,7 @@ HEAD = """\
 #ifndef KILN_CUDA_WGMMA_H_
 #define KILN_CUDA_WGMMA_H_
 
+#include "kiln/cuda/thread_ops.h" // dyn_smem
 #include "kiln/cuda/types.h"
 
 namespace kiln {
@@ -40,12 +42,22 @@ namespace rt {
 // The 64-bit shared-memory matrix descriptor: start address >> 4 in bits
 // 0-13, leading byte offset >> 4 in 16-29, stride byte offset >> 4 in
 // 32-45, base offset 0 (tiles are aligned to their swizzle pattern), swizzle
-// mode in 62-63.
+// mode in 62-63. The address is below 2^18 (the shared window), so its
+// field needs no mask and the leading offset is added rather than or-ed.
+// It is the window's base plus p's offset in the dynamic shared memory,
+// with the base passed through an empty asm at every call: each wgmma's
+// descriptor is then an add to one live register where it is issued.
+// Without that the compiler computed every distinct descriptor of an
+// unrolled kernel once, hoisted them out of its loops and kept them live,
+// and spilled them (the MLA kernel: 776 bytes of spills at 255 registers).
 KILN_DEVICE unsigned long long smem_desc(const void* p, int lbo, int sbo, int swizzle) {
-  const unsigned long long addr = smem_addr(p);
-  return ((addr & 0x3ffffull) >> 4) | (static_cast<unsigned long long>((lbo >> 4) & 0x3fff) << 16) |
-         (static_cast<unsigned long long>((sbo >> 4) & 0x3fff) << 32) |
-         (static_cast<unsigned long long>(swizzle & 3) << 62);
+  uint32_t base = smem_addr(dyn_smem());
+  asm volatile("" : "+r"(base));
+  const uint32_t off = static_cast<uint32_t>(static_cast<const unsigned char*>(p) - dyn_smem());
+  const uint32_t lo = ((base + off) >> 4) + (static_cast<uint32_t>((lbo >> 4) & 0x3fff) << 16);
+  const uint32_t hi =
+      static_cast<uint32_t>((sbo >> 4) & 0x3fff) | (static_cast<uint32_t>(swizzle & 3) << 30);
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
 }
 
 // Each thread that wrote wgmma operands (cp.async or plain stores) fences its
@@ -73,6 +85,16 @@ template <int N>
 KILN_DEVICE void wgmma_wait() {
   static_assert(N >= 0 && N <= 7, "wgmma.wait_group takes 0..7");
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// After a wait on gemms left in flight: an empty asm that reads and writes
+// each of the N accumulator registers at d. It emits nothing, but no use of
+// them can move above it, and asm volatile statements keep their order, so
+// none moves above the wait either.
+template <int N>
+KILN_DEVICE void wgmma_fence_regs(void* dv) {
+  float* d = static_cast<float*>(dv);
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 """

@@ -632,10 +632,12 @@ class Emitter {
       // of the same name.
       const size_t map_arg = tma_load ? 2 : s.name == "prefetch_tma_desc" ? 0 : s.indices.size();
       // wgmma's constants (transposes, descriptor offsets, swizzle modes)
-      // are template arguments: they become PTX immediates.
+      // are template arguments: they become PTX immediates; so is the
+      // register count of wgmma_fence_regs (one asm operand each).
       std::string targs;
       for (size_t i = 0; i < s.indices.size(); ++i) {
-        if (info->args[i] != ir::IntrinsicArg::kConstInt || s.name.rfind("wgmma_m64", 0) != 0) {
+        if (info->args[i] != ir::IntrinsicArg::kConstInt ||
+            (s.name.rfind("wgmma_m64", 0) != 0 && s.name != "wgmma_fence_regs")) {
           continue;
         }
         absl::StrAppend(&targs, targs.empty() ? "<" : ", ", s.indices[i].ival);
@@ -673,6 +675,7 @@ class Emitter {
     case StmtKind::kBarrierArrive:
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
+    case StmtKind::kWaitWgmma:
       return Error(s.loc, "internal: tile op left after lowering");
     }
     return Error(s.loc, "internal: unknown statement kind");

@@ -292,9 +292,9 @@ class Evaluator {
                                            std::string_view what);
   absl::StatusOr<Value> LowerCopy(std::vector<Arg>& args, Loc loc);
   // T.gemm, or T.wgmma_gemm when `explicit_wgmma` (TileLang's asynchronous
-  // Hopper form, compiled as the synchronous T.gemm: see LowerGemm).
+  // Hopper form: T.gemm with wg_wait = -1; see LowerGemm).
   absl::StatusOr<Value> LowerGemm(std::vector<Arg>& args, Loc loc, bool explicit_wgmma = false);
-  // T.wait_wgmma(n): nothing to wait for, as every gemm has completed.
+  // T.wait_wgmma(n): a kWaitWgmma statement.
   absl::StatusOr<Value> WaitWgmma(std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> LowerFill(const std::string& name, std::vector<Arg>& args, Loc loc);
   absl::StatusOr<Value> LowerReduce(const std::string& name, std::vector<Arg>& args, Loc loc);

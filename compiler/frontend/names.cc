@@ -47,8 +47,8 @@ constexpr std::array<std::string_view, 58> kReserved = {"program",       "attr",
                                                         "trunc",         "sigmoid",
                                                         "loc",           "out"};
 // The statement words of TileLang's Hopper synchronization (ir-text.md).
-constexpr std::array<std::string_view, 5> kReservedHopper = {"ws", "tma_copy", "barrier_arrive",
-                                                             "barrier_wait", "barrier_expect_tx"};
+constexpr std::array<std::string_view, 6> kReservedHopper = {
+    "ws", "tma_copy", "barrier_arrive", "barrier_wait", "barrier_expect_tx", "wait_wgmma"};
 
 // tfloat32: TileLang's name for float32 operands that the tensor cores read
 // as TF32. Kiln's float32 gemms already run on the TF32 mma, and element-wise

@@ -272,9 +272,10 @@ absl::StatusOr<Value> Evaluator::LowerCopy(std::vector<Arg>& args, Loc loc) {
 // wait: the accumulator may be read only after a later T.wait_wgmma(n) has
 // left at most n of them in flight. It takes T.gemm's first seven
 // arguments and annotations (no k_pack, wg_wait or mbar), and refuses a
-// target without wgmma. Kiln compiles it as T.gemm, which completes before
-// the next statement: every value a correct program may read is the same,
-// and T.wait_wgmma then has nothing left to wait for.
+// target without wgmma. It is T.gemm with wg_wait = -1 (ir::kGemmNoWait):
+// where the gemm lowers to wgmma its group stays in flight; elsewhere (the
+// CPU target, mma.sync, a gemm inside Kiln's own pipelines) it completes
+// at once, and every value a correct program may read is the same.
 absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc, bool explicit_wgmma) {
   std::vector<std::string_view> names = {"A",           "B",      "C",           "transpose_A",
                                          "transpose_B", "policy", "clear_accum", "k_pack",
@@ -299,6 +300,7 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc, bool
     // What is left (at most seven arguments, by position or by T.gemm's
     // names) reads as T.gemm's arguments below.
   }
+  int32_t wg_wait = explicit_wgmma ? ir::kGemmNoWait : 0;
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc,
                                      explicit_wgmma ? "T.wgmma_gemm" : "T.gemm", args, names, 3));
   if (IsGiven(m[9])) {
@@ -372,11 +374,17 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc, bool
     }
     st.k_pack = static_cast<int32_t>(m[7]->i);
   }
-  if (m[8].has_value() && !(m[8]->kind == ValueKind::kInt && m[8]->i == 0)) {
-    return Error(ArgLoc(args, names, 8, loc),
-                 "T.gemm wg_wait other than 0 is not supported; for an asynchronous Hopper gemm "
-                 "use T.wgmma_gemm and T.wait_wgmma");
+  if (m[8].has_value()) {
+    if (m[8]->kind != ValueKind::kInt || m[8]->i < ir::kGemmNoWait ||
+        m[8]->i > ir::kMaxWgmmaInFlight) {
+      return Error(ArgLoc(args, names, 8, loc),
+                   absl::StrCat("T.gemm wg_wait must be a compile-time integer: -1 (do not wait) "
+                                "or the wgmma groups left in flight, 0..",
+                                ir::kMaxWgmmaInFlight));
+    }
+    wg_wait = static_cast<int32_t>(m[8]->i);
   }
+  st.wg_wait = wg_wait;
   Emit(std::move(st));
   return Value::None();
 }
@@ -384,12 +392,20 @@ absl::StatusOr<Value> Evaluator::LowerGemm(std::vector<Arg>& args, Loc loc, bool
 absl::StatusOr<Value> Evaluator::WaitWgmma(std::vector<Arg>& args, Loc loc) {
   const std::vector<std::string_view> names = {"id"};
   ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, loc, "T.wait_wgmma", args, names, 1));
-  if (m[0]->kind != ValueKind::kInt || m[0]->i < 0) {
+  if (m[0]->kind != ValueKind::kInt || m[0]->i < 0 || m[0]->i > ir::kMaxWgmmaInFlight) {
     return Error(ArgLoc(args, names, 0, loc),
-                 absl::StrCat("T.wait_wgmma expects a non-negative compile-time integer (the "
-                              "number of wgmma groups left in flight), got ",
-                              TypeName(*m[0])));
+                 absl::StrCat("T.wait_wgmma expects a compile-time integer 0..",
+                              ir::kMaxWgmmaInFlight,
+                              " (the number of wgmma groups left in flight), got ",
+                              m[0]->kind == ValueKind::kInt ? absl::StrCat(m[0]->i)
+                                                            : std::string(TypeName(*m[0]))));
   }
+  ir::Stmt st;
+  st.kind = ir::StmtKind::kWaitWgmma;
+  st.loc = loc;
+  st.has_value = true;
+  st.value = ir::IntImm(m[0]->i, ir::DType::kInt32, loc);
+  Emit(std::move(st));
   return Value::None();
 }
 

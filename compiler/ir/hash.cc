@@ -110,6 +110,7 @@ class KeyWriter {
     Bool(s.transpose_b);
     Bool(s.clear_accum);
     Int(s.k_pack);
+    Int(s.wg_wait);
     Enum(s.policy);
     Enum(s.reduce_kind);
     Int(s.dim);

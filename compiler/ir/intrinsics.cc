@@ -46,6 +46,7 @@ std::vector<IntrinsicInfo> MakeTable() {
   t.push_back({"wgmma_fence_tma", {}, true});
   t.push_back({"wgmma_commit", {}, true});
   t.push_back({"wgmma_wait", {A::kConstInt}, true});
+  t.push_back({"wgmma_fence_regs", {A::kAddress, A::kConstInt}, true});
   for (int n = 8; n <= 256; n += 8) {
     for (std::string_view ty : {"f16", "bf16"}) {
       wgmma_names().push_back(absl::StrCat("wgmma_m64n", n, "k16_", std::string(ty)));

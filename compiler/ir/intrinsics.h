@@ -38,6 +38,8 @@ struct IntrinsicInfo {
 //   copy_{2,4,8,16}(dst, src)                       one vector load + store
 //   wgmma_fence(), wgmma_commit(), wgmma_wait(N)   wgmma.fence / commit_group / wait_group N
 //                                                   (wgmma_fence: after fence_proxy_async)
+//   wgmma_fence_regs(d, N)  after a wait on gemms left in flight: uses of the N accumulator
+//                           registers at d cannot move above it (an empty asm; no code)
 //   wgmma_fence_tma()     wgmma.fence alone, for operands only TMA wrote (the warp-specialized
 //                         main loop: the full barrier's completion makes them visible)
 //   fence_proxy_async()   fence.proxy.async.shared::cta: this thread's generic-proxy writes to

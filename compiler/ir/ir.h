@@ -210,6 +210,10 @@ enum class StmtKind : uint8_t {
   // known then, T.device_assert): cond (bool); when it is false the kernel
   // stops with `message` (printable ASCII, at most kMaxAssertMessage bytes).
   kAssert,
+  // TileLang's T.wait_wgmma(n): value = n (an int literal, 0..7); the
+  // executing warpgroup waits until at most n of its wgmma groups are in
+  // flight (Stmt::wg_wait).
+  kWaitWgmma,
   // Thread IR only (after lowering; never on the wire): a call of one of
   // the runtime's thread-level intrinsics (barrier, ldmatrix, mma, cp.async,
   // shuffles, vector copies, atomics; see compiler/ir/intrinsics.h).
@@ -234,6 +238,10 @@ enum class ForKind : uint8_t { kSerial, kUnroll, kVectorized, kParallel, kPipeli
 enum class ReduceKind : uint8_t { kSum, kMax, kMin, kAbsSum, kAbsMax };
 enum class AtomicOp : uint8_t { kAdd, kMax, kMin };
 enum class GemmPolicy : uint8_t { kSquare, kFullRow, kFullCol };
+// Stmt::wg_wait of a gemm that does not wait for its own wgmma group.
+inline constexpr int32_t kGemmNoWait = -1;
+// The most wgmma groups a wait may leave in flight (wgmma.wait_group N).
+inline constexpr int32_t kMaxWgmmaInFlight = 7;
 
 struct Stmt {
   StmtKind kind = StmtKind::kStore;
@@ -255,6 +263,12 @@ struct Stmt {
   bool clear_accum = false;
   int32_t k_pack = 1;
   GemmPolicy policy = GemmPolicy::kSquare;
+  // Where the gemm lowers to wgmma: 0 completes it before the next
+  // statement; n in 1..7 leaves at most n wgmma groups (its own first) in
+  // flight; kGemmNoWait leaves it in flight (T.wgmma_gemm). Its accumulator
+  // and register A may be touched only after a kWaitWgmma (or a gemm's own
+  // wait) has completed it. Other instructions complete every gemm at once.
+  int32_t wg_wait = 0;
 
   // kReduce.
   ReduceKind reduce_kind = ReduceKind::kSum;

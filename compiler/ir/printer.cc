@@ -407,6 +407,9 @@ class Printer {
       absl::StrAppend(out, " transpose_a=", Bool(s.transpose_a),
                       " transpose_b=", Bool(s.transpose_b), " clear_accum=", Bool(s.clear_accum),
                       " k_pack=", s.k_pack, " policy=", S(text::GemmPolicyName(s.policy)));
+      // Printed only where it is not the default (every gemm waited for
+      // itself before wg_wait existed; their text is unchanged).
+      if (s.wg_wait != 0) absl::StrAppend(out, " wg_wait=", s.wg_wait);
       break;
     case StmtKind::kFill:
       out->append("fill ");
@@ -476,6 +479,10 @@ class Printer {
       out->append("assert ");
       Expr_(s.cond, l, out);
       absl::StrAppend(out, ", ", Quoted(s.message));
+      break;
+    case StmtKind::kWaitWgmma:
+      out->append("wait_wgmma ");
+      Expr_(s.value, l, out);
       break;
     }
     absl::StrAppend(out, StmtLoc(l), "\n");

@@ -169,7 +169,7 @@ constexpr EnumTable<Scope, pb::Scope, 7> kScopes = {{
 }};
 static_assert(IndexedByOrdinal(kScopes));
 
-constexpr EnumTable<StmtKind, pb::StmtKind, 17> kStmtKinds = {{
+constexpr EnumTable<StmtKind, pb::StmtKind, 18> kStmtKinds = {{
     {StmtKind::kAlloc, pb::STMT_KIND_ALLOC},
     {StmtKind::kCopy, pb::STMT_KIND_COPY},
     {StmtKind::kGemm, pb::STMT_KIND_GEMM},
@@ -187,6 +187,7 @@ constexpr EnumTable<StmtKind, pb::StmtKind, 17> kStmtKinds = {{
     {StmtKind::kBarrierWait, pb::STMT_KIND_BARRIER_WAIT},
     {StmtKind::kBarrierExpectTx, pb::STMT_KIND_BARRIER_EXPECT_TX},
     {StmtKind::kAssert, pb::STMT_KIND_ASSERT},
+    {StmtKind::kWaitWgmma, pb::STMT_KIND_WAIT_WGMMA},
 }};
 static_assert(IndexedByOrdinal(kStmtKinds));
 
@@ -296,6 +297,7 @@ void EncodeStmt(const Stmt& s, pb::Stmt* out) {
   out->set_transpose_b(s.transpose_b);
   out->set_clear_accum(s.clear_accum);
   out->set_k_pack(s.k_pack);
+  out->set_wg_wait(s.wg_wait);
   out->set_policy(EncodeOptional(kGemmPolicies, s.policy, s.kind == StmtKind::kGemm));
   out->set_reduce_kind(EncodeOptional(kReduceKinds, s.reduce_kind, s.kind == StmtKind::kReduce));
   out->set_dim(s.dim);
@@ -862,6 +864,7 @@ absl::Status Decoder::DecodeStmtHead(const pb::Stmt& in, Stmt* out) {
   out->transpose_b = in.transpose_b();
   out->clear_accum = in.clear_accum();
   out->k_pack = in.k_pack();
+  out->wg_wait = in.wg_wait();
   RETURN_IF_ERROR(
       DecodeEnum(kGemmPolicies, in.policy(), kind == StmtKind::kGemm, "policy", &out->policy));
   RETURN_IF_ERROR(DecodeEnum(kReduceKinds, in.reduce_kind(), kind == StmtKind::kReduce,
@@ -983,6 +986,9 @@ absl::Status Decoder::CheckStmtOperands(const Stmt& s, const pb::Stmt& in) {
   case StmtKind::kBarrierWait:
   case StmtKind::kBarrierExpectTx:
     RETURN_IF_ERROR(regions(1, "barrier"));
+    return value();
+  case StmtKind::kWaitWgmma:
+    RETURN_IF_ERROR(regions(0, "none"));
     return value();
   case StmtKind::kWarpSpecialize:
     return absl::OkStatus(); // the verifier checks the warpgroup ids

@@ -973,25 +973,27 @@ class Parser {
       Next();
       s->kind = StmtKind::kGemm;
       RETURN_IF_ERROR(ParseRegionsSeparated(s, 3, ","));
-      RETURN_IF_ERROR(
-          ParseFlags("gemm", {"transpose_a", "transpose_b", "clear_accum", "k_pack", "policy"},
-                     [&](std::string_view f) -> absl::Status {
-                       if (f == "k_pack") {
-                         ASSIGN_OR_RETURN(s->k_pack, ExpectInt32());
-                       } else if (f == "policy") {
-                         const Token& t = Peek();
-                         ASSIGN_OR_RETURN(std::string v, ExpectWordOrString("a gemm policy"));
-                         std::optional<GemmPolicy> p = text::GemmPolicyFromName(v);
-                         if (!p) return Error(t, absl::StrCat("unknown gemm policy '", v, "'"));
-                         s->policy = *p;
-                       } else {
-                         bool* field = f == "transpose_a"   ? &s->transpose_a
-                                       : f == "transpose_b" ? &s->transpose_b
-                                                            : &s->clear_accum;
-                         ASSIGN_OR_RETURN(*field, ExpectBool());
-                       }
-                       return absl::OkStatus();
-                     }));
+      RETURN_IF_ERROR(ParseFlags(
+          "gemm", {"transpose_a", "transpose_b", "clear_accum", "k_pack", "policy", "wg_wait"},
+          [&](std::string_view f) -> absl::Status {
+            if (f == "k_pack") {
+              ASSIGN_OR_RETURN(s->k_pack, ExpectInt32());
+            } else if (f == "wg_wait") {
+              ASSIGN_OR_RETURN(s->wg_wait, ExpectInt32());
+            } else if (f == "policy") {
+              const Token& t = Peek();
+              ASSIGN_OR_RETURN(std::string v, ExpectWordOrString("a gemm policy"));
+              std::optional<GemmPolicy> p = text::GemmPolicyFromName(v);
+              if (!p) return Error(t, absl::StrCat("unknown gemm policy '", v, "'"));
+              s->policy = *p;
+            } else {
+              bool* field = f == "transpose_a"   ? &s->transpose_a
+                            : f == "transpose_b" ? &s->transpose_b
+                                                 : &s->clear_accum;
+              ASSIGN_OR_RETURN(*field, ExpectBool());
+            }
+            return absl::OkStatus();
+          }));
     } else if (kw == "fill") {
       Next();
       s->kind = StmtKind::kFill;
@@ -1058,6 +1060,11 @@ class Parser {
       s->kind = StmtKind::kBarrierArrive;
       ASSIGN_OR_RETURN(Region bar, ParseRegion());
       s->regions.push_back(std::move(bar));
+    } else if (kw == "wait_wgmma") {
+      Next();
+      s->kind = StmtKind::kWaitWgmma;
+      s->has_value = true;
+      ASSIGN_OR_RETURN(s->value, ParseExpr());
     } else if (kw == "barrier_wait" || kw == "barrier_expect_tx") {
       Next();
       s->kind = kw == "barrier_wait" ? StmtKind::kBarrierWait : StmtKind::kBarrierExpectTx;

@@ -116,7 +116,7 @@ const std::set<std::string>& Keywords() {
 // The statement words of TileLang's Hopper synchronization.
 bool IsHopperKeyword(const std::string& name) {
   return name == "ws" || name == "tma_copy" || name == "barrier_arrive" || name == "barrier_wait" ||
-         name == "barrier_expect_tx";
+         name == "barrier_expect_tx" || name == "wait_wgmma";
 }
 
 bool IsIdentifier(const std::string& s) {
@@ -904,6 +904,10 @@ class Verifier {
       }
     }
     if (s.k_pack < 1) return Err(s.loc, absl::StrCat("gemm: k_pack must be >= 1, got ", s.k_pack));
+    if (s.wg_wait < kGemmNoWait || s.wg_wait > kMaxWgmmaInFlight) {
+      return Err(s.loc, absl::StrCat("gemm: wg_wait must be -1 (no wait) or 0..", kMaxWgmmaInFlight,
+                                     ", got ", s.wg_wait));
+    }
     if (static_cast<int>(s.policy) > static_cast<int>(GemmPolicy::kFullCol)) {
       return Err(s.loc, "gemm: invalid warp policy");
     }
@@ -1139,6 +1143,17 @@ class Verifier {
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
       return CheckHopperStmt(s);
+    case StmtKind::kWaitWgmma: {
+      if (parallel_depth_ > 0) {
+        return Err(s.loc, "wait_wgmma cannot appear inside a T.Parallel loop");
+      }
+      std::optional<int64_t> n = s.has_value ? ConstInt(s.value) : std::nullopt;
+      if (!s.regions.empty() || !n || *n < 0 || *n > kMaxWgmmaInFlight) {
+        return Err(s.loc, absl::StrCat("wait_wgmma takes one integer literal, 0..",
+                                       kMaxWgmmaInFlight, " (the wgmma groups left in flight)"));
+      }
+      return absl::OkStatus();
+    }
     case StmtKind::kStore: {
       ASSIGN_OR_RETURN(const Buffer* b, LookupBuffer(s.name, s.loc, "store"));
       RETURN_IF_ERROR(NotBarrier(*b, s.loc, "a store"));

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/dtype.h"
+#include "compiler/ir/ir_util.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/layout_inference.h"
@@ -33,6 +34,7 @@ namespace kiln::passes::lowering {
 using ir::DType;
 using ir::Expr;
 using ir::Stmt;
+using ir::StmtKind;
 
 namespace {
 
@@ -398,24 +400,51 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
 }
 
 absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
+  if (s.clear_accum) {
+    // C = A @ B: a zero fill of the accumulator, then C += A @ B.
+    const Buf* c = FindBuf(s.regions[2].buffer);
+    Stmt fill;
+    fill.kind = StmtKind::kFill;
+    fill.loc = s.loc;
+    fill.regions = {s.regions[2]};
+    fill.has_value = true;
+    fill.value =
+        ir::IsFloat(c->dtype) ? ir::FloatImm(0, c->dtype, s.loc) : ir::IntImm(0, c->dtype, s.loc);
+    RETURN_IF_ERROR(LowerFill(fill, out));
+    Stmt accumulate = s;
+    accumulate.clear_accum = false;
+    return LowerGemm(accumulate, out);
+  }
   ASSIGN_OR_RETURN(std::optional<WgmmaGemm> w, PlanWgmmaGemm(s));
   if (w) {
-    // Synchronous: the group completes before anything else touches the
-    // accumulators or overwrites the operands. The operands' writers fence
-    // toward the async proxy before the barrier Touch may place (in a
+    // Synchronous (wg_wait 0): the group completes before anything else
+    // touches the accumulators or overwrites the operands. Otherwise
+    // (TileLang's T.wgmma_gemm, T.gemm(wg_wait=n)) the program waits for it
+    // itself: its accumulator joins those in flight. The operands' writers
+    // fence toward the async proxy before the barrier Touch may place (in a
     // warp-specialized loop, once before it for operands the loop does not
-    // write: no_proxy_fence_).
-    const bool fenced = std::all_of(w->reads.begin(), w->reads.end(), [&](const std::string& r) {
-      return no_proxy_fence_.count(r) > 0;
-    });
-    if (!fenced) out->push_back(Call("fence_proxy_async", {}));
+    // write: no_proxy_fence_; in a program with its own synchronization,
+    // only after this thread's own writes: own_sync_).
+    const bool fenced = (own_sync_ && !proxy_dirty_) ||
+                        std::all_of(w->reads.begin(), w->reads.end(), [&](const std::string& r) {
+                          return no_proxy_fence_.count(r) > 0;
+                        });
+    if (!fenced) {
+      out->push_back(Call("fence_proxy_async", {}));
+      proxy_dirty_ = false;
+    }
     Touch(w->reads, {}, out);
     // wgmma_fence_tma is the warpgroup's fence alone (wgmma_fence adds the
     // proxy fence).
     out->push_back(Call(fenced ? "wgmma_fence_tma" : "wgmma_fence", {}));
     for (int64_t step = 0; step < w->steps; ++step) w->issue(step, out);
     out->push_back(Call("wgmma_commit", {}));
-    out->push_back(Call("wgmma_wait", {I(0)}));
+    if (s.wg_wait == 0 || sync_gemms_) {
+      WaitWgmma(0, out);
+      return absl::OkStatus();
+    }
+    inflight_.insert(s.regions[2].buffer);
+    if (s.wg_wait != ir::kGemmNoWait) WaitWgmma(s.wg_wait, out);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(std::optional<MmaGemm> g, PlanMmaGemm(s));
@@ -428,6 +457,39 @@ absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
     g->compute(step, step % 2, out);
   }
   return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerWaitWgmma(const Stmt& s, std::vector<Stmt>* out) {
+  if (loop_) return Error(s.loc, "T.wait_wgmma cannot appear inside a T.Parallel loop");
+  std::optional<int64_t> left = ir::ConstInt(s.value);
+  if (!left) return Error(s.loc, "internal: wait_wgmma without a constant count");
+  // Where no gemm was left in flight (every other target, Kiln's own
+  // pipelines, a program that waits twice) there is nothing to wait for.
+  if (!inflight_.empty()) WaitWgmma(*left, out);
+  return absl::OkStatus();
+}
+
+// wgmma_wait<left>, then an empty asm that reads and writes every register
+// of each accumulator that may have been in flight (all of them: fencing
+// one still in flight is harmless, as CUTLASS does after its waits). asm
+// volatile statements keep their order, so no use of those registers moves
+// above the wait. After a full wait nothing is in flight.
+void Lowering::WaitWgmma(int64_t left, std::vector<Stmt>* out) {
+  out->push_back(Call("wgmma_wait", {I(left)}));
+  for (const std::string& name : inflight_) {
+    const Buf* c = FindBuf(name);
+    out->push_back(Call("wgmma_fence_regs", {Address(*c, I(0)), I(c->layout->NumRegs())}));
+  }
+  if (left == 0) inflight_.clear();
+}
+
+std::set<std::string> Lowering::AsyncAccumulators(const std::vector<Stmt>& body) const {
+  std::set<std::string> accs;
+  if (!wgmma_ || sync_gemms_) return accs;
+  ir::ForEachStmt(body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::kGemm && s.wg_wait != 0) accs.insert(s.regions[2].buffer);
+  });
+  return accs;
 }
 
 // 4. Without a tensor instruction for the dtypes: every thread computes its

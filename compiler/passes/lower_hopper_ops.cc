@@ -130,26 +130,45 @@ absl::Status Lowering::LowerRegionRun(const std::vector<Stmt>& in, size_t first,
     // wgmma reads shared memory through the async proxy: every writer
     // fences before the barrier (the gemm's own fence runs on the region's
     // threads only).
-    if (wgmma_) out->push_back(Call("fence_proxy_async", {}));
+    if (wgmma_) {
+      out->push_back(Call("fence_proxy_async", {}));
+      proxy_dirty_ = false;
+    }
     Barrier(out);
   }
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  // The gemms each region leaves in flight (inflight_ after it).
+  const std::set<std::string> entry_inflight = inflight_;
+  std::vector<std::set<std::string>> region_inflight(end - first);
+  const bool entry_proxy_dirty = proxy_dirty_;
+  std::vector<bool> region_proxy_dirty(end - first);
   // Regions of the run that share threads run in program order on those
   // threads: a later one synchronizes (named barrier) with what an earlier
-  // one touched. Regions on other threads run concurrently with it.
+  // one touched, and may find its gemms in flight. Regions on other threads
+  // run concurrently with it.
   for (size_t i = first; i < end; ++i) {
     const std::optional<std::pair<int64_t, int64_t>> range = WarpGroupRange(in[i]);
     std::set<std::string> dirty, read;
+    inflight_ = entry_inflight;
+    proxy_dirty_ = entry_proxy_dirty;
     for (size_t j = first; range && j < i; ++j) {
       const std::optional<std::pair<int64_t, int64_t>> earlier = WarpGroupRange(in[j]);
       if (earlier && earlier->first < range->second && range->first < earlier->second) {
         const Accesses& acc = regions[j - first];
         dirty.insert(acc.writes.begin(), acc.writes.end());
         read.insert(acc.reads.begin(), acc.reads.end());
+        inflight_.insert(region_inflight[j - first].begin(), region_inflight[j - first].end());
+        proxy_dirty_ = proxy_dirty_ || region_proxy_dirty[j - first];
       }
     }
     RETURN_IF_ERROR(LowerWarpSpecialize(in[i], dirty, read, out));
+    region_inflight[i - first] = inflight_;
+    region_proxy_dirty[i - first] = proxy_dirty_;
   }
+  inflight_ = entry_inflight;
+  for (const std::set<std::string>& r : region_inflight) inflight_.insert(r.begin(), r.end());
+  proxy_dirty_ = entry_proxy_dirty;
+  for (bool d : region_proxy_dirty) proxy_dirty_ = proxy_dirty_ || d;
   // What the run touched counts as touched by the block afterwards.
   dirty_ = entry_dirty;
   read_ = entry_read;

@@ -281,7 +281,8 @@ absl::Status Lowering::Run() {
   }
 
   // A program with its own T.ws regions and barriers keeps its schedule.
-  ws_ = !HasExplicitSync(program_.kernel.body) && WarpSpecializable();
+  own_sync_ = HasExplicitSync(program_.kernel.body);
+  ws_ = !own_sync_ && WarpSpecializable();
 
   std::vector<Stmt> body;
   RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
@@ -468,6 +469,7 @@ void Lowering::Touch(const std::set<std::string>& reads, const std::set<std::str
   for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
   for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
   if (hazard) Barrier(out);
+  proxy_dirty_ = proxy_dirty_ || !writes.empty();
   dirty_.insert(writes.begin(), writes.end());
   read_.insert(reads.begin(), reads.end());
 }
@@ -809,6 +811,10 @@ absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
   if (std::optional<int64_t> n = MaxOf(loop.extents[0])) {
     var_max_[loop.loop_vars[0]] = *n - 1;
   }
+  // A gemm the body leaves in flight may be at the top of the next
+  // iteration.
+  const std::set<std::string> body_async = AsyncAccumulators(s.body);
+  inflight_.insert(body_async.begin(), body_async.end());
   if (loop_) {
     RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));
     out->push_back(std::move(loop));
@@ -816,6 +822,8 @@ absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
   }
   std::set<std::string> reads, writes;
   SharedAccesses(s, &reads, &writes);
+  // What the body writes is unfenced at the top of the next iteration.
+  proxy_dirty_ = proxy_dirty_ || !writes.empty();
   bool need = !writes.empty();
   for (const std::string& r : reads) need = need || dirty_.count(r) > 0;
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
@@ -887,7 +895,11 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     // A loop with its own barriers and T.ws regions follows the program's
     // schedule (TileLang does not pipeline it either).
     if (s.for_kind == ir::ForKind::kPipelined && !loop_ && !HasExplicitSync(s.body)) {
-      return LowerPipelined(s, out);
+      const bool saved = sync_gemms_;
+      sync_gemms_ = true;
+      absl::Status st = LowerPipelined(s, out);
+      sync_gemms_ = saved;
+      return st;
     }
     return LowerSerialFor(s, out);
   case StmtKind::kIf: {
@@ -896,13 +908,20 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     st.body.clear();
     st.else_body.clear();
     const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+    const std::set<std::string> entry_inflight = inflight_;
+    const bool entry_proxy_dirty = proxy_dirty_;
     RETURN_IF_ERROR(LowerStmts(s.body, &st.body));
-    std::set<std::string> then_dirty = dirty_, then_read = read_;
+    std::set<std::string> then_dirty = dirty_, then_read = read_, then_inflight = inflight_;
+    const bool then_proxy_dirty = proxy_dirty_;
     dirty_ = entry_dirty;
     read_ = entry_read;
+    inflight_ = entry_inflight;
+    proxy_dirty_ = entry_proxy_dirty;
     RETURN_IF_ERROR(LowerStmts(s.else_body, &st.else_body));
+    proxy_dirty_ = proxy_dirty_ || then_proxy_dirty;
     dirty_.insert(then_dirty.begin(), then_dirty.end());
     read_.insert(then_read.begin(), then_read.end());
+    inflight_.insert(then_inflight.begin(), then_inflight.end());
     out->push_back(std::move(st));
     return absl::OkStatus();
   }
@@ -933,6 +952,8 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   case StmtKind::kBarrierWait:
   case StmtKind::kBarrierExpectTx:
     return LowerBarrierOp(s, out);
+  case StmtKind::kWaitWgmma:
+    return LowerWaitWgmma(s, out);
   case StmtKind::kCall: {
     Stmt st = s;
     for (Expr& e : st.indices) {
@@ -944,6 +965,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
       dirty_.clear();
       read_.clear();
     }
+    if (st.name == "fence_proxy_async") proxy_dirty_ = false;
     out->push_back(std::move(st));
     return absl::OkStatus();
   }

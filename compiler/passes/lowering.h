@@ -189,6 +189,13 @@ class Lowering {
 
   // --- lower_gemm.cc / lower_reduce.cc / pipeline.cc -----------------------
   absl::Status LowerGemm(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  // TileLang's asynchronous wgmma (Stmt::wg_wait, T.wait_wgmma): a wait,
+  // then the fences of the accumulators that may have been in flight.
+  absl::Status LowerWaitWgmma(const ir::Stmt& s, std::vector<ir::Stmt>* out);
+  void WaitWgmma(int64_t left, std::vector<ir::Stmt>* out);
+  // The accumulators of the gemms in `body` that a wgmma gemm would leave
+  // in flight (wg_wait != 0), outside Kiln's own pipelines.
+  std::set<std::string> AsyncAccumulators(const std::vector<ir::Stmt>& body) const;
   // T.finalize_reducer (a kReduce with dim kReducerFinalizeDim): every
   // thread's copy combined, the result in every thread's registers.
   absl::Status LowerFinalizeReducer(const ir::Stmt& s, std::vector<ir::Stmt>* out);
@@ -313,6 +320,25 @@ class Lowering {
   // Shared buffers whose wgmma reads need no proxy fence in the gemm's own
   // lowering (the general warp-specialized loop fences once before it).
   std::set<std::string> no_proxy_fence_;
+  // Asynchronous wgmma (lower_gemm.cc). `inflight_` holds the accumulators
+  // of gemms that may still be in flight at this point of the program:
+  // if/else branches and the regions of a run merge theirs, and a loop
+  // starts with those of its own body (a gemm at its end is in flight at
+  // the top of the next iteration). A wait fences each of them, so that no
+  // use of an accumulator moves above the wait that completes it. It stays
+  // empty in programs without such gemms, whose code is unchanged.
+  std::set<std::string> inflight_;
+  // In a program with its own Hopper synchronization (HasExplicitSync:
+  // TileLang's semantics, where a warpgroup that hands shared memory it
+  // wrote to another's wgmma fences it itself), a gemm's proxy fence is
+  // left out unless this thread may have written shared memory since its
+  // last one (`proxy_dirty_`: set by Touch's writes, merged like inflight_).
+  // Elsewhere every gemm fences, as before.
+  bool own_sync_ = false;
+  bool proxy_dirty_ = false;
+  // Kiln's own pipelines (LowerPipelined) complete every gemm at once: their
+  // barriers and stage reuse assume it.
+  bool sync_gemms_ = false;
   // Inside a T.ws region (lower_hopper_ops.cc): the named barrier Barrier()
   // syncs (0: __syncthreads); tid_ and threads_ are the region's.
   int named_barrier_ = 0;

@@ -146,7 +146,9 @@ const Stmt* SoleGemm(const Stmt& loop, const std::vector<size_t>& producers) {
   const Stmt* gemm = nullptr;
   for (size_t i = 0; i < loop.body.size(); ++i) {
     if (std::find(producers.begin(), producers.end(), i) != producers.end()) continue;
-    if (loop.body[i].kind != StmtKind::kGemm || gemm) return nullptr;
+    // A gemm that clears its accumulator first is a fill and a gemm
+    // (LowerGemm), not the accumulating loop these schedules build.
+    if (loop.body[i].kind != StmtKind::kGemm || loop.body[i].clear_accum || gemm) return nullptr;
     gemm = &loop.body[i];
   }
   return gemm;

@@ -118,6 +118,7 @@ bool TileWork(const std::vector<Stmt>& body) {
     case StmtKind::kBarrierArrive:
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
+    case StmtKind::kWaitWgmma:
       found = true;
       break;
     case StmtKind::kFor:

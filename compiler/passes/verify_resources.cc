@@ -275,7 +275,10 @@ int64_t SharedWithReuse(const ir::Program& program, const std::vector<SharedUse>
     async_sync = async_sync || s.kind == ir::StmtKind::kWarpSpecialize ||
                  s.kind == ir::StmtKind::kTmaCopy || s.kind == ir::StmtKind::kBarrierArrive ||
                  s.kind == ir::StmtKind::kBarrierWait || s.kind == ir::StmtKind::kBarrierExpectTx ||
-                 (s.kind == ir::StmtKind::kAlloc && s.buffer.scope == ir::Scope::kBarrier);
+                 (s.kind == ir::StmtKind::kAlloc && s.buffer.scope == ir::Scope::kBarrier) ||
+                 // A gemm left in flight reads its operands after it.
+                 s.kind == ir::StmtKind::kWaitWgmma ||
+                 (s.kind == ir::StmtKind::kGemm && s.wg_wait != 0);
   });
   if (async_sync) return sum;
   std::set<std::string> names;

@@ -56,7 +56,12 @@ namespace kiln::toolchain {
 // A program whose pass_configs ask for fast math compiles with --use_fast_math.
 // A warp-specialized GEMM loop on a grid of at most one block per SM waits
 // for every wgmma group (no stage held back from the loads).
-inline constexpr int kKilnCodegenVersion = 20;
+// 21: T.wgmma_gemm and T.gemm(wg_wait=n) leave their wgmma group in flight
+// until T.wait_wgmma(n) (they waited at once); clear_accum=True clears the
+// accumulator (it accumulated); a program with its own synchronization
+// fences toward the async proxy only after its own shared writes; wgmma
+// descriptors are an add to the shared window's base at each gemm.
+inline constexpr int kKilnCodegenVersion = 21;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

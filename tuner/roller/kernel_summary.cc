@@ -350,6 +350,7 @@ class Walker {
     case StmtKind::kBarrierArrive:
     case StmtKind::kBarrierWait:
     case StmtKind::kBarrierExpectTx:
+    case StmtKind::kWaitWgmma:
     case StmtKind::kAnnotateLayout:
     case StmtKind::kAssert:
     case StmtKind::kCall:

@@ -208,6 +208,8 @@ template <int N>
 inline void wgmma_wait() {
   static_assert(N >= 0 && N <= 7, "wgmma_wait takes 0..7");
 }
+template <int N>
+inline void wgmma_fence_regs(void*) {}
 
 // The descriptor of a shared-memory operand at `p` (offset in the block's
 // window); the GPU twin's smem_desc().

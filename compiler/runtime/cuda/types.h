@@ -174,11 +174,13 @@ KILN_HOST_DEVICE uint32_t pack_b8x4(uint8_t e0, uint8_t e1, uint8_t e2, uint8_t 
 }
 
 // Shared-memory window address of a generic pointer into shared memory, as
-// ldmatrix and cp.async take it. Spelled in PTX so no toolkit header is needed.
+// ldmatrix and cp.async take it. The compiler's builtin (NVRTC and nvcc
+// declare it without a header), not inline PTX: it sees through it, so the
+// address of a tile at a constant offset is a 32-bit add to the window's
+// base rather than a 64-bit generic pointer kept live (and spilled) until
+// its conversion.
 KILN_DEVICE uint32_t smem_addr(const void* p) {
-  uint32_t a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
 } // namespace rt

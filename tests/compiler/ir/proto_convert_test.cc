@@ -143,6 +143,7 @@ Program Everything() {
   gemm.clear_accum = true;
   gemm.k_pack = 2;
   gemm.policy = GemmPolicy::kFullRow;
+  gemm.wg_wait = kGemmNoWait;
   k.body.push_back(gemm);
 
   Stmt fill = MakeStmt(StmtKind::kFill);
@@ -274,6 +275,10 @@ Program Everything() {
   check.message = "assert at line 41 failed: \"bx\" \\ 64";
   ws.body = {expect, tma, arrive, wait, check};
   k.body.push_back(ws);
+  Stmt wait_wgmma = MakeStmt(StmtKind::kWaitWgmma, Loc{42, 3});
+  wait_wgmma.has_value = true;
+  wait_wgmma.value = IntImm(1);
+  k.body.push_back(wait_wgmma);
 
   // A workspace (T.alloc_global) and a second kernel that writes it.
   p.workspaces.push_back(
@@ -846,7 +851,7 @@ TEST(ProtoConvertTest, DeepExpressionIsAnErrorNotACrash) {
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("expression nesting is deeper than 256 levels"));
   // The path keeps its ends rather than 257 segments.
-  EXPECT_THAT(std::string(result.status().message()), HasSubstr("kernel.body[18].value.args[0]"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("kernel.body[19].value.args[0]"));
   EXPECT_LT(result.status().message().size(), 400u);
 }
 
@@ -913,7 +918,7 @@ TEST(ProtoConvertTest, SizeIsBounded) {
          e->set_name("A");
          for (int i = 0; i < 300000; ++i) e->add_args();
        },
-       "kernel.body[18].value.args: program has more than 262144 expression nodes"},
+       "kernel.body[19].value.args: program has more than 262144 expression nodes"},
       {"store indices",
        [](pb::Program* p) {
          pb::Stmt* s = p->mutable_kernel()->add_body();
@@ -923,7 +928,7 @@ TEST(ProtoConvertTest, SizeIsBounded) {
          s->mutable_value()->set_dtype(pb::DTYPE_FLOAT32);
          for (int i = 0; i < 300000; ++i) s->add_indices();
        },
-       "kernel.body[18].indices: program has more than 262144 expression nodes"},
+       "kernel.body[19].indices: program has more than 262144 expression nodes"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -882,7 +882,7 @@ TEST(TextParserTest, MalformedTextGivesLocatedErrors) {
        "t.kir:5:5: expected a statement or '}', got '42'"},
       {"unknown gemm flag", WithBody({"gemm A[0 +: 4], A[0 +: 4], A[0 +: 4] transpos_a=true"}),
        "t.kir:5:42: unknown flag 'transpos_a' for gemm (expected one of: transpose_a, "
-       "transpose_b, clear_accum, k_pack, policy)"},
+       "transpose_b, clear_accum, k_pack, policy, wg_wait)"},
       {"duplicate flag", WithBody({"reduce_sum A[0 +: 4] -> A[0 +: 4] dim=0 dim=1"}),
        "t.kir:5:45: duplicate flag 'dim'"},
       {"bad flag value", WithBody({"reduce_sum A[0 +: 4] -> A[0 +: 4] clear=yes"}),

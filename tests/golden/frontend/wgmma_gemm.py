@@ -1,7 +1,10 @@
-# T.wgmma_gemm / T.wait_wgmma (TileLang's asynchronous Hopper gemm) compile as
-# the synchronous T.gemm; a clear_accum known only at run time is a guarded
-# zero fill before an accumulating gemm; other targets and extra arguments are
-# located errors, and so is a gemm on part of a buffer other than a K range.
+# T.wgmma_gemm / T.wait_wgmma (TileLang's asynchronous Hopper gemm) are a gemm
+# with wg_wait=-1 and a wait_wgmma statement: on sm_90a the gemm commits its
+# wgmma group without waiting, and the wait waits, then pins the accumulator's
+# registers behind it. A clear_accum known only at run time is a guarded zero
+# fill before an accumulating gemm; other targets, extra arguments and a
+# negative wait are located errors, and so is a gemm on part of a buffer other
+# than a K range.
 # RUN: kiln-opt %s --entry async_gemm --target cuda:sm_90 --emit=ir | FileCheck %s --check-prefix=IR
 # RUN: kiln-opt %s --entry async_gemm --target cuda:sm_90a --emit=cuda | FileCheck %s --check-prefix=CUDA
 # RUN: not kiln-opt %s --entry async_gemm --target cuda:sm_80 --emit=ir 2>&1 | FileCheck %s --check-prefix=SM80
@@ -32,11 +35,12 @@ def async_gemm(M=128, N=64, K=96, bk=32):
 # IR: if j == 0 {
 # IR-NEXT: fill acc[0 +: 128, 0 +: 64], 0.0
 # IR-NEXT: }
-# IR-NEXT: gemm A_s[0 +: 128, 0 +: 32], B_s[0 +: 64, 0 +: 32], acc[0 +: 128, 0 +: 64] transpose_a=false transpose_b=true clear_accum=false
-# IR-NOT: wait
-# CUDA: wgmma_commit
-# CUDA-NEXT: wgmma_wait<0>
-# SM80: wgmma_gemm.py:25:17: T.wgmma_gemm needs a Hopper target (cuda:sm_90 or cuda:sm_90a), not cuda:sm_80; T.gemm picks the target's instruction
+# IR-NEXT: gemm A_s[0 +: 128, 0 +: 32], B_s[0 +: 64, 0 +: 32], acc[0 +: 128, 0 +: 64] transpose_a=false transpose_b=true clear_accum=false k_pack=1 policy=square wg_wait=-1
+# IR-NEXT: wait_wgmma 0
+# CUDA: wgmma_commit();
+# CUDA-NEXT: wgmma_wait<0>();
+# CUDA-NEXT: wgmma_fence_regs<64>((&acc[0]));
+# SM80: wgmma_gemm.py:28:17: T.wgmma_gemm needs a Hopper target (cuda:sm_90 or cuda:sm_90a), not cuda:sm_80; T.gemm picks the target's instruction
 
 
 def bad_args(M=64, N=64, K=32):
@@ -50,7 +54,7 @@ def bad_args(M=64, N=64, K=32):
 
     return main
 
-# ARGS: wgmma_gemm.py:49:41: T.wgmma_gemm() got an unexpected keyword argument 'wg_wait'
+# ARGS: wgmma_gemm.py:53:41: T.wgmma_gemm() got an unexpected keyword argument 'wg_wait'
 
 
 def bad_wait(M=64, N=64, K=32):
@@ -65,7 +69,7 @@ def bad_wait(M=64, N=64, K=32):
 
     return main
 
-# WAIT: wgmma_gemm.py:64:26: T.wait_wgmma expects a non-negative compile-time integer (the number of wgmma groups left in flight), got int
+# WAIT: wgmma_gemm.py:68:26: T.wait_wgmma expects a compile-time integer 0..7 (the number of wgmma groups left in flight), got -1
 
 
 def part_of_buffer(M=32, N=64, K=64):
@@ -83,4 +87,4 @@ def part_of_buffer(M=32, N=64, K=64):
 
     return main
 
-# PART: wgmma_gemm.py:81:13: gemm: operand 'A_s' is a part of the buffer in dimension 0; a shared operand may be a part along K only
+# PART: wgmma_gemm.py:85:13: gemm: operand 'A_s' is a part of the buffer in dimension 0; a shared operand may be a part along K only
