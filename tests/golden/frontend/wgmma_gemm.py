@@ -11,6 +11,7 @@
 # RUN: not kiln-opt %s --entry bad_args --emit=ir 2>&1 | FileCheck %s --check-prefix=ARGS
 # RUN: not kiln-opt %s --entry bad_wait --emit=ir 2>&1 | FileCheck %s --check-prefix=WAIT
 # RUN: not kiln-opt %s --entry part_of_buffer --target cuda:sm_90 --emit=cuda 2>&1 | FileCheck %s --check-prefix=PART
+# RUN: kiln-opt %s --entry pipelined_async --target cuda:sm_90a --emit=cuda | FileCheck %s --check-prefix=PIPE
 import tilelang
 import tilelang.language as T
 
@@ -40,7 +41,7 @@ def async_gemm(M=128, N=64, K=96, bk=32):
 # CUDA: wgmma_commit();
 # CUDA-NEXT: wgmma_wait<0>();
 # CUDA-NEXT: wgmma_fence_regs<64>((&acc[0]));
-# SM80: wgmma_gemm.py:28:17: T.wgmma_gemm needs a Hopper target (cuda:sm_90 or cuda:sm_90a), not cuda:sm_80; T.gemm picks the target's instruction
+# SM80: wgmma_gemm.py:29:17: T.wgmma_gemm needs a Hopper target (cuda:sm_90 or cuda:sm_90a), not cuda:sm_80; T.gemm picks the target's instruction
 
 
 def bad_args(M=64, N=64, K=32):
@@ -54,7 +55,7 @@ def bad_args(M=64, N=64, K=32):
 
     return main
 
-# ARGS: wgmma_gemm.py:53:41: T.wgmma_gemm() got an unexpected keyword argument 'wg_wait'
+# ARGS: wgmma_gemm.py:54:41: T.wgmma_gemm() got an unexpected keyword argument 'wg_wait'
 
 
 def bad_wait(M=64, N=64, K=32):
@@ -69,7 +70,7 @@ def bad_wait(M=64, N=64, K=32):
 
     return main
 
-# WAIT: wgmma_gemm.py:68:26: T.wait_wgmma expects a compile-time integer 0..7 (the number of wgmma groups left in flight), got -1
+# WAIT: wgmma_gemm.py:69:26: T.wait_wgmma expects a compile-time integer 0..7 (the number of wgmma groups left in flight), got -1
 
 
 def part_of_buffer(M=32, N=64, K=64):
@@ -87,4 +88,33 @@ def part_of_buffer(M=32, N=64, K=64):
 
     return main
 
-# PART: wgmma_gemm.py:85:13: gemm: operand 'A_s' is a part of the buffer in dimension 0; a shared operand may be a part along K only
+# PART: wgmma_gemm.py:86:13: gemm: operand 'A_s' is a part of the buffer in dimension 0; a shared operand may be a part along K only
+
+
+# Inside one of Kiln's own pipelines (here the warp-specialized loop, TMA into
+# a two-stage ring) the gemm waits for itself at once: the ring's release of a
+# stage assumes it. The program's wait then has nothing left to wait for.
+def pipelined_async(M=256, N=128, K=256, bk=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(M // 128, threads=128) as bx:
+            A_s = T.alloc_shared((128, bk), T.float16)
+            B_s = T.alloc_shared((N, bk), T.float16)
+            acc = T.alloc_fragment((128, N), T.float32)
+            T.clear(acc)
+            for j in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[bx * 128, j * bk], A_s)
+                T.copy(B[0, j * bk], B_s)
+                T.wgmma_gemm(A_s, B_s, acc, transpose_B=True)
+                T.wait_wgmma(0)
+            T.copy(acc, C[bx * 128, 0])
+
+    return main
+
+# PIPE: for (int j = 0; j < 4; ++j) {
+# PIPE: mbarrier_wait(
+# PIPE: wgmma_commit();
+# PIPE-NEXT: wgmma_wait<0>();
+# PIPE-NOT: wgmma_wait
+# PIPE-NOT: wgmma_fence_regs
+# PIPE: } else {
