@@ -398,7 +398,7 @@ absl::StatusOr<Value> Evaluator::WaitWgmma(std::vector<Arg>& args, Loc loc) {
                               ir::kMaxWgmmaInFlight,
                               " (the number of wgmma groups left in flight), got ",
                               m[0]->kind == ValueKind::kInt ? absl::StrCat(m[0]->i)
-                                                            : std::string(TypeName(*m[0]))));
+                                                            : absl::StrCat(TypeName(*m[0]))));
   }
   ir::Stmt st;
   st.kind = ir::StmtKind::kWaitWgmma;
