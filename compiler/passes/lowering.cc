@@ -829,6 +829,22 @@ absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
   if (need) Barrier(&loop.body);
   RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));
+  if (!inflight_.empty() && loop.for_kind == ir::ForKind::kSerial) {
+    // The body leaves gemms in flight at its end: its last iteration waits
+    // for them itself. ptxas was seen to move reads of the accumulators
+    // above a wait placed after the loop (docs/design/codegen.md, the
+    // epilogue bug), not above one inside it. What follows the loop still
+    // counts them in flight (a loop may run no iteration). An unrolled loop
+    // has no back edge, and keeping its gemms in flight past it is what its
+    // program asks for (FlashMLA's QK^T in pieces).
+    const std::set<std::string> inflight = inflight_;
+    std::vector<Stmt> drain;
+    WaitWgmma(0, &drain);
+    inflight_ = inflight;
+    Guarded(ir::Binary(ir::BinOp::kEq, ir::Simplify(Add(Var(loop.loop_vars[0]), I(1))),
+                       loop.extents[0]),
+            std::move(drain), &loop.body);
+  }
   dirty_.insert(entry_dirty.begin(), entry_dirty.end());
   read_.insert(entry_read.begin(), entry_read.end());
   out->push_back(std::move(loop));
