@@ -47,8 +47,6 @@ std::vector<Expr> SideIndex(const std::vector<Expr>& min, const std::vector<int>
   return idx;
 }
 
-Expr ZeroOf(ir::DType t) { return ir::IsFloat(t) ? ir::FloatImm(0.0, t) : ir::IntImm(0, t); }
-
 const char* AtomicName(ir::AtomicOp op) {
   return op == ir::AtomicOp::kAdd   ? "atomic_add"
          : op == ir::AtomicOp::kMax ? "atomic_max"

@@ -402,14 +402,12 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
 absl::Status Lowering::LowerGemm(const Stmt& s, std::vector<Stmt>* out) {
   if (s.clear_accum) {
     // C = A @ B: a zero fill of the accumulator, then C += A @ B.
-    const Buf* c = FindBuf(s.regions[2].buffer);
     Stmt fill;
     fill.kind = StmtKind::kFill;
     fill.loc = s.loc;
     fill.regions = {s.regions[2]};
     fill.has_value = true;
-    fill.value =
-        ir::IsFloat(c->dtype) ? ir::FloatImm(0, c->dtype, s.loc) : ir::IntImm(0, c->dtype, s.loc);
+    fill.value = ZeroOf(FindBuf(s.regions[2].buffer)->dtype);
     RETURN_IF_ERROR(LowerFill(fill, out));
     Stmt accumulate = s;
     accumulate.clear_accum = false;

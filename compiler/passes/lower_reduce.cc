@@ -69,7 +69,7 @@ bool IsPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 Expr Identity(ir::ReduceKind kind, DType t) {
   const bool is_max = kind == ir::ReduceKind::kMax;
   const bool is_min = kind == ir::ReduceKind::kMin;
-  if (!is_max && !is_min) return ir::IsFloat(t) ? ir::FloatImm(0.0, t) : ir::IntImm(0, t);
+  if (!is_max && !is_min) return ZeroOf(t);
   if (ir::IsFloat(t)) {
     const double inf = std::numeric_limits<double>::infinity();
     return ir::FloatImm(is_max ? -inf : inf, t);

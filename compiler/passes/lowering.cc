@@ -63,6 +63,7 @@ Expr And(Expr a, Expr b) {
   return ir::Binary(BinOp::kAnd, std::move(a), std::move(b));
 }
 Expr Var(const std::string& name) { return ir::VarRef(name); }
+Expr ZeroOf(ir::DType t) { return ir::IsFloat(t) ? ir::FloatImm(0.0, t) : ir::IntImm(0, t); }
 
 Stmt For(const std::string& var, const Expr& extent, ir::ForKind kind, std::vector<Stmt> body) {
   Stmt s;

@@ -357,6 +357,8 @@ ir::Expr Mod(ir::Expr a, int64_t b);
 ir::Expr Lt(ir::Expr a, ir::Expr b);
 ir::Expr And(ir::Expr a, ir::Expr b);
 ir::Expr Var(const std::string& name);
+// The zero of dtype `t` (a float or an integer literal).
+ir::Expr ZeroOf(ir::DType t);
 ir::Stmt For(const std::string& var, const ir::Expr& extent, ir::ForKind kind,
              std::vector<ir::Stmt> body);
 ir::Stmt Call(const std::string& name, std::vector<ir::Expr> args);
