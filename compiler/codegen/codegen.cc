@@ -51,7 +51,9 @@ struct Piece {
   std::string function; // the entry point (and, CPU, its body function)
   bool uses_wgmma = false;
   bool uses_wgmma_rs = false;
+  bool uses_wgmma_fp8 = false;
   bool uses_tma = false;
+  int64_t local_bytes = 0;
   std::string arch; // CUDA
   LaunchSpec launch;
 };
@@ -143,6 +145,8 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
   }
   out.uses_wgmma = body.uses_wgmma;
   out.uses_wgmma_rs = body.uses_wgmma_rs;
+  out.uses_wgmma_fp8 = body.uses_wgmma_fp8;
+  out.local_bytes = body.local_bytes;
   out.uses_tma = body.uses_tma;
   if (target.kind == passes::Target::Kind::kCuda) {
     auto blocks = lowered.attrs.find(passes::kMinBlocksAttr);
@@ -178,14 +182,26 @@ bool AsksFastMath(const ir::Program& program) {
   return set("tl.enable_fast_math") && !set("tl.disable_fast_math");
 }
 
+// The wgmma descriptors of a kernel whose thread holds at most this many
+// bytes of local arrays (fragments) may be computed once and kept in
+// registers (KILN_WGMMA_PIN_DESC_BASE 0); above it each is computed where its
+// wgmma issues. The MHA forward (128x128 tiles, 2 consumer warpgroups: 708
+// bytes) ran 5 % faster with them kept (H200, docs/benchmarks.md); FlashMLA
+// (about 1.7 KB over both warpgroups' branches) spilled 616 bytes with them
+// and 4 without. The line: 192 of a consumer's 240 registers.
+constexpr int64_t kHoistDescriptorsLocalBytes = 768;
+
 // One source and launch spec for the kernels of one program, in order.
 EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
                        std::vector<Piece> pieces) {
   EmittedKernel out;
-  bool wgmma = false, wgmma_rs = false, tma = false;
+  bool wgmma = false, wgmma_rs = false, wgmma_fp8 = false, tma = false;
+  int64_t local_bytes = 0;
   for (const Piece& p : pieces) {
+    local_bytes = std::max(local_bytes, p.local_bytes);
     wgmma = wgmma || p.uses_wgmma;
     wgmma_rs = wgmma_rs || p.uses_wgmma_rs;
+    wgmma_fp8 = wgmma_fp8 || p.uses_wgmma_fp8;
     tma = tma || p.uses_tma;
     // One binary: an sm_90a kernel makes the whole module sm_90a.
     if (out.arch.empty() || p.arch == "sm_90a") out.arch = p.arch;
@@ -207,10 +223,15 @@ EmittedKernel Assemble(const ir::Program& program, const passes::Target& target,
     out.target = EmitTarget::kCuda;
     out.fast_math = AsksFastMath(program);
     // wgmma.h is most of the runtime's text: only kernels that use it pay
-    // NVRTC's parse of it.
-    out.source = absl::StrCat(header, "#include \"kiln/cuda/runtime.h\"\n",
+    // NVRTC's parse of it, and of its register and fp8 forms likewise.
+    // Where the fragments leave room, the compiler may keep loop-invariant
+    // wgmma descriptors in registers (kiln/cuda/wgmma.h).
+    const bool hoist = wgmma && local_bytes <= kHoistDescriptorsLocalBytes;
+    out.source = absl::StrCat(header, hoist ? "#define KILN_WGMMA_PIN_DESC_BASE 0\n" : "",
+                              "#include \"kiln/cuda/runtime.h\"\n",
                               wgmma ? "#include \"kiln/cuda/wgmma.h\"\n" : "",
                               wgmma_rs ? "#include \"kiln/cuda/wgmma_rs.h\"\n" : "",
+                              wgmma_fp8 ? "#include \"kiln/cuda/wgmma_fp8.h\"\n" : "",
                               tma ? "#include \"kiln/cuda/tma.h\"\n" : "", "\n", functions);
     return out;
   }

@@ -230,6 +230,8 @@ class Emitter {
     out.smem_bytes = smem_;
     out.uses_wgmma = uses_wgmma_;
     out.uses_wgmma_rs = uses_wgmma_rs_;
+    out.uses_wgmma_fp8 = uses_wgmma_fp8_;
+    out.local_bytes = local_bytes_;
     out.uses_tma = uses_tma_ || !out.tma_maps.empty();
     return out;
   }
@@ -553,6 +555,7 @@ class Emitter {
                                          " buffer '", b.name, "' after lowering"));
       }
       Line(indent, absl::StrCat("alignas(16) ", t, " ", name, "[", *n, "];"));
+      local_bytes_ += *n * std::max(1, ir::DTypeBits(b.dtype) / 8);
       return absl::OkStatus();
     }
     case StmtKind::kFor: {
@@ -615,6 +618,9 @@ class Emitter {
       if (absl::StartsWith(s.name, "wgmma_") || s.name == "fence_proxy_async") uses_wgmma_ = true;
       if (absl::StartsWith(s.name, "wgmma_m64") && absl::StrContains(s.name, "_rs_")) {
         uses_wgmma_rs_ = true;
+      }
+      if (absl::StartsWith(s.name, "wgmma_m64") && absl::StrContains(s.name, "k32_")) {
+        uses_wgmma_fp8_ = true;
       }
       const bool tma_load = absl::StartsWith(s.name, "tma_load_");
       if (tma_load || absl::StartsWith(s.name, "mbarrier_") ||
@@ -688,6 +694,8 @@ class Emitter {
   int64_t smem_ = 0;
   bool uses_wgmma_ = false;
   bool uses_wgmma_rs_ = false;
+  bool uses_wgmma_fp8_ = false;
+  int64_t local_bytes_ = 0;
   bool uses_tma_ = false;
 };
 

@@ -1,5 +1,6 @@
 #include "compiler/ir/intrinsics.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -7,12 +8,18 @@
 namespace kiln::ir {
 namespace {
 
+// The wgmma shapes: N = 8, 16, ..., 256, and per N the names MakeTable
+// generates: {f16, bf16} x {shared A, register A}, then {e4m3, e5m2}.
+constexpr int kWgmmaNs = 256 / 8;
+constexpr int kWgmmaNamesPerN = 2 * 2 + 2;
+
 // Storage for the generated wgmma names (the table holds string_views);
-// reserved up front so that no view is invalidated.
+// reserved up front for all of them, so that no push_back reallocates and
+// invalidates a view.
 std::vector<std::string>& wgmma_names() {
   static std::vector<std::string>* names = [] {
     auto* v = new std::vector<std::string>;
-    v->reserve(128);
+    v->reserve(kWgmmaNs * kWgmmaNamesPerN);
     return v;
   }();
   return *names;
@@ -38,15 +45,17 @@ std::vector<IntrinsicInfo> MakeTable() {
   for (std::string_view n : {"copy_2", "copy_4", "copy_8", "copy_16"}) {
     t.push_back({n, {A::kAddress, A::kAddress}, false});
   }
-  // Hopper warpgroup MMA (sm_90a): D(64xN) += A(64x16) * B(16xN), both
-  // operands in shared memory; constants: trans A, trans B, then A's and
-  // B's leading byte offset, stride byte offset and swizzle mode.
+  // Hopper warpgroup MMA (sm_90a): D(64xN) += A(64xK) * B(KxN), K = 16 for
+  // 16-bit and 32 for fp8 operands, both operands in shared memory;
+  // constants: trans A, trans B (0 for fp8), then A's and B's leading byte
+  // offset, stride byte offset and swizzle mode.
   t.push_back({"fence_proxy_async", {}, true});
   t.push_back({"wgmma_fence", {}, true});
   t.push_back({"wgmma_fence_tma", {}, true});
   t.push_back({"wgmma_commit", {}, true});
   t.push_back({"wgmma_wait", {A::kConstInt}, true});
   t.push_back({"wgmma_fence_regs", {A::kAddress, A::kConstInt}, true});
+  const size_t reserved = wgmma_names().capacity();
   for (int n = 8; n <= 256; n += 8) {
     for (std::string_view ty : {"f16", "bf16"}) {
       wgmma_names().push_back(absl::StrCat("wgmma_m64n", n, "k16_", std::string(ty)));
@@ -60,7 +69,17 @@ std::vector<IntrinsicInfo> MakeTable() {
       rs.insert(rs.end(), 4, A::kConstInt);
       t.push_back({wgmma_names().back(), std::move(rs), true});
     }
+    // fp8: the shared-memory form only (K-major operands, 32 elements of K).
+    for (std::string_view ty : {"e4m3", "e5m2"}) {
+      wgmma_names().push_back(absl::StrCat("wgmma_m64n", n, "k32_", std::string(ty)));
+      std::vector<A> args = {A::kAddress, A::kAddress, A::kAddress};
+      args.insert(args.end(), 8, A::kConstInt);
+      t.push_back({wgmma_names().back(), std::move(args), true});
+    }
   }
+  // More names than kWgmmaNamesPerN counts would have moved the strings
+  // that the views above point into.
+  if (wgmma_names().capacity() != reserved) std::abort();
   // Hopper asynchronous data movement (kiln/{cuda,cpu}/tma.h).
   t.push_back({"mbarrier_init", {A::kAddress, A::kConstInt}, false});
   t.push_back({"fence_barrier_init", {}, false});

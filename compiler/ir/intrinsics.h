@@ -52,6 +52,10 @@ struct IntrinsicInfo {
 //                                                   the register form: a is the thread's 8
 //                                                   A elements of the k-step (the m16n8k16 A
 //                                                   fragment of its warp's 16 rows)
+//   wgmma_m64n{8..256}k32_{e4m3,e5m2}(d, a, b, tA, tB, lboA, sboA, swzA, lboB, sboB, swzB)
+//                                                   fp8 operands (one format for both),
+//                                                   K = 32; K-major only: tA = tB = 0
+//                                                   (kiln/cuda/wgmma_fp8.h)
 //   mbarrier_init(bar, count), fence_barrier_init(), mbarrier_arrive(bar),
 //   mbarrier_arrive_expect_tx(bar, bytes), mbarrier_wait(bar, parity),
 //   mbarrier_expect_tx(bar, bytes) (expects bytes without arriving)

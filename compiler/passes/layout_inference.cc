@@ -37,7 +37,8 @@
 // 5. Shared buffers read by gemm with 16-bit elements get the 128-byte XOR
 //    swizzle when their rows are a multiple of 16 bytes.
 // 6. For sm_90a (LayoutOptions::wgmma), when every gemm has 16-bit shared
-//    (or register: a fragment) A and shared B, an f32 accumulator and a
+//    (or register: a fragment) A and shared B, or fp8 A and B both
+//    K-major in shared memory (WgmmaInputType), an f32 accumulator and a
 //    shape wgmma tiles (WgmmaGroups), accumulators get the wgmma D layout,
 //    a register A the same layout over (M x K), and the shared operands the
 //    column-block layout of wgmma's swizzle modes instead of 1.'s and 5.'s
@@ -277,9 +278,12 @@ WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& s
   }
   const ir::Buffer& a = register_a ? *fa->second.buffer : *sa->second;
   const ir::Buffer& b = *sb->second;
-  if (a.dtype != b.dtype || (a.dtype != ir::DType::kFloat16 && a.dtype != ir::DType::kBFloat16)) {
-    return std::nullopt;
-  }
+  if (a.dtype != b.dtype || !WgmmaInputType(a.dtype)) return std::nullopt;
+  // fp8: both operands K-major (A row-major M x K, B N x K), A in shared
+  // memory, K-steps of 32.
+  const int64_t eb = ir::DTypeBits(a.dtype) / 8;
+  const int64_t kstep = eb == 1 ? 32 : 16;
+  if (eb == 1 && (register_a || s.transpose_a || !s.transpose_b)) return std::nullopt;
   if (fc->second.buffer->dtype != ir::DType::kFloat32 || fc->second.shape.size() != 2 ||
       a.shape.size() != 2 || b.shape.size() != 2) {
     return std::nullopt;
@@ -297,19 +301,21 @@ WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& s
   const int64_t k = s.transpose_a ? ad->first : ad->second;
   const int64_t bk = s.transpose_b ? bd->second : bd->first;
   const int64_t bn = s.transpose_b ? bd->first : bd->second;
-  if (am != m || bk != k || bn != n || k % 16 != 0) return std::nullopt;
+  if (am != m || bk != k || bn != n || k % kstep != 0) return std::nullopt;
   // Each shared operand's contiguous dimension must fit a swizzle mode.
-  if (WgmmaBlockElems(bd->second) == 0) return std::nullopt;
+  const int64_t wb = WgmmaBlockElems(bd->second, eb);
+  if (wb == 0) return std::nullopt;
   if (register_a) {
     if (s.transpose_a) return std::nullopt;
-    auto groups = WgmmaGroups(m, n, threads, s.transpose_b ? 0 : WgmmaBlockElems(bd->second));
+    auto groups = WgmmaGroups(m, n, threads, s.transpose_b ? 0 : wb);
     if (!groups || groups->second != 1) return std::nullopt;
     return groups;
   }
-  if (WgmmaBlockElems(ad->second) == 0) return std::nullopt;
+  const int64_t wa = WgmmaBlockElems(ad->second, eb);
+  if (wa == 0) return std::nullopt;
   // An M-major A moves by whole 64-row atoms, which W (<= 64) divides.
-  if (s.transpose_a && m % WgmmaBlockElems(ad->second) != 0) return std::nullopt;
-  return WgmmaGroups(m, n, threads, s.transpose_b ? 0 : WgmmaBlockElems(bd->second));
+  if (s.transpose_a && m % wa != 0) return std::nullopt;
+  return WgmmaGroups(m, n, threads, s.transpose_b ? 0 : wb);
 }
 
 class Inference {
@@ -689,15 +695,16 @@ class Inference {
       if (s.kind != StmtKind::kGemm) return;
       for (int k = 0; k < 2; ++k) {
         auto it = shared.find(s.regions[k].buffer);
-        if (it == shared.end() || ir::DTypeBits(it->second->dtype) != 16) continue;
+        if (it == shared.end()) continue;
         const ir::Buffer& b = *it->second;
         std::optional<int64_t> cols = ir::ConstInt(ir::Simplify(b.shape.back()));
         if (!cols) continue;
         if (wgmma_) {
           p_.attrs[absl::StrCat("layout.", b.name)] =
-              absl::StrCat(kWgmmaLayoutPrefix, WgmmaBlockElems(*cols));
+              absl::StrCat(kWgmmaLayoutPrefix, WgmmaBlockElems(*cols, ir::DTypeBits(b.dtype) / 8));
           continue;
         }
+        if (ir::DTypeBits(b.dtype) != 16) continue;
         const int64_t row_bytes = *cols * 2;
         if (row_bytes % 16 != 0 || (row_bytes > 128 && row_bytes % 128 != 0)) continue;
         p_.attrs[absl::StrCat("layout.", b.name)] = kSwizzleLayout;
@@ -878,9 +885,16 @@ bool TargetUsesWgmma(std::string_view target) {
   return target == "cuda:sm_90a" || target == "cuda:sm_90";
 }
 
-int64_t WgmmaBlockElems(int64_t cols) {
-  if (cols > 0 && cols % 64 == 0) return 64;
-  return cols == 32 || cols == 16 ? cols : 0;
+int64_t WgmmaBlockElems(int64_t cols, int64_t elem_bytes) {
+  if (cols <= 0 || elem_bytes <= 0) return 0;
+  const int64_t row = cols * elem_bytes;
+  if (row % 128 == 0) return 128 / elem_bytes;
+  return row == 64 || row == 32 ? cols : 0;
+}
+
+bool WgmmaInputType(ir::DType t) {
+  return t == ir::DType::kFloat16 || t == ir::DType::kBFloat16 || t == ir::DType::kFloat8E4M3 ||
+         t == ir::DType::kFloat8E5M2;
 }
 
 std::optional<std::pair<int64_t, int64_t>> WgmmaGroups(int64_t m, int64_t n, int64_t threads,

@@ -65,10 +65,17 @@ struct LayoutOptions {
 // True when lowering for `target` ("cuda:sm_90a") uses wgmma.
 bool TargetUsesWgmma(std::string_view target);
 
-// The column-block width W (elements) of a 16-bit wgmma operand whose
-// contiguous dimension has `cols` elements: 64 when cols % 64 == 0, else 32
-// or 16 when cols is exactly that; 0 when no swizzle mode fits.
-int64_t WgmmaBlockElems(int64_t cols);
+// The column-block width W (elements) of a wgmma operand of `elem_bytes`
+// (2: f16/bf16, 1: fp8) bytes per element whose contiguous dimension has
+// `cols` elements: the 128-byte swizzle's 128 / elem_bytes when a row is a
+// multiple of 128 bytes, else cols when a row is exactly 64 or 32 bytes; 0
+// when no swizzle mode fits.
+int64_t WgmmaBlockElems(int64_t cols, int64_t elem_bytes);
+
+// True for the element types wgmma takes from shared memory (Kiln's
+// choice): f16, bf16 (k-step 16, either major) and fp8 e4m3 / e5m2
+// (k-step 32, both operands K-major).
+bool WgmmaInputType(ir::DType t);
 
 // The warpgroup grid (groups_m, groups_n) of a wgmma gemm with an m x n
 // accumulator over `threads`; `n_block` > 0 requires each warpgroup's

@@ -324,11 +324,20 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
     return Error(s.loc, "gemm: the program lowers for wgmma, but this gemm's operands do not "
                         "have wgmma layouts (run layout-inference for the same target)");
   }
-  ASSIGN_OR_RETURN(GemmK a_k, GemmOperandK(s, 0, 16));
-  ASSIGN_OR_RETURN(GemmK b_k, GemmOperandK(s, 1, 16));
+  // fp8 (one byte per element): k-steps of 32, both operands K-major, A in
+  // shared memory; 16-bit types: k-steps of 16.
+  const int64_t eb = ir::DTypeBits(a->dtype) / 8;
+  const bool fp8 = eb == 1;
+  const int64_t kstep = fp8 ? 32 : 16;
+  const bool ta = s.transpose_a, tb = s.transpose_b;
+  if (fp8 && (register_a || ta || !tb)) {
+    return Error(s.loc, "gemm: an fp8 wgmma needs both operands K-major in shared memory "
+                        "(A as M x K, B as N x K with transpose_B=True)");
+  }
+  ASSIGN_OR_RETURN(GemmK a_k, GemmOperandK(s, 0, kstep));
+  ASSIGN_OR_RETURN(GemmK b_k, GemmOperandK(s, 1, kstep));
   RETURN_IF_ERROR(GemmOperandK(s, 2, 1).status());
   const int64_t m = c->shape[0], n = c->shape[1];
-  const bool ta = s.transpose_a, tb = s.transpose_b;
   const int64_t k = a_k.extent;
   if (b_k.extent != k) {
     return Error(s.loc, absl::StrCat("gemm: shapes do not agree: A has K = ", k,
@@ -336,7 +345,7 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   }
   std::optional<std::pair<int64_t, int64_t>> groups =
       WgmmaGroups(m, n, threads_, tb ? 0 : b->wgmma_block);
-  if (!groups || k % 16 != 0) {
+  if (!groups || k % kstep != 0) {
     return Error(s.loc, absl::StrCat("gemm: wgmma cannot tile a ", m, "x", n, "x", k, " gemm over ",
                                      threads_, " threads"));
   }
@@ -357,32 +366,36 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
   const Expr group = ir::Simplify(Div(tid_, 128));
   const Expr row0 = ir::Simplify(Mul(Mod(group, gm), I(group_m)));
   const Expr col0 = ir::Simplify(Mul(Div(group, gm), I(group_n)));
-  // Descriptor constants: swizzle width S = 2W bytes; SBO = 8 rows (K-major)
-  // or 8 k (MN-major) of S bytes; LBO = the column-block stride (MN-major;
-  // unused by swizzled K-major layouts, which take 16).
-  auto mode = [](int64_t w) { return w == 64 ? 1 : w == 32 ? 2 : 3; };
-  const int64_t sa = 2 * a->wgmma_block, sb = 2 * b->wgmma_block;
+  // Descriptor constants: swizzle width S = W elements' bytes; SBO = 8 rows
+  // (K-major) or 8 k (MN-major) of S bytes; LBO = the column-block stride
+  // (MN-major; unused by swizzled K-major layouts, which take 16).
+  auto mode = [](int64_t bytes) { return bytes == 128 ? 1 : bytes == 64 ? 2 : 3; };
+  const int64_t sa = eb * a->wgmma_block, sb = eb * b->wgmma_block;
   // The shared form's constants: trans A, trans B, A's offsets and swizzle,
   // B's; the register form has no A constants.
   std::vector<int64_t> consts;
   if (!register_a) consts.push_back(ta ? 1 : 0);
   consts.push_back(tb ? 0 : 1);
   if (!register_a) {
-    consts.insert(consts.end(), {ta ? a->shape[0] * sa : 16, 8 * sa, mode(a->wgmma_block)});
+    consts.insert(consts.end(), {ta ? a->shape[0] * sa : 16, 8 * sa, mode(sa)});
   }
-  consts.insert(consts.end(), {tb ? 16 : b->shape[0] * sb, 8 * sb, mode(b->wgmma_block)});
-  const std::string name = absl::StrCat("wgmma_m64n", group_n, "k16_", register_a ? "rs_" : "",
-                                        a->dtype == DType::kBFloat16 ? "bf16" : "f16");
+  consts.insert(consts.end(), {tb ? 16 : b->shape[0] * sb, 8 * sb, mode(sb)});
+  const char* type = a->dtype == DType::kBFloat16     ? "bf16"
+                     : a->dtype == DType::kFloat8E4M3 ? "e4m3"
+                     : a->dtype == DType::kFloat8E5M2 ? "e5m2"
+                                                      : "f16";
+  const std::string name =
+      absl::StrCat("wgmma_m64n", group_n, "k", kstep, "_", register_a ? "rs_" : "", type);
   WgmmaGemm plan;
   plan.reads = {b->name};
   if (!register_a) plan.reads.insert(a->name);
-  plan.steps = k / 16;
-  // A K range that starts past 0 (a multiple of 16) is more steps of the
-  // same walk: each step's descriptor starts 16 elements further along K.
+  plan.steps = k / kstep;
+  // A K range that starts past 0 (a multiple of the k-step) is more steps
+  // of the same walk: each step's descriptor starts a k-step further along K.
   const Expr a_k0 = a_k.offset, b_k0 = b_k.offset;
   plan.issue = [=, this](int64_t step, std::vector<Stmt>* to) {
-    const Expr kb = ir::Simplify(Add(b_k0, I(16 * step)));
-    const Expr ka = ir::Simplify(Add(a_k0, I(16 * step)));
+    const Expr kb = ir::Simplify(Add(b_k0, I(kstep * step)));
+    const Expr ka = ir::Simplify(Add(a_k0, I(kstep * step)));
     const Expr b_at = tb ? SharedPhys(*b, {col0, kb}) : SharedPhys(*b, {kb, col0});
     for (int64_t mi = 0; mi < atoms; ++mi) {
       const Expr m0 = ir::Simplify(Add(row0, I(64 * mi)));

@@ -253,12 +253,18 @@ absl::Status Lowering::Run() {
       }
       if (it != program_.attrs.end() && it->second.rfind(kWgmmaLayoutPrefix, 0) == 0) {
         const std::string w = it->second.substr(std::string_view(kWgmmaLayoutPrefix).size());
-        b.wgmma_block = w == "64" ? 64 : w == "32" ? 32 : w == "16" ? 16 : 0;
+        // W elements of 2 (f16/bf16) or 1 (fp8) bytes: a 128-, 64- or
+        // 32-byte swizzle row.
+        const int64_t eb = ir::DTypeBits(b.dtype) / 8;
+        b.wgmma_block = w == "128" ? 128 : w == "64" ? 64 : w == "32" ? 32 : w == "16" ? 16 : 0;
+        const int64_t row = b.wgmma_block * eb;
         if (b.wgmma_block == 0 || b.shape.size() != 2 || b.shape[0] % 8 != 0 ||
-            b.shape[1] % b.wgmma_block != 0 || ir::DTypeBits(b.dtype) != 16) {
+            b.shape[1] % b.wgmma_block != 0 || (eb != 1 && eb != 2) ||
+            (row != 128 && row != 64 && row != 32)) {
           return Error(s->loc, absl::StrCat("buffer '", b.name, "': layout ", it->second,
-                                            " needs a 2-d 16-bit tile with rows a multiple of 8 "
-                                            "and columns of the block width"));
+                                            " needs a 2-d 16-bit or 8-bit tile with rows a "
+                                            "multiple of 8 and columns of the block width, ",
+                                            "whose block is 128, 64 or 32 bytes"));
         }
         // Aligned to the swizzle period (the emitter reads this).
         program_.attrs[absl::StrCat("kiln.smem_align.", b.name)] = "1024";
@@ -323,14 +329,16 @@ Expr Lowering::SharedPhys(const Buf& b, const std::vector<Expr>& idx) {
   flat = ir::Simplify(flat);
   if (b.wgmma_block > 0 && idx.size() == 2) {
     // Column block c / W of R x W elements, row r at r * W; 16-byte chunk
-    // (c % W) / 8 XORed with the address bits from 128 bytes up (r / (64 /
-    // W), modulo the W / 8 chunks of a row): wgmma's 128/64/32-byte swizzle.
-    const int64_t w = b.wgmma_block, nb = w / 8, rows = b.shape[0];
+    // (c % W) / E (E = 16 / element bytes) XORed with the address bits from
+    // 128 bytes up (r / (128 / row bytes), modulo the row's chunks): wgmma's
+    // 128/64/32-byte swizzle.
+    const int64_t eb = std::max(1, ir::DTypeBits(b.dtype) / 8);
+    const int64_t w = b.wgmma_block, e = 16 / eb, nb = w / e, rows = b.shape[0];
     const Expr& r = idx[0];
     const Expr& c = idx[1];
-    Expr key = Mod(Div(r, 64 / w), nb);
-    Expr chunk = ir::Binary(BinOp::kBitXor, Div(Mod(c, w), 8), key);
-    flat = Add(Add(Add(Mul(Div(c, w), I(rows * w)), Mul(r, I(w))), Mul(chunk, I(8))), Mod(c, 8));
+    Expr key = Mod(Div(r, 128 / (w * eb)), nb);
+    Expr chunk = ir::Binary(BinOp::kBitXor, Div(Mod(c, w), e), key);
+    flat = Add(Add(Add(Mul(Div(c, w), I(rows * w)), Mul(r, I(w))), Mul(chunk, I(e))), Mod(c, e));
   } else if (b.swizzle) {
     const int64_t bytes = std::max(1, ir::DTypeBits(b.dtype) / 8);
     const int64_t chunk = 16 / bytes, line = 128 / bytes;

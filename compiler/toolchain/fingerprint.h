@@ -61,7 +61,9 @@ namespace kiln::toolchain {
 // accumulator (it accumulated); a program with its own synchronization
 // fences toward the async proxy only after its own shared writes; wgmma
 // descriptors are an add to the shared window's base at each gemm.
-inline constexpr int kKilnCodegenVersion = 21;
+// 22: fp8 (e4m3, e5m2) gemms on Hopper are wgmma (m64nNk32, both operands
+// K-major, 1-byte swizzle rows of 128 elements); they were scalar.
+inline constexpr int kKilnCodegenVersion = 22;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -38,6 +38,8 @@ def torch_dtype(name):
         "int64": torch.int64,
         "uint8": torch.uint8,
         "bool": torch.bool,
+        "float8_e4m3": torch.float8_e4m3fn,
+        "float8_e5m2": torch.float8_e5m2,
     }[name]
 
 

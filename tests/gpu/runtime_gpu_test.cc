@@ -7,10 +7,13 @@
 // summed terms for f32 accumulation (tensor cores add in another order).
 // Conversions run twice: from an sm_XX cubin (fp8 via the sm_89 cvt) and from
 // compute_80 PTX JIT-compiled by the driver (fp8 via the software fallback).
+// On Hopper (compute capability 9.0) an sm_90a cubin runs fp8 wgmma from
+// descriptor-addressed swizzled shared memory against the CPU twin.
 // Skips without /dev/nvidiactl or without nvcc.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -158,6 +161,52 @@ extern "C" __global__ void k_convert(const float* x, int n, uint16_t* h, uint16_
 }
 )cu";
 
+// sm_90a only (kiln/cuda/wgmma_fp8.h). One warpgroup: the 128-byte swizzled
+// images of A (64 rows) and B (128 rows, B stored N x K), 128 bytes a row,
+// copied to dynamic shared memory as they are (the window is 1024-byte
+// aligned, so the swizzle's address bits are the images' own); four
+// m64n128k32 calls, one per 32-byte K slice of the rows, accumulate onto c.
+// c, d: [128 threads][64].
+constexpr char kWgmmaKernels[] = R"cu(
+#include "kiln/cuda/runtime.h"
+#include "kiln/cuda/wgmma.h"
+#include "kiln/cuda/wgmma_fp8.h"
+using namespace kiln::rt;
+
+template <bool kE5m2>
+__device__ void WgmmaFp8Slices(float* acc, unsigned char* s) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    if constexpr (kE5m2) {
+      wgmma_m64n128k32_e5m2<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, s + 32 * ks, s + 8192 + 32 * ks);
+    } else {
+      wgmma_m64n128k32_e4m3<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, s + 32 * ks, s + 8192 + 32 * ks);
+    }
+  }
+}
+
+extern "C" __global__ void k_wgmma_fp8(const unsigned char* a, const unsigned char* b,
+                                       const float* c, float* d, int e5m2) {
+  unsigned char* s = dyn_smem();
+  const int t = threadIdx.x;
+  for (int i = t; i < 64 * 128; i += 128) s[i] = a[i];
+  for (int i = t; i < 128 * 128; i += 128) s[8192 + i] = b[i];
+  float acc[64];
+  for (int i = 0; i < 64; ++i) acc[i] = c[t * 64 + i];
+  fence_proxy_async();
+  sync_threads();
+  wgmma_fence();
+  if (e5m2) {
+    WgmmaFp8Slices<true>(acc, s);
+  } else {
+    WgmmaFp8Slices<false>(acc, s);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  for (int i = 0; i < 64; ++i) d[t * 64 + i] = acc[i];
+}
+)cu";
+
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
@@ -239,6 +288,7 @@ class RuntimeGpuTest : public testing::Test {
       std::ofstream(dir / std::string(h.name), std::ios::binary) << h.content;
     }
     std::ofstream(dir / "k.cu") << kKernels;
+    std::ofstream(dir / "wgmma.cu") << kWgmmaKernels;
     const std::string arch = "sm_" + std::to_string(major * 10 + minor);
     const std::string nvcc = "timeout 300 /usr/local/cuda/bin/nvcc -I " + dir.string() + " ";
     const std::string log = (dir / "nvcc.log").string();
@@ -256,6 +306,15 @@ class RuntimeGpuTest : public testing::Test {
     const std::string ptx = ReadFile(dir / "k.ptx");
     ASSERT_EQ(drv_->cuModuleLoadData(&native_, cubin.data()), 0);
     ASSERT_EQ(drv_->cuModuleLoadData(&jit_, ptx.c_str()), 0);
+    if (major == 9 && minor == 0) {
+      ASSERT_EQ(std::system((nvcc + "-cubin -arch=sm_90a -o " + (dir / "wgmma.cubin").string() +
+                             " " + (dir / "wgmma.cu").string() + " > " + log + " 2>&1")
+                                .c_str()),
+                0)
+          << ReadFile(log);
+      const std::string hopper = ReadFile(dir / "wgmma.cubin");
+      ASSERT_EQ(drv_->cuModuleLoadData(&hopper_, hopper.data()), 0);
+    }
     fs::remove_all(dir);
   }
 
@@ -281,11 +340,12 @@ class RuntimeGpuTest : public testing::Test {
     b.dev = 0;
   }
   void Launch(void* module, const char* name, unsigned blocks, unsigned threads,
-              std::vector<void*> args) {
+              std::vector<void*> args, unsigned dynamic_smem = 0) {
     void* fn = nullptr;
     ASSERT_EQ(drv_->cuModuleGetFunction(&fn, module, name), 0) << name;
-    ASSERT_EQ(
-        drv_->cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, nullptr, args.data(), nullptr), 0)
+    ASSERT_EQ(drv_->cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, dynamic_smem, nullptr,
+                                   args.data(), nullptr),
+              0)
         << name;
     ASSERT_EQ(drv_->cuCtxSynchronize(), 0) << name;
   }
@@ -294,6 +354,7 @@ class RuntimeGpuTest : public testing::Test {
   static inline Driver* drv_ = nullptr;
   static inline void* native_ = nullptr;
   static inline void* jit_ = nullptr;
+  static inline void* hopper_ = nullptr; // sm_90a kernels, on compute capability 9.0 only
 };
 
 TEST_F(RuntimeGpuTest, MmaMatchesTheCpuEmulation) {
@@ -483,6 +544,108 @@ TEST_F(RuntimeGpuTest, CpAsyncZeroFillIsBitExact) {
     cp_async_ca<4>(cpu + 24, s + 24, l % 5);
     for (int i = 0; i < 28; ++i)
       EXPECT_EQ(out.host[l * 28 + i], cpu[i]) << "lane " << l << " byte " << i;
+  }
+}
+
+// The byte of a 128-byte swizzled tile (rows of 128 bytes, 1024-byte
+// aligned) where the tile's byte `offset` lands: 16-byte chunk c of row r
+// at chunk c ^ (r % 8), as a TMA load with that swizzle writes it.
+size_t Swizzled128(size_t offset) { return offset ^ (((offset >> 7) & 7) << 4); }
+
+// fp8 wgmma from swizzled shared memory, against the CPU twin run on the
+// same images through the same wrappers. Data set 0 holds multiples of 1/4
+// in [-1, 1] (every product and partial sum exact in a few bits): tensor
+// cores must agree bit for bit whatever their order and accumulator width.
+// Data set 1 holds random values of the whole [-2, 2] range with tiny
+// (subnormal) ones mixed in: the tolerance covers Hopper's fp8 accumulation,
+// which keeps fewer bits than f32 inside an instruction.
+TEST_F(RuntimeGpuTest, WgmmaFp8MatchesTheCpuEmulation) {
+  if (hopper_ == nullptr) GTEST_SKIP() << "fp8 wgmma needs compute capability 9.0 (sm_90a)";
+  std::mt19937 rng(106);
+  for (int e5m2 = 0; e5m2 < 2; ++e5m2) {
+    for (int set = 0; set < 2; ++set) {
+      SCOPED_TRACE(testing::Message() << (e5m2 ? "e5m2" : "e4m3") << " data set " << set);
+      auto value = [&](size_t i) {
+        if (set == 0) return 0.25f * static_cast<float>(static_cast<int>(rng() % 9) - 4);
+        const float f = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+        return i % 7 == 3 ? f * 0.001f : f;
+      };
+      auto encode = [&](float f) -> unsigned char {
+        return e5m2 ? float_to_e5m2(f).bits : float_to_e4m3(f).bits;
+      };
+      auto decode = [&](unsigned char v) -> float {
+        return e5m2 ? e5m2_to_float(fp8_e5m2_t{v}) : e4m3_to_float(fp8_e4m3_t{v});
+      };
+      // Row-major A (64 x 128) and B (128 x 128, N x K) and their images.
+      std::vector<unsigned char> am(64 * 128), bm(128 * 128);
+      Buf<unsigned char> a, b;
+      Buf<float> c, d;
+      a.host.resize(am.size());
+      b.host.resize(bm.size());
+      for (size_t i = 0; i < am.size(); ++i) a.host[Swizzled128(i)] = am[i] = encode(value(i));
+      for (size_t i = 0; i < bm.size(); ++i) b.host[Swizzled128(i)] = bm[i] = encode(value(i));
+      c.host.resize(128 * 64);
+      for (float& v : c.host) v = set == 0 ? 0.25f * static_cast<float>(rng() % 9) : value(0);
+      Upload(a);
+      Upload(b);
+      Upload(c);
+      Alloc(d, 128 * 64);
+      int variant = e5m2;
+      Launch(hopper_, "k_wgmma_fp8", 1, 128, {&a.dev, &b.dev, &c.dev, &d.dev, &variant},
+             8192 + 16384);
+      Download(d);
+      drv_->cuMemFree(a.dev);
+      drv_->cuMemFree(b.dev);
+      drv_->cuMemFree(c.dev);
+
+      std::vector<float> cpu(128 * 64);
+      char error[256] = "";
+      ASSERT_EQ(launch_grid(
+                    1, 1, 1, 128, 1, 1, 8192 + 16384,
+                    [&] {
+                      unsigned char* s = dyn_smem();
+                      const int t = tid_x();
+                      for (int i = t; i < 64 * 128; i += 128) s[i] = a.host[i];
+                      for (int i = t; i < 128 * 128; i += 128) s[8192 + i] = b.host[i];
+                      sync_threads();
+                      float acc[64];
+                      for (int i = 0; i < 64; ++i) acc[i] = c.host[t * 64 + i];
+                      for (int ks = 0; ks < 4; ++ks) {
+                        if (e5m2) {
+                          wgmma_m64n128k32_e5m2<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, s + 32 * ks,
+                                                                                s + 8192 + 32 * ks);
+                        } else {
+                          wgmma_m64n128k32_e4m3<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, s + 32 * ks,
+                                                                                s + 8192 + 32 * ks);
+                        }
+                      }
+                      for (int i = 0; i < 64; ++i) cpu[t * 64 + i] = acc[i];
+                    },
+                    error, sizeof error),
+                0)
+          << error;
+      int failures = 0;
+      double worst = 0;
+      for (int t = 0; t < 128; ++t) {
+        const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+        for (int reg = 0; reg < 64; ++reg) {
+          const int row = 16 * w + g + 8 * (reg % 4 / 2), col = 8 * (reg / 4) + 2 * q + reg % 2;
+          double scale = std::fabs(c.host[t * 64 + reg]);
+          for (int k = 0; k < 128; ++k)
+            scale += std::fabs(static_cast<double>(decode(am[row * 128 + k])) *
+                               static_cast<double>(decode(bm[col * 128 + k])));
+          const float gpu = d.host[t * 64 + reg], emu = cpu[t * 64 + reg];
+          const double diff = std::fabs(static_cast<double>(gpu) - emu);
+          if (scale > 0) worst = std::max(worst, diff / scale);
+          const bool ok = set == 0 ? float_bits(gpu) == float_bits(emu) : diff <= 1e-3 * scale;
+          if (!ok && ++failures <= 10)
+            ADD_FAILURE() << "D(" << row << ", " << col << "): GPU " << gpu << ", CPU " << emu;
+        }
+      }
+      EXPECT_EQ(failures, 0);
+      std::printf("%s data set %d: largest |GPU - CPU| / (|c| + sum |a b|) = %g\n",
+                  e5m2 ? "e5m2" : "e4m3", set, worst);
+    }
   }
 }
 

@@ -405,6 +405,11 @@ double TensorTflops(const ArchModel& model, std::string_view input_dtype) {
   if (input_dtype == "float32") return model.tf32_tflops;
   if (input_dtype == "int8" || input_dtype == "uint8") return model.int8_tops;
   if (input_dtype == "float64") return model.fp64_tflops;
+  // fp8 runs at int8's rate on the tensor cores that take it; Kiln lowers it
+  // to tensor instructions only on Hopper's wgmma (elsewhere: the scalar path).
+  if ((input_dtype == "float8_e4m3" || input_dtype == "float8_e5m2") && model.wgmma_tflops > 0) {
+    return model.int8_tops;
+  }
   return 0;
 }
 

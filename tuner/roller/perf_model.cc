@@ -39,13 +39,18 @@ int64_t MmaK(ir::DType t) {
 // layout inference's WgmmaGemmGroups on the summary's numbers), or nullopt.
 std::optional<std::pair<int64_t, int64_t>> WgmmaTiling(const SummaryGemm& g, int64_t m, int64_t n,
                                                        int64_t k, int64_t threads) {
-  const bool b16 = g.in_dtype == ir::DType::kFloat16 || g.in_dtype == ir::DType::kBFloat16;
-  if (!b16 || g.acc_dtype != ir::DType::kFloat32 || g.a_in_registers || k % 16 != 0) {
+  if (!passes::WgmmaInputType(g.in_dtype) || g.acc_dtype != ir::DType::kFloat32 ||
+      g.a_in_registers) {
+    return std::nullopt;
+  }
+  // fp8: k-steps of 32 and both operands K-major.
+  const int64_t eb = ir::DTypeBits(g.in_dtype) / 8;
+  if (k % (eb == 1 ? 32 : 16) != 0 || (eb == 1 && (g.transpose_a || !g.transpose_b))) {
     return std::nullopt;
   }
   const int64_t a_cols = g.transpose_a ? m : k;
   const int64_t b_cols = g.transpose_b ? k : n;
-  const int64_t wa = passes::WgmmaBlockElems(a_cols), wb = passes::WgmmaBlockElems(b_cols);
+  const int64_t wa = passes::WgmmaBlockElems(a_cols, eb), wb = passes::WgmmaBlockElems(b_cols, eb);
   if (wa == 0 || wb == 0 || (g.transpose_a && m % wa != 0)) return std::nullopt;
   return passes::WgmmaGroups(m, n, threads, g.transpose_b ? 0 : wb);
 }

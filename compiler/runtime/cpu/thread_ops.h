@@ -199,6 +199,8 @@ inline void mma_m16n8k32_s8(void* d, const void* a, const void* b, const void* c
 // a and b; the block's threads must be a whole number of warpgroups.
 // wgmma_m64n<N>k16_rs_{f16,bf16}<kTransB, ...>(d, a, b), the register form:
 // a is this thread's 8 A elements of the k-step (kiln/cuda/wgmma_rs.h).
+// wgmma_m64n<N>k32_{e4m3,e5m2}<0, 0, ...>(d, a, b): fp8 operands, K = 32,
+// both K-major (kiln/cuda/wgmma_fp8.h).
 
 inline void fence_proxy_async() {}
 inline void wgmma_fence() {}
@@ -222,10 +224,10 @@ inline uint64_t smem_desc(const void* p, int lbo, int sbo, int swizzle) {
 namespace detail {
 // The warp collective of both forms: whole warpgroups, every lane with the
 // same descriptors (`value`, and `src[0]` too where `src0_is_descriptor`),
-// the lanes' accumulators gathered, `product(blk, ex, regs, to_float)` run
-// on them (false: a descriptor has no swizzle mode or reads outside shared
-// memory), and the results handed back to the lanes.
-template <int N, bool kBf16, typename Product>
+// the lanes' accumulators gathered, `product(blk, ex, regs)` run on them
+// (false: a descriptor has no swizzle mode or reads outside shared memory),
+// and the results handed back to the lanes.
+template <int N, typename Product>
 inline void WgmmaWarp(const char* name, const fiber::WarpSlot& mine, bool src0_is_descriptor,
                       Product product) {
   fiber::WarpCollective(
@@ -243,10 +245,7 @@ inline void WgmmaWarp(const char* name, const fiber::WarpSlot& mine, bool src0_i
         }
         static thread_local float regs[32][N / 2];
         for (int l = 0; l < 32; ++l) std::memcpy(regs[l], ex.slot[l].dst, sizeof regs[l]);
-        auto to_float = [](uint16_t v) {
-          return kBf16 ? bfloat16_to_float(bfloat16_t{v}) : half_to_float(half_t{v});
-        };
-        if (!product(blk, ex, WarpRegs<float>(&regs[0][0], N / 2), to_float))
+        if (!product(blk, ex, WarpRegs<float>(&regs[0][0], N / 2)))
           fiber::FailBlock(blk,
                            "warp %d: %s: a descriptor has no swizzle mode or reads outside the %d "
                            "bytes of shared memory",
@@ -255,43 +254,44 @@ inline void WgmmaWarp(const char* name, const fiber::WarpSlot& mine, bool src0_i
       });
 }
 
-template <int N, bool kBf16, int kTransA, int kTransB>
+// T: the operands' element type (kiln/cpu/wgmma.h).
+template <int N, typename T, int kTransA, int kTransB>
 inline void WgmmaLane(const char* name, void* d, uint64_t desc_a, uint64_t desc_b) {
   fiber::WarpSlot mine;
   mine.dst = d;
   mine.value = desc_a;
   mine.arg = 0;
   mine.src[0] = reinterpret_cast<const void*>(static_cast<uintptr_t>(desc_b));
-  WgmmaWarp<N, kBf16>(
-      name, mine, /*src0_is_descriptor=*/true,
-      [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs, auto to_float) {
-        const uint64_t db = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ex.slot[0].src[0]));
-        return wgmma_m64k16_warp<N>(regs, blk->self().warp % 4, blk->smem,
-                                    static_cast<uint32_t>(blk->smem_bytes), ex.slot[0].value, db,
-                                    kTransA != 0, kTransB != 0, to_float);
-      });
+  WgmmaWarp<N>(name, mine, /*src0_is_descriptor=*/true,
+               [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs) {
+                 const uint64_t db =
+                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ex.slot[0].src[0]));
+                 return wgmma_m64_warp<N, T>(regs, blk->self().warp % 4, blk->smem,
+                                             static_cast<uint32_t>(blk->smem_bytes),
+                                             ex.slot[0].value, db, kTransA != 0, kTransB != 0);
+               });
 }
 
-// The register form: a is this lane's 8 A elements (kiln/cpu/wgmma.h's
-// wgmma_register_a_tile order); only B has a descriptor.
-template <int N, bool kBf16, int kTransB>
+// The register form (16-bit T): a is this lane's 8 A elements
+// (kiln/cpu/wgmma.h's wgmma_register_a_tile order); only B has a descriptor.
+template <int N, typename T, int kTransB>
 inline void WgmmaLaneRs(const char* name, void* d, const void* a, uint64_t desc_b) {
   fiber::WarpSlot mine;
   mine.dst = d;
   mine.value = desc_b;
   mine.src[0] = a;
-  WgmmaWarp<N, kBf16>(
-      name, mine, /*src0_is_descriptor=*/false,
-      [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs, auto to_float) {
-        static thread_local uint16_t lanes_a[32][8];
-        static thread_local float ta[16][16];
-        for (int l = 0; l < 32; ++l) {
-          std::memcpy(lanes_a[l], ex.slot[l].src[0], sizeof lanes_a[l]);
-        }
-        wgmma_register_a_tile(lanes_a, ta, to_float);
-        return wgmma_m64k16_warp_a<N>(regs, ta, blk->smem, static_cast<uint32_t>(blk->smem_bytes),
-                                      ex.slot[0].value, kTransB != 0, to_float);
-      });
+  WgmmaWarp<N>(name, mine, /*src0_is_descriptor=*/false,
+               [](fiber::BlockState* blk, fiber::WarpExchange& ex, WarpRegs<float> regs) {
+                 static thread_local uint16_t lanes_a[32][8];
+                 static thread_local float ta[16][16];
+                 for (int l = 0; l < 32; ++l) {
+                   std::memcpy(lanes_a[l], ex.slot[l].src[0], sizeof lanes_a[l]);
+                 }
+                 wgmma_register_a_tile<T>(lanes_a, ta);
+                 return wgmma_m64_warp_a<N, T>(regs, ta, blk->smem,
+                                               static_cast<uint32_t>(blk->smem_bytes),
+                                               ex.slot[0].value, kTransB != 0);
+               });
 }
 } // namespace detail
 
@@ -299,26 +299,44 @@ inline void WgmmaLaneRs(const char* name, void* d, const void* a, uint64_t desc_
   template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
             int kSwzB>                                                                             \
   inline void wgmma_m64n##N##k16_f16(void* d, const void* a, const void* b) {                      \
-    detail::WgmmaLane<N, false, kTransA, kTransB>("wgmma_m64n" #N "k16_f16", d,                    \
-                                                  smem_desc(a, kLboA, kSboA, kSwzA),               \
-                                                  smem_desc(b, kLboB, kSboB, kSwzB));              \
+    detail::WgmmaLane<N, half_t, kTransA, kTransB>("wgmma_m64n" #N "k16_f16", d,                   \
+                                                   smem_desc(a, kLboA, kSboA, kSwzA),              \
+                                                   smem_desc(b, kLboB, kSboB, kSwzB));             \
   }                                                                                                \
   template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
             int kSwzB>                                                                             \
   inline void wgmma_m64n##N##k16_bf16(void* d, const void* a, const void* b) {                     \
-    detail::WgmmaLane<N, true, kTransA, kTransB>("wgmma_m64n" #N "k16_bf16", d,                    \
-                                                 smem_desc(a, kLboA, kSboA, kSwzA),                \
-                                                 smem_desc(b, kLboB, kSboB, kSwzB));               \
+    detail::WgmmaLane<N, bfloat16_t, kTransA, kTransB>("wgmma_m64n" #N "k16_bf16", d,              \
+                                                       smem_desc(a, kLboA, kSboA, kSwzA),          \
+                                                       smem_desc(b, kLboB, kSboB, kSwzB));         \
   }                                                                                                \
   template <int kTransB, int kLboB, int kSboB, int kSwzB>                                          \
   inline void wgmma_m64n##N##k16_rs_f16(void* d, const void* a, const void* b) {                   \
-    detail::WgmmaLaneRs<N, false, kTransB>("wgmma_m64n" #N "k16_rs_f16", d, a,                     \
-                                           smem_desc(b, kLboB, kSboB, kSwzB));                     \
+    detail::WgmmaLaneRs<N, half_t, kTransB>("wgmma_m64n" #N "k16_rs_f16", d, a,                    \
+                                            smem_desc(b, kLboB, kSboB, kSwzB));                    \
   }                                                                                                \
   template <int kTransB, int kLboB, int kSboB, int kSwzB>                                          \
   inline void wgmma_m64n##N##k16_rs_bf16(void* d, const void* a, const void* b) {                  \
-    detail::WgmmaLaneRs<N, true, kTransB>("wgmma_m64n" #N "k16_rs_bf16", d, a,                     \
-                                          smem_desc(b, kLboB, kSboB, kSwzB));                      \
+    detail::WgmmaLaneRs<N, bfloat16_t, kTransB>("wgmma_m64n" #N "k16_rs_bf16", d, a,               \
+                                                smem_desc(b, kLboB, kSboB, kSwzB));                \
+  }                                                                                                \
+  template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
+            int kSwzB>                                                                             \
+  inline void wgmma_m64n##N##k32_e4m3(void* d, const void* a, const void* b) {                     \
+    static_assert(kTransA == 0 && kTransB == 0,                                                    \
+                  "fp8 wgmma reads K-major operands only: kTransA and kTransB must be 0");         \
+    detail::WgmmaLane<N, fp8_e4m3_t, 0, 0>("wgmma_m64n" #N "k32_e4m3", d,                          \
+                                           smem_desc(a, kLboA, kSboA, kSwzA),                      \
+                                           smem_desc(b, kLboB, kSboB, kSwzB));                     \
+  }                                                                                                \
+  template <int kTransA, int kTransB, int kLboA, int kSboA, int kSwzA, int kLboB, int kSboB,       \
+            int kSwzB>                                                                             \
+  inline void wgmma_m64n##N##k32_e5m2(void* d, const void* a, const void* b) {                     \
+    static_assert(kTransA == 0 && kTransB == 0,                                                    \
+                  "fp8 wgmma reads K-major operands only: kTransA and kTransB must be 0");         \
+    detail::WgmmaLane<N, fp8_e5m2_t, 0, 0>("wgmma_m64n" #N "k32_e5m2", d,                          \
+                                           smem_desc(a, kLboA, kSboA, kSwzA),                      \
+                                           smem_desc(b, kLboB, kSboB, kSwzB));                     \
   }
 KILN_CPU_WGMMA(8)
 KILN_CPU_WGMMA(16)

@@ -13,7 +13,9 @@
 //    layout (warp w of the warpgroup: rows 16w..16w+15; register 4j + r:
 //    row g + 8(r/2), col 8j + 2t + r%2, g = lane/4, t = lane%4). Scale-d is
 //    1 (accumulate). All 128 threads of the warpgroup call it convergently,
-//    with the same descriptors. The CPU twin is kiln/cpu/wgmma.h.
+//    with the same descriptors. The CPU twin is kiln/cpu/wgmma.h. The
+//    register form is in kiln/cuda/wgmma_rs.h, the fp8 forms (k32) in
+//    kiln/cuda/wgmma_fp8.h.
 //
 // Generated kernels include it (after kiln/cuda/runtime.h) only when they
 // call wgmma: it is most of the runtime's text, and NVRTC parses what is
@@ -38,9 +40,18 @@ namespace rt {
 // Without that the compiler computed every distinct descriptor of an
 // unrolled kernel once, hoisted them out of its loops and kept them live,
 // and spilled them (the MLA kernel: 776 bytes of spills at 255 registers).
+// A kernel whose registers leave room for them defines
+// KILN_WGMMA_PIN_DESC_BASE 0 before including this header (Kiln's emitter
+// decides, codegen.cc): hoisted, loop-invariant descriptors are then
+// computed once (the MHA forward ran 5 % faster so on an H200).
+#ifndef KILN_WGMMA_PIN_DESC_BASE
+#define KILN_WGMMA_PIN_DESC_BASE 1
+#endif
 KILN_DEVICE unsigned long long smem_desc(const void* p, int lbo, int sbo, int swizzle) {
   uint32_t base = smem_addr(dyn_smem());
+#if KILN_WGMMA_PIN_DESC_BASE
   asm volatile("" : "+r"(base));
+#endif
   const uint32_t off = static_cast<uint32_t>(static_cast<const unsigned char*>(p) - dyn_smem());
   const uint32_t lo = ((base + off) >> 4) + (static_cast<uint32_t>((lbo >> 4) & 0x3fff) << 16);
   const uint32_t hi =

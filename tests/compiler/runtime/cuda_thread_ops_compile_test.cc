@@ -3,7 +3,9 @@
 // type pairs) compiles under NVRTC from the embedded CUDA headers alone for
 // sm_80 and sm_90 (and its PTX assembles with ptxas and uses the intended
 // instructions), and the same text compiles as host C++17 against the
-// embedded CPU headers. Steps that need the CUDA toolkit skip without it.
+// embedded CPU headers. Likewise for sm_90a, a body calling the wgmma forms
+// (16-bit shared and register A, fp8 e4m3 and e5m2) from their own headers.
+// Steps that need the CUDA toolkit skip without it.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +146,45 @@ KILN_FN void Body(float* f, double* d, int* s, unsigned* u, long long* ll, rt::h
 }
 )cc";
 
+// The Hopper wgmma forms, each from the header generated kernels include
+// for it (kiln/cuda/wgmma.h, wgmma_rs.h, wgmma_fp8.h; the CPU twin has them
+// all in kiln/cpu/runtime.h). 128-byte swizzled K-major tiles: A 64 rows,
+// B 128 rows, 128 bytes each.
+constexpr char kWgmmaBody[] = R"cc(
+namespace rt = kiln::rt;
+
+KILN_FN void WgmmaBody(float* out) {
+  unsigned char* smem = rt::dyn_smem();
+  const int t = rt::tid_x();
+  float acc[64];
+  for (int i = 0; i < 64; ++i) acc[i] = out[t * 64 + i];
+  unsigned a_regs[4] = {0, 0, 0, 0};
+  rt::fence_proxy_async();
+  rt::sync_threads();
+  rt::wgmma_fence();
+  rt::wgmma_m64n128k16_f16<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, smem, smem + 8192);
+  rt::wgmma_m64n128k16_rs_bf16<0, 16, 1024, 1>(acc, a_regs, smem + 8192 + 32);
+  rt::wgmma_m64n128k32_e4m3<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, smem + 64, smem + 8192 + 64);
+  rt::wgmma_m64n8k32_e5m2<0, 0, 16, 1024, 1, 16, 1024, 1>(acc, smem + 96, smem + 8192 + 96);
+  float wide[128] = {};
+  rt::wgmma_m64n256k32_e5m2<0, 0, 16, 512, 2, 16, 512, 2>(wide, smem, smem + 8192);
+  rt::wgmma_commit();
+  rt::wgmma_wait<0>();
+  for (int i = 0; i < 64; ++i) out[t * 64 + i] = acc[i] + wide[i] + wide[64 + i];
+}
+)cc";
+
+constexpr char kCudaWgmmaPrelude[] = R"cc(
+#include "kiln/cuda/runtime.h"
+#include "kiln/cuda/wgmma.h"
+#include "kiln/cuda/wgmma_rs.h"
+#include "kiln/cuda/wgmma_fp8.h"
+#define KILN_FN __device__
+)cc";
+constexpr char kCudaWgmmaKernel[] = R"cc(
+extern "C" __global__ void every_wgmma_form(float* out) { WgmmaBody(out); }
+)cc";
+
 constexpr char kCudaPrelude[] = R"cc(
 #include "kiln/cuda/runtime.h"
 #define KILN_FN __device__
@@ -160,6 +201,14 @@ constexpr char kCpuPrelude[] = R"cc(
 #include "kiln/cpu/runtime.h"
 #define KILN_FN inline
 )cc";
+constexpr char kCpuWgmmaKernel[] = R"cc(
+extern "C" int every_wgmma_form(void** args, char* error, int error_len) {
+  float* out = *static_cast<float**>(args[0]);
+  return kiln::rt::launch_grid(1, 1, 1, 128, 1, 1, 65536, [&] { WgmmaBody(out); }, error,
+                               error_len);
+}
+)cc";
+
 constexpr char kCpuKernel[] = R"cc(
 extern "C" int every_thread_op(void** args, char* error, int error_len) {
   float* f = *static_cast<float**>(args[0]);
@@ -313,22 +362,82 @@ TEST(CudaThreadOps, EveryOperationCompilesUnderNvrtcWithTheIntendedInstructions)
   }
 }
 
-TEST(CudaThreadOps, TheSameBodyCompilesAgainstTheCpuRuntime) {
+// Compiles `source` as host C++17 against the embedded CPU headers; returns
+// the exit status and sets `log`.
+int CompileAgainstCpuRuntime(const std::string& source, std::string* log) {
   const fs::path dir = MakeTempDir();
   for (const EmbeddedHeader& h : CpuRuntimeHeaders()) {
     const fs::path p = dir / "include" / std::string(h.name);
     fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary) << h.content;
   }
-  std::ofstream(dir / "k.cc") << kCpuPrelude << kBody << kCpuKernel;
+  std::ofstream(dir / "k.cc") << source;
+  const int rc = RunCommand("c++ -std=c++17 -O1 -fPIC -Wall -Wextra -Werror -c -I " +
+                                (dir / "include").string() + " -o " + (dir / "k.o").string() + " " +
+                                (dir / "k.cc").string(),
+                            dir, log);
+  fs::remove_all(dir);
+  return rc;
+}
+
+TEST(CudaThreadOps, TheSameBodyCompilesAgainstTheCpuRuntime) {
   std::string log;
-  EXPECT_EQ(RunCommand("c++ -std=c++17 -O1 -fPIC -Wall -Wextra -Werror -c -I " +
-                           (dir / "include").string() + " -o " + (dir / "k.o").string() + " " +
-                           (dir / "k.cc").string(),
+  EXPECT_EQ(CompileAgainstCpuRuntime(std::string(kCpuPrelude) + kBody + kCpuKernel, &log), 0)
+      << log;
+}
+
+TEST(CudaThreadOps, WgmmaFormsCompileForSm90aWithTheIntendedInstructions) {
+  Nvrtc nvrtc;
+  if (!nvrtc.Load()) GTEST_SKIP() << "no NVRTC library";
+  std::string log;
+  const std::string ptx =
+      nvrtc.ToPtx(std::string(kCudaWgmmaPrelude) + kWgmmaBody + kCudaWgmmaKernel, "sm_90a", &log);
+  ASSERT_FALSE(ptx.empty()) << log;
+  for (const char* insn :
+       {"wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2",
+        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned 0"}) {
+    EXPECT_NE(ptx.find(insn), std::string::npos) << insn;
+  }
+  const char* ptxas = "/usr/local/cuda/bin/ptxas";
+  if (!fs::exists(ptxas)) return;
+  const fs::path dir = MakeTempDir();
+  std::ofstream(dir / "k.ptx") << ptx;
+  EXPECT_EQ(RunCommand(std::string(ptxas) + " -arch=sm_90a -o " + (dir / "k.cubin").string() + " " +
+                           (dir / "k.ptx").string(),
                        dir, &log),
             0)
       << log;
   fs::remove_all(dir);
+}
+
+// fp8 wgmma has no transpose operands: asking for one is a compile error
+// that says so, on both targets.
+TEST(CudaThreadOps, Fp8WgmmaRejectsTransposedOperands) {
+  const std::string body = R"cc(
+KILN_FN void Transposed(float* acc) {
+  unsigned char* smem = kiln::rt::dyn_smem();
+  kiln::rt::wgmma_m64n16k32_e4m3<0, 1, 16, 1024, 1, 1024, 1024, 1>(acc, smem, smem + 8192);
+}
+)cc";
+  const char* message = "fp8 wgmma reads K-major operands only";
+  std::string log;
+  EXPECT_NE(CompileAgainstCpuRuntime(std::string(kCpuPrelude) + body, &log), 0);
+  EXPECT_NE(log.find(message), std::string::npos) << log;
+  Nvrtc nvrtc;
+  if (!nvrtc.Load()) GTEST_SKIP() << "no NVRTC library";
+  EXPECT_TRUE(nvrtc.ToPtx(std::string(kCudaWgmmaPrelude) + body, "sm_90a", &log).empty());
+  EXPECT_NE(log.find(message), std::string::npos) << log;
+}
+
+TEST(CudaThreadOps, TheWgmmaBodyCompilesAgainstTheCpuRuntime) {
+  std::string log;
+  EXPECT_EQ(CompileAgainstCpuRuntime(std::string(kCpuPrelude) + kWgmmaBody + kCpuWgmmaKernel, &log),
+            0)
+      << log;
 }
 
 } // namespace
