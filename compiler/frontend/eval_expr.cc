@@ -361,6 +361,12 @@ absl::StatusOr<Value> Evaluator::ResolveModuleAttr(const std::string& path, Loc 
   if (module == "tilelang.autotuner" && attr == "autotune") {
     return Value::Builtin("tilelang.autotune");
   }
+  // The warp policy's home module (`from tilelang.tileop.base import
+  // GemmWarpPolicy`): the same enum as T.GemmWarpPolicy.
+  if ((module == "tilelang.tileop.base" || module == "tilelang.tileop") &&
+      attr == "GemmWarpPolicy") {
+    return Value::Builtin("T.GemmWarpPolicy");
+  }
   if (module == "torch") {
     if (std::optional<ir::DType> t = TorchDType(attr)) return Value::DType(*t);
   }
@@ -755,6 +761,24 @@ absl::StatusOr<Value> Evaluator::CallValue(const Value& callee, std::vector<Arg>
       ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, call.loc, "tvm.tirx.reinterpret", args,
                                          {"dtype", "value", "span"}, 2));
       return Reinterpret(*m[1], *m[0], call.loc);
+    }
+    if (callee.s == "tilelang.language.fp8.determine_fp8_type") {
+      // determine_fp8_type(fp8_format="e4m3"): the fp8 dtype of that format
+      // on the target; CUDA's (Kiln's targets) are float8_e4m3fn and float8_e5m2.
+      ASSIGN_OR_RETURN(auto m, MatchArgs(options_.file_name, call.loc, "determine_fp8_type", args,
+                                         {"fp8_format"}, 0));
+      std::string format = "e4m3";
+      if (m[0].has_value() && !m[0]->is_none()) {
+        ASSIGN_OR_RETURN(Value f, Materialize(*m[0], call.loc));
+        if (f.kind != ValueKind::kString || (f.s != "e4m3" && f.s != "e5m2")) {
+          return Error(ArgLoc(args, {"fp8_format"}, 0, call.loc),
+                       absl::StrCat("determine_fp8_type: fp8_format must be 'e4m3' or 'e5m2', got ",
+                                    f.kind == ValueKind::kString ? absl::StrCat("'", f.s, "'")
+                                                                 : TypeName(f)));
+        }
+        format = f.s;
+      }
+      return Value::DType(format == "e5m2" ? ir::DType::kFloat8E5M2 : ir::DType::kFloat8E4M3);
     }
     if (callee.s == "tvm.DataType" || callee.s == "tvm.runtime.DataType") {
       // DataType(dtype).bits and friends: a dtype is its own DataType.

@@ -339,6 +339,22 @@ class DiscoveryTest(unittest.TestCase):
         self.assertEqual(binds, {"sizes": "[64, 128]", "block": "32", "shape": "(3,)"})
         self.assertIsNone(reason)
 
+    def test_fp8_dtype_helper_binds_cuda_fp8_types(self):
+        mod = discover("""
+            import tilelang.language as T
+            from tilelang.language.fp8 import determine_fp8_type
+            def mm(M, dtype):
+                @T.prim_func
+                def main(A: T.Tensor((8,), "float16")):
+                    pass
+                return main
+            mm(16, determine_fp8_type())
+            mm(32, determine_fp8_type("e5m2"))
+            """)
+        binds, reason = mod.bindings_for("mm")
+        self.assertEqual(binds, {"M": "16", "dtype": "T.float8_e4m3fn"})
+        self.assertIsNone(reason)
+
     def test_list_argument_is_named_as_unbindable(self):
         mod = discover("""
             import tilelang.language as T

@@ -932,6 +932,11 @@ class Module:
         if d in {f"{t}.dtype" for t in self.language} and len(args) == 1 and \
                 isinstance(args[0], (DType, str)):
             return args[0]  # T.dtype(x) of a dtype is that dtype
+        if d == "determine_fp8_type" or d.endswith(".determine_fp8_type"):
+            # TileLang's fp8 dtype of a format on the target (CUDA's: e4m3fn, e5m2).
+            fmt = args[0] if args else kwargs.get("fp8_format", "e4m3")
+            if fmt in ("e4m3", "e5m2"):
+                return DType("T.float8_e4m3fn" if fmt == "e4m3" else "T.float8_e5m2")
         known = all(a is not UNKNOWN for a in args)
         if not known:
             return None
