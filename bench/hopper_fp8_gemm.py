@@ -9,6 +9,12 @@ Variants: kiln (the default path for cuda:sm_90), alt (the same from --kiln-opt-
 before/after in one run), tilelang (`matmul.compile(...)` of the same file; "not installed"
 when it cannot be imported), and always scaled_mm.
 
+--kernel deepgemm times TileLang's DeepGEMM-style example instead
+(examples/deepseek_deepgemm/example_deepgemm_fp8_2xAcc.py: per-128 scales of A's rows and of
+B's 128 x 128 blocks, each k-tile's product promoted into a float32 total, bf16 out, 64 x
+block_N tiles): configs are block_N values (64,128), e4m3 only; the reference is the
+dequantized product in float32; scaled_mm (unscaled blocks) stays as the speed peer.
+
 Every output is checked first: the example's own measure, 1 - 2<x,y>/(<x,x> + <y,y>) against
 (A.float() @ B.float().T) rounded to the fp8 type, must stay below 1e-3; a wrong result is
 reported, not timed. Timing as bench/hopper_gemm.py: CUDA events around --batch launches,
@@ -36,12 +42,16 @@ import kiln_gpu  # noqa: E402
 TL_EXAMPLES = os.environ.get("KILN_TILELANG_EXAMPLES",
                              os.path.join(ROOT, "..", "shared", "tilelang-a35008a", "examples"))
 FP8 = os.path.join(TL_EXAMPLES, "gemm_fp8", "example_tilelang_gemm_fp8.py")
+DEEPGEMM = os.path.join(TL_EXAMPLES, "deepseek_deepgemm", "example_deepgemm_fp8_2xAcc.py")
+KERNELS = {"plain": (FP8, "matmul"), "deepgemm": (DEEPGEMM, "tl_gemm")}
+KERNEL = ["plain"]
 
 
 def compile_kiln(kiln_opt, binds, workdir, tag):
+    path, entry = KERNELS[KERNEL[0]]
     cubin, launch = os.path.join(workdir, tag + ".cubin"), os.path.join(workdir, tag + ".json")
     t0 = time.perf_counter()
-    r = subprocess.run([kiln_opt, FP8, "--entry", "matmul", *kiln_gpu.bind_args(binds),
+    r = subprocess.run([kiln_opt, path, "--entry", entry, *kiln_gpu.bind_args(binds),
                         "--emit=cubin", "--target", "cuda:sm_90", "-o", cubin,
                         "--launch-json", launch], capture_output=True, text=True)
     dt = time.perf_counter() - t0
@@ -67,8 +77,15 @@ def main():
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kernel", default="plain", choices=sorted(KERNELS))
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    KERNEL[0] = args.kernel
+    deep = args.kernel == "deepgemm"
+    if deep and args.configs == ap.get_default("configs"):
+        args.configs = "64,128"
+    if deep:
+        args.dtypes = "float8_e4m3"
     import torch
 
     variants = args.variants.split(",")
@@ -76,7 +93,8 @@ def main():
     if "tilelang" in variants:
         try:
             import tilelang
-            spec = importlib.util.spec_from_file_location("tl_example_gemm_fp8", FP8)
+            spec = importlib.util.spec_from_file_location("tl_example_gemm_fp8",
+                                                          KERNELS[args.kernel][0])
             tl = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(tl)
             tl_version = tilelang.__version__
@@ -93,14 +111,31 @@ def main():
             torch.manual_seed(0)
             A = torch.randn(M, K, device="cuda").to(tdt)
             B = torch.randn(N, K, device="cuda").to(tdt)
-            ref = (A.float() @ B.float().T).to(tdt)
+            if deep:
+                g = 128
+                SA = torch.rand(M, (K + g - 1) // g, device="cuda") + 0.5
+                SB = torch.rand((N + g - 1) // g, (K + g - 1) // g, device="cuda") + 0.5
+                sa = SA.repeat_interleave(g, dim=1)[:, :K]
+                sb = SB.repeat_interleave(g, dim=0).repeat_interleave(g, dim=1)[:N, :K]
+                ref = ((A.float() * sa) @ (B.float() * sb).T).to(torch.bfloat16)
+                ins = [A, B, SA, SB]
+                out_dt = torch.bfloat16
+            else:
+                ref = (A.float() @ B.float().T).to(tdt)
+                ins = [A, B]
+                out_dt = tdt
             one = torch.ones((), device="cuda")
             flops = 2.0 * M * N * K
             print(f"\n{dtype} {shape}", flush=True)
             for cfg in args.configs.split(","):
-                bm, bn, bk = (int(x) for x in cfg.split("x"))
-                binds = {"M": M, "N": N, "K": K, "block_M": bm, "block_N": bn, "block_K": bk,
-                         "dtype": dtype}
+                if deep:
+                    bn = int(cfg)
+                    binds = {"M": M, "N": N, "K": K, "block_N": bn, "in_dtype": dtype,
+                             "out_dtype": "bfloat16", "accum_dtype": "float32"}
+                else:
+                    bm, bn, bk = (int(x) for x in cfg.split("x"))
+                    binds = {"M": M, "N": N, "K": K, "block_M": bm, "block_N": bn,
+                             "block_K": bk, "dtype": dtype}
                 out, runs = {}, {}
                 for v in variants:
                     try:
@@ -109,18 +144,25 @@ def main():
                                 out[v] = {"error": tl_version}
                                 continue
                             t0 = time.perf_counter()
-                            tl_dtype = "float8_e4m3fn" if dtype == "float8_e4m3" else dtype
-                            kern = tl.matmul.compile(M=M, N=N, K=K, block_M=bm, block_N=bn,
-                                                     block_K=bk, dtype=tl_dtype)
+                            import tilelang.language as TL
+                            tl_dtype = getattr(TL, "float8_e4m3fn" if dtype == "float8_e4m3"
+                                               else dtype)
+                            if deep:
+                                kern = tl.tl_gemm.compile(M=M, N=N, K=K, block_N=bn,
+                                                          in_dtype=tl_dtype, out_dtype=TL.bfloat16,
+                                                          accum_dtype=TL.float32)
+                            else:
+                                kern = tl.matmul.compile(M=M, N=N, K=K, block_M=bm, block_N=bn,
+                                                         block_K=bk, dtype=tl_dtype)
                             ct = time.perf_counter() - t0
-                            C = kern(A, B)
-                            run = (lambda kern=kern: kern(A, B))
+                            C = kern(*ins)
+                            run = (lambda kern=kern: kern(*ins))
                         else:
                             kopt = args.kiln_opt_alt if v == "alt" else args.kiln_opt
                             comp = compile_kiln(kopt, binds, workdir, f"{v}_{dtype}_{shape}_{cfg}")
                             ct = comp.compile_s
-                            C = torch.zeros(M, N, device="cuda", dtype=tdt)
-                            launch = hopper_gemm.PreparedLaunch(comp, [A, B, C])
+                            C = torch.zeros(M, N, device="cuda", dtype=out_dt)
+                            launch = hopper_gemm.PreparedLaunch(comp, ins + [C])
                             launch(stream)
                             run = (lambda launch=launch: launch(stream))
                         torch.cuda.synchronize()
