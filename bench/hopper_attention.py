@@ -13,6 +13,8 @@ Variants:
   kiln     kiln-opt --target cuda:sm_90 (Hopper's default path)
   alt      the default path of the kiln-opt given with --kiln-opt-alt (a before/after of a
            change in one run)
+  overlap  kiln-opt --ws-overlap=on: the next tile's QK^T and this tile's PV in flight
+           together while the softmax runs (FlashAttention-3's intra-warpgroup overlap)
   kiln-mma kiln-opt --gemm=mma: mma.sync for every gemm, which is what a program with a
            register A operand (P V) got before wgmma's register form (codegen 17)
   tilelang the real tilelang, compiling the same file (`tilelang.jit`'s form, or
@@ -97,7 +99,8 @@ ALT_KILN_OPT = [""]  # --kiln-opt-alt
 
 
 def compile_kiln(kiln_opt, case, variant, workdir):
-    extra = {"kiln": [], "kiln-mma": ["--gemm=mma"], "alt": []}[variant]
+    extra = {"kiln": [], "kiln-mma": ["--gemm=mma"], "alt": [],
+             "overlap": ["--ws-overlap=on"]}[variant]
     if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
         kiln_opt = ALT_KILN_OPT[0]
     tag = f"{variant}_{len(os.listdir(workdir))}"

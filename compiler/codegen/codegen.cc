@@ -278,6 +278,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.gemm_wgmma = options.gemm_wgmma;
   ctx.tma_ws_pipeline = options.tma_ws_pipeline;
   ctx.ws_blocks = options.ws_blocks;
+  ctx.ws_overlap = options.ws_overlap;
   ir::Program split = program;
   RETURN_IF_ERROR(ApplySplitK(split, target, options));
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).

@@ -40,6 +40,8 @@ struct LoweringOptions {
   bool tma_ws_pipeline = true;
   // PassContext::ws_blocks (0: the register plan's choice).
   int ws_blocks = 0;
+  // PassContext::ws_overlap.
+  bool ws_overlap = false;
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;

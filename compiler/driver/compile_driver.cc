@@ -89,11 +89,12 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     }
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
-        p != "ws-blocks=auto") {
+        p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off") {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
                        "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
-                       "pipeline=cp.async, ws-blocks=1, 2 or auto, and split-k=N or auto)"));
+                       "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, "
+                       "and split-k=N or auto)"));
     }
   }
   return absl::OkStatus();
@@ -127,6 +128,16 @@ int WsBlocks(const BuildOptions& o) {
   return TmaWsPipeline(o) ? blocks : 0;
 }
 
+// The last ws-overlap= pass option wins; off by default and wherever the main
+// loop is not TMA + warp specialization.
+bool WsOverlap(const BuildOptions& o) {
+  bool on = false;
+  for (const std::string& p : o.pass_options) {
+    on = p == "ws-overlap=on" ? true : (p == "ws-overlap=off" ? false : on);
+  }
+  return on && TmaWsPipeline(o);
+}
+
 // The last split-k= pass option wins; 0 (auto) by default.
 int SplitKParts(const BuildOptions& o) {
   int parts = 0;
@@ -147,6 +158,7 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.gemm_wgmma = GemmWgmma(o);
   lowering.tma_ws_pipeline = TmaWsPipeline(o);
   lowering.ws_blocks = WsBlocks(o);
+  lowering.ws_overlap = WsOverlap(o);
   lowering.split_k = SplitKParts(o);
   return lowering;
 }
@@ -176,6 +188,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (!GemmWgmma(o)) absl::StrAppend(&out, ";gemm=mma");
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
+    if (WsOverlap(o)) absl::StrAppend(&out, ";ws-overlap=on");
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
   return out;
@@ -191,6 +204,7 @@ std::string CanonicalOptions(const BuildOptions& o) {
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
                       TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
                       WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
+                      WsOverlap(o) ? ";ws-overlap=on" : "",
                       SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 

@@ -740,6 +740,7 @@ absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
   if (options.wgmma && ctx.tma_ws_pipeline && ctx.ws_blocks > 0) {
     program.attrs[kWsBlocksAttr] = absl::StrCat(ctx.ws_blocks);
   }
+  if (options.wgmma && ctx.tma_ws_pipeline && ctx.ws_overlap) program.attrs[kWsOverlapAttr] = "1";
   return InferLayouts(program, options);
 }
 

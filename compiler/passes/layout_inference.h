@@ -49,6 +49,9 @@ inline constexpr char kMinBlocksAttr[] = "kiln.min_blocks";
 // Program attr "kiln.ws_blocks": PassContext::ws_blocks where it is not 0,
 // for warp specialization's register plan.
 inline constexpr char kWsBlocksAttr[] = "kiln.ws_blocks";
+// Program attr "kiln.ws_overlap": "1" where PassContext::ws_overlap asks for
+// the intra-warpgroup overlap of warp-specialized two-gemm loops.
+inline constexpr char kWsOverlapAttr[] = "kiln.ws_overlap";
 // Program attr "kiln.min_dynamic_smem": the dynamic shared memory the launch
 // asks for at least (codegen), more than the kernel uses where a plan for one
 // block per SM must keep a second block off the SM (ws-blocks=1).

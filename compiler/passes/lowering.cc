@@ -289,6 +289,7 @@ absl::Status Lowering::Run() {
 
   // A program with its own T.ws regions and barriers keeps its schedule.
   own_sync_ = HasExplicitSync(program_.kernel.body);
+  ws_overlap_ = program_.attrs.count(kWsOverlapAttr) > 0;
   ws_ = !own_sync_ && WarpSpecializable();
 
   std::vector<Stmt> body;
@@ -301,6 +302,7 @@ absl::Status Lowering::Run() {
     program_.attrs[kPipelineAttr] = kPipelineCpAsync; // asked for TMA, fell back
   }
   program_.attrs.erase(kWsBlocksAttr); // read by the register plan (SplitWarpGroups) only
+  program_.attrs.erase(kWsOverlapAttr);
   program_.kernel.body = std::move(full);
   program_.attrs["kiln.level"] = "thread";
   return absl::OkStatus();

@@ -244,10 +244,22 @@ class Lowering {
                                                 const std::vector<size_t>& producers,
                                                 const std::set<std::string>& dsts,
                                                 const ir::Expr& n, std::vector<ir::Stmt>* out);
+  // LowerWarpSpecializedBody's loop with FlashAttention-3's intra-warpgroup
+  // overlap (ws-overlap=on): for a body "... gemm1 ... gemm2" whose second
+  // gemm is its last statement, tile k's gemm1 and tile k-1's gemm2 are in
+  // flight together while the statements between them that do not touch
+  // gemm2's operands run; nullopt (nothing emitted) where the body does not
+  // have that form.
+  absl::StatusOr<std::optional<ir::Stmt>>
+  OverlappedLoop(const ir::Stmt& s, const std::vector<size_t>& producers,
+                 const std::vector<TmaCopy>& plans, const std::vector<size_t>& first,
+                 const std::vector<size_t>& last, const ir::Expr& n, int64_t stages,
+                 std::vector<ir::Stmt>* epilogue);
   // The producers' TMA plans (registering their tensor maps), or nullopt
   // (and no maps) when one is not a whole-tile TMA copy.
   std::optional<std::vector<TmaCopy>> PlanTmaProducers(const ir::Stmt& s,
                                                        const std::vector<size_t>& producers);
+  bool ws_overlap_ = false; // program attr kiln.ws_overlap (PassContext::ws_overlap)
   // The loop's barrier buffer (ws_bars_): the rings one after another.
   void WsBarriers(const std::vector<WsRing>& rings);
   // The address of ring `ring`'s full (or empty) barrier of stage `stage`.

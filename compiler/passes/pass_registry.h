@@ -34,6 +34,12 @@ struct PassContext {
   // allow 2, 1). 0: warp_specialize.cc's plan (PlanRegisters). Pass option
   // ws-blocks=1|2|auto, kiln-opt / kiln-run --ws-blocks; a tuning knob.
   int ws_blocks = 0;
+  // Warp-specialized loops with two gemms (attention): the next tile's first
+  // gemm and this tile's second in flight while the softmax between them
+  // runs (FlashAttention-3's intra-warpgroup overlap, warp_specialize.cc).
+  // Pass option ws-overlap=on|off (off by default until measured), kiln-opt /
+  // kiln-run --ws-overlap.
+  bool ws_overlap = false;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

@@ -76,6 +76,7 @@
 namespace kiln::passes::lowering {
 
 using ir::Expr;
+using ir::ExprKind;
 using ir::Stmt;
 using ir::StmtKind;
 
@@ -231,6 +232,42 @@ RegisterPlan PlanRegisters(int64_t t, int64_t needed, int64_t instruction, int64
 // where the lowered loop has no consumer barrier (a barrier between turns
 // could deadlock); `ranges` are the gemms' statements in `body`. Returns
 // whether it applied.
+// One warpgroup's side of a ping-pong barrier: warpgroup 0 uses barrier B
+// (its own) or B + 1 (the other's), warpgroup 1 the reverse.
+Stmt TurnBarrier(const char* op, bool own, const Expr& tid, int64_t threads) {
+  Stmt st;
+  st.kind = StmtKind::kIf;
+  st.cond = Lt(tid, I(kProducerThreads));
+  st.body.push_back(Call(op, {I(kPingPongBarrier + (own ? 0 : 1)), I(threads)}));
+  st.else_body.push_back(Call(op, {I(kPingPongBarrier + (own ? 1 : 0)), I(threads)}));
+  return st;
+}
+
+// Every buffer a statement names: regions, stores, loads and addresses in
+// any of its expressions, nested statements included.
+std::set<std::string> NamedBuffers(const Stmt& s) {
+  std::set<std::string> names;
+  std::function<void(const Expr&)> on_expr = [&](const Expr& e) {
+    if (e.kind == ExprKind::kLoad || e.kind == ExprKind::kAddress) names.insert(e.name);
+    for (const Expr& a : e.args) on_expr(a);
+  };
+  ir::ForEachStmt({s}, [&](const Stmt& st) {
+    if (st.kind == StmtKind::kStore) names.insert(st.name);
+    for (const ir::Region& r : st.regions) {
+      names.insert(r.buffer);
+      for (const ir::Range& rg : r.ranges) {
+        on_expr(rg.min);
+        on_expr(rg.extent);
+      }
+    }
+    on_expr(st.value);
+    on_expr(st.cond);
+    for (const Expr& e : st.indices) on_expr(e);
+    for (const Expr& e : st.extents) on_expr(e);
+  });
+  return names;
+}
+
 bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, size_t>>& ranges,
                    const Expr& tid, int64_t threads) {
   if (ranges.empty() || threads != 2 * kProducerThreads) return false;
@@ -240,15 +277,7 @@ bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, 
                           (x.name == "sync_threads" || x.name == "named_barrier_sync"));
   });
   if (barrier) return false;
-  auto by_group = [&](const char* op, bool own) {
-    // Warpgroup 0 uses barrier B (its own) or B + 1 (the other's); 1 the reverse.
-    Stmt st;
-    st.kind = StmtKind::kIf;
-    st.cond = Lt(tid, I(kProducerThreads));
-    st.body.push_back(Call(op, {I(kPingPongBarrier + (own ? 0 : 1)), I(threads)}));
-    st.else_body.push_back(Call(op, {I(kPingPongBarrier + (own ? 1 : 0)), I(threads)}));
-    return st;
-  };
+  auto by_group = [&](const char* op, bool own) { return TurnBarrier(op, own, tid, threads); };
   std::vector<Stmt> out;
   size_t r = 0;
   for (size_t i = 0; i < body->size(); ++i) {
@@ -558,6 +587,33 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
       last[p] = i;
     }
   }
+  if (ws_overlap_ && written.empty()) {
+    std::vector<Stmt> epilogue;
+    no_proxy_fence_ = fence_free;
+    absl::StatusOr<std::optional<Stmt>> overlapped =
+        OverlappedLoop(s, producers, plans, first, last, n, stages, &epilogue);
+    no_proxy_fence_.clear();
+    RETURN_IF_ERROR(overlapped.status());
+    if (*overlapped) {
+      const bool pingpong = threads_ == 2 * kProducerThreads && kPingPong;
+      if (pingpong) {
+        Guarded(Lt(I(kProducerThreads - 1), Tid()),
+                {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
+      }
+      out->push_back(std::move(**overlapped));
+      for (Stmt& e : epilogue) out->push_back(std::move(e));
+      if (pingpong) {
+        Guarded(Lt(Tid(), I(kProducerThreads)),
+                {Call("named_barrier_sync", {I(kPingPongBarrier), I(threads_)})}, out);
+      }
+      read_.insert(dsts.begin(), dsts.end());
+      for (const std::string& d : dsts) dirty_.erase(d);
+      std::vector<std::vector<TmaCopy>> groups;
+      for (const TmaCopy& p : plans) groups.push_back({p});
+      RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
+      return true;
+    }
+  }
   Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
   loop.loc = s.loc;
   for (const std::string& d : dsts) stage_[d] = st;
@@ -607,6 +663,138 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   for (const TmaCopy& p : plans) groups.push_back({p});
   RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
   return true;
+}
+
+absl::StatusOr<std::optional<Stmt>>
+Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
+                         const std::vector<TmaCopy>& plans, const std::vector<size_t>& first,
+                         const std::vector<size_t>& last, const Expr& n, int64_t stages,
+                         std::vector<Stmt>* epilogue) {
+  auto is_producer = [&](size_t i) {
+    return std::find(producers.begin(), producers.end(), i) != producers.end();
+  };
+  // The form: two gemms, both top-level statements, the second the body's
+  // last consumer statement; two rings, each read by one of them alone.
+  int nested = 0;
+  std::vector<size_t> gemms;
+  size_t last_consumer = s.body.size();
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    if (is_producer(i)) continue;
+    last_consumer = i;
+    if (s.body[i].kind == StmtKind::kGemm) gemms.push_back(i);
+    ir::ForEachStmt({s.body[i]}, [&](const Stmt& b) { nested += b.kind == StmtKind::kGemm; });
+  }
+  if (gemms.size() != 2 || nested != 2 || last_consumer != gemms[1] || plans.size() != 2) {
+    return std::optional<Stmt>();
+  }
+  const size_t i1 = gemms[0], i2 = gemms[1];
+  const Stmt& g1 = s.body[i1];
+  const Stmt& g2 = s.body[i2];
+  if (g1.wg_wait != 0 || g2.wg_wait != 0) return std::optional<Stmt>();
+  size_t r1 = plans.size(), r2 = plans.size();
+  for (size_t p = 0; p < plans.size(); ++p) {
+    if (first[p] == i1 && last[p] == i1) r1 = p;
+    if (first[p] == i2 && last[p] == i2) r2 = p;
+  }
+  if (r1 == plans.size() || r2 == plans.size()) return std::optional<Stmt>();
+  // gemm2's operands besides its tile (its accumulator and its A): nothing
+  // before gemm1, nor gemm1, names them; the statements between the gemms
+  // up to the first that does (`split`) run while gemm2 of the tile before
+  // is in flight, the rest after its wait.
+  const std::set<std::string> w2 = {g2.regions[0].buffer, g2.regions[2].buffer};
+  auto names_w2 = [&](const Stmt& x) {
+    const std::set<std::string> named = NamedBuffers(x);
+    return std::any_of(w2.begin(), w2.end(), [&](const std::string& b) { return named.count(b); });
+  };
+  for (size_t i = 0; i <= i1; ++i) {
+    if (!is_producer(i) && names_w2(s.body[i])) return std::optional<Stmt>();
+  }
+  size_t split = i2;
+  for (size_t i = i1 + 1; i < i2; ++i) {
+    if (!is_producer(i) && names_w2(s.body[i])) {
+      split = i;
+      break;
+    }
+  }
+
+  const std::string ko = s.loop_vars[0];
+  const bool pingpong = threads_ == 2 * kProducerThreads && kPingPong;
+  const Expr st = ir::Simplify(Mod(Var(ko), stages));
+  const Expr round = ir::Simplify(Mod(Div(Var(ko), stages), 2));
+  const Expr prev = Add(Var(ko), I(-1));
+  const Expr pst = ir::Simplify(Mod(prev, stages));
+  const Expr pround = ir::Simplify(Mod(Div(prev, stages), 2));
+  const Expr later = Lt(I(0), Var(ko)); // a tile before this one: its gemm2 is pending
+  const std::string d1 = plans[r1].dst, d2 = plans[r2].dst;
+  Stmt g1_async = g1, g2_async = g2;
+  g1_async.wg_wait = ir::kGemmNoWait;
+  g2_async.wg_wait = ir::kGemmNoWait;
+  const bool saved_sync = sync_gemms_;
+  sync_gemms_ = false;
+  absl::Status status;
+  auto lower = [&](size_t from, size_t to, std::vector<Stmt>* out) {
+    for (size_t i = from; i < to && status.ok(); ++i) {
+      if (!is_producer(i)) status = LowerStmt(s.body[i], out);
+    }
+  };
+  auto gemm = [&](const Stmt& g, const std::string& dst, const Expr& stage,
+                  std::vector<Stmt>* out) {
+    if (!status.ok()) return;
+    stage_[dst] = stage;
+    status = LowerGemm(g, out);
+    stage_.erase(dst);
+  };
+
+  Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
+  loop.loc = s.loc;
+  std::vector<Stmt>& body = loop.body;
+  lower(0, i1, &body);
+  // One turn on the tensor cores: this tile's gemm1, then the tile before's
+  // gemm2.
+  body.push_back(Call("mbarrier_wait", {WsBarrier(r1, stages, false, st), round}));
+  if (pingpong) body.push_back(TurnBarrier("named_barrier_sync", true, Tid(), threads_));
+  gemm(g1_async, d1, st, &body);
+  std::vector<Stmt> pending;
+  pending.push_back(Call("mbarrier_wait", {WsBarrier(r2, stages, false, pst), pround}));
+  gemm(g2_async, d2, pst, &pending);
+  Guarded(later, std::move(pending), &body);
+  if (pingpong) body.push_back(TurnBarrier("named_barrier_arrive", false, Tid(), threads_));
+  // gemm1 done (groups complete in order: one left where gemm2 was issued).
+  std::vector<Stmt> wait1;
+  WaitWgmma(1, &wait1);
+  std::vector<Stmt> wait0 = wait1;
+  wait0[0] = Call("wgmma_wait", {I(0)});
+  Stmt wait;
+  wait.kind = StmtKind::kIf;
+  wait.cond = later;
+  wait.body = std::move(wait1);
+  wait.else_body = std::move(wait0);
+  body.push_back(std::move(wait));
+  inflight_.erase(g1.regions[2].buffer);
+  body.push_back(Call("mbarrier_arrive", {WsBarrier(r1, stages, true, st)}));
+  lower(i1 + 1, split, &body);
+  // gemm2 of the tile before done: its stage goes back to the producer.
+  std::vector<Stmt> done;
+  WaitWgmma(0, &done);
+  done.push_back(Call("mbarrier_arrive", {WsBarrier(r2, stages, true, pst)}));
+  Guarded(later, std::move(done), &body);
+  lower(split, i2, &body);
+
+  // The last tile's gemm2, after the loop.
+  const Expr lk = Add(n, I(-1));
+  const Expr lst = ir::Simplify(Mod(lk, stages));
+  const Expr lround = ir::Simplify(Mod(Div(lk, stages), 2));
+  std::vector<Stmt> tail;
+  if (pingpong) tail.push_back(TurnBarrier("named_barrier_sync", true, Tid(), threads_));
+  tail.push_back(Call("mbarrier_wait", {WsBarrier(r2, stages, false, lst), lround}));
+  gemm(g2_async, d2, lst, &tail);
+  if (pingpong) tail.push_back(TurnBarrier("named_barrier_arrive", false, Tid(), threads_));
+  WaitWgmma(0, &tail);
+  tail.push_back(Call("mbarrier_arrive", {WsBarrier(r2, stages, true, lst)}));
+  Guarded(Lt(I(0), n), std::move(tail), epilogue);
+  sync_gemms_ = saved_sync;
+  RETURN_IF_ERROR(status);
+  return std::optional<Stmt>(std::move(loop));
 }
 
 void Lowering::WsBarriers(const std::vector<WsRing>& rings) {

@@ -54,7 +54,7 @@ constexpr char kUsage[] =
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
-    "                [--ws-blocks=1|2|auto] [--split-k=N|auto]\n"
+    "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--split-k=N|auto]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -144,6 +144,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--ws-blocks must be 1, 2 or auto");
       }
       args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
+    } else if (TakeValue(argc, argv, i, "--ws-overlap", &value)) {
+      if (value != "on" && value != "off") return UsageError("--ws-overlap must be on or off");
+      args->lowering.ws_overlap = value == "on";
     } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
       int n = 0;
       if (value != "auto" &&
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
   ctx.gemm_wgmma = args.lowering.gemm_wgmma;
   ctx.tma_ws_pipeline = args.lowering.tma_ws_pipeline;
   ctx.ws_blocks = args.lowering.ws_blocks;
+  ctx.ws_overlap = args.lowering.ws_overlap;
   // Split-K rewrites the tile program itself: the IR printed, passed and
   // emitted below is the split one.
   if (args.lowering.split_k > 1) {

@@ -81,6 +81,8 @@ options:
                        warpgroup (default) or the cp.async pipeline
   --ws-blocks 1|2|auto  blocks per SM a warp-specialized loop plans its
                        registers for (auto: Kiln's plan)
+  --ws-overlap on|off  attention-like warp-specialized loops keep the next
+                       tile's first gemm in flight during the softmax (off)
   --split-k N|auto     split the GEMM's K loop over N blocks per output tile
                        (float32 partials in a workspace, then a reduce kernel);
                        1: off; auto (default): Kiln's choice on Hopper's
@@ -256,6 +258,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--ws-blocks must be 1, 2 or auto");
       }
       args->lowering.ws_blocks = value == "auto" ? 0 : value[0] - '0';
+    } else if (take("--ws-overlap")) {
+      if (missing || (value != "on" && value != "off")) {
+        return UsageError("--ws-overlap must be on or off");
+      }
+      args->lowering.ws_overlap = value == "on";
     } else if (take("--split-k")) {
       int n = 0;
       if (missing || (value != "auto" &&
