@@ -249,12 +249,14 @@ class Lowering {
   // gemm is its last statement, tile k's gemm1 and tile k-1's gemm2 are in
   // flight together while the statements between them that do not touch
   // gemm2's operands run; nullopt (nothing emitted) where the body does not
-  // have that form.
+  // have that form. The last tile's gemm2 goes to `epilogue`; `pingpong`
+  // says whether the two consumer warpgroups take turns (the caller adds
+  // the first arrival and the last sync around the loop).
   absl::StatusOr<std::optional<ir::Stmt>>
   OverlappedLoop(const ir::Stmt& s, const std::vector<size_t>& producers,
                  const std::vector<TmaCopy>& plans, const std::vector<size_t>& first,
                  const std::vector<size_t>& last, const ir::Expr& n, int64_t stages,
-                 std::vector<ir::Stmt>* epilogue);
+                 std::vector<ir::Stmt>* epilogue, bool* pingpong);
   // The producers' TMA plans (registering their tensor maps), or nullopt
   // (and no maps) when one is not a whole-tile TMA copy.
   std::optional<std::vector<TmaCopy>> PlanTmaProducers(const ir::Stmt& s,

@@ -589,13 +589,13 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   }
   if (ws_overlap_ && written.empty()) {
     std::vector<Stmt> epilogue;
+    bool pingpong = false;
     no_proxy_fence_ = fence_free;
     absl::StatusOr<std::optional<Stmt>> overlapped =
-        OverlappedLoop(s, producers, plans, first, last, n, stages, &epilogue);
+        OverlappedLoop(s, producers, plans, first, last, n, stages, &epilogue, &pingpong);
     no_proxy_fence_.clear();
     RETURN_IF_ERROR(overlapped.status());
     if (*overlapped) {
-      const bool pingpong = threads_ == 2 * kProducerThreads && kPingPong;
       if (pingpong) {
         Guarded(Lt(I(kProducerThreads - 1), Tid()),
                 {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
@@ -669,7 +669,7 @@ absl::StatusOr<std::optional<Stmt>>
 Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
                          const std::vector<TmaCopy>& plans, const std::vector<size_t>& first,
                          const std::vector<size_t>& last, const Expr& n, int64_t stages,
-                         std::vector<Stmt>* epilogue) {
+                         std::vector<Stmt>* epilogue, bool* pingpong) {
   auto is_producer = [&](size_t i) {
     return std::find(producers.begin(), producers.end(), i) != producers.end();
   };
@@ -718,7 +718,10 @@ Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
   }
 
   const std::string ko = s.loop_vars[0];
-  const bool pingpong = threads_ == 2 * kProducerThreads && kPingPong;
+  // The ping-pong turns go in as markers, made barriers at the end where the
+  // lowered statements hold no consumer barrier (PingPongTurns' rule).
+  const Stmt turn_sync = Call("kiln.turn_sync", {});
+  const Stmt turn_arrive = Call("kiln.turn_arrive", {});
   const Expr st = ir::Simplify(Mod(Var(ko), stages));
   const Expr round = ir::Simplify(Mod(Div(Var(ko), stages), 2));
   const Expr prev = Add(Var(ko), I(-1));
@@ -752,13 +755,13 @@ Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
   // One turn on the tensor cores: this tile's gemm1, then the tile before's
   // gemm2.
   body.push_back(Call("mbarrier_wait", {WsBarrier(r1, stages, false, st), round}));
-  if (pingpong) body.push_back(TurnBarrier("named_barrier_sync", true, Tid(), threads_));
+  body.push_back(turn_sync);
   gemm(g1_async, d1, st, &body);
   std::vector<Stmt> pending;
   pending.push_back(Call("mbarrier_wait", {WsBarrier(r2, stages, false, pst), pround}));
   gemm(g2_async, d2, pst, &pending);
   Guarded(later, std::move(pending), &body);
-  if (pingpong) body.push_back(TurnBarrier("named_barrier_arrive", false, Tid(), threads_));
+  body.push_back(turn_arrive);
   // gemm1 done (groups complete in order: one left where gemm2 was issued).
   std::vector<Stmt> wait1;
   WaitWgmma(1, &wait1);
@@ -785,15 +788,35 @@ Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
   const Expr lst = ir::Simplify(Mod(lk, stages));
   const Expr lround = ir::Simplify(Mod(Div(lk, stages), 2));
   std::vector<Stmt> tail;
-  if (pingpong) tail.push_back(TurnBarrier("named_barrier_sync", true, Tid(), threads_));
+  tail.push_back(turn_sync);
   tail.push_back(Call("mbarrier_wait", {WsBarrier(r2, stages, false, lst), lround}));
   gemm(g2_async, d2, lst, &tail);
-  if (pingpong) tail.push_back(TurnBarrier("named_barrier_arrive", false, Tid(), threads_));
+  tail.push_back(turn_arrive);
   WaitWgmma(0, &tail);
   tail.push_back(Call("mbarrier_arrive", {WsBarrier(r2, stages, true, lst)}));
-  Guarded(Lt(I(0), n), std::move(tail), epilogue);
   sync_gemms_ = saved_sync;
   RETURN_IF_ERROR(status);
+  bool barrier = false;
+  ir::ForEachStmt(body, [&](const Stmt& x) {
+    barrier = barrier || (x.kind == StmtKind::kCall &&
+                          (x.name == "sync_threads" || x.name == "named_barrier_sync"));
+  });
+  *pingpong = threads_ == 2 * kProducerThreads && kPingPong && !barrier;
+  for (std::vector<Stmt>* part : {&body, &tail}) {
+    std::vector<Stmt> kept;
+    for (Stmt& x : *part) {
+      const bool sync = x.kind == StmtKind::kCall && x.name == "kiln.turn_sync";
+      const bool arrive = x.kind == StmtKind::kCall && x.name == "kiln.turn_arrive";
+      if ((sync || arrive) && *pingpong) {
+        kept.push_back(TurnBarrier(sync ? "named_barrier_sync" : "named_barrier_arrive", sync,
+                                   Tid(), threads_));
+      } else if (!sync && !arrive) {
+        kept.push_back(std::move(x));
+      }
+    }
+    *part = std::move(kept);
+  }
+  Guarded(Lt(I(0), n), std::move(tail), epilogue);
   return std::optional<Stmt>(std::move(loop));
 }
 
