@@ -279,11 +279,9 @@ WgmmaGemmGroups(const Stmt& s, const std::map<std::string, const ir::Buffer*>& s
   const ir::Buffer& a = register_a ? *fa->second.buffer : *sa->second;
   const ir::Buffer& b = *sb->second;
   if (a.dtype != b.dtype || !WgmmaInputType(a.dtype)) return std::nullopt;
-  // fp8: both operands K-major (A row-major M x K, B N x K), A in shared
-  // memory, K-steps of 32.
+  if (!WgmmaOperandForms(a.dtype, register_a, s.transpose_a, s.transpose_b)) return std::nullopt;
   const int64_t eb = ir::DTypeBits(a.dtype) / 8;
-  const int64_t kstep = eb == 1 ? 32 : 16;
-  if (eb == 1 && (register_a || s.transpose_a || !s.transpose_b)) return std::nullopt;
+  const int64_t kstep = WgmmaKStep(a.dtype);
   if (fc->second.buffer->dtype != ir::DType::kFloat32 || fc->second.shape.size() != 2 ||
       a.shape.size() != 2 || b.shape.size() != 2) {
     return std::nullopt;
@@ -891,6 +889,12 @@ int64_t WgmmaBlockElems(int64_t cols, int64_t elem_bytes) {
   const int64_t row = cols * elem_bytes;
   if (row % 128 == 0) return 128 / elem_bytes;
   return row == 64 || row == 32 ? cols : 0;
+}
+
+int64_t WgmmaKStep(ir::DType t) { return 32 / std::max(1, ir::DTypeBits(t) / 8); }
+
+bool WgmmaOperandForms(ir::DType t, bool register_a, bool transpose_a, bool transpose_b) {
+  return ir::DTypeBits(t) != 8 || (!register_a && !transpose_a && transpose_b);
 }
 
 bool WgmmaInputType(ir::DType t) {

@@ -80,6 +80,15 @@ int64_t WgmmaBlockElems(int64_t cols, int64_t elem_bytes);
 // (k-step 32, both operands K-major).
 bool WgmmaInputType(ir::DType t);
 
+// The K of one wgmma instruction for input type `t` (WgmmaInputType): 32
+// bytes of elements, 16 for f16/bf16 and 32 for fp8.
+int64_t WgmmaKStep(ir::DType t);
+
+// Whether wgmma takes operands of type `t` in these forms: fp8 only with A
+// in shared memory and both operands K-major (A M x K, B N x K), the PTX
+// instruction having no transpose for it.
+bool WgmmaOperandForms(ir::DType t, bool register_a, bool transpose_a, bool transpose_b);
+
 // The warpgroup grid (groups_m, groups_n) of a wgmma gemm with an m x n
 // accumulator over `threads`; `n_block` > 0 requires each warpgroup's
 // column offset to be a multiple of it (an N-major B operand's column

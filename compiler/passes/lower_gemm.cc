@@ -324,13 +324,10 @@ absl::StatusOr<std::optional<WgmmaGemm>> Lowering::PlanWgmmaGemm(const Stmt& s) 
     return Error(s.loc, "gemm: the program lowers for wgmma, but this gemm's operands do not "
                         "have wgmma layouts (run layout-inference for the same target)");
   }
-  // fp8 (one byte per element): k-steps of 32, both operands K-major, A in
-  // shared memory; 16-bit types: k-steps of 16.
   const int64_t eb = ir::DTypeBits(a->dtype) / 8;
-  const bool fp8 = eb == 1;
-  const int64_t kstep = fp8 ? 32 : 16;
+  const int64_t kstep = WgmmaKStep(a->dtype);
   const bool ta = s.transpose_a, tb = s.transpose_b;
-  if (fp8 && (register_a || ta || !tb)) {
+  if (!WgmmaOperandForms(a->dtype, register_a, ta, tb)) {
     return Error(s.loc, "gemm: an fp8 wgmma needs both operands K-major in shared memory "
                         "(A as M x K, B as N x K with transpose_B=True)");
   }

@@ -268,15 +268,22 @@ std::set<std::string> NamedBuffers(const Stmt& s) {
   return names;
 }
 
-bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, size_t>>& ranges,
-                   const Expr& tid, int64_t threads) {
-  if (ranges.empty() || threads != 2 * kProducerThreads) return false;
+// Whether lowered statements synchronize the consumers (a barrier between
+// ping-pong turns could deadlock).
+bool HasConsumerBarrier(const std::vector<Stmt>& body) {
   bool barrier = false;
-  ir::ForEachStmt(*body, [&](const Stmt& x) {
+  ir::ForEachStmt(body, [&](const Stmt& x) {
     barrier = barrier || (x.kind == StmtKind::kCall &&
                           (x.name == "sync_threads" || x.name == "named_barrier_sync"));
   });
-  if (barrier) return false;
+  return barrier;
+}
+
+bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, size_t>>& ranges,
+                   const Expr& tid, int64_t threads) {
+  if (ranges.empty() || threads != 2 * kProducerThreads || HasConsumerBarrier(*body)) {
+    return false;
+  }
   auto by_group = [&](const char* op, bool own) { return TurnBarrier(op, own, tid, threads); };
   std::vector<Stmt> out;
   size_t r = 0;
@@ -587,31 +594,41 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
       last[p] = i;
     }
   }
+  // The consumers' loop (`consumers`: the loop, then what follows it) between
+  // the ping-pong's first arrival and last sync, then the producer's loop.
+  auto finish = [&](std::vector<Stmt> consumers, bool pingpong) -> absl::StatusOr<bool> {
+    if (pingpong) {
+      // The second warpgroup lets the first take the first turn.
+      Guarded(Lt(I(kProducerThreads - 1), Tid()),
+              {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
+    }
+    for (Stmt& c : consumers) out->push_back(std::move(c));
+    if (pingpong) {
+      // ... and the first takes the second's last turn back, so both
+      // barriers end with no arrival pending.
+      Guarded(Lt(Tid(), I(kProducerThreads)),
+              {Call("named_barrier_sync", {I(kPingPongBarrier), I(threads_)})}, out);
+    }
+    // After the loop every stage's loads have completed (each was waited for).
+    read_.insert(dsts.begin(), dsts.end());
+    for (const std::string& d : dsts) dirty_.erase(d);
+    std::vector<std::vector<TmaCopy>> groups;
+    for (const TmaCopy& p : plans) groups.push_back({p});
+    RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
+    return true;
+  };
+
   if (ws_overlap_ && written.empty()) {
-    std::vector<Stmt> epilogue;
+    std::vector<Stmt> consumers;
     bool pingpong = false;
     no_proxy_fence_ = fence_free;
     absl::StatusOr<std::optional<Stmt>> overlapped =
-        OverlappedLoop(s, producers, plans, first, last, n, stages, &epilogue, &pingpong);
+        OverlappedLoop(s, producers, plans, first, last, n, stages, &consumers, &pingpong);
     no_proxy_fence_.clear();
     RETURN_IF_ERROR(overlapped.status());
     if (*overlapped) {
-      if (pingpong) {
-        Guarded(Lt(I(kProducerThreads - 1), Tid()),
-                {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
-      }
-      out->push_back(std::move(**overlapped));
-      for (Stmt& e : epilogue) out->push_back(std::move(e));
-      if (pingpong) {
-        Guarded(Lt(Tid(), I(kProducerThreads)),
-                {Call("named_barrier_sync", {I(kPingPongBarrier), I(threads_)})}, out);
-      }
-      read_.insert(dsts.begin(), dsts.end());
-      for (const std::string& d : dsts) dirty_.erase(d);
-      std::vector<std::vector<TmaCopy>> groups;
-      for (const TmaCopy& p : plans) groups.push_back({p});
-      RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
-      return true;
+      consumers.insert(consumers.begin(), std::move(**overlapped));
+      return finish(std::move(consumers), pingpong);
     }
   }
   Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
@@ -644,25 +661,9 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
   RETURN_IF_ERROR(status);
   const bool pingpong = static_cast<int>(gemm_ranges.size()) == gemms && kPingPong &&
                         PingPongTurns(&loop.body, gemm_ranges, Tid(), threads_);
-  if (pingpong) {
-    // The second warpgroup lets the first take the first turn.
-    Guarded(Lt(I(kProducerThreads - 1), Tid()),
-            {Call("named_barrier_arrive", {I(kPingPongBarrier), I(threads_)})}, out);
-  }
-  out->push_back(std::move(loop));
-  if (pingpong) {
-    // ... and the first takes the second's last turn back, so both
-    // barriers end with no arrival pending.
-    Guarded(Lt(Tid(), I(kProducerThreads)),
-            {Call("named_barrier_sync", {I(kPingPongBarrier), I(threads_)})}, out);
-  }
-  // After the loop every stage's loads have completed (each was waited for).
-  read_.insert(dsts.begin(), dsts.end());
-  for (const std::string& d : dsts) dirty_.erase(d);
-  std::vector<std::vector<TmaCopy>> groups;
-  for (const TmaCopy& p : plans) groups.push_back({p});
-  RETURN_IF_ERROR(WsProducer(s, n, stages, groups));
-  return true;
+  std::vector<Stmt> consumers;
+  consumers.push_back(std::move(loop));
+  return finish(std::move(consumers), pingpong);
 }
 
 absl::StatusOr<std::optional<Stmt>>
@@ -796,12 +797,7 @@ Lowering::OverlappedLoop(const Stmt& s, const std::vector<size_t>& producers,
   tail.push_back(Call("mbarrier_arrive", {WsBarrier(r2, stages, true, lst)}));
   sync_gemms_ = saved_sync;
   RETURN_IF_ERROR(status);
-  bool barrier = false;
-  ir::ForEachStmt(body, [&](const Stmt& x) {
-    barrier = barrier || (x.kind == StmtKind::kCall &&
-                          (x.name == "sync_threads" || x.name == "named_barrier_sync"));
-  });
-  *pingpong = threads_ == 2 * kProducerThreads && kPingPong && !barrier;
+  *pingpong = threads_ == 2 * kProducerThreads && kPingPong && !HasConsumerBarrier(body);
   for (std::vector<Stmt>* part : {&body, &tail}) {
     std::vector<Stmt> kept;
     for (Stmt& x : *part) {

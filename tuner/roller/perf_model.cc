@@ -43,9 +43,9 @@ std::optional<std::pair<int64_t, int64_t>> WgmmaTiling(const SummaryGemm& g, int
       g.a_in_registers) {
     return std::nullopt;
   }
-  // fp8: k-steps of 32 and both operands K-major.
   const int64_t eb = ir::DTypeBits(g.in_dtype) / 8;
-  if (k % (eb == 1 ? 32 : 16) != 0 || (eb == 1 && (g.transpose_a || !g.transpose_b))) {
+  if (k % passes::WgmmaKStep(g.in_dtype) != 0 ||
+      !passes::WgmmaOperandForms(g.in_dtype, g.a_in_registers, g.transpose_a, g.transpose_b)) {
     return std::nullopt;
   }
   const int64_t a_cols = g.transpose_a ? m : k;
