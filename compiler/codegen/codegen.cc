@@ -12,6 +12,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "util/status_macros.h"
 
@@ -281,6 +282,9 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.ws_overlap = options.ws_overlap;
   ir::Program split = program;
   RETURN_IF_ERROR(ApplySplitK(split, target, options));
+  bool persistent = false;
+  RETURN_IF_ERROR(ApplyPersistent(split, target, options, &persistent));
+  if (persistent) ctx.ws_blocks = 1; // the grid is one block per SM
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(split);
   for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));
@@ -295,6 +299,31 @@ absl::Status ApplySplitK(ir::Program& program, std::string_view target,
       passes::TargetUsesWgmma(thread_target)) {
     passes::AutoSplitK(program);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyPersistent(ir::Program& program, std::string_view target,
+                             const LoweringOptions& options, bool* applied) {
+  *applied = false;
+  using P = LoweringOptions::Persistent;
+  if (options.persistent == P::kOff) return absl::OkStatus();
+  const std::string_view thread_target = options.lower_for.empty() ? target : options.lower_for;
+  const bool hopper =
+      options.gemm_wgmma && options.tma_ws_pipeline && passes::TargetUsesWgmma(thread_target);
+  const int64_t blocks =
+      options.persistent_blocks > 0 ? options.persistent_blocks : passes::kHopperSms;
+  if (options.persistent == P::kAuto) {
+    *applied = hopper && passes::AutoPersistent(program, blocks);
+    return absl::OkStatus();
+  }
+  if (!hopper) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("persistent=on needs Hopper's TMA + wgmma path (target cuda:sm_90 or "
+                     "sm_90a, without gemm=mma or pipeline=cp.async); the target is '",
+                     std::string(thread_target), "'"));
+  }
+  RETURN_IF_ERROR(passes::MakePersistent(program, blocks));
+  *applied = true;
   return absl::OkStatus();
 }
 

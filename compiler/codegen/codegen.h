@@ -45,6 +45,14 @@ struct LoweringOptions {
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;
+  // Persistent tiles (persistent.h) on Hopper's default path: off (the
+  // default until measured), on (a program it cannot take is a located
+  // error), or auto (passes::AutoPersistent's choice), with a grid of
+  // `persistent_blocks` blocks (0: passes::kHopperSms, one per SM; a
+  // smaller grid makes the waves of a small problem testable on the CPU).
+  enum class Persistent { kOff, kOn, kAuto };
+  Persistent persistent = Persistent::kOff;
+  int persistent_blocks = 0;
 };
 
 // Splits `program` (a tile program) as LowerAndEmit does before lowering:
@@ -55,6 +63,12 @@ struct LoweringOptions {
 // specialization), not elsewhere.
 absl::Status ApplySplitK(ir::Program& program, std::string_view target,
                          const LoweringOptions& options);
+
+// Makes `program` persistent as LowerAndEmit does after ApplySplitK:
+// options.persistent on Hopper's default path (as ApplySplitK's auto);
+// persistent=on elsewhere is an error. Sets *applied.
+absl::Status ApplyPersistent(ir::Program& program, std::string_view target,
+                             const LoweringOptions& options, bool* applied);
 
 // Runs LoweringPipeline() on a copy of `program` (split-K first, when asked)
 // and emits it for `target` ("cpu", "cuda:sm_80", ...). Errors are located

@@ -14,6 +14,7 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/layout_inference.h"
+#include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/fingerprint.h"
@@ -50,6 +51,17 @@ std::string WithResources(std::string json, const toolchain::ResourceUsage& u) {
                   ", \"stack_frame_bytes\": ", u.stack_frame_bytes,
                   ", \"static_shared_bytes\": ", u.shared_bytes, "}}\n");
   return json;
+}
+
+// persistent=N (N in 1..passes::kMaxPersistentBlocks): N; anything else: 0.
+int PersistentBlocksOption(const std::string& p) {
+  int n = 0;
+  if (!absl::StartsWith(p, "persistent=") ||
+      !absl::SimpleAtoi(absl::string_view(p).substr(11), &n) || n < 1 ||
+      n > passes::kMaxPersistentBlocks) {
+    return 0;
+  }
+  return n;
 }
 
 } // namespace
@@ -89,12 +101,14 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     }
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
-        p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off") {
+        p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
+        p != "persistent=on" && p != "persistent=off" && p != "persistent=auto" &&
+        PersistentBlocksOption(p) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
                        "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
                        "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, "
-                       "and split-k=N or auto)"));
+                       "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
     }
   }
   return absl::OkStatus();
@@ -138,6 +152,38 @@ bool WsOverlap(const BuildOptions& o) {
   return on && TmaWsPipeline(o);
 }
 
+// The last persistent= pass option wins; off by default and wherever the
+// main loop is not TMA + warp specialization. persistent=N is on with a
+// grid of N blocks (*blocks; 0: one per SM).
+codegen::LoweringOptions::Persistent PersistentMode(const BuildOptions& o, int* blocks = nullptr) {
+  using P = codegen::LoweringOptions::Persistent;
+  P mode = P::kOff;
+  int n = 0;
+  for (const std::string& p : o.pass_options) {
+    if (const int b = PersistentBlocksOption(p); b > 0) {
+      mode = P::kOn;
+      n = b;
+      continue;
+    }
+    if (p == "persistent=on" || p == "persistent=off" || p == "persistent=auto") n = 0;
+    mode = p == "persistent=on"     ? P::kOn
+           : p == "persistent=off"  ? P::kOff
+           : p == "persistent=auto" ? P::kAuto
+                                    : mode;
+  }
+  if (blocks != nullptr) *blocks = n;
+  return TmaWsPipeline(o) ? mode : P::kOff;
+}
+
+// The key form of the persistent= option: "on", "auto" or the grid's blocks.
+std::string PersistentName(const BuildOptions& o) {
+  using P = codegen::LoweringOptions::Persistent;
+  int blocks = 0;
+  const P mode = PersistentMode(o, &blocks);
+  if (blocks > 0) return absl::StrCat(blocks);
+  return mode == P::kOn ? "on" : mode == P::kAuto ? "auto" : "off";
+}
+
 // The last split-k= pass option wins; 0 (auto) by default.
 int SplitKParts(const BuildOptions& o) {
   int parts = 0;
@@ -160,6 +206,7 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.ws_blocks = WsBlocks(o);
   lowering.ws_overlap = WsOverlap(o);
   lowering.split_k = SplitKParts(o);
+  lowering.persistent = PersistentMode(o, &lowering.persistent_blocks);
   return lowering;
 }
 
@@ -173,8 +220,15 @@ absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value
     }
     return absl::StrCat("split-k=", value);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown tuning knob '", name, "' (Kiln's knobs: ", kSplitKKnob, ")"));
+  if (name == kPersistentKnob) {
+    if (value != 0 && value != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kPersistentKnob, " = ", value, ": 0 (off) or 1 (one block per SM)"));
+    }
+    return value == 1 ? "persistent=on" : "persistent=off";
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown tuning knob '", name, "' (Kiln's knobs: ", kSplitKKnob, ", ", kPersistentKnob, ")"));
 }
 
 std::string KernelVariant(const BuildOptions& o) {
@@ -189,6 +243,9 @@ std::string KernelVariant(const BuildOptions& o) {
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
     if (WsOverlap(o)) absl::StrAppend(&out, ";ws-overlap=on");
+    if (PersistentMode(o) != codegen::LoweringOptions::Persistent::kOff) {
+      absl::StrAppend(&out, ";persistent=", PersistentName(o));
+    }
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
   return out;
@@ -205,6 +262,9 @@ std::string CanonicalOptions(const BuildOptions& o) {
                       TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
                       WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
                       WsOverlap(o) ? ";ws-overlap=on" : "",
+                      PersistentMode(o) != codegen::LoweringOptions::Persistent::kOff
+                          ? absl::StrCat(";persistent=", PersistentName(o))
+                          : "",
                       SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 

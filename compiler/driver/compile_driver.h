@@ -104,8 +104,10 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& options);
 // (a candidate of a sweep, a stored best config, a Compile's `config`)
 // named "kiln:NAME", a name no Python parameter can have, stands for a pass
 // option of the build. Known: "kiln:split_k" = N, the pass option split-k=N
-// (1: none, where the default would be Kiln's own choice).
+// (1: none, where the default would be Kiln's own choice), and
+// "kiln:persistent" = 0 or 1, persistent=off or on (passes/persistent.h).
 inline constexpr char kSplitKKnob[] = "kiln:split_k";
+inline constexpr char kPersistentKnob[] = "kiln:persistent";
 bool IsPassKnob(absl::string_view name);
 // The pass option knob `name` = `value` stands for ("" where the value asks
 // for nothing); InvalidArgument for an unknown knob or a value out of range.

@@ -1,5 +1,6 @@
 #include "compiler/ir/ir_util.h"
 
+#include <string>
 #include <utility>
 
 namespace kiln::ir {
@@ -193,6 +194,28 @@ Expr WithUserNames(const Expr& expr, const Program& program) {
     return e;
   });
   return out;
+}
+
+FreshNames::FreshNames(const Program& p) {
+  for (const Symbol& s : p.symbols) used_.insert(s.name);
+  for (const Param& q : p.params) used_.insert(q.buffer.name);
+  for (const Buffer& b : p.workspaces) used_.insert(b.name);
+  auto kernel = [&](const Kernel& k) {
+    for (const std::string& v : k.block_vars) used_.insert(v);
+    ForEachStmt(k.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::kAlloc) used_.insert(s.buffer.name);
+      for (const std::string& v : s.loop_vars) used_.insert(v);
+    });
+  };
+  kernel(p.kernel);
+  for (const Kernel& k : p.next_kernels) kernel(k);
+}
+
+std::string FreshNames::Fresh(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used_.count(name) != 0; ++k) name = base + "_" + std::to_string(k);
+  used_.insert(name);
+  return name;
 }
 
 } // namespace kiln::ir

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,17 @@ const std::string& UserName(const Param& param);
 // `program` renamed to its user name: the form of an extent shown outside
 // the compiler (launch metadata). Other names are left as they are.
 Expr WithUserNames(const Expr& expr, const Program& program);
+
+// Names no buffer, variable, block variable or symbol of a program has (its
+// kernels included), for passes that add their own. Each Fresh(base) is
+// `base`, or `base_1`, `base_2`, ... where taken, and is taken from then on.
+class FreshNames {
+ public:
+  explicit FreshNames(const Program& program);
+  std::string Fresh(const std::string& base);
+
+ private:
+  std::set<std::string> used_;
+};
 
 } // namespace kiln::ir

@@ -291,6 +291,10 @@ absl::Status Lowering::Run() {
   own_sync_ = HasExplicitSync(program_.kernel.body);
   ws_overlap_ = program_.attrs.count(kWsOverlapAttr) > 0;
   ws_ = !own_sync_ && WarpSpecializable();
+  if (ws_) {
+    const std::vector<const Stmt*> nest = PipelinedNest().value_or(std::vector<const Stmt*>{});
+    ws_nest_.insert(nest.begin(), nest.end());
+  }
 
   std::vector<Stmt> body;
   RETURN_IF_ERROR(LowerStmts(program_.kernel.body, &body));
@@ -838,8 +842,9 @@ absl::Status Lowering::LowerSerialFor(const Stmt& s, std::vector<Stmt>* out) {
   bool need = !writes.empty();
   for (const std::string& r : reads) need = need || dirty_.count(r) > 0;
   const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
+  Stmt header = loop;
   if (need) Barrier(&loop.body);
-  RETURN_IF_ERROR(LowerStmts(s.body, &loop.body));
+  RETURN_IF_ERROR(LowerNestBody(s, header, s.body, &loop.body));
   if (!inflight_.empty() && loop.for_kind == ir::ForKind::kSerial) {
     // The body leaves gemms in flight at its end: its last iteration waits
     // for them itself. ptxas was seen to move reads of the accumulators
@@ -937,7 +942,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
     const std::set<std::string> entry_inflight = inflight_;
     const bool entry_proxy_dirty = proxy_dirty_;
-    RETURN_IF_ERROR(LowerStmts(s.body, &st.body));
+    RETURN_IF_ERROR(LowerNestBody(s, st, s.body, &st.body));
     std::set<std::string> then_dirty = dirty_, then_read = read_, then_inflight = inflight_;
     const bool then_proxy_dirty = proxy_dirty_;
     dirty_ = entry_dirty;

@@ -227,6 +227,15 @@ class Lowering {
   // Whether the program may run its main loop warp-specialized with TMA
   // (decided once the buffers are known; the loop itself may still decline).
   bool WarpSpecializable() const;
+  // The serial loops and ifs (then-branch) that hold the kernel's one
+  // T.Pipelined loop, outermost first (empty: it is at the top), or nullopt
+  // where it sits elsewhere or a header reads memory (the producer evaluates
+  // the headers too).
+  std::optional<std::vector<const ir::Stmt*>> PipelinedNest() const;
+  // Lowers `s`'s body into `body` with `header` (s lowered, body empty) on
+  // ws_nest_headers_ while it is, where `s` is in ws_nest_.
+  absl::Status LowerNestBody(const ir::Stmt& s, const ir::Stmt& header,
+                             const std::vector<ir::Stmt>& in, std::vector<ir::Stmt>* body);
   // The TMA plan of a producer copy (registers its tensor map), or nullopt.
   std::optional<TmaCopy> PlanTmaCopy(const ir::Stmt& s);
   // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`.
@@ -270,6 +279,17 @@ class Lowering {
   // on ring g.
   absl::Status WsProducer(const ir::Stmt& s, const ir::Expr& n, int64_t stages,
                           const std::vector<std::vector<TmaCopy>>& groups);
+  // Where the warp-specialized loop over `ko` is on its mbarrier ring: the
+  // stage, the phase parity to wait for (the producer's: the other one), the
+  // stage before, and what steps the position at the end of an iteration
+  // (empty where the loop is at the top and ko is the position; in a nest,
+  // ws_nest_headers_, each side keeps its own in registers, declared on
+  // first use).
+  struct RingPos {
+    ir::Expr stage, round, prev;
+    std::vector<ir::Stmt> advance;
+  };
+  RingPos Ring(const std::string& ko, int64_t stages, bool producer);
   // Wraps the lowered kernel body into the producer/consumer split.
   void SplitWarpGroups(std::vector<ir::Stmt>* body);
   // --- lower_hopper_ops.cc: barriers, T.ws regions, tma_copy ---------------
@@ -324,10 +344,19 @@ class Lowering {
   std::optional<LoopCtx> loop_;
   std::set<std::string> dirty_, read_;
   std::map<std::string, ir::Expr> stage_;
-  bool producer_ = false;             // lowering a pipeline's producer copies
-  bool wgmma_ = false;                // attr kiln.gemm = "wgmma" (sm_90a thread program)
-  std::vector<ir::Stmt> top_allocs_;  // scratch buffers declared at the kernel top
-  bool ws_ = false;                   // WarpSpecializable()
+  bool producer_ = false;            // lowering a pipeline's producer copies
+  bool wgmma_ = false;               // attr kiln.gemm = "wgmma" (sm_90a thread program)
+  std::vector<ir::Stmt> top_allocs_; // scratch buffers declared at the kernel top
+  bool ws_ = false;                  // WarpSpecializable()
+  // The serial loops and ifs around the warp-specialized loop (a persistent
+  // kernel's tile loop: persistent.h), outermost first, and their lowered
+  // headers (bodies empty) while their bodies are lowered: the producer walks
+  // the same nest. Empty where the loop is at the top of the kernel.
+  std::set<const ir::Stmt*> ws_nest_;
+  std::vector<ir::Stmt> ws_nest_headers_;
+  // Where ws_nest_ is not empty: the consumers' and the producer's ring
+  // position {stage, phase} (Ring), local int32 pairs.
+  std::string ws_ring_, ws_pring_;
   std::vector<ir::Stmt> ws_producer_; // the producer thread's code, once the loop is lowered
   std::string ws_bars_;               // the loop's mbarriers (warp_specialize.cc)
   std::vector<WsRing> ws_rings_;      // their rings, in order

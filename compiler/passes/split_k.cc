@@ -42,34 +42,6 @@ bool Mentions(const std::vector<Stmt>& stmts, const std::string& name) {
   return found;
 }
 
-// A name no buffer, variable or symbol of the program has.
-class Names {
- public:
-  explicit Names(const ir::Program& p) {
-    for (const ir::Symbol& s : p.symbols) used_.insert(s.name);
-    for (const ir::Param& q : p.params) used_.insert(q.buffer.name);
-    for (const ir::Buffer& b : p.workspaces) used_.insert(b.name);
-    auto kernel = [&](const ir::Kernel& k) {
-      for (const std::string& v : k.block_vars) used_.insert(v);
-      ir::ForEachStmt(k.body, [&](const Stmt& s) {
-        if (s.kind == StmtKind::kAlloc) used_.insert(s.buffer.name);
-        for (const std::string& v : s.loop_vars) used_.insert(v);
-      });
-    };
-    kernel(p.kernel);
-    for (const ir::Kernel& k : p.next_kernels) kernel(k);
-  }
-  std::string Fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; used_.count(name) != 0; ++k) name = absl::StrCat(base, "_", k);
-    used_.insert(name);
-    return name;
-  }
-
- private:
-  std::set<std::string> used_;
-};
-
 // Whether `s` (or a statement in it) writes global memory: a store, copy,
 // atomic or TMA copy whose destination is not one of `local` (the kernel's
 // own allocations).
@@ -226,7 +198,7 @@ absl::Status SplitK(ir::Program& program, int splits) {
   }
   if (!whole) return refuse(out.loc, absl::StrCat("the copy must take the whole of '", acc, "'"));
 
-  Names names(program);
+  ir::FreshNames names(program);
   const std::string split = names.Fresh("kiln_split");
   const std::string partials = names.Fresh("kiln_splitk_partials");
   const ir::Loc at = loop.loc;

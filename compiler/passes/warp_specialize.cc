@@ -70,6 +70,7 @@
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/tma_attr.h"
 #include "compiler/passes/lowering.h"
+#include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "util/status_macros.h"
 
@@ -311,13 +312,56 @@ bool Lowering::WarpSpecializable() const {
   auto p = program_.attrs.find(kPipelineAttr);
   if (p == program_.attrs.end() || p->second != kPipelineWarpSpecialized) return false;
   if (threads_ % 128 != 0 || threads_ + kProducerThreads > 1024) return false;
-  int top = 0;
-  for (const Stmt& s : program_.kernel.body) {
-    top += s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined && s.num_stages >= 2;
-  }
-  if (top != 1 || CountPipelined(program_.kernel.body) != 1) return false;
+  if (!PipelinedNest()) return false;
   // Room for the barriers in shared memory.
   return SharedBytes(bufs_) + 1024 <= kSm90SharedBytes;
+}
+
+std::optional<std::vector<const Stmt*>> Lowering::PipelinedNest() const {
+  const std::vector<Stmt>* body = &program_.kernel.body;
+  if (CountPipelined(*body) != 1) return std::nullopt;
+  std::vector<const Stmt*> nest;
+  for (;;) {
+    const Stmt* holder = nullptr;
+    for (const Stmt& s : *body) {
+      if (CountPipelined({s}) > 0) holder = &s;
+    }
+    if (holder == nullptr) return std::nullopt;
+    if (holder->kind == StmtKind::kFor && holder->for_kind == ir::ForKind::kPipelined) {
+      if (holder->num_stages < 2) return std::nullopt;
+      return nest;
+    }
+    // The producer evaluates the nest's extents and conditions as well:
+    // nothing in them may read memory or differ between threads.
+    bool pure = true;
+    auto check = [&](const Expr& e) {
+      std::function<void(const Expr&)> walk = [&](const Expr& x) {
+        pure = pure && x.kind != ExprKind::kLoad && x.kind != ExprKind::kThreadIdx;
+        for (const Expr& a : x.args) walk(a);
+      };
+      walk(e);
+    };
+    if (holder->kind == StmtKind::kFor && holder->for_kind == ir::ForKind::kSerial &&
+        holder->loop_vars.size() == 1 && holder->extents.size() == 1) {
+      check(holder->extents[0]);
+    } else if (holder->kind == StmtKind::kIf && CountPipelined(holder->else_body) == 0) {
+      check(holder->cond);
+    } else {
+      return std::nullopt;
+    }
+    if (!pure) return std::nullopt;
+    nest.push_back(holder);
+    body = &holder->body;
+  }
+}
+
+absl::Status Lowering::LowerNestBody(const Stmt& s, const Stmt& header, const std::vector<Stmt>& in,
+                                     std::vector<Stmt>* body) {
+  const bool nested = ws_nest_.count(&s) > 0;
+  if (nested) ws_nest_headers_.push_back(header);
+  absl::Status status = LowerStmts(in, body);
+  if (nested) ws_nest_headers_.pop_back();
+  return status;
 }
 
 std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
@@ -493,7 +537,11 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   // against 220 with one group in flight, while at 8192^3 (4096 blocks) one
   // in flight still won, 537 against 511 (H100, 2026-12-07). A grid whose
   // size is not known keeps the group in flight.
-  const std::optional<int64_t> blocks = ir::ConstGridBlocks(program_.kernel);
+  // A persistent kernel's tiles count as the grid it was made from.
+  std::optional<int64_t> blocks = ir::ConstGridBlocks(program_.kernel);
+  if (auto t = program_.attrs.find(kPersistentTilesAttr); t != program_.attrs.end()) {
+    blocks = std::atoll(t->second.c_str());
+  }
   const bool streaming = blocks && *blocks <= kHopperSms;
   const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads && !streaming ? 1 : 0;
   const std::string ko = s.loop_vars[0];
@@ -502,8 +550,9 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   auto empty = [&](const Expr& st) { return WsBarrier(0, stages, true, st); };
   const std::optional<int64_t> n_const = MaxOf(n);
   if (n_const) var_max_[ko] = *n_const - 1;
-  const Expr st = ir::Simplify(Mod(Var(ko), stages));
-  const Expr round = ir::Simplify(Mod(Div(Var(ko), stages), 2));
+  const RingPos ring = Ring(ko, stages, /*producer=*/false);
+  const Expr& st = ring.stage;
+  const Expr& round = ring.round;
 
   // Consumers.
   Stmt loop = For(ko, n, ir::ForKind::kSerial, {});
@@ -520,11 +569,17 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
     Guarded(lane0, {Call("mbarrier_arrive", {empty(st)})}, &loop.body);
   } else {
     loop.body.push_back(WgmmaIterationWait(ko, n, inflight));
-    const Expr prev = ir::Simplify(Mod(Add(Var(ko), I(stages - 1)), stages));
-    Guarded(And(lane0, Lt(I(0), Var(ko))), {Call("mbarrier_arrive", {empty(prev)})}, &loop.body);
+    Guarded(And(lane0, Lt(I(0), Var(ko))), {Call("mbarrier_arrive", {empty(ring.prev)})},
+            &loop.body);
   }
+  for (const Stmt& a : ring.advance) loop.body.push_back(a);
   out->push_back(std::move(loop));
   out->push_back(Call("wgmma_wait", {I(0)}));
+  if (!ring.advance.empty() && inflight > 0) {
+    // The ring runs on through the nest: the stage held back by the last
+    // iteration (the next one would have released it) goes back now.
+    Guarded(And(lane0, Lt(I(0), n)), {Call("mbarrier_arrive", {empty(ring.prev)})}, out);
+  }
   read_.insert(g->reads.begin(), g->reads.end());
   dirty_.insert(dsts.begin(), dsts.end());
   RETURN_IF_ERROR(WsProducer(s, n, stages, {plans}));
@@ -535,6 +590,9 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedBody(const Stmt& s,
                                                         const std::vector<size_t>& producers,
                                                         const std::set<std::string>& dsts,
                                                         const Expr& n, std::vector<Stmt>* out) {
+  // Not yet inside a nest (a persistent kernel's tile loop): only the
+  // one-gemm loop counts its ring across the nest's iterations.
+  if (!ws_nest_headers_.empty()) return false;
   auto is_producer = [&](size_t i) {
     return std::find(producers.begin(), producers.end(), i) != producers.end();
   };
@@ -842,8 +900,9 @@ absl::Status Lowering::WsProducer(const Stmt& s, const Expr& n, int64_t stages,
   // consumers released the stage (the first round passes at once), arrive
   // on its full barrier expecting the group's bytes, issue the loads.
   const std::string ko = s.loop_vars[0];
-  const Expr st = ir::Simplify(Mod(Var(ko), stages));
-  const Expr parity = ir::Simplify(Mod(Add(Div(Var(ko), stages), I(1)), 2));
+  const RingPos ring = Ring(ko, stages, /*producer=*/true);
+  const Expr& st = ring.stage;
+  const Expr& parity = ring.round;
   std::vector<Stmt> producer;
   for (const std::vector<TmaCopy>& g : groups) {
     for (const TmaCopy& p : g) producer.push_back(Call("prefetch_tma_desc", {I(p.map)}));
@@ -867,9 +926,59 @@ absl::Status Lowering::WsProducer(const Stmt& s, const Expr& n, int64_t stages,
     }
   }
   env_ = std::move(saved_env);
-  producer.push_back(std::move(ploop));
+  for (const Stmt& a : ring.advance) ploop.body.push_back(a);
+  if (ring.advance.empty()) {
+    producer.push_back(std::move(ploop));
+    ws_producer_ = std::move(producer);
+    return absl::OkStatus();
+  }
+  // The consumers' nest around the loop, with the producer's own position.
+  std::vector<Stmt> inner = {std::move(ploop)};
+  for (size_t h = ws_nest_headers_.size(); h-- > 0;) {
+    Stmt wrap = ws_nest_headers_[h];
+    wrap.body = std::move(inner);
+    inner = {std::move(wrap)};
+  }
+  producer.push_back(LocalAlloc(ws_pring_, ir::DType::kInt32, 2));
+  producer.push_back(Store(ws_pring_, {I(0)}, I(0)));
+  producer.push_back(Store(ws_pring_, {I(1)}, I(0)));
+  for (Stmt& x : inner) producer.push_back(std::move(x));
   ws_producer_ = std::move(producer);
   return absl::OkStatus();
+}
+
+Lowering::RingPos Lowering::Ring(const std::string& ko, int64_t stages, bool producer) {
+  RingPos r;
+  if (ws_nest_headers_.empty()) {
+    // The loop runs the ring once: its variable is the position.
+    r.stage = ir::Simplify(Mod(Var(ko), stages));
+    r.round = ir::Simplify(Mod(Add(Div(Var(ko), stages), I(producer ? 1 : 0)), 2));
+    r.prev = ir::Simplify(Mod(Add(Var(ko), I(stages - 1)), stages));
+    return r;
+  }
+  // In a nest the ring runs on across its iterations: each side keeps
+  // {stage, phase} in registers of its own and steps them at the end of
+  // each iteration (no division by the stages in the loop).
+  if (ws_ring_.empty()) {
+    ws_ring_ = Fresh("ws_ring");
+    ws_pring_ = Fresh("ws_pring");
+    top_allocs_.push_back(LocalAlloc(ws_ring_, ir::DType::kInt32, 2));
+    top_allocs_.push_back(Store(ws_ring_, {I(0)}, I(0)));
+    top_allocs_.push_back(Store(ws_ring_, {I(1)}, I(0)));
+  }
+  const std::string& a = producer ? ws_pring_ : ws_ring_;
+  const Expr stage = ir::Load(a, ir::DType::kInt32, {I(0)});
+  const Expr phase = ir::Load(a, ir::DType::kInt32, {I(1)});
+  const Expr next = Add(stage, I(1));
+  const Expr wraps = Eq(next, I(stages));
+  r.stage = stage;
+  r.round = producer ? ir::Binary(ir::BinOp::kBitXor, phase, I(1)) : phase;
+  r.prev = ir::Select(Eq(stage, I(0)), I(stages - 1), Add(stage, I(-1)));
+  // The phase first: its step reads the stage before the stage's own.
+  r.advance.push_back(
+      Store(a, {I(1)}, ir::Select(wraps, ir::Binary(ir::BinOp::kBitXor, phase, I(1)), phase)));
+  r.advance.push_back(Store(a, {I(0)}, ir::Select(wraps, I(0), next)));
+  return r;
 }
 
 void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {

@@ -63,7 +63,10 @@ namespace kiln::toolchain {
 // descriptors are an add to the shared window's base at each gemm.
 // 22: fp8 (e4m3, e5m2) gemms on Hopper are wgmma (m64nNk32, both operands
 // K-major, 1-byte swizzle rows of 128 elements); they were scalar.
-inline constexpr int kKilnCodegenVersion = 22;
+// 23: a T.Pipelined loop under serial loops and ifs (TileLang's T.Persistent
+// GEMM) is warp-specialized, its ring running on across the nest (it took
+// cp.async); pass option persistent= (off by default).
+inline constexpr int kKilnCodegenVersion = 23;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

@@ -37,6 +37,7 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 #include "compiler/toolchain/kernel_compile.h"
@@ -55,6 +56,7 @@ constexpr char kUsage[] =
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
     "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--split-k=N|auto]\n"
+    "                [--persistent=on|off|auto|N]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
 
@@ -147,6 +149,18 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (TakeValue(argc, argv, i, "--ws-overlap", &value)) {
       if (value != "on" && value != "off") return UsageError("--ws-overlap must be on or off");
       args->lowering.ws_overlap = value == "on";
+    } else if (TakeValue(argc, argv, i, "--persistent", &value)) {
+      using P = kiln::codegen::LoweringOptions::Persistent;
+      int blocks = 0;
+      const bool numbered = absl::SimpleAtoi(value, &blocks);
+      if ((value != "on" && value != "off" && value != "auto" && !numbered) ||
+          (numbered && (blocks < 1 || blocks > kiln::passes::kMaxPersistentBlocks))) {
+        return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
+                                       "in 1..",
+                                       kiln::passes::kMaxPersistentBlocks));
+      }
+      args->lowering.persistent = value == "off" ? P::kOff : value == "auto" ? P::kAuto : P::kOn;
+      args->lowering.persistent_blocks = numbered ? blocks : 0;
     } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
       int n = 0;
       if (value != "auto" &&

@@ -41,6 +41,7 @@
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/tools/bind_lines.h"
@@ -83,6 +84,9 @@ options:
                        registers for (auto: Kiln's plan)
   --ws-overlap on|off  attention-like warp-specialized loops keep the next
                        tile's first gemm in flight during the softmax (off)
+  --persistent on|off|auto|N  GEMMs of more blocks than SMs as one block
+                       per SM walking the tiles (off; auto: where shared
+                       memory allows one block per SM anyway; N: N blocks)
   --split-k N|auto     split the GEMM's K loop over N blocks per output tile
                        (float32 partials in a workspace, then a reduce kernel);
                        1: off; auto (default): Kiln's choice on Hopper's
@@ -263,6 +267,18 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--ws-overlap must be on or off");
       }
       args->lowering.ws_overlap = value == "on";
+    } else if (take("--persistent")) {
+      using P = kiln::codegen::LoweringOptions::Persistent;
+      int blocks = 0;
+      const bool numbered = absl::SimpleAtoi(value, &blocks);
+      if (missing || (value != "on" && value != "off" && value != "auto" && !numbered) ||
+          (numbered && (blocks < 1 || blocks > kiln::passes::kMaxPersistentBlocks))) {
+        return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
+                                       "in 1..",
+                                       kiln::passes::kMaxPersistentBlocks));
+      }
+      args->lowering.persistent = value == "off" ? P::kOff : value == "auto" ? P::kAuto : P::kOn;
+      args->lowering.persistent_blocks = numbered ? blocks : 0;
     } else if (take("--split-k")) {
       int n = 0;
       if (missing || (value != "auto" &&
@@ -365,6 +381,41 @@ int Run(const Args& args) {
     }
   }
 
+  // The target: for CUDA the device first, whose architecture codegen and the
+  // program's device queries need.
+  std::shared_ptr<kiln::measure::Device> device;
+  std::string target = "cpu";
+  std::string where = "cpu";
+  if (args.is_cuda) {
+    absl::StatusOr<std::shared_ptr<kiln::measure::CudaDriver>> driver =
+        kiln::measure::CudaDriver::Load();
+    if (!driver.ok()) {
+      return Fail(absl::StrCat("--target ", args.target, ": ", driver.status().message()));
+    }
+    absl::StatusOr<std::shared_ptr<kiln::measure::Device>> opened =
+        kiln::measure::Device::Open(*driver, args.device);
+    if (!opened.ok()) {
+      return Fail(absl::StrCat("--target ", args.target, ": ", opened.status().message()));
+    }
+    device = *opened;
+    const kiln::measure::DeviceProperties& props = device->properties();
+    std::string arch = args.arch;
+    if (arch.empty()) {
+      arch = props.arch();
+      const auto& archs = kiln::toolchain::SupportedCudaArchs();
+      if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
+        return Fail(absl::StrCat(props.name, " is ", arch,
+                                 ", which Kiln does not generate code for (supported: ",
+                                 absl::StrJoin(archs, ", "), ")"));
+      }
+    } else if (!kiln::measure::CubinRunsOn(arch, props.cc_major, props.cc_minor)) {
+      return Fail(absl::StrCat("--arch ", arch, ": a cubin for ", arch, " does not run on ",
+                               props.name, " (", props.arch(), ")"));
+    }
+    target = "cuda:" + arch;
+    where = absl::StrCat("cuda:", args.device, " (", device->properties().name, ", ", arch, ")");
+  }
+
   kiln::frontend::FrontendOptions options;
   options.file_name = args.file;
   options.entry = args.entry;
@@ -378,10 +429,9 @@ int Run(const Args& args) {
     }
   }
   // Device queries describe the device the program is lowered for: --lower-for's,
-  // --arch's, else the target's (cpu: none).
+  // else the architecture built for (the device's, or --arch's; cpu: none).
   options.device = kiln::frontend::DeviceModelForTarget(
-      !args.lowering.lower_for.empty() ? args.lowering.lower_for
-                                       : (!args.arch.empty() ? "cuda:" + args.arch : args.target));
+      !args.lowering.lower_for.empty() ? args.lowering.lower_for : target);
   absl::StatusOr<ir::Program> program = kiln::frontend::CompileSource(*source, options);
   // Located errors of the program quote its source line.
   auto located = [&](absl::string_view message) {
@@ -490,40 +540,6 @@ int Run(const Args& args) {
     if (!params[i].is_output && !from_file.count(params[i].name)) {
       kiln::tools::FillRandom(params[i].before, args.seed, i);
     }
-  }
-
-  // The target: for CUDA the device first, whose architecture codegen needs.
-  std::shared_ptr<kiln::measure::Device> device;
-  std::string target = "cpu";
-  std::string where = "cpu";
-  if (args.is_cuda) {
-    absl::StatusOr<std::shared_ptr<kiln::measure::CudaDriver>> driver =
-        kiln::measure::CudaDriver::Load();
-    if (!driver.ok()) {
-      return Fail(absl::StrCat("--target ", args.target, ": ", driver.status().message()));
-    }
-    absl::StatusOr<std::shared_ptr<kiln::measure::Device>> opened =
-        kiln::measure::Device::Open(*driver, args.device);
-    if (!opened.ok()) {
-      return Fail(absl::StrCat("--target ", args.target, ": ", opened.status().message()));
-    }
-    device = *opened;
-    const kiln::measure::DeviceProperties& props = device->properties();
-    std::string arch = args.arch;
-    if (arch.empty()) {
-      arch = props.arch();
-      const auto& archs = kiln::toolchain::SupportedCudaArchs();
-      if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
-        return Fail(absl::StrCat(props.name, " is ", arch,
-                                 ", which Kiln does not generate code for (supported: ",
-                                 absl::StrJoin(archs, ", "), ")"));
-      }
-    } else if (!kiln::measure::CubinRunsOn(arch, props.cc_major, props.cc_minor)) {
-      return Fail(absl::StrCat("--arch ", arch, ": a cubin for ", arch, " does not run on ",
-                               props.name, " (", props.arch(), ")"));
-    }
-    target = "cuda:" + arch;
-    where = absl::StrCat("cuda:", args.device, " (", device->properties().name, ", ", arch, ")");
   }
 
   kiln::codegen::LoweringOptions lowering = args.lowering;

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -433,7 +434,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
     // docs/benchmarks.md, Hopper GEMM run 4). A split the program does not
     // allow fails verification like any config. Not where the build's pass
     // options fix the split (split-k=N, or 1 for none).
-    std::vector<Candidate> split_picks;
+    std::vector<Candidate> knob_picks;
     std::set<Config> picked;
     if (options.split_k_variants && !a.base.gemms.empty() && !ranked.empty() && arch.sm_count > 0 &&
         out.space.count(driver::kSplitKKnob) == 0 && driver::SplitKParts(build) == 0 &&
@@ -461,7 +462,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       std::map<Config, int> per_tile;
       auto pick = [&](bool wgmma_only, size_t until) {
         for (const Candidate& v : variants) {
-          if (split_picks.size() >= until) return;
+          if (knob_picks.size() >= until) return;
           if (wgmma_only && !v.prediction.wgmma) continue;
           int& of_tile = per_tile[shape_of(v.config, true)];
           if (picked.count(v.config) || of_tile >= 1) continue;
@@ -473,16 +474,46 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
             absl::StrAppend(&c.rationale, ", split-K x", c.config.at(driver::kSplitKKnob), " (",
                             c.prediction.blocks, " blocks on ", arch.sm_count, " SMs)");
           }
-          split_picks.push_back(std::move(c));
+          knob_picks.push_back(std::move(c));
         }
       };
       if (model.wgmma && arch.wgmma_tflops > 0) pick(/*wgmma_only=*/true, room / 2);
       pick(/*wgmma_only=*/false, room);
     }
+    // Persistent tiles (the knob kiln:persistent, passes/persistent.h) for a
+    // warp-specialized GEMM whose grid has more blocks than SMs: the best
+    // ranked such configs again as one block per SM walking the tiles, a
+    // quarter of the top-k. The model does not tell the two apart (they
+    // differ by a few percent either way, docs/benchmarks.md "Persistent
+    // tiles"); the measurement does. Not where the build's pass options fix
+    // it (persistent=...).
+    bool fixed = false;
+    for (const std::string& po : options.pass_options) {
+      fixed = fixed || absl::StartsWith(po, "persistent=");
+    }
+    if (options.persistent_variants && knob_picks.empty() && model.wgmma &&
+        driver::TmaWsPipeline(build) && !fixed && arch.sm_count > 0 &&
+        out.space.count(driver::kPersistentKnob) == 0) {
+      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 4;
+      for (const Candidate& base : ranked) {
+        if (knob_picks.size() >= room) break;
+        if (!base.prediction.wgmma || base.prediction.split > 1 ||
+            base.prediction.blocks <= arch.sm_count) {
+          continue;
+        }
+        Candidate c = base;
+        c.config[driver::kPersistentKnob] = 1;
+        c.rationale = Rationale(a, c.config, c.prediction);
+        absl::StrAppend(&c.rationale, ", persistent (", arch.sm_count, " blocks over ",
+                        c.prediction.blocks, " tiles)");
+        picked.insert(c.config);
+        knob_picks.push_back(std::move(c));
+      }
+    }
     // Diversity: a first pass admits at most two configs per tile shape, so
     // near-ties of one tile in different stage counts do not fill the whole
     // top-k; a second pass fills up from the rest in rank order.
-    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) - split_picks.size();
+    const size_t want = static_cast<size_t>(std::max(1, options.top_k)) - knob_picks.size();
     std::map<Config, int> per_shape;
     std::vector<bool> used(ranked.size(), false);
     for (int pass = 0; pass < 2 && out.candidates.size() < want; ++pass) {
@@ -497,7 +528,7 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         admit(std::move(c));
       }
     }
-    for (Candidate& c : split_picks) admit(std::move(c));
+    for (Candidate& c : knob_picks) admit(std::move(c));
     SortByPrediction(&out.candidates);
     break;
   }

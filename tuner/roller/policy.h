@@ -60,6 +60,9 @@ struct PolicyOptions {
   // Roller: add split-K variants (kiln:split_k) of the best config of a
   // GEMM whose grid leaves most SMs idle (Propose).
   bool split_k_variants = true;
+  // Roller: add persistent variants (kiln:persistent = 1) of the best
+  // warp-specialized configs of a GEMM with more blocks than SMs (Propose).
+  bool persistent_variants = true;
   int64_t max_space = 200000; // grid / roller: refuse spaces larger than this
 };
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "compiler/driver/compile_driver.h"
+#include "compiler/ir/simplify.h"
 #include "compiler/passes/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -380,6 +381,85 @@ TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
   absl::StatusOr<codegen::EmittedKernel> refused = Emit(*three, o);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("which 3 does not divide"));
+}
+
+TEST(CompileDriver, PersistentIsAPassOptionOfTheKeyAndTheVariant) {
+  // persistent=on|auto|N (compiler/passes/persistent.h): a grid of one block
+  // per SM (or N) walking the example's 32 x 16 tiles (4096^3, 128x256x64, 4
+  // stages), the producer's ring position carried across them; its own key
+  // and best-config variant; off by default.
+  ProgramInput in = GemmInput(/*test_size=*/false);
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  o.emit_source = true;
+  const std::string plain = KeyOf(in, o);
+  auto build = [&](std::vector<std::string> pass_options) {
+    o.pass_options = std::move(pass_options);
+    absl::StatusOr<Prepared> p = Prepare(in, o);
+    if (!p.ok()) return absl::StatusOr<codegen::EmittedKernel>(p.status());
+    return Emit(*p, o);
+  };
+  auto grid_of = [&](std::vector<std::string> pass_options) -> int64_t {
+    absl::StatusOr<codegen::EmittedKernel> k = build(std::move(pass_options));
+    if (!k.ok()) return -1;
+    int64_t blocks = 1;
+    for (const ir::Expr& g : k->launch.grid) blocks *= ir::ConstInt(g).value_or(-1000);
+    return blocks;
+  };
+  EXPECT_EQ(grid_of({}), 512);
+  EXPECT_EQ(grid_of({"persistent=on"}), 132);
+  EXPECT_EQ(grid_of({"persistent=7"}), 7);
+  EXPECT_EQ(grid_of({"persistent=on", "persistent=off"}), 512);
+  // auto: 192 KiB of stages keep a second block off the SM anyway.
+  EXPECT_EQ(grid_of({"persistent=auto"}), 132);
+  absl::StatusOr<codegen::EmittedKernel> on = build({"persistent=on"});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_THAT(on->source, HasSubstr("kiln_ws_pring"));
+  EXPECT_THAT(on->source, HasSubstr("__launch_bounds__(384)"));
+  o.pass_options = {"persistent=on"};
+  EXPECT_EQ(KernelVariant(o), ";persistent=on");
+  EXPECT_NE(KeyOf(in, o), plain);
+  o.pass_options = {"persistent=7"};
+  EXPECT_EQ(KernelVariant(o), ";persistent=7");
+  o.pass_options = {"persistent=off"};
+  EXPECT_EQ(KernelVariant(o), "");
+  EXPECT_EQ(KeyOf(in, o), plain);
+  // The tuning knob kiln:persistent (a sweep's candidates may carry it).
+  EXPECT_EQ(*KnobPassOption(kPersistentKnob, 1), "persistent=on");
+  EXPECT_EQ(*KnobPassOption(kPersistentKnob, 0), "persistent=off");
+  absl::StatusOr<std::string> two = KnobPassOption(kPersistentKnob, 2);
+  ASSERT_FALSE(two.ok());
+  EXPECT_THAT(two.status().message(), HasSubstr("0 (off) or 1"));
+  // Off the warp-specialized path the option has nothing to apply to.
+  o.pass_options = {"pipeline=cp.async", "persistent=on"};
+  EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
+  for (const char* bad : {"persistent=0", "persistent=x", "persistent=", "persistent=65537"}) {
+    o.pass_options = {bad};
+    absl::StatusOr<Prepared> refused = Prepare(in, o);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("persistent=on, off, auto or N blocks"))
+        << bad;
+  }
+  // Small tiles fit two blocks per SM, which overlap each other's epilogue
+  // already: auto leaves them alone.
+  const std::map<std::string, int64_t> tile = {
+      {"block_M", 64}, {"block_N", 128}, {"block_K", 64}, {"threads", 128}, {"num_stages", 3}};
+  for (auto& [name, value] : in.bindings) {
+    if (auto t = tile.find(name); t != tile.end()) value.ival = t->second;
+  }
+  EXPECT_EQ(grid_of({"persistent=auto"}), 2048);
+  EXPECT_EQ(grid_of({"persistent=on"}), 132);
+  // A grid of no more blocks than SMs has no waves to walk: on says so, at
+  // the kernel's line (1024^2: 16 x 8 tiles, too many for split-K's rule).
+  for (auto& [name, value] : in.bindings) {
+    if (name == "M" || name == "N") value.ival = 1024;
+  }
+  absl::StatusOr<codegen::EmittedKernel> few = build({"persistent=on"});
+  ASSERT_FALSE(few.ok());
+  EXPECT_THAT(few.status().message(),
+              HasSubstr("persistent: the grid has 128 blocks, no more than the 132 SMs"));
+  EXPECT_THAT(few.status().message(), HasSubstr("examples/gemm/gemm.py:"));
+  EXPECT_EQ(grid_of({"persistent=auto"}), 128);
 }
 
 TEST(CompileDriver, EveryListedTargetBuilds) {

@@ -193,6 +193,53 @@ TEST(Policy, DecodeGemmGetsSplitKVariantsThatVerify) {
       << swept->rejections[0];
 }
 
+// Persistent tiles (compiler/passes/persistent.h) as the tuning knob
+// kiln:persistent: where the grid has more blocks than SMs on the
+// warp-specialized wgmma path, a quarter of the top-k are the best configs
+// again walking the tiles on one block per SM, each verified; not at a
+// decode shape (split-K's), not off the TMA path, not where the pass options
+// fix it.
+TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
+  PolicyOptions o;
+  o.top_k = 8;
+  absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->candidates.size(), 8u);
+  int persistent = 0;
+  for (const Candidate& c : p->candidates) {
+    SCOPED_TRACE(c.rationale);
+    if (c.config.count(driver::kPersistentKnob) == 0) continue;
+    ++persistent;
+    EXPECT_EQ(c.config.at(driver::kPersistentKnob), 1);
+    EXPECT_TRUE(c.prediction.wgmma);
+    EXPECT_GT(c.prediction.blocks, 132);
+    EXPECT_NE(c.rationale.find("persistent (132 blocks over"), std::string::npos);
+    EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90", {}).ok());
+    EXPECT_FALSE(c.key.empty());
+    // Its own build: the key differs from the same tile's.
+    Config plain = c.config;
+    plain.erase(driver::kPersistentKnob);
+    EXPECT_NE(*VerifyConfig(p->analysis, plain, "cuda:sm_90", {}), c.key);
+  }
+  EXPECT_EQ(persistent, 2);
+  absl::StatusOr<Proposal> decode = Propose(
+      Input("examples/gemm/gemm.py", {{"M", "16"}, {"N", "4096"}, {"K", "4096"}}), H200(), o);
+  ASSERT_TRUE(decode.ok()) << decode.status();
+  for (const Candidate& c : decode->candidates) {
+    EXPECT_EQ(c.config.count(driver::kPersistentKnob), 0u) << c.rationale;
+  }
+  for (const std::vector<std::string>& fixed :
+       {std::vector<std::string>{"persistent=off"}, {"pipeline=cp.async"}}) {
+    PolicyOptions f = o;
+    f.pass_options = fixed;
+    absl::StatusOr<Proposal> q = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), f);
+    ASSERT_TRUE(q.ok()) << q.status();
+    for (const Candidate& c : q->candidates) {
+      EXPECT_EQ(c.config.count(driver::kPersistentKnob), 0u) << fixed[0];
+    }
+  }
+}
+
 TEST(Policy, GridReturnsExactlyTheVerifiedSubsetOfTheDeclaredSpace) {
   const TuneSpace space = {{"block_M", {64, 128, 256}},
                            {"block_N", {64, 128, 256}},
