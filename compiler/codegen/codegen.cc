@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/cxx_emitter.h"
 #include "compiler/ir/builder.h"
@@ -300,6 +301,21 @@ absl::Status ApplySplitK(ir::Program& program, std::string_view target,
     passes::AutoSplitK(program);
   }
   return absl::OkStatus();
+}
+
+bool ParsePersistent(std::string_view value, LoweringOptions* options) {
+  using P = LoweringOptions::Persistent;
+  int blocks = 0;
+  if (value == "on" || value == "off" || value == "auto") {
+    options->persistent = value == "on" ? P::kOn : value == "off" ? P::kOff : P::kAuto;
+  } else if (absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &blocks) &&
+             blocks >= 1 && blocks <= passes::kMaxPersistentBlocks) {
+    options->persistent = P::kOn;
+  } else {
+    return false;
+  }
+  options->persistent_blocks = blocks;
+  return true;
 }
 
 absl::Status ApplyPersistent(ir::Program& program, std::string_view target,

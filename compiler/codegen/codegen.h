@@ -64,6 +64,11 @@ struct LoweringOptions {
 absl::Status ApplySplitK(ir::Program& program, std::string_view target,
                          const LoweringOptions& options);
 
+// Reads a persistent= value ("on", "off", "auto", or a number of blocks in
+// 1..passes::kMaxPersistentBlocks) into options->persistent and
+// persistent_blocks; false (options unchanged) for anything else.
+bool ParsePersistent(std::string_view value, LoweringOptions* options);
+
 // Makes `program` persistent as LowerAndEmit does after ApplySplitK:
 // options.persistent on Hopper's default path (as ApplySplitK's auto);
 // persistent=on elsewhere is an error. Sets *applied.

@@ -1,6 +1,8 @@
 #include "compiler/driver/compile_driver.h"
 
 #include <chrono>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -53,17 +55,6 @@ std::string WithResources(std::string json, const toolchain::ResourceUsage& u) {
   return json;
 }
 
-// persistent=N (N in 1..passes::kMaxPersistentBlocks): N; anything else: 0.
-int PersistentBlocksOption(const std::string& p) {
-  int n = 0;
-  if (!absl::StartsWith(p, "persistent=") ||
-      !absl::SimpleAtoi(absl::string_view(p).substr(11), &n) || n < 1 ||
-      n > passes::kMaxPersistentBlocks) {
-    return 0;
-  }
-  return n;
-}
-
 } // namespace
 
 absl::Status ValidateBuildOptions(const BuildOptions& o) {
@@ -99,11 +90,12 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       }
       continue;
     }
+    codegen::LoweringOptions unused;
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
-        p != "persistent=on" && p != "persistent=off" && p != "persistent=auto" &&
-        PersistentBlocksOption(p) == 0) {
+        !(absl::StartsWith(p, "persistent=") &&
+          codegen::ParsePersistent(std::string_view{p}.substr(11), &unused))) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass option '", p,
                        "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
@@ -152,36 +144,28 @@ bool WsOverlap(const BuildOptions& o) {
   return on && TmaWsPipeline(o);
 }
 
-// The last persistent= pass option wins; off by default and wherever the
-// main loop is not TMA + warp specialization. persistent=N is on with a
-// grid of N blocks (*blocks; 0: one per SM).
-codegen::LoweringOptions::Persistent PersistentMode(const BuildOptions& o, int* blocks = nullptr) {
-  using P = codegen::LoweringOptions::Persistent;
-  P mode = P::kOff;
-  int n = 0;
+// The last persistent= pass option wins (codegen::ParsePersistent reads
+// it); off by default and wherever the main loop is not TMA + warp
+// specialization.
+codegen::LoweringOptions PersistentOf(const BuildOptions& o) {
+  codegen::LoweringOptions l;
   for (const std::string& p : o.pass_options) {
-    if (const int b = PersistentBlocksOption(p); b > 0) {
-      mode = P::kOn;
-      n = b;
-      continue;
+    if (absl::StartsWith(p, "persistent=")) {
+      codegen::ParsePersistent(std::string_view{p}.substr(11), &l);
     }
-    if (p == "persistent=on" || p == "persistent=off" || p == "persistent=auto") n = 0;
-    mode = p == "persistent=on"     ? P::kOn
-           : p == "persistent=off"  ? P::kOff
-           : p == "persistent=auto" ? P::kAuto
-                                    : mode;
   }
-  if (blocks != nullptr) *blocks = n;
-  return TmaWsPipeline(o) ? mode : P::kOff;
+  if (!TmaWsPipeline(o)) l = codegen::LoweringOptions{};
+  return l;
 }
 
-// The key form of the persistent= option: "on", "auto" or the grid's blocks.
-std::string PersistentName(const BuildOptions& o) {
+// The key form of the persistent= option ("" when off): ";persistent=" and
+// "on", "auto" or the grid's blocks.
+std::string PersistentKey(const BuildOptions& o) {
   using P = codegen::LoweringOptions::Persistent;
-  int blocks = 0;
-  const P mode = PersistentMode(o, &blocks);
-  if (blocks > 0) return absl::StrCat(blocks);
-  return mode == P::kOn ? "on" : mode == P::kAuto ? "auto" : "off";
+  const codegen::LoweringOptions l = PersistentOf(o);
+  if (l.persistent == P::kOff) return "";
+  if (l.persistent_blocks > 0) return absl::StrCat(";persistent=", l.persistent_blocks);
+  return l.persistent == P::kOn ? ";persistent=on" : ";persistent=auto";
 }
 
 // The last split-k= pass option wins; 0 (auto) by default.
@@ -206,7 +190,9 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.ws_blocks = WsBlocks(o);
   lowering.ws_overlap = WsOverlap(o);
   lowering.split_k = SplitKParts(o);
-  lowering.persistent = PersistentMode(o, &lowering.persistent_blocks);
+  const codegen::LoweringOptions persistent = PersistentOf(o);
+  lowering.persistent = persistent.persistent;
+  lowering.persistent_blocks = persistent.persistent_blocks;
   return lowering;
 }
 
@@ -243,9 +229,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (GemmWgmma(o) && !TmaWsPipeline(o)) absl::StrAppend(&out, ";pipeline=cp.async");
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
     if (WsOverlap(o)) absl::StrAppend(&out, ";ws-overlap=on");
-    if (PersistentMode(o) != codegen::LoweringOptions::Persistent::kOff) {
-      absl::StrAppend(&out, ";persistent=", PersistentName(o));
-    }
+    absl::StrAppend(&out, PersistentKey(o));
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
   return out;
@@ -261,10 +245,7 @@ std::string CanonicalOptions(const BuildOptions& o) {
                       ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
                       TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
                       WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
-                      WsOverlap(o) ? ";ws-overlap=on" : "",
-                      PersistentMode(o) != codegen::LoweringOptions::Persistent::kOff
-                          ? absl::StrCat(";persistent=", PersistentName(o))
-                          : "",
+                      WsOverlap(o) ? ";ws-overlap=on" : "", PersistentKey(o),
                       SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 

@@ -14,6 +14,7 @@
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/passes/layout_inference.h"
+#include "compiler/passes/target.h"
 #include "util/status_macros.h"
 
 namespace kiln::passes {
@@ -23,11 +24,6 @@ using ir::BinOp;
 using ir::Expr;
 using ir::Stmt;
 using ir::StmtKind;
-
-// One SM's shared memory on sm_90 and what the hardware keeps of it per
-// block (warp_specialize.cc plans with the same numbers).
-constexpr int64_t kSmSharedBytes = 233472;
-constexpr int64_t kBlockReservedBytes = 1024;
 
 // persistent=auto's longest K loop. A tile's fixed costs (its epilogue, the
 // pipeline's fill) are what walking the tiles hides, and they weigh less the
@@ -223,7 +219,7 @@ bool AutoPersistent(ir::Program& program, int64_t sms) {
   if (!Check(program, sms, &at).ok()) return false;
   const Stmt& loop = program.kernel.body[at];
   const int64_t shared = SharedEstimate(program.kernel, loop);
-  if (2 * (shared + 2 * kBlockReservedBytes) <= kSmSharedBytes) return false;
+  if (2 * (shared + 2 * kBlockReservedSharedBytes) <= kSm90SmSharedBytes) return false;
   const std::optional<int64_t> trips = ir::ConstInt(ir::Simplify(loop.extents[0]));
   if (!trips || *trips > kAutoMaxTrips) return false;
   return MakePersistent(program, sms).ok();

@@ -41,4 +41,9 @@ std::vector<std::string> SupportedTargets();
 // SupportedTargets() joined with ", " for messages.
 std::string SupportedTargetList();
 
+// An sm_90 SM's shared memory (228 KiB usable by blocks plus 1 KiB the
+// hardware keeps per resident block): how many blocks of a size fit.
+inline constexpr int64_t kSm90SmSharedBytes = 233472;
+inline constexpr int64_t kBlockReservedSharedBytes = 1024;
+
 } // namespace kiln::passes

@@ -72,6 +72,7 @@
 #include "compiler/passes/lowering.h"
 #include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
+#include "compiler/passes/target.h"
 #include "util/status_macros.h"
 
 namespace kiln::passes::lowering {
@@ -87,9 +88,7 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kProducerRegs = 40;
 constexpr int64_t kMaxConsumerRegs = 240;
 constexpr int64_t kRegisterFile = 65536;
-constexpr int64_t kSm90SharedBytes = 232448;   // one block's opt-in maximum
-constexpr int64_t kSm90SmSharedBytes = 233472; // one SM's, 1 KiB of it reserved per block
-constexpr int64_t kBlockReservedSharedBytes = 1024;
+constexpr int64_t kSm90SharedBytes = 232448; // one block's opt-in maximum
 // What a consumer thread needs beyond its register arrays (addresses, loop
 // state, the epilogue's temporaries): ptxas used 26 above the 128
 // accumulator registers of a 128x128 tile on one warpgroup (CUDA 13.0).

@@ -150,17 +150,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (value != "on" && value != "off") return UsageError("--ws-overlap must be on or off");
       args->lowering.ws_overlap = value == "on";
     } else if (TakeValue(argc, argv, i, "--persistent", &value)) {
-      using P = kiln::codegen::LoweringOptions::Persistent;
-      int blocks = 0;
-      const bool numbered = absl::SimpleAtoi(value, &blocks);
-      if ((value != "on" && value != "off" && value != "auto" && !numbered) ||
-          (numbered && (blocks < 1 || blocks > kiln::passes::kMaxPersistentBlocks))) {
+      if (!kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
                                        "in 1..",
                                        kiln::passes::kMaxPersistentBlocks));
       }
-      args->lowering.persistent = value == "off" ? P::kOff : value == "auto" ? P::kAuto : P::kOn;
-      args->lowering.persistent_blocks = numbered ? blocks : 0;
     } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
       int n = 0;
       if (value != "auto" &&

@@ -268,17 +268,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
       }
       args->lowering.ws_overlap = value == "on";
     } else if (take("--persistent")) {
-      using P = kiln::codegen::LoweringOptions::Persistent;
-      int blocks = 0;
-      const bool numbered = absl::SimpleAtoi(value, &blocks);
-      if (missing || (value != "on" && value != "off" && value != "auto" && !numbered) ||
-          (numbered && (blocks < 1 || blocks > kiln::passes::kMaxPersistentBlocks))) {
+      if (missing || !kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
                                        "in 1..",
                                        kiln::passes::kMaxPersistentBlocks));
       }
-      args->lowering.persistent = value == "off" ? P::kOff : value == "auto" ? P::kAuto : P::kOn;
-      args->lowering.persistent_blocks = numbered ? blocks : 0;
     } else if (take("--split-k")) {
       int n = 0;
       if (missing || (value != "auto" &&
