@@ -167,21 +167,17 @@ absl::Status MakePersistent(ir::Program& program, int64_t sms) {
   // Allocations and layout annotations stay above the loop; a use_swizzle
   // becomes the tile order.
   std::vector<Stmt> head, body;
-  const Stmt* swizzle = nullptr;
-  Stmt swizzle_copy;
+  std::optional<Stmt> swizzle;
   for (Stmt& s : k.body) {
     if (s.kind == StmtKind::kUseSwizzle) {
-      if (s.enable) {
-        swizzle_copy = s;
-        swizzle = &swizzle_copy;
-      }
+      if (s.enable) swizzle = s;
       continue;
     }
     const bool hoist = s.kind == StmtKind::kAlloc || s.kind == StmtKind::kAnnotateLayout;
     (hoist ? head : body).push_back(std::move(s));
   }
   const Expr tile = Bin(BinOp::kAdd, ir::VarRef(pb), Bin(BinOp::kMul, ir::VarRef(j), I(sms)));
-  const std::vector<Expr> idx = TileIndices(tile, grid, swizzle);
+  const std::vector<Expr> idx = TileIndices(tile, grid, swizzle ? &*swizzle : nullptr);
   const std::vector<std::string> vars = k.block_vars;
   ir::RewriteStmts(&body, [&](Expr e) {
     if (e.kind != ir::ExprKind::kVar) return e;

@@ -323,7 +323,9 @@ std::optional<std::vector<const Stmt*>> Lowering::PipelinedNest() const {
   for (;;) {
     const Stmt* holder = nullptr;
     for (const Stmt& s : *body) {
-      if (CountPipelined({s}) > 0) holder = &s;
+      const bool holds = (s.kind == StmtKind::kFor && s.for_kind == ir::ForKind::kPipelined) ||
+                         CountPipelined(s.body) + CountPipelined(s.else_body) > 0;
+      if (holds) holder = &s;
     }
     if (holder == nullptr) return std::nullopt;
     if (holder->kind == StmtKind::kFor && holder->for_kind == ir::ForKind::kPipelined) {
