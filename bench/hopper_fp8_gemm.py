@@ -6,7 +6,8 @@ e5m2, f32 accumulation, C in the input's fp8 type) with the same tile config thr
 torch._scaled_mm (cuBLASLt's fp8 GEMM, unit scales, C in bf16) in one run on one GPU.
 
 Variants: kiln (the default path for cuda:sm_90), persist (the same with --persistent=on:
-one block per SM walking the tiles), alt (the same from --kiln-opt-alt, a
+one block per SM walking the tiles), cluster (the same with --cluster=2: pairs of blocks
+multicasting the operand tiles they share), alt (the same from --kiln-opt-alt, a
 before/after in one run), tilelang (`matmul.compile(...)` of the same file; "not installed"
 when it cannot be imported), and always scaled_mm.
 
@@ -179,7 +180,8 @@ def main():
                             run = (lambda kern=kern: kern(*ins))
                         else:
                             kopt = args.kiln_opt_alt if v == "alt" else args.kiln_opt
-                            extra = ["--persistent=on"] if v == "persist" else []
+                            extra = {"persist": ["--persistent=on"],
+                                     "cluster": ["--cluster=2"]}.get(v, [])
                             comp = compile_kiln(kopt, binds, workdir, f"{v}_{dtype}_{shape}_{cfg}",
                                                 extra)
                             ct = comp.compile_s

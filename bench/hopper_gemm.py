@@ -14,6 +14,8 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           per SM; not in the default list)
   persist tma-ws with --persistent=on: one block per SM walking the output tiles, its
           producer loading the next tile during this one's epilogue (not in the default list)
+  cluster tma-ws with --cluster=2: pairs of blocks (a thread-block cluster along grid x) whose
+          producers multicast the operand tiles both load (not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
           the same run; not in the default list)
   splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then
@@ -76,7 +78,8 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     else:
         extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
                  "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
-                 "nosplit": ["--split-k=1"], "persist": ["--persistent=on"]}[variant]
+                 "nosplit": ["--split-k=1"], "persist": ["--persistent=on"],
+                 "cluster": ["--cluster=2"]}[variant]
     tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

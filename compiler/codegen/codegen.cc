@@ -158,9 +158,16 @@ absl::StatusOr<Piece> EmitPiece(const ir::Program& lowered, const passes::Target
     // for it runs on exactly the devices an sm_90 one does (H100/H200).
     out.arch =
         target.arch == "sm_90" && (body.uses_wgmma || body.uses_tma) ? "sm_90a" : target.arch;
-    out.function =
-        absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", threads, min_blocks, ") ",
-                     launch.symbol, "(", body.params, body.tma_params, ") {\n", body.body, "}\n");
+    // A compile-time cluster shape: the launch stays an ordinary one (its
+    // grid's x extent a multiple of 2, which the lowering checked).
+    const std::string cluster =
+        lowered.attrs.count(passes::kClusterDimsAttr)
+            ? absl::StrCat("__cluster_dims__(", lowered.attrs.at(passes::kClusterDimsAttr),
+                           ", 1, 1) ")
+            : "";
+    out.function = absl::StrCat("extern \"C\" __global__ void ", cluster, "__launch_bounds__(",
+                                threads, min_blocks, ") ", launch.symbol, "(", body.params,
+                                body.tma_params, ") {\n", body.body, "}\n");
     return out;
   }
   const std::string body_fn = absl::StrCat("kiln_body", suffix);
@@ -281,6 +288,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.tma_ws_pipeline = options.tma_ws_pipeline;
   ctx.ws_blocks = options.ws_blocks;
   ctx.ws_overlap = options.ws_overlap;
+  ctx.cluster = options.cluster;
   ir::Program split = program;
   RETURN_IF_ERROR(ApplySplitK(split, target, options));
   bool persistent = false;
@@ -289,6 +297,19 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(split);
   for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));
+  if (options.cluster > 1 && std::none_of(kernels.begin(), kernels.end(), [](const ir::Program& k) {
+        return k.attrs.count(passes::kClusterDimsAttr) > 0;
+      })) {
+    // A kernel beside the main one (split-K's reduction) runs unpaired.
+    return ir::ErrorAt(split.source_name, split.kernel.loc,
+                       absl::StrCat("cluster=", options.cluster,
+                                    " pairs the blocks of a warp-specialized GEMM main loop (one "
+                                    "T.Pipelined loop at the top of the kernel, one gemm fed by "
+                                    "whole-tile TMA copies) on a grid whose x extent is even; no "
+                                    "kernel of this program has one (nor are persistent tiles "
+                                    "paired; compile it without cluster=",
+                                    options.cluster, ")"));
+  }
   return EmitKernels(split, kernels, t);
 }
 

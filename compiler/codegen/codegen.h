@@ -42,6 +42,8 @@ struct LoweringOptions {
   int ws_blocks = 0;
   // PassContext::ws_overlap.
   bool ws_overlap = false;
+  // PassContext::cluster.
+  int cluster = 1;
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;

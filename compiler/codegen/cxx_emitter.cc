@@ -17,6 +17,7 @@
 #include "compiler/ir/intrinsics.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/text_lexer.h"
+#include "compiler/passes/layout_inference.h"
 #include "util/status_macros.h"
 
 namespace kiln::codegen {
@@ -292,46 +293,67 @@ class Emitter {
 
   absl::Status BlockVars() {
     const ir::Kernel& k = p_.kernel;
-    static const char* kBid[] = {"kiln::rt::bid_x()", "kiln::rt::bid_y()", "kiln::rt::bid_z()"};
     const Stmt* swizzle = nullptr;
     for (const Stmt& s : k.body) {
       if (s.kind == StmtKind::kUseSwizzle && s.enable && k.grid.size() >= 2) swizzle = &s;
     }
-    std::vector<std::string> vals = {kBid[0], kBid[1], kBid[2]};
-    if (swizzle) {
-      // TileLang's block rasterization (T.use_swizzle): the linear block
-      // index walks panels of `panel` rows (block y; "col" order: columns,
-      // block x) that span the whole grid the other way; inside a panel
-      // consecutive blocks go down its rows first, so the blocks running at
-      // once share operand tiles in L2, and every other panel runs its
-      // columns backwards, so that a panel starts on the tiles its
-      // predecessor ended with. The last panel is as tall as the rows left.
-      // In 64 bits: the linear index of a grid of more than 2**31 blocks
-      // overflows int; the indices that come out are below the grid's
-      // extents and fit int again.
-      const bool row = swizzle->swizzle_order != "col";
-      const std::string across = row ? "x" : "y", down = row ? "y" : "x";
-      const int64_t panel = swizzle->panel_size;
-      Line(1, absl::StrCat("const long long kiln_na = kiln::rt::nbid_", across,
-                           "(), kiln_nd = kiln::rt::nbid_", down, "();"));
-      Line(1, "const long long kiln_lin = kiln::rt::bid_y() * kiln::rt::nbid_x() + "
-              "kiln::rt::bid_x();");
-      Line(1, absl::StrCat("const long long kiln_psize = ", panel, "LL * kiln_na;"));
-      Line(1, "const long long kiln_pidx = kiln_lin / kiln_psize, kiln_poff = kiln_lin % "
-              "kiln_psize;");
-      Line(1, absl::StrCat("const long long kiln_tall = (kiln_pidx + 1) * ", panel,
-                           "LL <= kiln_nd ? ", panel, "LL : kiln_nd - kiln_pidx * ", panel, "LL;"));
-      Line(1, "const long long kiln_a = kiln_pidx % 2 == 0 ? kiln_poff / kiln_tall : kiln_na - 1 - "
-              "kiln_poff / kiln_tall;");
-      Line(1, absl::StrCat("const long long kiln_d = kiln_poff % kiln_tall + kiln_pidx * ", panel,
-                           "LL;"));
-      vals[0] = row ? "static_cast<int>(kiln_a)" : "static_cast<int>(kiln_d)";
-      vals[1] = row ? "static_cast<int>(kiln_d)" : "static_cast<int>(kiln_a)";
-    }
+    std::vector<std::string> vals = BlockValues(swizzle, "kiln_", "kiln::rt::bid_x()");
     for (size_t d = 0; d < k.block_vars.size(); ++d) {
       Line(1, absl::StrCat("const int ", CName(k.block_vars[d]), " = ", vals[d], ";"));
     }
+    auto pair = p_.attrs.find(passes::kClusterDimsAttr);
+    if (pair == p_.attrs.end()) return absl::OkStatus();
+    // A cluster pair (blocks 2i and 2i + 1 along x; the grid's x extent is
+    // even, so their linear indices differ in the lowest bit too): the
+    // block's rank in it and the other block's block variables.
+    Line(1, absl::StrCat("const int ", passes::kClusterRankVar,
+                         " = static_cast<int>(kiln::rt::bid_x() & 1);"));
+    vals = BlockValues(swizzle, "kiln_peer_", "(kiln::rt::bid_x() ^ 1)");
+    for (size_t d = 0; d < k.block_vars.size(); ++d) {
+      Line(1, absl::StrCat("const int ", CName(passes::kClusterPeerPrefix + k.block_vars[d]), " = ",
+                           vals[d], ";"));
+    }
     return absl::OkStatus();
+  }
+
+  // The block variables' values for the block whose x index is `bid_x`,
+  // its temporaries named `prefix`... .
+  std::vector<std::string> BlockValues(const Stmt* swizzle, const std::string& prefix,
+                                       const std::string& bid_x) {
+    std::vector<std::string> vals = {bid_x, "kiln::rt::bid_y()", "kiln::rt::bid_z()"};
+    if (!swizzle) return vals;
+    // TileLang's block rasterization (T.use_swizzle): the linear block
+    // index walks panels of `panel` rows (block y; "col" order: columns,
+    // block x) that span the whole grid the other way; inside a panel
+    // consecutive blocks go down its rows first, so the blocks running at
+    // once share operand tiles in L2, and every other panel runs its
+    // columns backwards, so that a panel starts on the tiles its
+    // predecessor ended with. The last panel is as tall as the rows left.
+    // In 64 bits: the linear index of a grid of more than 2**31 blocks
+    // overflows int; the indices that come out are below the grid's
+    // extents and fit int again.
+    const bool row = swizzle->swizzle_order != "col";
+    const std::string across = row ? "x" : "y", down = row ? "y" : "x";
+    const int64_t panel = swizzle->panel_size;
+    const std::string& q = prefix;
+    Line(1, absl::StrCat("const long long ", q, "na = kiln::rt::nbid_", across, "(), ", q,
+                         "nd = kiln::rt::nbid_", down, "();"));
+    Line(1, absl::StrCat("const long long ", q, "lin = kiln::rt::bid_y() * kiln::rt::nbid_x() + ",
+                         bid_x, ";"));
+    Line(1, absl::StrCat("const long long ", q, "psize = ", panel, "LL * ", q, "na;"));
+    Line(1, absl::StrCat("const long long ", q, "pidx = ", q, "lin / ", q, "psize, ", q,
+                         "poff = ", q, "lin % ", q, "psize;"));
+    Line(1, absl::StrCat("const long long ", q, "tall = (", q, "pidx + 1) * ", panel, "LL <= ", q,
+                         "nd ? ", panel, "LL : ", q, "nd - ", q, "pidx * ", panel, "LL;"));
+    Line(1, absl::StrCat("const long long ", q, "a = ", q, "pidx % 2 == 0 ? ", q, "poff / ", q,
+                         "tall : ", q, "na - 1 - ", q, "poff / ", q, "tall;"));
+    Line(1, absl::StrCat("const long long ", q, "d = ", q, "poff % ", q, "tall + ", q, "pidx * ",
+                         panel, "LL;"));
+    const std::string a = absl::StrCat("static_cast<int>(", q, "a)");
+    const std::string d = absl::StrCat("static_cast<int>(", q, "d)");
+    vals[0] = row ? a : d;
+    vals[1] = row ? d : a;
+    return vals;
   }
 
   absl::StatusOr<std::string> GlobalIndex(const std::string& name, const std::vector<Expr>& idx,

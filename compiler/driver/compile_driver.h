@@ -108,6 +108,9 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& options);
 // "kiln:persistent" = 0 or 1, persistent=off or on (passes/persistent.h).
 inline constexpr char kSplitKKnob[] = "kiln:split_k";
 inline constexpr char kPersistentKnob[] = "kiln:persistent";
+// "kiln:cluster" = 1 or 2, cluster=1 or 2 (pass_registry.h,
+// PassContext::cluster).
+inline constexpr char kClusterKnob[] = "kiln:cluster";
 bool IsPassKnob(absl::string_view name);
 // The pass option knob `name` = `value` stands for ("" where the value asks
 // for nothing); InvalidArgument for an unknown knob or a value out of range.

@@ -93,8 +93,13 @@ std::vector<IntrinsicInfo> MakeTable() {
                                                 "tma_load_4d", "tma_load_5d"};
     std::vector<A> args = {A::kAddress, A::kAddress, A::kConstInt};
     args.insert(args.end(), static_cast<size_t>(rank), A::kValue);
-    t.push_back({kTma[rank - 1], std::move(args), false});
+    t.push_back({kTma[rank - 1], args, false});
+    static constexpr std::string_view kTmaPair[] = {
+        "tma_load_mc_1d", "tma_load_mc_2d", "tma_load_mc_3d", "tma_load_mc_4d", "tma_load_mc_5d"};
+    t.push_back({kTmaPair[rank - 1], std::move(args), false});
   }
+  t.push_back({"mbarrier_arrive_peer", {A::kAddress}, false});
+  t.push_back({"cluster_sync", {}, false});
   t.push_back({"named_barrier_sync", {A::kConstInt, A::kConstInt}, false});
   t.push_back({"named_barrier_arrive", {A::kConstInt, A::kConstInt}, false});
   t.push_back({"setmaxnreg_inc", {A::kConstInt}, true});

@@ -65,6 +65,13 @@ struct IntrinsicInfo {
 //                                                   kiln.tma.<map> attrs) at element
 //                                                   coordinates c0 (innermost) ..., bytes
 //                                                   completed on `bar`
+//   tma_load_mc_{1..5}d(dst, bar, map, c0, ...)     the same box multicast to both blocks of
+//                                                   a cluster pair (the same dst and bar
+//                                                   offsets in each; cluster=2)
+//   mbarrier_arrive_peer(bar)                       arrives on the barrier at bar's offset
+//                                                   in the pair's other block
+//   cluster_sync()                                  barrier.cluster: every thread of the
+//                                                   cluster (release / acquire)
 //   prefetch_tma_desc(map)                          prefetch.tensormap
 //   named_barrier_sync(id, threads)                 bar.sync id, threads
 //   setmaxnreg_{inc,dec}(N)                         warpgroup register reallocation (sm_90a)

@@ -739,6 +739,17 @@ absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
     program.attrs[kWsBlocksAttr] = absl::StrCat(ctx.ws_blocks);
   }
   if (options.wgmma && ctx.tma_ws_pipeline && ctx.ws_overlap) program.attrs[kWsOverlapAttr] = "1";
+  if (ctx.cluster > 1) {
+    // Clusters are the GPU's: the CPU emulation runs blocks one at a time.
+    if (!options.wgmma || !ctx.tma_ws_pipeline || !ctx.lower_for.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster=", ctx.cluster,
+          " needs a CUDA Hopper target with wgmma and the TMA pipeline "
+          "(target '",
+          ctx.target, ctx.lower_for.empty() ? "" : "', lower-for '", ctx.lower_for, "')"));
+    }
+    program.attrs[kClusterAttr] = absl::StrCat(ctx.cluster);
+  }
   return InferLayouts(program, options);
 }
 

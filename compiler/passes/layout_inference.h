@@ -52,6 +52,18 @@ inline constexpr char kWsBlocksAttr[] = "kiln.ws_blocks";
 // Program attr "kiln.ws_overlap": "1" where PassContext::ws_overlap asks for
 // the intra-warpgroup overlap of warp-specialized two-gemm loops.
 inline constexpr char kWsOverlapAttr[] = "kiln.ws_overlap";
+
+// Program attr "kiln.cluster": the cluster size PassContext::cluster asks
+// for (set where it is above 1; lower-tile-ops reads and erases it, and a
+// program it cannot pair is a located error). On the lowered program,
+// "kiln.cluster_dims" = "2" where the main loop runs in pairs of blocks
+// along grid x: the emitter declares __cluster_dims__(2, 1, 1), the CTA's
+// rank in its pair (kiln_cta_rank) and the pair's other block's block
+// variables (kiln_peer_<var>).
+inline constexpr char kClusterAttr[] = "kiln.cluster";
+inline constexpr char kClusterDimsAttr[] = "kiln.cluster_dims";
+inline constexpr char kClusterRankVar[] = "kiln_cta_rank";
+inline constexpr char kClusterPeerPrefix[] = "kiln_peer_";
 // Program attr "kiln.min_dynamic_smem": the dynamic shared memory the launch
 // asks for at least (codegen), more than the kernel uses where a plan for one
 // block per SM must keep a second block off the SM (ws-blocks=1).

@@ -27,6 +27,7 @@
 #include "compiler/passes/lowering.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <utility>
 
@@ -290,6 +291,10 @@ absl::Status Lowering::Run() {
   // A program with its own T.ws regions and barriers keeps its schedule.
   own_sync_ = HasExplicitSync(program_.kernel.body);
   ws_overlap_ = program_.attrs.count(kWsOverlapAttr) > 0;
+  if (auto c = program_.attrs.find(kClusterAttr); c != program_.attrs.end()) {
+    cluster_ = std::atoll(c->second.c_str());
+    program_.attrs.erase(c);
+  }
   ws_ = !own_sync_ && WarpSpecializable();
   if (ws_) {
     const std::vector<const Stmt*> nest = PipelinedNest().value_or(std::vector<const Stmt*>{});

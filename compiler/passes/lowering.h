@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/tma_attr.h"
 #include "compiler/passes/layout.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/target.h"
@@ -100,8 +101,9 @@ struct TmaCopy {
   std::string dst;
   int row_dim = 0, col_dim = 0; // the source dimensions of the tile's rows and columns
   int64_t rows = 0, block = 0, blocks = 0;
-  int64_t bytes = 0; // per stage, out-of-bounds elements included
-  int64_t map = 0;   // index of its kiln.tma.<map> attr
+  int64_t bytes = 0;  // per stage, out-of-bounds elements included
+  int64_t map = 0;    // index of its kiln.tma.<map> attr
+  ir::TmaMapAttr tma; // that map
   // A copy into whole column blocks of the tile (T.tma_copy into
   // KV_s[:, j * 64:(j + 1) * 64]): the first column (tile IR, a multiple of
   // the block); nullopt for the whole tile.
@@ -238,9 +240,17 @@ class Lowering {
                              const std::vector<ir::Stmt>& in, std::vector<ir::Stmt>* body);
   // The TMA plan of a producer copy (registers its tensor map), or nullopt.
   std::optional<TmaCopy> PlanTmaCopy(const ir::Stmt& s);
-  // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`.
+  // One block's half of a copy the two blocks of a cluster pair share
+  // (IssueTmaPair): its boxes or its rows, issued multicast to both.
+  struct PairHalf {
+    ir::Expr rank;        // the block's rank in its pair (0 or 1)
+    bool by_boxes = true; // half of the column blocks; false: half of each one's rows
+    int64_t map = 0;      // the tensor map (for rows: one of half the rows)
+  };
+  // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`
+  // (with `half`: that half only, multicast).
   absl::Status IssueTma(const TmaCopy& plan, const ir::Expr& stage, const ir::Expr& bar,
-                        std::vector<ir::Stmt>* out);
+                        std::vector<ir::Stmt>* out, const PairHalf* half = nullptr);
   // The consumers' main loop into `out`, the producer's into ws_producer_;
   // false when `s` is not a loop this path takes.
   absl::StatusOr<bool> LowerWarpSpecializedLoop(const ir::Stmt& s,
@@ -271,6 +281,19 @@ class Lowering {
   std::optional<std::vector<TmaCopy>> PlanTmaProducers(const ir::Stmt& s,
                                                        const std::vector<size_t>& producers);
   bool ws_overlap_ = false; // program attr kiln.ws_overlap (PassContext::ws_overlap)
+  // Clusters (PassContext::cluster, program attr kiln.cluster): the size
+  // asked for, and whether the main loop runs in pairs of blocks.
+  int64_t cluster_ = 1;
+  bool clustered_ = false;
+  // The index of tensor map `map` in the program's kiln.tma.<k> attrs,
+  // registering it where it is new.
+  int64_t TmaMapIndex(const ir::TmaMapAttr& map);
+  // A clustered producer's loads of `plan` (clustered_): where the pair's
+  // other block loads the same box (its coordinates, from its block
+  // variables, equal this block's), each block issues half of the boxes
+  // (or of the rows) multicast to both; elsewhere it loads its own.
+  absl::Status IssueTmaPair(const TmaCopy& plan, const ir::Expr& stage, const ir::Expr& bar,
+                            std::vector<ir::Stmt>* out);
   // The loop's barrier buffer (ws_bars_): the rings one after another.
   void WsBarriers(const std::vector<WsRing>& rings);
   // The address of ring `ring`'s full (or empty) barrier of stage `stage`.

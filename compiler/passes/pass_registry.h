@@ -40,6 +40,12 @@ struct PassContext {
   // Pass option ws-overlap=on|off (off by default until measured), kiln-opt /
   // kiln-run --ws-overlap.
   bool ws_overlap = false;
+  // Warp-specialized GEMM main loops on a CUDA target: thread-block clusters
+  // of this many blocks (1: none; 2: pairs along grid x whose producers
+  // multicast the operand tiles the two blocks share, warp_specialize.cc).
+  // Pass option cluster=1|2 (1 by default until measured), kiln-opt /
+  // kiln-run --cluster; a tuning knob.
+  int cluster = 1;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

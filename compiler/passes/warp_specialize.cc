@@ -440,25 +440,26 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
   plan.blocks = cols / w;
   plan.bytes = rows * cols * elem;
   plan.dst_col0 = dst_col0;
+  plan.map = TmaMapIndex(map);
+  plan.tma = std::move(map);
+  return plan;
+}
+
+int64_t Lowering::TmaMapIndex(const ir::TmaMapAttr& map) {
   // One map per (tensor, box, swizzle).
   const std::string text = ir::FormatTmaAttr(map);
   for (size_t k = 0;; ++k) {
     auto it = program_.attrs.find(ir::TmaAttrKey(k));
     if (it == program_.attrs.end()) {
       program_.attrs[ir::TmaAttrKey(k)] = text;
-      plan.map = static_cast<int64_t>(k);
-      break;
+      return static_cast<int64_t>(k);
     }
-    if (it->second == text) {
-      plan.map = static_cast<int64_t>(k);
-      break;
-    }
+    if (it->second == text) return static_cast<int64_t>(k);
   }
-  return plan;
 }
 
 absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Expr& bar,
-                                std::vector<Stmt>* out) {
+                                std::vector<Stmt>* out, const PairHalf* half) {
   const Buf& dst = bufs_.at(plan.dst);
   const ir::Region& sr = plan.copy->regions[0];
   std::vector<Expr> coords;
@@ -473,18 +474,86 @@ absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Ex
     ASSIGN_OR_RETURN(Expr col0, LowerExpr(*plan.dst_col0));
     base = Add(base, Mul(Div(col0, plan.block), I(plan.rows * plan.block)));
   }
-  for (int64_t j = 0; j < plan.blocks; ++j) {
+  // A pair's half (IssueTmaPair): boxes [rank * n/2, (rank + 1) * n/2), or
+  // rows [rank * rows/2, (rank + 1) * rows/2) of every box.
+  int64_t boxes = plan.blocks;
+  Expr first = I(0);
+  int64_t map = plan.map;
+  std::string name = absl::StrCat("tma_load_", rank, "d");
+  if (half != nullptr) {
+    name = absl::StrCat("tma_load_mc_", rank, "d");
+    map = half->map;
+    if (half->by_boxes) {
+      boxes = plan.blocks / 2;
+      first = Mul(half->rank, I(boxes));
+    } else {
+      const int64_t rows = plan.rows / 2;
+      base = Add(base, Mul(half->rank, I(rows * plan.block)));
+      coords[static_cast<size_t>(plan.row_dim)] =
+          Add(coords[static_cast<size_t>(plan.row_dim)], Mul(half->rank, I(rows)));
+    }
+  }
+  for (int64_t i = 0; i < boxes; ++i) {
+    const Expr j = ir::Simplify(Add(first, I(i)));
     std::vector<Expr> args;
-    args.push_back(Address(dst, ir::Simplify(Add(base, I(j * plan.rows * plan.block)))));
+    args.push_back(Address(dst, ir::Simplify(Add(base, Mul(j, I(plan.rows * plan.block))))));
     args.push_back(bar);
-    args.push_back(I(plan.map));
+    args.push_back(I(map));
     for (size_t d = rank; d-- > 0;) {
       Expr c = coords[d];
-      if (static_cast<int>(d) == plan.col_dim && j > 0) c = Add(c, I(j * plan.block));
+      if (static_cast<int>(d) == plan.col_dim) c = Add(c, Mul(j, I(plan.block)));
       args.push_back(ir::Simplify(c));
     }
-    out->push_back(Call(absl::StrCat("tma_load_", rank, "d"), std::move(args)));
+    out->push_back(Call(name, std::move(args)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::IssueTmaPair(const TmaCopy& plan, const Expr& stage, const Expr& bar,
+                                    std::vector<Stmt>* out) {
+  std::vector<Stmt> own;
+  RETURN_IF_ERROR(IssueTma(plan, stage, bar, &own));
+  // Half of the boxes each, or half of each box's rows (a map of half the
+  // rows, whole 8-row swizzle atoms, so that a half lands where the tile's
+  // layout has it); a copy that splits neither way each block loads itself.
+  PairHalf half;
+  half.rank = Var(kClusterRankVar);
+  half.by_boxes = plan.blocks % 2 == 0;
+  half.map = plan.map;
+  if (!half.by_boxes) {
+    if (plan.rows % 16 != 0) {
+      for (Stmt& x : own) out->push_back(std::move(x));
+      return absl::OkStatus();
+    }
+    ir::TmaMapAttr rows = plan.tma;
+    rows.box[static_cast<size_t>(plan.row_dim)] = plan.rows / 2;
+    half.map = TmaMapIndex(rows);
+  }
+  // The two blocks share the copy where its coordinates, with the other
+  // block's block variables, are this block's (the same test in both).
+  const std::set<std::string> bvs(program_.kernel.block_vars.begin(),
+                                  program_.kernel.block_vars.end());
+  Expr same = ir::BoolImm(true);
+  const Stmt& box0 = own.front(); // tma_load_<r>d(dst, bar, map, coordinates...)
+  for (size_t i = 3; i < box0.indices.size(); ++i) {
+    Expr other = box0.indices[i];
+    ir::RewriteExpr(&other, [&](Expr x) {
+      if (x.kind == ExprKind::kVar && bvs.count(x.name)) x.name = kClusterPeerPrefix + x.name;
+      return x;
+    });
+    if (other != box0.indices[i])
+      same = ir::Binary(ir::BinOp::kAnd, same, Eq(box0.indices[i], other));
+  }
+  Stmt choose;
+  choose.kind = StmtKind::kIf;
+  choose.cond = ir::Simplify(same);
+  RETURN_IF_ERROR(IssueTma(plan, stage, bar, &choose.body, &half));
+  choose.else_body = std::move(own);
+  if (std::optional<int64_t> c = ir::ConstInt(choose.cond)) {
+    for (Stmt& x : *c != 0 ? choose.body : choose.else_body) out->push_back(std::move(x));
+    return absl::OkStatus();
+  }
+  out->push_back(std::move(choose));
   return absl::OkStatus();
 }
 
@@ -546,9 +615,23 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   const bool streaming = blocks && *blocks <= kHopperSms;
   const int64_t inflight = stages >= 3 && threads_ < 2 * kProducerThreads && !streaming ? 1 : 0;
   const std::string ko = s.loop_vars[0];
-  WsBarriers({{stages, 1, threads_ / 32}});
+  // Cluster pairs (cluster=2): a loop at the top of a kernel whose grid x
+  // extent is even (a pair is blocks 2i and 2i + 1 along x). A stage is
+  // free for the producers once the consumers of both blocks released it:
+  // either block's producer may write it.
+  const std::optional<int64_t> grid_x = program_.kernel.grid.empty()
+                                            ? std::nullopt
+                                            : ir::ConstInt(ir::Simplify(program_.kernel.grid[0]));
+  clustered_ = cluster_ == 2 && ws_nest_headers_.empty() && grid_x && *grid_x % 2 == 0;
+  const int64_t pair = clustered_ ? 2 : 1;
+  WsBarriers({{stages, 1, pair * threads_ / 32}});
   auto full = [&](const Expr& st) { return WsBarrier(0, stages, false, st); };
   auto empty = [&](const Expr& st) { return WsBarrier(0, stages, true, st); };
+  auto release = [&](const Expr& st) {
+    std::vector<Stmt> r = {Call("mbarrier_arrive", {empty(st)})};
+    if (clustered_) r.push_back(Call("mbarrier_arrive_peer", {empty(st)}));
+    return r;
+  };
   const std::optional<int64_t> n_const = MaxOf(n);
   if (n_const) var_max_[ko] = *n_const - 1;
   const RingPos ring = Ring(ko, stages, /*producer=*/false);
@@ -567,11 +650,10 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   const Expr lane0 = Eq(Mod(Tid(), 32), I(0));
   if (inflight == 0) {
     loop.body.push_back(Call("wgmma_wait", {I(0)}));
-    Guarded(lane0, {Call("mbarrier_arrive", {empty(st)})}, &loop.body);
+    Guarded(lane0, release(st), &loop.body);
   } else {
     loop.body.push_back(WgmmaIterationWait(ko, n, inflight));
-    Guarded(And(lane0, Lt(I(0), Var(ko))), {Call("mbarrier_arrive", {empty(ring.prev)})},
-            &loop.body);
+    Guarded(And(lane0, Lt(I(0), Var(ko))), release(ring.prev), &loop.body);
   }
   for (const Stmt& a : ring.advance) loop.body.push_back(a);
   out->push_back(std::move(loop));
@@ -579,7 +661,7 @@ absl::StatusOr<bool> Lowering::LowerWarpSpecializedLoop(const Stmt& s,
   if (!ring.advance.empty() && inflight > 0) {
     // The ring runs on through the nest: the stage held back by the last
     // iteration (the next one would have released it) goes back now.
-    Guarded(And(lane0, Lt(I(0), n)), {Call("mbarrier_arrive", {empty(ring.prev)})}, out);
+    Guarded(And(lane0, Lt(I(0), n)), release(ring.prev), out);
   }
   read_.insert(g->reads.begin(), g->reads.end());
   dirty_.insert(dsts.begin(), dsts.end());
@@ -919,7 +1001,8 @@ absl::Status Lowering::WsProducer(const Stmt& s, const Expr& n, int64_t stages,
     const Expr full = WsBarrier(r, stages, false, st);
     ploop.body.push_back(Call("mbarrier_arrive_expect_tx", {full, I(bytes)}));
     for (const TmaCopy& p : groups[r]) {
-      absl::Status status = IssueTma(p, st, full, &ploop.body);
+      absl::Status status =
+          clustered_ ? IssueTmaPair(p, st, full, &ploop.body) : IssueTma(p, st, full, &ploop.body);
       if (!status.ok()) {
         env_ = std::move(saved_env);
         return status;
@@ -1016,7 +1099,9 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   }
   init.push_back(Call("fence_barrier_init", {}));
   Guarded(Eq(Tid(), I(0)), std::move(init), &pre);
-  pre.push_back(Call("sync_threads", {}));
+  // A pair's barriers are armed in both blocks before either block's
+  // producer multicasts into the other or its consumers arrive there.
+  pre.push_back(Call(clustered_ ? "cluster_sync" : "sync_threads", {}));
 
   // Blocks per SM and register reallocation (PlanRegisters).
   int64_t want = 0;
@@ -1035,6 +1120,12 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   if (regs.realloc) split.else_body.push_back(Call("setmaxnreg_dec", {I(kProducerRegs)}));
   Guarded(Eq(Tid(), I(t)), std::move(ws_producer_), &split.else_body);
   pre.push_back(std::move(split));
+  // Neither block of a pair leaves while the other may still arrive on its
+  // barriers (its consumers' releases).
+  if (clustered_) {
+    pre.push_back(Call("cluster_sync", {}));
+    program_.attrs[kClusterDimsAttr] = "2";
+  }
   *body = std::move(pre);
   program_.kernel.threads = {t + kProducerThreads};
   program_.attrs[kPipelineAttr] = kPipelineWarpSpecialized;

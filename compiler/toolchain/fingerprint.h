@@ -66,7 +66,9 @@ namespace kiln::toolchain {
 // 23: a T.Pipelined loop under serial loops and ifs (TileLang's T.Persistent
 // GEMM) is warp-specialized, its ring running on across the nest (it took
 // cp.async); pass option persistent= (off by default).
-inline constexpr int kKilnCodegenVersion = 23;
+// 24: pass option cluster=2 (off by default): thread-block cluster pairs
+// whose producers multicast the operand tiles both blocks load.
+inline constexpr int kKilnCodegenVersion = 24;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

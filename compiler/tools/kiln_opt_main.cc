@@ -55,7 +55,8 @@ constexpr char kUsage[] =
     "                [--emit=ir|proto|json|none|cuda|cpp|ptx|cubin] [--hash] [--target T]\n"
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
-    "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--split-k=N|auto]\n"
+    "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--cluster=1|2]\n"
+    "                [--split-k=N|auto]\n"
     "                [--persistent=on|off|auto|N]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
@@ -149,6 +150,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (TakeValue(argc, argv, i, "--ws-overlap", &value)) {
       if (value != "on" && value != "off") return UsageError("--ws-overlap must be on or off");
       args->lowering.ws_overlap = value == "on";
+    } else if (TakeValue(argc, argv, i, "--cluster", &value)) {
+      if (value != "1" && value != "2") return UsageError("--cluster must be 1 or 2");
+      args->lowering.cluster = value[0] - '0';
     } else if (TakeValue(argc, argv, i, "--persistent", &value)) {
       if (!kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
@@ -283,6 +287,7 @@ int main(int argc, char** argv) {
   ctx.tma_ws_pipeline = args.lowering.tma_ws_pipeline;
   ctx.ws_blocks = args.lowering.ws_blocks;
   ctx.ws_overlap = args.lowering.ws_overlap;
+  ctx.cluster = args.lowering.cluster;
   // Split-K rewrites the tile program itself: the IR printed, passed and
   // emitted below is the split one.
   if (args.lowering.split_k > 1) {

@@ -84,6 +84,9 @@ options:
                        registers for (auto: Kiln's plan)
   --ws-overlap on|off  attention-like warp-specialized loops keep the next
                        tile's first gemm in flight during the softmax (off)
+  --cluster 1|2        warp-specialized GEMM main loops in pairs of blocks
+                       (a thread-block cluster along grid x) that multicast
+                       the operand tiles they share (1: off, the default)
   --persistent on|off|auto|N  GEMMs of more blocks than SMs as one block
                        per SM walking the tiles (off; auto: where shared
                        memory allows one block per SM anyway; N: N blocks)
@@ -267,6 +270,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--ws-overlap must be on or off");
       }
       args->lowering.ws_overlap = value == "on";
+    } else if (take("--cluster")) {
+      if (missing || (value != "1" && value != "2")) return UsageError("--cluster must be 1 or 2");
+      args->lowering.cluster = value[0] - '0';
     } else if (take("--persistent")) {
       if (missing || !kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "

@@ -510,6 +510,35 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         knob_picks.push_back(std::move(c));
       }
     }
+    // Cluster pairs (the knob kiln:cluster, warp_specialize.cc): the best
+    // ranked warp-specialized configs whose grid has more blocks than SMs
+    // and an even x extent, again as pairs of blocks multicasting the tiles
+    // both load, a quarter of the top-k. The model does not price the L2
+    // traffic a pair saves; the measurement decides.
+    bool cluster_fixed = false;
+    for (const std::string& po : options.pass_options) {
+      cluster_fixed = cluster_fixed || absl::StartsWith(po, "cluster=");
+    }
+    if (options.cluster_variants && model.wgmma && driver::TmaWsPipeline(build) && !cluster_fixed &&
+        arch.sm_count > 0 && out.space.count(driver::kClusterKnob) == 0 &&
+        std::none_of(knob_picks.begin(), knob_picks.end(),
+                     [](const Candidate& c) { return c.config.count(driver::kSplitKKnob) != 0; })) {
+      const size_t room = knob_picks.size() + static_cast<size_t>(std::max(1, options.top_k)) / 4;
+      for (const Candidate& base : ranked) {
+        if (knob_picks.size() >= room) break;
+        if (!base.prediction.wgmma || base.prediction.split > 1 ||
+            base.prediction.blocks <= arch.sm_count || base.prediction.grid_x % 2 != 0) {
+          continue;
+        }
+        Candidate c = base;
+        c.config[driver::kClusterKnob] = 2;
+        c.rationale = Rationale(a, c.config, c.prediction);
+        absl::StrAppend(&c.rationale, ", cluster pairs along x (", c.prediction.grid_x,
+                        " blocks wide)");
+        picked.insert(c.config);
+        knob_picks.push_back(std::move(c));
+      }
+    }
     // Diversity: a first pass admits at most two configs per tile shape, so
     // near-ties of one tile in different stage counts do not fill the whole
     // top-k; a second pass fills up from the rest in rank order.

@@ -17,6 +17,8 @@
 //    aligned; 1024 for the 128-byte swizzle, whose pattern follows address
 //    bits), completing its bytes on `bar`. Out-of-bounds elements are zero.
 //  - prefetch_tma_desc(map): prefetches the descriptor.
+//  - cluster pairs (cluster=2): cluster_rank(), cluster_sync(),
+//    mbarrier_arrive_peer(bar) and tma_load_mc_{1..5}d, below.
 //  - named_barrier_sync(id, threads): bar.sync on barrier `id` (1..15) for
 //    `threads` threads (a multiple of 32): the consumers of a
 //    warp-specialized kernel synchronize without the producer warps.
@@ -113,6 +115,59 @@ KILN_DEVICE void tma_load_5d(void* dst, void* bar, const TmaDesc& map, int c0, i
                "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
                : "memory");
 }
+
+// Thread-block cluster pairs (cluster=2, __cluster_dims__(2, 1, 1)): the
+// block's rank in its pair is blockIdx.x % 2.
+KILN_DEVICE uint32_t cluster_rank() {
+  uint32_t r = 0;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// Every thread of the cluster; orders shared-memory writes (the barriers'
+// initialization) before the other block's use of them. Not .aligned: the
+// warps may arrive diverged (the producer warp's one loading thread).
+KILN_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// Arrives on the barrier at bar's offset in the pair's other block.
+KILN_DEVICE void mbarrier_arrive_peer(void* bar) {
+  uint32_t remote = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(smem_addr(bar)), "r"(cluster_rank() ^ 1u));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+               : "memory");
+}
+
+// One box into shared memory at dst in both blocks of the pair, completing
+// its bytes on the barrier at bar's offset in each.
+#define KILN_TMA_MC(DIMS, COORDS, ...)                                                             \
+  asm volatile("cp.async.bulk.tensor." DIMS                                                        \
+               ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "          \
+               "[%0], [%1, {" COORDS "}], [%2], %3;" ::"r"(smem_addr(dst)),                        \
+               "l"(&map), "r"(smem_addr(bar)), "h"(static_cast<uint16_t>(3)), __VA_ARGS__          \
+               : "memory")
+KILN_DEVICE void tma_load_mc_1d(void* dst, void* bar, const TmaDesc& map, int c0) {
+  KILN_TMA_MC("1d", "%4", "r"(c0));
+}
+KILN_DEVICE void tma_load_mc_2d(void* dst, void* bar, const TmaDesc& map, int c0, int c1) {
+  KILN_TMA_MC("2d", "%4, %5", "r"(c0), "r"(c1));
+}
+KILN_DEVICE void tma_load_mc_3d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2) {
+  KILN_TMA_MC("3d", "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+KILN_DEVICE void tma_load_mc_4d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2,
+                                int c3) {
+  KILN_TMA_MC("4d", "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+KILN_DEVICE void tma_load_mc_5d(void* dst, void* bar, const TmaDesc& map, int c0, int c1, int c2,
+                                int c3, int c4) {
+  KILN_TMA_MC("5d", "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef KILN_TMA_MC
 
 KILN_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");

@@ -462,6 +462,43 @@ TEST(CompileDriver, PersistentIsAPassOptionOfTheKeyAndTheVariant) {
   EXPECT_EQ(grid_of({"persistent=auto"}), 128);
 }
 
+TEST(CompileDriver, ClusterIsAPassOptionOfTheKeyAndTheVariant) {
+  // cluster=2 (warp_specialize.cc): pairs of blocks along grid x (the
+  // example at 4096^3 in 128x256 tiles is 16 wide), the kernel declaring its
+  // cluster shape; its own key and best-config variant; 1 by default.
+  ProgramInput in = GemmInput(/*test_size=*/false);
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  o.emit_source = true;
+  const std::string plain = KeyOf(in, o);
+  o.pass_options = {"cluster=2"};
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->source, HasSubstr("__cluster_dims__(2, 1, 1)"));
+  EXPECT_THAT(k->source, HasSubstr("tma_load_mc_2d"));
+  EXPECT_EQ(KernelVariant(o), ";cluster=2");
+  const std::string paired = KeyOf(in, o);
+  EXPECT_NE(paired, plain);
+  o.pass_options = {"cluster=2", "cluster=1"};
+  EXPECT_EQ(KernelVariant(o), "");
+  EXPECT_EQ(KeyOf(in, o), plain);
+  // The tuning knob kiln:cluster.
+  EXPECT_EQ(*KnobPassOption(kClusterKnob, 2), "cluster=2");
+  EXPECT_EQ(*KnobPassOption(kClusterKnob, 1), "cluster=1");
+  absl::StatusOr<std::string> four = KnobPassOption(kClusterKnob, 4);
+  ASSERT_FALSE(four.ok());
+  EXPECT_THAT(four.status().message(), HasSubstr("1 (no clusters) or 2"));
+  // Off the warp-specialized path the option has nothing to apply to.
+  o.pass_options = {"pipeline=cp.async", "cluster=2"};
+  EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
+  o.pass_options = {"cluster=3"};
+  absl::StatusOr<Prepared> refused = Prepare(in, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("cluster=1 or 2"));
+}
+
 TEST(CompileDriver, EveryListedTargetBuilds) {
   // passes::SupportedTargets() is what the version RPC and error messages
   // list: each entry must build (HIP is parsed but not listed until it does).
