@@ -7,7 +7,7 @@ torch._scaled_mm (cuBLASLt's fp8 GEMM, unit scales, C in bf16) in one run on one
 
 Variants: kiln (the default path for cuda:sm_90), persist (the same with --persistent=on:
 one block per SM walking the tiles), cluster (the same with --cluster=2: pairs of blocks
-multicasting the operand tiles they share), alt (the same from --kiln-opt-alt, a
+multicasting the operand tiles they share), tmastore (--epilogue=tma: TMA-store epilogue), alt (the same from --kiln-opt-alt, a
 before/after in one run), tilelang (`matmul.compile(...)` of the same file; "not installed"
 when it cannot be imported), and always scaled_mm.
 
@@ -181,7 +181,8 @@ def main():
                         else:
                             kopt = args.kiln_opt_alt if v == "alt" else args.kiln_opt
                             extra = {"persist": ["--persistent=on"],
-                                     "cluster": ["--cluster=2"]}.get(v, [])
+                                     "cluster": ["--cluster=2"],
+                                     "tmastore": ["--epilogue=tma"]}.get(v, [])
                             comp = compile_kiln(kopt, binds, workdir, f"{v}_{dtype}_{shape}_{cfg}",
                                                 extra)
                             ct = comp.compile_s

@@ -16,6 +16,8 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           producer loading the next tile during this one's epilogue (not in the default list)
   cluster tma-ws with --cluster=2: pairs of blocks (a thread-block cluster along grid x) whose
           producers multicast the operand tiles both load (not in the default list)
+  tmastore tma-ws with --epilogue=tma: the accumulator through a swizzled shared tile and TMA
+          stores; clstore and pstore add it to cluster and persist (not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
           the same run; not in the default list)
   splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then
@@ -79,7 +81,9 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
         extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
                  "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
                  "nosplit": ["--split-k=1"], "persist": ["--persistent=on"],
-                 "cluster": ["--cluster=2"]}[variant]
+                 "cluster": ["--cluster=2"], "tmastore": ["--epilogue=tma"],
+                 "clstore": ["--cluster=2", "--epilogue=tma"],
+                 "pstore": ["--persistent=on", "--epilogue=tma"]}[variant]
     tag = ("alt_" if kiln_opt == ALT_KILN_OPT[0] else "") + variant + "_" + "_".join(f"{k}{v}" for k, v in sorted(binds.items()))
     cubin = os.path.join(workdir, tag + ".cubin")
     launch = os.path.join(workdir, tag + ".json")

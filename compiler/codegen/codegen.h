@@ -44,6 +44,8 @@ struct LoweringOptions {
   bool ws_overlap = false;
   // PassContext::cluster.
   int cluster = 1;
+  // PassContext::tma_store.
+  bool tma_store = false;
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;

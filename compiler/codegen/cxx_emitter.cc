@@ -651,14 +651,19 @@ class Emitter {
           s.name == "prefetch_tma_desc") {
         uses_tma_ = true;
       }
-      if (s.name == "cp_async_wait" || s.name == "wgmma_wait" ||
-          absl::StartsWith(s.name, "setmaxnreg_")) {
+      const bool tma_store = absl::StartsWith(s.name, "tma_store_");
+      if (tma_store) uses_tma_ = true;
+      if (s.name == "cp_async_wait" || s.name == "wgmma_wait" || s.name == "tma_store_wait" ||
+          s.name == "tma_store_wait_read" || absl::StartsWith(s.name, "setmaxnreg_")) {
         Line(indent, absl::StrCat("kiln::rt::", s.name, "<", s.indices[0].ival, ">();"));
         return absl::OkStatus();
       }
       // The tensor map operand is a kernel argument (CUDA) or a local (CPU)
       // of the same name.
-      const size_t map_arg = tma_load ? 2 : s.name == "prefetch_tma_desc" ? 0 : s.indices.size();
+      const size_t map_arg = tma_load                            ? 2
+                             : tma_store && s.indices.size() > 1 ? 1
+                             : s.name == "prefetch_tma_desc"     ? 0
+                                                                 : s.indices.size();
       // wgmma's constants (transposes, descriptor offsets, swizzle modes)
       // are template arguments: they become PTX immediates; so is the
       // register count of wgmma_fence_regs (one asm operand each).

@@ -94,14 +94,15 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
-        p != "cluster=1" && p != "cluster=2" &&
+        p != "cluster=1" && p != "cluster=2" && p != "epilogue=tma" && p != "epilogue=direct" &&
         !(absl::StartsWith(p, "persistent=") &&
           codegen::ParsePersistent(std::string_view{p}.substr(11), &unused))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown pass option '", p,
-          "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
-          "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1 or 2, "
-          "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass option '", p,
+                       "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
+                       "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1 "
+                       "or 2, epilogue=tma or direct, "
+                       "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
     }
   }
   return absl::OkStatus();
@@ -155,6 +156,16 @@ int Cluster(const BuildOptions& o) {
   return TmaWsPipeline(o) ? n : 1;
 }
 
+// The last epilogue= pass option wins; direct by default and wherever the
+// main loop is not TMA + warp specialization.
+bool TmaStore(const BuildOptions& o) {
+  bool on = false;
+  for (const std::string& p : o.pass_options) {
+    on = p == "epilogue=tma" ? true : (p == "epilogue=direct" ? false : on);
+  }
+  return on && TmaWsPipeline(o);
+}
+
 // The last persistent= pass option wins (codegen::ParsePersistent reads
 // it); off by default and wherever the main loop is not TMA + warp
 // specialization.
@@ -201,6 +212,7 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.ws_blocks = WsBlocks(o);
   lowering.ws_overlap = WsOverlap(o);
   lowering.cluster = Cluster(o);
+  lowering.tma_store = TmaStore(o);
   lowering.split_k = SplitKParts(o);
   const codegen::LoweringOptions persistent = PersistentOf(o);
   lowering.persistent = persistent.persistent;
@@ -225,6 +237,13 @@ absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value
     }
     return value == 1 ? "persistent=on" : "persistent=off";
   }
+  if (name == kTmaStoreKnob) {
+    if (value != 0 && value != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kTmaStoreKnob, " = ", value, ": 0 (direct stores) or 1 (TMA stores)"));
+    }
+    return value == 1 ? "epilogue=tma" : "epilogue=direct";
+  }
   if (name == kClusterKnob) {
     if (value != 1 && value != 2) {
       return absl::InvalidArgumentError(
@@ -232,9 +251,9 @@ absl::StatusOr<std::string> KnobPassOption(absl::string_view name, int64_t value
     }
     return absl::StrCat("cluster=", value);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown tuning knob '", name,
-                                                 "' (Kiln's knobs: ", kSplitKKnob, ", ",
-                                                 kPersistentKnob, ", ", kClusterKnob, ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown tuning knob '", name, "' (Kiln's knobs: ", kSplitKKnob, ", ",
+                   kPersistentKnob, ", ", kClusterKnob, ", ", kTmaStoreKnob, ")"));
 }
 
 std::string KernelVariant(const BuildOptions& o) {
@@ -250,6 +269,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
     if (WsOverlap(o)) absl::StrAppend(&out, ";ws-overlap=on");
     if (Cluster(o) != 1) absl::StrAppend(&out, ";cluster=", Cluster(o));
+    if (TmaStore(o)) absl::StrAppend(&out, ";epilogue=tma");
     absl::StrAppend(&out, PersistentKey(o));
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
@@ -261,14 +281,15 @@ std::string CanonicalOptions(const BuildOptions& o) {
   // emit_ptx asks the toolchain for more work, so it is part of the key; the
   // generated source is kept in every artifact (Build), so emit_source is
   // not, and `--emit cpp` after a build of the same program is a hit.
-  return absl::StrCat(
-      "toolchain=", Toolchain(o), ";opt=", OptLevel(o), ";fast_math=", o.fast_math ? 1 : 0,
-      ";line_info=", o.line_info ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0,
-      GemmWgmma(o) ? ";gemm=wgmma" : "", TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
-      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
-      WsOverlap(o) ? ";ws-overlap=on" : "",
-      Cluster(o) != 1 ? absl::StrCat(";cluster=", Cluster(o)) : "", PersistentKey(o),
-      SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
+  return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
+                      ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
+                      ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
+                      TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
+                      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
+                      WsOverlap(o) ? ";ws-overlap=on" : "",
+                      Cluster(o) != 1 ? absl::StrCat(";cluster=", Cluster(o)) : "",
+                      TmaStore(o) ? ";epilogue=tma" : "", PersistentKey(o),
+                      SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {

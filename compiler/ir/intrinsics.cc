@@ -98,6 +98,16 @@ std::vector<IntrinsicInfo> MakeTable() {
         "tma_load_mc_1d", "tma_load_mc_2d", "tma_load_mc_3d", "tma_load_mc_4d", "tma_load_mc_5d"};
     t.push_back({kTmaPair[rank - 1], std::move(args), false});
   }
+  for (int rank = 1; rank <= 5; ++rank) {
+    static constexpr std::string_view kStore[] = {"tma_store_1d", "tma_store_2d", "tma_store_3d",
+                                                  "tma_store_4d", "tma_store_5d"};
+    std::vector<A> args = {A::kAddress, A::kConstInt};
+    args.insert(args.end(), static_cast<size_t>(rank), A::kValue);
+    t.push_back({kStore[rank - 1], std::move(args), false});
+  }
+  t.push_back({"tma_store_commit", {}, false});
+  t.push_back({"tma_store_wait", {A::kConstInt}, false});
+  t.push_back({"tma_store_wait_read", {A::kConstInt}, false});
   t.push_back({"mbarrier_arrive_peer", {A::kAddress}, false});
   t.push_back({"cluster_sync", {}, false});
   t.push_back({"named_barrier_sync", {A::kConstInt, A::kConstInt}, false});

@@ -72,6 +72,11 @@ struct IntrinsicInfo {
 //                                                   in the pair's other block
 //   cluster_sync()                                  barrier.cluster: every thread of the
 //                                                   cluster (release / acquire)
+//   tma_store_{1..5}d(src, map, c0, ...)            cp.async.bulk.tensor to global: a box of
+//                                                   shared memory (the map's swizzle) at
+//                                                   coordinates c0..., clipped to the tensor
+//   tma_store_commit(), tma_store_wait(N),          bulk groups: commit; wait until N are
+//   tma_store_wait_read(N)                          left (written / their sources read)
 //   prefetch_tma_desc(map)                          prefetch.tensormap
 //   named_barrier_sync(id, threads)                 bar.sync id, threads
 //   setmaxnreg_{inc,dec}(N)                         warpgroup register reallocation (sm_90a)

@@ -291,6 +291,7 @@ absl::Status Lowering::Run() {
   // A program with its own T.ws regions and barriers keeps its schedule.
   own_sync_ = HasExplicitSync(program_.kernel.body);
   ws_overlap_ = program_.attrs.count(kWsOverlapAttr) > 0;
+  tma_store_ = program_.attrs.erase(kTmaStoreAttr) > 0;
   if (auto c = program_.attrs.find(kClusterAttr); c != program_.attrs.end()) {
     cluster_ = std::atoll(c->second.c_str());
     program_.attrs.erase(c);
@@ -907,6 +908,10 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
   case StmtKind::kCopy:
     RETURN_IF_ERROR(tile_op_outside("T.copy"));
     RETURN_IF_ERROR(CheckReducerOperands(s));
+    if (tma_store_ && !ws_producer_.empty()) {
+      ASSIGN_OR_RETURN(bool stored, LowerTmaStoreEpilogue(s, out));
+      if (stored) return absl::OkStatus();
+    }
     return LowerCopy(s, out);
   case StmtKind::kFill:
     RETURN_IF_ERROR(tile_op_outside("T.fill"));

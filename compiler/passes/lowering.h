@@ -285,6 +285,18 @@ class Lowering {
   // asked for, and whether the main loop runs in pairs of blocks.
   int64_t cluster_ = 1;
   bool clustered_ = false;
+  // TMA-store epilogues (PassContext::tma_store, program attr
+  // kiln.tma_store), and whether one was lowered (consumer thread 0 then
+  // waits for its stores before the block exits).
+  bool tma_store_ = false;
+  bool tma_stored_ = false;
+  // After a warp-specialized main loop, a copy of a whole 2-d fragment to a
+  // tile of a global tensor TMA can store (16-byte row strides, constant
+  // shape, at most 256 rows, whole 128-byte column blocks): the consumers
+  // write it converted into a swizzled shared tile of its own, then one
+  // thread stores the tile's column blocks with TMA. False (nothing
+  // emitted) for any other copy or where shared memory has no room.
+  absl::StatusOr<bool> LowerTmaStoreEpilogue(const ir::Stmt& s, std::vector<ir::Stmt>* out);
   // The index of tensor map `map` in the program's kiln.tma.<k> attrs,
   // registering it where it is new.
   int64_t TmaMapIndex(const ir::TmaMapAttr& map);

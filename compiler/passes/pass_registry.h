@@ -46,6 +46,12 @@ struct PassContext {
   // Pass option cluster=1|2 (1 by default until measured), kiln-opt /
   // kiln-run --cluster; a tuning knob.
   int cluster = 1;
+  // Warp-specialized GEMMs: the epilogue's copy of the accumulator to global
+  // memory through a swizzled shared tile and TMA stores (warp_specialize.cc,
+  // LowerTmaStoreEpilogue) instead of each thread's stores. Pass option
+  // epilogue=tma|direct (direct by default until measured), kiln-opt /
+  // kiln-run --epilogue; a tuning knob.
+  bool tma_store = false;
 };
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;

@@ -1065,6 +1065,112 @@ Lowering::RingPos Lowering::Ring(const std::string& ko, int64_t stages, bool pro
   return r;
 }
 
+absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<Stmt>* out) {
+  if (s.regions.size() != 2) return false;
+  const Buf* src = FindBuf(s.regions[0].buffer);
+  const Buf* dst = FindBuf(s.regions[1].buffer);
+  if (!src || !dst || src->scope != ir::Scope::kFragment || src->shape.size() != 2 ||
+      src->reducer || dst->scope != ir::Scope::kGlobal || dst->index_layout) {
+    return false;
+  }
+  const int64_t eb = std::max(1, ir::DTypeBits(dst->dtype) / 8);
+  if (ir::DTypeBits(dst->dtype) % 8 != 0 || 128 % eb != 0) return false;
+  const int64_t rows = src->shape[0], cols = src->shape[1], w = 128 / eb;
+  if (rows > 256 || cols % w != 0) return false;
+  // The whole fragment...
+  const ir::Region& sr = s.regions[0];
+  for (size_t d = 0; d < 2; ++d) {
+    if (ir::ConstInt(ir::Simplify(sr.ranges[d].min)) != 0 ||
+        ir::ConstInt(ir::Simplify(sr.ranges[d].extent)) != src->shape[d]) {
+      return false;
+    }
+  }
+  // ...into rows x cols of a tensor of constant shape whose non-unit
+  // dimensions are (rows, columns), the columns innermost.
+  const ir::Region& dr = s.regions[1];
+  const size_t rank = dr.ranges.size();
+  if (rank < 2 || rank > 5 || dst->shape_expr.size() != rank) return false;
+  std::vector<int64_t> shape;
+  for (const Expr& e : dst->shape_expr) {
+    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+    if (!v || *v < 1 || *v > ir::kInt32Max) return false;
+    shape.push_back(*v);
+  }
+  if (shape.back() * eb % 16 != 0) return false;
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(dr.ranges[d].extent));
+    if (!ex) return false;
+    if (*ex != 1) dims.push_back(d);
+  }
+  if (dims.size() != 2 || dims[1] != rank - 1 ||
+      ir::ConstInt(ir::Simplify(dr.ranges[dims[0]].extent)) != rows ||
+      ir::ConstInt(ir::Simplify(dr.ranges[dims[1]].extent)) != cols) {
+    return false;
+  }
+  // The tile gets shared memory of its own (the operand stages may still
+  // be filling for a persistent kernel's next tile).
+  if (SharedBytes(bufs_) + rows * cols * eb + 2048 > kSm90SharedBytes) return false;
+  std::vector<Expr> coords;
+  for (const ir::Range& r : dr.ranges) {
+    ASSIGN_OR_RETURN(Expr c, LowerExpr(r.min));
+    coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
+  }
+  ir::TmaMapAttr map;
+  map.param = dst->name;
+  map.box.assign(rank, 1);
+  map.box[dims[0]] = rows;
+  map.box[dims[1]] = w;
+  map.swizzle_bytes = 128;
+  const int64_t map_index = TmaMapIndex(map);
+
+  Buf tile;
+  tile.name = Fresh("ctile");
+  tile.dtype = dst->dtype;
+  tile.scope = ir::Scope::kShared;
+  tile.shape = {rows, cols};
+  tile.shape_expr = {I(rows), I(cols)};
+  tile.size = rows * cols;
+  tile.wgmma_block = w;
+  tile.loc = s.loc;
+  bufs_[tile.name] = tile;
+  program_.attrs[absl::StrCat("kiln.smem_align.", tile.name)] = "1024";
+  Stmt alloc;
+  alloc.kind = StmtKind::kAlloc;
+  alloc.buffer.name = tile.name;
+  alloc.buffer.dtype = tile.dtype;
+  alloc.buffer.scope = ir::Scope::kShared;
+  alloc.buffer.shape = {I(tile.size)};
+  top_allocs_.push_back(std::move(alloc));
+
+  const Expr t0 = Eq(Tid(), I(0));
+  // In a nest the tile is written again for the next output tile: the
+  // store before must have read it.
+  if (!ws_nest_headers_.empty()) {
+    Guarded(t0, {Call("tma_store_wait_read", {I(0)})}, out);
+    out->push_back(Call("sync_threads", {}));
+  }
+  Stmt to_tile = s;
+  to_tile.regions[1].buffer = tile.name;
+  to_tile.regions[1].ranges = {ir::Range{I(0), I(rows)}, ir::Range{I(0), I(cols)}};
+  RETURN_IF_ERROR(LowerCopy(to_tile, out));
+  // The threads' writes, visible to the async proxy, all of them done.
+  out->push_back(Call("fence_proxy_async", {}));
+  out->push_back(Call("sync_threads", {}));
+  std::vector<Stmt> store;
+  for (int64_t j = 0; j < cols / w; ++j) {
+    std::vector<Expr> args = {Address(bufs_.at(tile.name), I(j * rows * w)), I(map_index)};
+    for (size_t d = rank; d-- > 0;) {
+      args.push_back(ir::Simplify(d == dims[1] ? Add(coords[d], I(j * w)) : coords[d]));
+    }
+    store.push_back(Call(absl::StrCat("tma_store_", rank, "d"), std::move(args)));
+  }
+  store.push_back(Call("tma_store_commit", {}));
+  Guarded(t0, std::move(store), out);
+  tma_stored_ = true;
+  return true;
+}
+
 void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
   const int64_t t = threads_;
   std::vector<Stmt> pre, consumer;
@@ -1075,6 +1181,8 @@ void Lowering::SplitWarpGroups(std::vector<Stmt>* body) {
                                                        s.buffer.scope == ir::Scope::kShared);
     (shared || s.kind == StmtKind::kUseSwizzle ? pre : consumer).push_back(std::move(s));
   }
+  // The block's shared memory outlives the TMA stores of its epilogue.
+  if (tma_stored_) Guarded(Eq(Tid(), I(0)), {Call("tma_store_wait", {I(0)})}, &consumer);
   ReplaceBarriers(&consumer, t);
 
   Stmt alloc;

@@ -66,8 +66,10 @@ namespace kiln::toolchain {
 // 23: a T.Pipelined loop under serial loops and ifs (TileLang's T.Persistent
 // GEMM) is warp-specialized, its ring running on across the nest (it took
 // cp.async); pass option persistent= (off by default).
-// 24: pass option cluster=2 (off by default): thread-block cluster pairs
-// whose producers multicast the operand tiles both blocks load.
+// 24: pass options cluster=2 (thread-block cluster pairs whose producers
+// multicast the operand tiles both blocks load) and epilogue=tma (the
+// accumulator through a swizzled shared tile and TMA stores), both off by
+// default.
 inline constexpr int kKilnCodegenVersion = 24;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).

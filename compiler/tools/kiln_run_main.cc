@@ -84,6 +84,9 @@ options:
                        registers for (auto: Kiln's plan)
   --ws-overlap on|off  attention-like warp-specialized loops keep the next
                        tile's first gemm in flight during the softmax (off)
+  --epilogue tma|direct  warp-specialized GEMMs write the accumulator through a
+                       swizzled shared tile and TMA stores (tma) or with
+                       each thread's stores (direct, the default)
   --cluster 1|2        warp-specialized GEMM main loops in pairs of blocks
                        (a thread-block cluster along grid x) that multicast
                        the operand tiles they share (1: off, the default)
@@ -270,6 +273,11 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError("--ws-overlap must be on or off");
       }
       args->lowering.ws_overlap = value == "on";
+    } else if (take("--epilogue")) {
+      if (missing || (value != "tma" && value != "direct")) {
+        return UsageError("--epilogue must be tma or direct");
+      }
+      args->lowering.tma_store = value == "tma";
     } else if (take("--cluster")) {
       if (missing || (value != "1" && value != "2")) return UsageError("--cluster must be 1 or 2");
       args->lowering.cluster = value[0] - '0';

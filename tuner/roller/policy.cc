@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -480,64 +481,54 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
       if (model.wgmma && arch.wgmma_tflops > 0) pick(/*wgmma_only=*/true, room / 2);
       pick(/*wgmma_only=*/false, room);
     }
-    // Persistent tiles (the knob kiln:persistent, passes/persistent.h) for a
-    // warp-specialized GEMM whose grid has more blocks than SMs: the best
-    // ranked such configs again as one block per SM walking the tiles, a
-    // quarter of the top-k. The model does not tell the two apart (they
-    // differ by a few percent either way, docs/benchmarks.md "Persistent
-    // tiles"); the measurement does. Not where the build's pass options fix
-    // it (persistent=...).
-    bool fixed = false;
-    for (const std::string& po : options.pass_options) {
-      fixed = fixed || absl::StartsWith(po, "persistent=");
-    }
-    if (options.persistent_variants && knob_picks.empty() && model.wgmma &&
-        driver::TmaWsPipeline(build) && !fixed && arch.sm_count > 0 &&
-        out.space.count(driver::kPersistentKnob) == 0) {
-      const size_t room = static_cast<size_t>(std::max(1, options.top_k)) / 4;
+    // Knob variants of a warp-specialized GEMM whose grid has more blocks
+    // than SMs: the best ranked such configs again with the knob, a quarter
+    // of the top-k per knob. The model does not tell them apart from the
+    // plain configs (they differ by a few percent either way); the
+    // measurement does. Not for decode shapes (the split picks above), nor
+    // where the build's pass options fix the option.
+    const bool split_picked = !knob_picks.empty();
+    const bool ws_gemm = model.wgmma && driver::TmaWsPipeline(build) && arch.sm_count > 0;
+    auto fixed = [&](absl::string_view option) {
+      return std::any_of(options.pass_options.begin(), options.pass_options.end(),
+                         [&](const std::string& po) { return absl::StartsWith(po, option); });
+    };
+    auto knob_variants = [&](const char* knob, int64_t value,
+                             const std::function<std::string(const Prediction&)>& note) {
+      if (split_picked || !ws_gemm || out.space.count(knob) != 0) return;
+      const size_t room = knob_picks.size() + static_cast<size_t>(std::max(1, options.top_k)) / 4;
       for (const Candidate& base : ranked) {
         if (knob_picks.size() >= room) break;
         if (!base.prediction.wgmma || base.prediction.split > 1 ||
             base.prediction.blocks <= arch.sm_count) {
           continue;
         }
+        const std::string why = note(base.prediction);
+        if (why.empty()) continue;
         Candidate c = base;
-        c.config[driver::kPersistentKnob] = 1;
+        c.config[knob] = value;
         c.rationale = Rationale(a, c.config, c.prediction);
-        absl::StrAppend(&c.rationale, ", persistent (", arch.sm_count, " blocks over ",
-                        c.prediction.blocks, " tiles)");
+        absl::StrAppend(&c.rationale, why);
         picked.insert(c.config);
         knob_picks.push_back(std::move(c));
       }
+    };
+    // Persistent tiles (kiln:persistent, passes/persistent.h): one block
+    // per SM walking the tiles (docs/benchmarks.md "Persistent tiles").
+    if (options.persistent_variants && !fixed("persistent=")) {
+      knob_variants(driver::kPersistentKnob, 1, [&](const Prediction& p) {
+        return absl::StrCat(", persistent (", arch.sm_count, " blocks over ", p.blocks, " tiles)");
+      });
     }
-    // Cluster pairs (the knob kiln:cluster, warp_specialize.cc): the best
-    // ranked warp-specialized configs whose grid has more blocks than SMs
-    // and an even x extent, again as pairs of blocks multicasting the tiles
-    // both load, a quarter of the top-k. The model does not price the L2
-    // traffic a pair saves; the measurement decides.
-    bool cluster_fixed = false;
-    for (const std::string& po : options.pass_options) {
-      cluster_fixed = cluster_fixed || absl::StartsWith(po, "cluster=");
-    }
-    if (options.cluster_variants && model.wgmma && driver::TmaWsPipeline(build) && !cluster_fixed &&
-        arch.sm_count > 0 && out.space.count(driver::kClusterKnob) == 0 &&
-        std::none_of(knob_picks.begin(), knob_picks.end(),
-                     [](const Candidate& c) { return c.config.count(driver::kSplitKKnob) != 0; })) {
-      const size_t room = knob_picks.size() + static_cast<size_t>(std::max(1, options.top_k)) / 4;
-      for (const Candidate& base : ranked) {
-        if (knob_picks.size() >= room) break;
-        if (!base.prediction.wgmma || base.prediction.split > 1 ||
-            base.prediction.blocks <= arch.sm_count || base.prediction.grid_x % 2 != 0) {
-          continue;
-        }
-        Candidate c = base;
-        c.config[driver::kClusterKnob] = 2;
-        c.rationale = Rationale(a, c.config, c.prediction);
-        absl::StrAppend(&c.rationale, ", cluster pairs along x (", c.prediction.grid_x,
-                        " blocks wide)");
-        picked.insert(c.config);
-        knob_picks.push_back(std::move(c));
-      }
+    // Cluster pairs (kiln:cluster, warp_specialize.cc): pairs of blocks
+    // along an even grid x multicasting the tiles both load (the model does
+    // not price the L2 traffic a pair saves).
+    if (options.cluster_variants && !fixed("cluster=")) {
+      knob_variants(driver::kClusterKnob, 2, [](const Prediction& p) {
+        return p.grid_x % 2 != 0
+                   ? std::string()
+                   : absl::StrCat(", cluster pairs along x (", p.grid_x, " blocks wide)");
+      });
     }
     // Diversity: a first pass admits at most two configs per tile shape, so
     // near-ties of one tile in different stage counts do not fill the whole

@@ -198,25 +198,32 @@ inline void prefetch_tma_desc(const TmaDesc&) {}
 
 namespace detail {
 
-inline void TmaLoad(void* dst, void* bar, const TmaDesc& m, const int* c, int rank) {
+// Checks a TMA box at shared address `smem` against its map (nullptr) or
+// says what is wrong with it; `total` gets the box's bytes.
+inline const char* TmaBoxError(const unsigned char* smem, const TmaDesc& m, int rank,
+                               int64_t* total) {
   fiber::BlockState* b = fiber::CurrentBlock();
-  unsigned char* out = static_cast<unsigned char*>(dst);
-  const char* why = nullptr;
-  if (rank != m.rank) why = "a TMA load whose rank differs from its tensor map's";
-  if (b != nullptr && why == nullptr) {
-    if (out < b->smem || ((out - b->smem) & 127) != 0)
-      why = "a TMA destination not 128-byte aligned";
-  }
   const int64_t inner_bytes = static_cast<int64_t>(m.box[0]) * m.elem_bytes;
-  if (why == nullptr && m.swizzle != 0 && inner_bytes > m.swizzle)
-    why = "a TMA box whose inner dimension is wider than its swizzle";
-  if (why == nullptr && inner_bytes % 16 != 0)
-    why = "a TMA box whose inner dimension is not a multiple of 16 bytes";
-  int64_t total = inner_bytes;
-  for (int d = 1; d < 5; ++d) total *= m.box[d];
-  if (why == nullptr && b != nullptr && out + total > b->smem + b->smem_bytes)
-    why = "a TMA box that does not fit in shared memory";
-  if (why != nullptr) MbarFail(why, bar);
+  *total = inner_bytes;
+  for (int d = 1; d < 5; ++d) *total *= m.box[d];
+  if (rank != m.rank) return "a TMA copy whose rank differs from its tensor map's";
+  if (b != nullptr && (smem < b->smem || ((smem - b->smem) & 127) != 0))
+    return "a TMA box in shared memory not 128-byte aligned";
+  if (m.swizzle != 0 && inner_bytes > m.swizzle)
+    return "a TMA box whose inner dimension is wider than its swizzle";
+  if (inner_bytes % 16 != 0) return "a TMA box whose inner dimension is not a multiple of 16 bytes";
+  if (b != nullptr && smem + *total > b->smem + b->smem_bytes)
+    return "a TMA box that does not fit in shared memory";
+  return nullptr;
+}
+
+// Visits the elements of the box at element coordinates c (innermost first)
+// whose shared copy is at `smem`: fn(shared element, global byte offset,
+// whether the element lies inside the tensor). The swizzle follows the
+// address bits within shared memory, as on the GPU.
+template <typename Fn>
+void TmaWalk(unsigned char* smem, const TmaDesc& m, const int* c, Fn&& fn) {
+  fiber::BlockState* b = fiber::CurrentBlock();
   const uintptr_t origin = b != nullptr ? reinterpret_cast<uintptr_t>(b->smem) : 0;
   const int key_bits = m.swizzle == 128 ? 7 : m.swizzle == 64 ? 3 : m.swizzle == 32 ? 1 : 0;
   int64_t linear = 0; // byte offset of the element in the unswizzled box
@@ -229,27 +236,53 @@ inline void TmaLoad(void* dst, void* bar, const TmaDesc& m, const int* c, int ra
                                   static_cast<int64_t>(c[2]) + i2, static_cast<int64_t>(c[3]) + i3,
                                   static_cast<int64_t>(c[4]) + i4};
             bool inside = true;
-            int64_t src = 0;
+            int64_t global = 0;
             for (int d = 0; d < 5; ++d) {
               inside = inside && g[d] >= 0 && g[d] < m.dim[d];
-              src += g[d] * m.stride[d];
+              global += g[d] * m.stride[d];
             }
-            // The swizzle follows the address bits within shared memory.
             uintptr_t addr =
-                reinterpret_cast<uintptr_t>(out) - origin + static_cast<uintptr_t>(linear);
+                reinterpret_cast<uintptr_t>(smem) - origin + static_cast<uintptr_t>(linear);
             addr ^= ((addr >> 7) & static_cast<uintptr_t>(key_bits)) << 4;
-            unsigned char* to = reinterpret_cast<unsigned char*>(origin + addr);
-            if (inside) {
-              std::memcpy(to, m.base + src, static_cast<size_t>(m.elem_bytes));
-            } else {
-              std::memset(to, 0, static_cast<size_t>(m.elem_bytes));
-            }
+            fn(reinterpret_cast<unsigned char*>(origin + addr), global, inside);
           }
         }
       }
     }
   }
+}
+
+inline void TmaLoad(void* dst, void* bar, const TmaDesc& m, const int* c, int rank) {
+  unsigned char* out = static_cast<unsigned char*>(dst);
+  int64_t total = 0;
+  if (const char* why = TmaBoxError(out, m, rank, &total)) MbarFail(why, bar);
+  TmaWalk(out, m, c, [&](unsigned char* to, int64_t src, bool inside) {
+    if (inside) {
+      std::memcpy(to, m.base + src, static_cast<size_t>(m.elem_bytes));
+    } else {
+      std::memset(to, 0, static_cast<size_t>(m.elem_bytes));
+    }
+  });
   MbarCompleteTx(bar, static_cast<int32_t>(total));
+}
+
+// A TMA store completes at issue here: the elements inside the tensor are
+// written, the rest of the box is dropped, as on the GPU.
+inline void TmaStore(const void* src, const TmaDesc& m, const int* c, int rank) {
+  unsigned char* in = static_cast<unsigned char*>(const_cast<void*>(src));
+  int64_t total = 0;
+  if (const char* why = TmaBoxError(in, m, rank, &total)) {
+    fiber::BlockState* b = fiber::CurrentBlock();
+    if (b == nullptr) {
+      std::fprintf(stderr, "kiln::rt: %s outside launch_grid\n", why);
+      std::abort();
+    }
+    fiber::FailBlock(b, "thread %d: %s", b->self().tid, why);
+  }
+  unsigned char* base = const_cast<unsigned char*>(m.base);
+  TmaWalk(in, m, c, [&](unsigned char* from, int64_t dst, bool inside) {
+    if (inside) std::memcpy(base + dst, from, static_cast<size_t>(m.elem_bytes));
+  });
 }
 
 } // namespace detail
@@ -275,6 +308,34 @@ inline void tma_load_5d(void* dst, void* bar, const TmaDesc& m, int c0, int c1, 
   const int c[5] = {c0, c1, c2, c3, c4};
   detail::TmaLoad(dst, bar, m, c, 5);
 }
+
+inline void tma_store_1d(const void* src, const TmaDesc& m, int c0) {
+  const int c[5] = {c0, 0, 0, 0, 0};
+  detail::TmaStore(src, m, c, 1);
+}
+inline void tma_store_2d(const void* src, const TmaDesc& m, int c0, int c1) {
+  const int c[5] = {c0, c1, 0, 0, 0};
+  detail::TmaStore(src, m, c, 2);
+}
+inline void tma_store_3d(const void* src, const TmaDesc& m, int c0, int c1, int c2) {
+  const int c[5] = {c0, c1, c2, 0, 0};
+  detail::TmaStore(src, m, c, 3);
+}
+inline void tma_store_4d(const void* src, const TmaDesc& m, int c0, int c1, int c2, int c3) {
+  const int c[5] = {c0, c1, c2, c3, 0};
+  detail::TmaStore(src, m, c, 4);
+}
+inline void tma_store_5d(const void* src, const TmaDesc& m, int c0, int c1, int c2, int c3,
+                         int c4) {
+  const int c[5] = {c0, c1, c2, c3, c4};
+  detail::TmaStore(src, m, c, 5);
+}
+// The stores completed at issue: nothing is left to wait for.
+inline void tma_store_commit() {}
+template <int N>
+inline void tma_store_wait() {}
+template <int N>
+inline void tma_store_wait_read() {}
 
 inline void named_barrier_sync(int id, int threads) { fiber::NamedBarrier(id, threads); }
 inline void named_barrier_arrive(int id, int threads) {

@@ -169,6 +169,43 @@ KILN_DEVICE void tma_load_mc_5d(void* dst, void* bar, const TmaDesc& map, int c0
 }
 #undef KILN_TMA_MC
 
+// TMA stores (the epilogue=tma path): one box of shared memory at src (the
+// map's swizzle applied) to the tensor at element coordinates c0...; the
+// part of the box outside the tensor is not written. A bulk group per
+// commit; tma_store_wait_read<N>() returns once all but N groups have read
+// their shared memory, tma_store_wait<N>() once they have written it.
+#define KILN_TMA_ST(DIMS, COORDS, ...)                                                             \
+  asm volatile("cp.async.bulk.tensor." DIMS ".global.shared::cta.bulk_group [%0, {" COORDS         \
+               "}], [%1];" ::"l"(&map),                                                            \
+               "r"(smem_addr(src)), __VA_ARGS__                                                    \
+               : "memory")
+KILN_DEVICE void tma_store_1d(const void* src, const TmaDesc& map, int c0) {
+  KILN_TMA_ST("1d", "%2", "r"(c0));
+}
+KILN_DEVICE void tma_store_2d(const void* src, const TmaDesc& map, int c0, int c1) {
+  KILN_TMA_ST("2d", "%2, %3", "r"(c0), "r"(c1));
+}
+KILN_DEVICE void tma_store_3d(const void* src, const TmaDesc& map, int c0, int c1, int c2) {
+  KILN_TMA_ST("3d", "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+KILN_DEVICE void tma_store_4d(const void* src, const TmaDesc& map, int c0, int c1, int c2, int c3) {
+  KILN_TMA_ST("4d", "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+KILN_DEVICE void tma_store_5d(const void* src, const TmaDesc& map, int c0, int c1, int c2, int c3,
+                              int c4) {
+  KILN_TMA_ST("5d", "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef KILN_TMA_ST
+KILN_DEVICE void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N>
+KILN_DEVICE void tma_store_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+template <int N>
+KILN_DEVICE void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
 KILN_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }

@@ -462,6 +462,46 @@ TEST(CompileDriver, PersistentIsAPassOptionOfTheKeyAndTheVariant) {
   EXPECT_EQ(grid_of({"persistent=auto"}), 128);
 }
 
+TEST(CompileDriver, TmaStoreEpilogueIsAPassOptionOfTheKeyAndTheVariant) {
+  // epilogue=tma (warp_specialize.cc): the example's 128x256 accumulator
+  // through a swizzled shared tile and four TMA stores of 64 columns; its own
+  // key and best-config variant; direct stores by default. With the
+  // example's 4 stages (192 KiB) the 64 KiB tile has no room: direct stores.
+  ProgramInput in = GemmInput(/*test_size=*/false);
+  BuildOptions o;
+  o.target = "cuda:sm_90";
+  o.emit_source = true;
+  o.pass_options = {"epilogue=tma"};
+  absl::StatusOr<Prepared> four = Prepare(in, o);
+  ASSERT_TRUE(four.ok()) << four.status();
+  absl::StatusOr<codegen::EmittedKernel> full = Emit(*four, o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_THAT(full->source, Not(HasSubstr("tma_store")));
+  for (auto& [name, value] : in.bindings) {
+    if (name == "num_stages") value.ival = 3;
+  }
+  o.pass_options = {};
+  const std::string plain = KeyOf(in, o);
+  o.pass_options = {"epilogue=tma"};
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->source, HasSubstr("tma_store_2d"));
+  ASSERT_EQ(k->launch.tensor_maps.size(), 3u); // A, B and now C
+  EXPECT_EQ(k->launch.tensor_maps[2].box, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(KernelVariant(o), ";epilogue=tma");
+  EXPECT_NE(KeyOf(in, o), plain);
+  o.pass_options = {"epilogue=tma", "epilogue=direct"};
+  EXPECT_EQ(KernelVariant(o), "");
+  EXPECT_EQ(KeyOf(in, o), plain);
+  EXPECT_EQ(*KnobPassOption(kTmaStoreKnob, 1), "epilogue=tma");
+  EXPECT_EQ(*KnobPassOption(kTmaStoreKnob, 0), "epilogue=direct");
+  EXPECT_FALSE(KnobPassOption(kTmaStoreKnob, 2).ok());
+  o.pass_options = {"pipeline=cp.async", "epilogue=tma"};
+  EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
+}
+
 TEST(CompileDriver, ClusterIsAPassOptionOfTheKeyAndTheVariant) {
   // cluster=2 (warp_specialize.cc): pairs of blocks along grid x (the
   // example at 4096^3 in 128x256 tiles is 16 wide), the kernel declaring its
