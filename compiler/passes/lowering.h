@@ -241,11 +241,10 @@ class Lowering {
   // The TMA plan of a producer copy (registers its tensor map), or nullopt.
   std::optional<TmaCopy> PlanTmaCopy(const ir::Stmt& s);
   // One block's half of a copy the two blocks of a cluster pair share
-  // (IssueTmaPair): its boxes or its rows, issued multicast to both.
+  // (IssueTmaPair): half of each box's rows, issued multicast to both.
   struct PairHalf {
-    ir::Expr rank;        // the block's rank in its pair (0 or 1)
-    bool by_boxes = true; // half of the column blocks; false: half of each one's rows
-    int64_t map = 0;      // the tensor map (for rows: one of half the rows)
+    ir::Expr rank;   // the block's rank in its pair (0 or 1)
+    int64_t map = 0; // the tensor map of half the rows
   };
   // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`
   // (with `half`: that half only, multicast).
@@ -302,8 +301,8 @@ class Lowering {
   int64_t TmaMapIndex(const ir::TmaMapAttr& map);
   // A clustered producer's loads of `plan` (clustered_): where the pair's
   // other block loads the same box (its coordinates, from its block
-  // variables, equal this block's), each block issues half of the boxes
-  // (or of the rows) multicast to both; elsewhere it loads its own.
+  // variables, equal this block's), each block issues half of each box's
+  // rows multicast to both; elsewhere it loads its own.
   absl::Status IssueTmaPair(const TmaCopy& plan, const ir::Expr& stage, const ir::Expr& bar,
                             std::vector<ir::Stmt>* out);
   // The loop's barrier buffer (ws_bars_): the rings one after another.

@@ -474,27 +474,20 @@ absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Ex
     ASSIGN_OR_RETURN(Expr col0, LowerExpr(*plan.dst_col0));
     base = Add(base, Mul(Div(col0, plan.block), I(plan.rows * plan.block)));
   }
-  // A pair's half (IssueTmaPair): boxes [rank * n/2, (rank + 1) * n/2), or
-  // rows [rank * rows/2, (rank + 1) * rows/2) of every box.
-  int64_t boxes = plan.blocks;
-  Expr first = I(0);
+  // A pair's half (IssueTmaPair): rows [rank * rows/2, (rank + 1) * rows/2)
+  // of every box.
   int64_t map = plan.map;
   std::string name = absl::StrCat("tma_load_", rank, "d");
   if (half != nullptr) {
     name = absl::StrCat("tma_load_mc_", rank, "d");
     map = half->map;
-    if (half->by_boxes) {
-      boxes = plan.blocks / 2;
-      first = Mul(half->rank, I(boxes));
-    } else {
-      const int64_t rows = plan.rows / 2;
-      base = Add(base, Mul(half->rank, I(rows * plan.block)));
-      coords[static_cast<size_t>(plan.row_dim)] =
-          Add(coords[static_cast<size_t>(plan.row_dim)], Mul(half->rank, I(rows)));
-    }
+    const int64_t rows = plan.rows / 2;
+    base = Add(base, Mul(half->rank, I(rows * plan.block)));
+    coords[static_cast<size_t>(plan.row_dim)] =
+        Add(coords[static_cast<size_t>(plan.row_dim)], Mul(half->rank, I(rows)));
   }
-  for (int64_t i = 0; i < boxes; ++i) {
-    const Expr j = ir::Simplify(Add(first, I(i)));
+  for (int64_t i = 0; i < plan.blocks; ++i) {
+    const Expr j = I(i);
     std::vector<Expr> args;
     args.push_back(Address(dst, ir::Simplify(Add(base, Mul(j, I(plan.rows * plan.block))))));
     args.push_back(bar);
@@ -513,22 +506,20 @@ absl::Status Lowering::IssueTmaPair(const TmaCopy& plan, const Expr& stage, cons
                                     std::vector<Stmt>* out) {
   std::vector<Stmt> own;
   RETURN_IF_ERROR(IssueTma(plan, stage, bar, &own));
-  // Half of the boxes each, or half of each box's rows (a map of half the
-  // rows, whole 8-row swizzle atoms, so that a half lands where the tile's
-  // layout has it); a copy that splits neither way each block loads itself.
+  // Half of each box's rows each (a map of half the rows, whole 8-row
+  // swizzle atoms, so that a half lands where the tile's layout has it); a
+  // copy whose rows do not split so each block loads itself. (Half of the
+  // boxes each, the other split, gave wrong tiles on an H200: the boxes
+  // after the first in the second block of a pair.)
+  if (plan.rows % 16 != 0) {
+    for (Stmt& x : own) out->push_back(std::move(x));
+    return absl::OkStatus();
+  }
   PairHalf half;
   half.rank = Var(kClusterRankVar);
-  half.by_boxes = plan.blocks % 2 == 0;
-  half.map = plan.map;
-  if (!half.by_boxes) {
-    if (plan.rows % 16 != 0) {
-      for (Stmt& x : own) out->push_back(std::move(x));
-      return absl::OkStatus();
-    }
-    ir::TmaMapAttr rows = plan.tma;
-    rows.box[static_cast<size_t>(plan.row_dim)] = plan.rows / 2;
-    half.map = TmaMapIndex(rows);
-  }
+  ir::TmaMapAttr rows = plan.tma;
+  rows.box[static_cast<size_t>(plan.row_dim)] = plan.rows / 2;
+  half.map = TmaMapIndex(rows);
   // The two blocks share the copy where its coordinates, with the other
   // block's block variables, are this block's (the same test in both).
   const std::set<std::string> bvs(program_.kernel.block_vars.begin(),

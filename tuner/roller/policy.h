@@ -66,8 +66,8 @@ struct PolicyOptions {
   // Roller: add cluster-pair variants (kiln:cluster = 2) of the best
   // warp-specialized GEMM configs whose grid has more blocks than SMs and an
   // even x extent, a quarter of the top-k (not where the build's pass
-  // options fix cluster=).
-  bool cluster_variants = true;
+  // options fix cluster=). Off until the pairs are measured on a GPU.
+  bool cluster_variants = false;
   int64_t max_space = 200000; // grid / roller: refuse spaces larger than this
 };
 

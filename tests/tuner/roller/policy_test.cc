@@ -211,6 +211,7 @@ TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
     if (c.config.count(driver::kPersistentKnob) == 0) continue;
     ++persistent;
     EXPECT_EQ(c.config.at(driver::kPersistentKnob), 1);
+    EXPECT_EQ(c.config.at(driver::kTmaStoreKnob), 1); // with the TMA-store epilogue
     EXPECT_TRUE(c.prediction.wgmma);
     EXPECT_GT(c.prediction.blocks, 132);
     EXPECT_NE(c.rationale.find("persistent (132 blocks over"), std::string::npos);
@@ -243,6 +244,7 @@ TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
 TEST(Policy, LargeHopperGemmGetsClusterPairVariantsThatVerify) {
   PolicyOptions o;
   o.top_k = 8;
+  o.cluster_variants = true; // off by default until measured
   absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->candidates.size(), 8u);
