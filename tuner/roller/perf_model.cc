@@ -99,7 +99,6 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
     grid.push_back(std::max<int64_t>(1, q[gq]));
     p.blocks *= grid.back();
   }
-  p.grid_x = grid.empty() ? 1 : grid[0];
   // The split is a grid dimension of its own, which every access depends on
   // (each part reads its own K range and writes its own partials).
   const size_t split_dim = grid.size();

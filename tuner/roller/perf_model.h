@@ -52,7 +52,6 @@ struct Prediction {
   double overhead_us = 0;
   std::string bound; // "compute", "alu", "smem", "l2", "dram", "latency"
   int64_t blocks = 0;
-  int64_t grid_x = 0; // the grid's x extent (a cluster pairs blocks along x)
   int blocks_per_sm = 0;
   double waves = 0; // blocks / (SMs * blocks_per_sm), rounded up
   int64_t threads = 0;

@@ -529,16 +529,6 @@ absl::StatusOr<Proposal> Propose(const ProgramAnalysis& analysis, const arch::Ar
         return absl::StrCat(", persistent (", arch.sm_count, " blocks over ", p.blocks, " tiles)");
       });
     }
-    // Cluster pairs (kiln:cluster, warp_specialize.cc): pairs of blocks
-    // along an even grid x multicasting the tiles both load (the model does
-    // not price the L2 traffic a pair saves).
-    if (options.cluster_variants && !fixed("cluster=")) {
-      knob_variants({{driver::kClusterKnob, 2}}, [](const Prediction& p) {
-        return p.grid_x % 2 != 0
-                   ? std::string()
-                   : absl::StrCat(", cluster pairs along x (", p.grid_x, " blocks wide)");
-      });
-    }
     // Diversity: a first pass admits at most two configs per tile shape, so
     // near-ties of one tile in different stage counts do not fill the whole
     // top-k; a second pass fills up from the rest in rank order.

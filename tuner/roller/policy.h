@@ -63,11 +63,6 @@ struct PolicyOptions {
   // Roller: add persistent variants (kiln:persistent = 1) of the best
   // warp-specialized configs of a GEMM with more blocks than SMs (Propose).
   bool persistent_variants = true;
-  // Roller: add cluster-pair variants (kiln:cluster = 2) of the best
-  // warp-specialized GEMM configs whose grid has more blocks than SMs and an
-  // even x extent, a quarter of the top-k (not where the build's pass
-  // options fix cluster=). Off until the pairs are measured on a GPU.
-  bool cluster_variants = false;
   int64_t max_space = 200000; // grid / roller: refuse spaces larger than this
 };
 

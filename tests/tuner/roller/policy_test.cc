@@ -241,43 +241,6 @@ TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
   }
 }
 
-TEST(Policy, LargeHopperGemmGetsClusterPairVariantsThatVerify) {
-  PolicyOptions o;
-  o.top_k = 8;
-  o.cluster_variants = true; // off by default until measured
-  absl::StatusOr<Proposal> p = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), o);
-  ASSERT_TRUE(p.ok()) << p.status();
-  ASSERT_EQ(p->candidates.size(), 8u);
-  int paired = 0;
-  for (const Candidate& c : p->candidates) {
-    SCOPED_TRACE(c.rationale);
-    if (c.config.count(driver::kClusterKnob) == 0) continue;
-    ++paired;
-    EXPECT_EQ(c.config.at(driver::kClusterKnob), 2);
-    EXPECT_EQ(c.config.count(driver::kPersistentKnob), 0u);
-    EXPECT_EQ(c.prediction.grid_x % 2, 0);
-    EXPECT_NE(c.rationale.find("cluster pairs along x"), std::string::npos);
-    absl::StatusOr<std::string> key = VerifyConfig(p->analysis, c.config, "cuda:sm_90", {});
-    ASSERT_TRUE(key.ok()) << key.status();
-    Config plain = c.config;
-    plain.erase(driver::kClusterKnob);
-    EXPECT_NE(*VerifyConfig(p->analysis, plain, "cuda:sm_90", {}), *key);
-  }
-  EXPECT_EQ(paired, 2);
-  // Decode shapes (split-K picks) and a build that fixes the option get none.
-  absl::StatusOr<Proposal> decode = Propose(
-      Input("examples/gemm/gemm.py", {{"M", "16"}, {"N", "4096"}, {"K", "4096"}}), H200(), o);
-  ASSERT_TRUE(decode.ok()) << decode.status();
-  for (const Candidate& c : decode->candidates) {
-    EXPECT_EQ(c.config.count(driver::kClusterKnob), 0u) << c.rationale;
-  }
-  PolicyOptions f = o;
-  f.pass_options = {"cluster=1"};
-  absl::StatusOr<Proposal> q = Propose(Input("examples/gemm/gemm.py", Cube(4096)), H200(), f);
-  ASSERT_TRUE(q.ok()) << q.status();
-  for (const Candidate& c : q->candidates) EXPECT_EQ(c.config.count(driver::kClusterKnob), 0u);
-}
-
 TEST(Policy, GridReturnsExactlyTheVerifiedSubsetOfTheDeclaredSpace) {
   const TuneSpace space = {{"block_M", {64, 128, 256}},
                            {"block_N", {64, 128, 256}},
