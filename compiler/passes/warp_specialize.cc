@@ -1064,6 +1064,11 @@ absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<
       src->reducer || dst->scope != ir::Scope::kGlobal || dst->index_layout) {
     return false;
   }
+  // A workspace (split-K's float32 partials) is Kiln's own: launchers
+  // build tensor maps for the program's tensors only.
+  for (const ir::Param& p : program_.params) {
+    if (p.buffer.name == dst->name && p.is_workspace) return false;
+  }
   const int64_t eb = std::max(1, ir::DTypeBits(dst->dtype) / 8);
   if (ir::DTypeBits(dst->dtype) % 8 != 0 || 128 % eb != 0) return false;
   const int64_t rows = src->shape[0], cols = src->shape[1], w = 128 / eb;
