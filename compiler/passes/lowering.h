@@ -246,6 +246,9 @@ class Lowering {
     ir::Expr rank;   // the block's rank in its pair (0 or 1)
     int64_t map = 0; // the tensor map of half the rows
   };
+  // The lowered element coordinates (int32) of a TMA box at region `r`'s
+  // minimum.
+  absl::StatusOr<std::vector<ir::Expr>> TmaCoords(const ir::Region& r);
   // Emits the TMA loads of `plan` into stage `stage`, completing on `bar`
   // (with `half`: that half only, multicast).
   absl::Status IssueTma(const TmaCopy& plan, const ir::Expr& stage, const ir::Expr& bar,

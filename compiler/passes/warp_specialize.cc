@@ -304,7 +304,46 @@ bool PingPongTurns(std::vector<Stmt>* body, const std::vector<std::pair<size_t, 
   return true;
 }
 
+// The row dimension of region `r` of global tensor `g` read or written by
+// TMA as a tile of rows x cols (at most 256 rows): `g` of rank 2..5 and of
+// constant shape whose extents fit int32 and whose rows are 16-byte
+// multiples (TMA's stride rule), the region's non-unit dimensions (rows,
+// columns) in order, the columns innermost (the last dimension); nullopt
+// otherwise.
+std::optional<int> TmaTileRowDim(const Buf& g, const ir::Region& r, int64_t rows, int64_t cols) {
+  const size_t rank = g.shape_expr.size();
+  if (rank < 2 || rank > 5 || r.ranges.size() != rank || rows > 256) return std::nullopt;
+  std::vector<int64_t> shape;
+  for (const Expr& e : g.shape_expr) {
+    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
+    if (!v || *v < 1 || *v > ir::kInt32Max) return std::nullopt;
+    shape.push_back(*v);
+  }
+  if (shape.back() * std::max(1, ir::DTypeBits(g.dtype) / 8) % 16 != 0) return std::nullopt;
+  std::vector<int> dims;
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(r.ranges[d].extent));
+    if (!ex) return std::nullopt;
+    if (*ex != 1) dims.push_back(static_cast<int>(d));
+  }
+  if (dims.size() != 2 || dims[1] != static_cast<int>(rank) - 1 ||
+      ir::ConstInt(ir::Simplify(r.ranges[dims[0]].extent)) != rows ||
+      ir::ConstInt(ir::Simplify(r.ranges[dims[1]].extent)) != cols) {
+    return std::nullopt;
+  }
+  return dims[0];
+}
+
 } // namespace
+
+absl::StatusOr<std::vector<Expr>> Lowering::TmaCoords(const ir::Region& r) {
+  std::vector<Expr> coords;
+  for (const ir::Range& x : r.ranges) {
+    ASSIGN_OR_RETURN(Expr c, LowerExpr(x.min));
+    coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
+  }
+  return coords;
+}
 
 bool Lowering::WarpSpecializable() const {
   if (!wgmma_ || program_.kernel.threads.size() != 1) return false;
@@ -376,16 +415,6 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
   }
   const int64_t elem = std::max(1, ir::DTypeBits(src->dtype) / 8);
   const size_t rank = src->shape_expr.size();
-  if (rank < 2 || rank > 5) return std::nullopt;
-  // Constant global extents whose row strides TMA can take (16-byte
-  // multiples) and whose coordinates fit int32.
-  std::vector<int64_t> shape;
-  for (const Expr& e : src->shape_expr) {
-    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
-    if (!v || *v < 1 || *v > ir::kInt32Max) return std::nullopt;
-    shape.push_back(*v);
-  }
-  if (shape.back() * elem % 16 != 0) return std::nullopt;
   // The destination is the whole tile, or whole column blocks of it (the
   // first column a multiple of the block width, which may depend on loop
   // variables: each block is rows x block elements of its own); the
@@ -406,26 +435,15 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
     }
     dst_col0 = dr.ranges[1].min;
   }
-  const ir::Region& sr = s.regions[0];
-  if (sr.ranges.size() != rank) return std::nullopt;
-  std::vector<int> dims;
-  for (size_t d = 0; d < rank; ++d) {
-    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(sr.ranges[d].extent));
-    if (!ex) return std::nullopt;
-    if (*ex != 1) dims.push_back(static_cast<int>(d));
-  }
   const int64_t rows = dst->shape[0], cols = *col_ext;
-  if (dims.size() != 2 || dims[1] != static_cast<int>(rank) - 1 ||
-      ir::ConstInt(ir::Simplify(sr.ranges[dims[0]].extent)) != rows ||
-      ir::ConstInt(ir::Simplify(sr.ranges[dims[1]].extent)) != cols || rows > 256 ||
-      cols % w != 0) {
-    return std::nullopt;
-  }
+  const std::optional<int> row_dim = TmaTileRowDim(*src, s.regions[0], rows, cols);
+  if (!row_dim || cols % w != 0) return std::nullopt;
+  const int col_dim = static_cast<int>(rank) - 1;
   ir::TmaMapAttr map;
   map.param = src->name;
   map.box.assign(rank, 1);
-  map.box[static_cast<size_t>(dims[0])] = rows;
-  map.box[static_cast<size_t>(dims[1])] = w;
+  map.box[static_cast<size_t>(*row_dim)] = rows;
+  map.box[static_cast<size_t>(col_dim)] = w;
   map.swizzle_bytes = static_cast<int>(w * elem);
   if (map.swizzle_bytes != 32 && map.swizzle_bytes != 64 && map.swizzle_bytes != 128) {
     return std::nullopt;
@@ -433,8 +451,8 @@ std::optional<TmaCopy> Lowering::PlanTmaCopy(const Stmt& s) {
   TmaCopy plan;
   plan.copy = &s;
   plan.dst = dst->name;
-  plan.row_dim = dims[0];
-  plan.col_dim = dims[1];
+  plan.row_dim = *row_dim;
+  plan.col_dim = col_dim;
   plan.rows = rows;
   plan.block = w;
   plan.blocks = cols / w;
@@ -461,12 +479,7 @@ int64_t Lowering::TmaMapIndex(const ir::TmaMapAttr& map) {
 absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Expr& bar,
                                 std::vector<Stmt>* out, const PairHalf* half) {
   const Buf& dst = bufs_.at(plan.dst);
-  const ir::Region& sr = plan.copy->regions[0];
-  std::vector<Expr> coords;
-  for (const ir::Range& r : sr.ranges) {
-    ASSIGN_OR_RETURN(Expr c, LowerExpr(r.min));
-    coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
-  }
+  ASSIGN_OR_RETURN(std::vector<Expr> coords, TmaCoords(plan.copy->regions[0]));
   const size_t rank = coords.size();
   // Column blocks are rows x block elements each, one after another.
   Expr base = Mul(stage, I(dst.size));
@@ -486,15 +499,14 @@ absl::Status Lowering::IssueTma(const TmaCopy& plan, const Expr& stage, const Ex
     coords[static_cast<size_t>(plan.row_dim)] =
         Add(coords[static_cast<size_t>(plan.row_dim)], Mul(half->rank, I(rows)));
   }
-  for (int64_t i = 0; i < plan.blocks; ++i) {
-    const Expr j = I(i);
+  for (int64_t j = 0; j < plan.blocks; ++j) {
     std::vector<Expr> args;
-    args.push_back(Address(dst, ir::Simplify(Add(base, Mul(j, I(plan.rows * plan.block))))));
+    args.push_back(Address(dst, ir::Simplify(Add(base, I(j * plan.rows * plan.block)))));
     args.push_back(bar);
     args.push_back(I(map));
     for (size_t d = rank; d-- > 0;) {
       Expr c = coords[d];
-      if (static_cast<int>(d) == plan.col_dim) c = Add(c, Mul(j, I(plan.block)));
+      if (static_cast<int>(d) == plan.col_dim && j > 0) c = Add(c, I(j * plan.block));
       args.push_back(ir::Simplify(c));
     }
     out->push_back(Call(name, std::move(args)));
@@ -1081,42 +1093,20 @@ absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<
       return false;
     }
   }
-  // ...into rows x cols of a tensor of constant shape whose non-unit
-  // dimensions are (rows, columns), the columns innermost.
-  const ir::Region& dr = s.regions[1];
-  const size_t rank = dr.ranges.size();
-  if (rank < 2 || rank > 5 || dst->shape_expr.size() != rank) return false;
-  std::vector<int64_t> shape;
-  for (const Expr& e : dst->shape_expr) {
-    std::optional<int64_t> v = ir::ConstInt(ir::Simplify(e));
-    if (!v || *v < 1 || *v > ir::kInt32Max) return false;
-    shape.push_back(*v);
-  }
-  if (shape.back() * eb % 16 != 0) return false;
-  std::vector<size_t> dims;
-  for (size_t d = 0; d < rank; ++d) {
-    std::optional<int64_t> ex = ir::ConstInt(ir::Simplify(dr.ranges[d].extent));
-    if (!ex) return false;
-    if (*ex != 1) dims.push_back(d);
-  }
-  if (dims.size() != 2 || dims[1] != rank - 1 ||
-      ir::ConstInt(ir::Simplify(dr.ranges[dims[0]].extent)) != rows ||
-      ir::ConstInt(ir::Simplify(dr.ranges[dims[1]].extent)) != cols) {
-    return false;
-  }
+  // ...into rows x cols of a tensor TMA can store to.
+  const std::optional<int> row_dim = TmaTileRowDim(*dst, s.regions[1], rows, cols);
+  if (!row_dim) return false;
+  const size_t rank = dst->shape_expr.size();
+  const size_t col_dim = rank - 1;
   // The tile gets shared memory of its own (the operand stages may still
   // be filling for a persistent kernel's next tile).
   if (SharedBytes(bufs_) + rows * cols * eb + 2048 > kSm90SharedBytes) return false;
-  std::vector<Expr> coords;
-  for (const ir::Range& r : dr.ranges) {
-    ASSIGN_OR_RETURN(Expr c, LowerExpr(r.min));
-    coords.push_back(ir::Simplify(ir::Cast(ir::DType::kInt32, c)));
-  }
+  ASSIGN_OR_RETURN(std::vector<Expr> coords, TmaCoords(s.regions[1]));
   ir::TmaMapAttr map;
   map.param = dst->name;
   map.box.assign(rank, 1);
-  map.box[dims[0]] = rows;
-  map.box[dims[1]] = w;
+  map.box[static_cast<size_t>(*row_dim)] = rows;
+  map.box[col_dim] = w;
   map.swizzle_bytes = 128;
   const int64_t map_index = TmaMapIndex(map);
 
@@ -1157,7 +1147,7 @@ absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<
   for (int64_t j = 0; j < cols / w; ++j) {
     std::vector<Expr> args = {Address(bufs_.at(tile.name), I(j * rows * w)), I(map_index)};
     for (size_t d = rank; d-- > 0;) {
-      args.push_back(ir::Simplify(d == dims[1] ? Add(coords[d], I(j * w)) : coords[d]));
+      args.push_back(ir::Simplify(d == col_dim ? Add(coords[d], I(j * w)) : coords[d]));
     }
     store.push_back(Call(absl::StrCat("tma_store_", rank, "d"), std::move(args)));
   }
