@@ -144,15 +144,18 @@ int WsBlocks(const BuildOptions& o) {
   return TmaWsPipeline(o) ? blocks : 0;
 }
 
-// The last ws-overlap= pass option wins; off by default and wherever the main
-// loop is not TMA + warp specialization.
-bool WsOverlap(const BuildOptions& o) {
+// Whether the last of the pass options `on` and `off` is `on` (neither: off),
+// on the TMA + warp-specialization path only.
+bool WsSwitch(const BuildOptions& o, std::string_view on_option, std::string_view off_option) {
   bool on = false;
   for (const std::string& p : o.pass_options) {
-    on = p == "ws-overlap=on" ? true : (p == "ws-overlap=off" ? false : on);
+    on = p == on_option ? true : (p == off_option ? false : on);
   }
   return on && TmaWsPipeline(o);
 }
+
+// ws-overlap=on|off: off by default.
+bool WsOverlap(const BuildOptions& o) { return WsSwitch(o, "ws-overlap=on", "ws-overlap=off"); }
 
 // The last cluster= pass option wins; 1 (no clusters) by default and
 // wherever the main loop is not TMA + warp specialization.
@@ -164,15 +167,8 @@ int Cluster(const BuildOptions& o) {
   return TmaWsPipeline(o) ? n : 1;
 }
 
-// The last epilogue= pass option wins; direct by default and wherever the
-// main loop is not TMA + warp specialization.
-bool TmaStore(const BuildOptions& o) {
-  bool on = false;
-  for (const std::string& p : o.pass_options) {
-    on = p == "epilogue=tma" ? true : (p == "epilogue=direct" ? false : on);
-  }
-  return on && TmaWsPipeline(o);
-}
+// epilogue=tma|direct: direct by default.
+bool TmaStore(const BuildOptions& o) { return WsSwitch(o, "epilogue=tma", "epilogue=direct"); }
 
 // The last persistent= pass option wins (codegen::ParsePersistent reads
 // it); off by default and wherever the main loop is not TMA + warp
