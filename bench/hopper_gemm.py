@@ -78,7 +78,7 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     if variant.startswith("splitk"):  # splitk (--split-k's count) or splitkN
         extra = [f"--split-k={variant[6:] or SPLIT_K[0]}"]
     else:
-        extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [],
+        extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [], "direct": ["--epilogue=direct"],
                  "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
                  "nosplit": ["--split-k=1"], "persist": ["--persistent=on"],
                  "cluster": ["--cluster=2"], "tmastore": ["--epilogue=tma"],

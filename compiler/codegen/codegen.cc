@@ -289,7 +289,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   ctx.ws_blocks = options.ws_blocks;
   ctx.ws_overlap = options.ws_overlap;
   ctx.cluster = options.cluster;
-  ctx.tma_store = options.tma_store;
+  ctx.epilogue = options.epilogue;
   ir::Program split = program;
   RETURN_IF_ERROR(ApplySplitK(split, target, options));
   bool persistent = false;

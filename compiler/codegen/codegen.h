@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/ir/ir.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/target.h"
 
 namespace kiln::codegen {
@@ -44,8 +45,8 @@ struct LoweringOptions {
   bool ws_overlap = false;
   // PassContext::cluster.
   int cluster = 1;
-  // PassContext::tma_store.
-  bool tma_store = false;
+  // PassContext::epilogue.
+  passes::Epilogue epilogue = passes::Epilogue::kAuto;
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;

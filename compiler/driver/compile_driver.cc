@@ -1,6 +1,7 @@
 #include "compiler/driver/compile_driver.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "compiler/ir/text_parser.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/layout_inference.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/persistent.h"
 #include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
@@ -102,14 +104,16 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
-        p != "cluster=1" && p != "epilogue=tma" && p != "epilogue=direct" &&
+        p != "cluster=1" &&
+        !(absl::StartsWith(p, "epilogue=") &&
+          passes::ParseEpilogue(std::string_view{p}.substr(9))) &&
         !(absl::StartsWith(p, "persistent=") &&
           codegen::ParsePersistent(std::string_view{p}.substr(11), &unused))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown pass option '", p,
           "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
           "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1, "
-          "epilogue=tma or direct, "
+          "epilogue=auto, tma or direct, "
           "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
     }
   }
@@ -167,8 +171,26 @@ int Cluster(const BuildOptions& o) {
   return TmaWsPipeline(o) ? n : 1;
 }
 
-// epilogue=tma|direct: direct by default.
-bool TmaStore(const BuildOptions& o) { return WsSwitch(o, "epilogue=tma", "epilogue=direct"); }
+// The last epilogue= pass option wins; auto by default and wherever the
+// main loop is not TMA + warp specialization (no epilogue to choose).
+passes::Epilogue EpilogueOf(const BuildOptions& o) {
+  passes::Epilogue e = passes::Epilogue::kAuto;
+  for (const std::string& p : o.pass_options) {
+    if (!absl::StartsWith(p, "epilogue=")) continue;
+    if (std::optional<passes::Epilogue> x = passes::ParseEpilogue(std::string_view{p}.substr(9))) {
+      e = *x;
+    }
+  }
+  return TmaWsPipeline(o) ? e : passes::Epilogue::kAuto;
+}
+
+// The key form of the epilogue= option ("" for auto).
+std::string EpilogueKey(const BuildOptions& o) {
+  const passes::Epilogue e = EpilogueOf(o);
+  return e == passes::Epilogue::kAuto
+             ? ""
+             : absl::StrCat(";epilogue=", std::string(passes::EpilogueName(e)));
+}
 
 // The last persistent= pass option wins (codegen::ParsePersistent reads
 // it); off by default and wherever the main loop is not TMA + warp
@@ -216,7 +238,7 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.ws_blocks = WsBlocks(o);
   lowering.ws_overlap = WsOverlap(o);
   lowering.cluster = Cluster(o);
-  lowering.tma_store = TmaStore(o);
+  lowering.epilogue = EpilogueOf(o);
   lowering.split_k = SplitKParts(o);
   const codegen::LoweringOptions persistent = PersistentOf(o);
   lowering.persistent = persistent.persistent;
@@ -273,7 +295,7 @@ std::string KernelVariant(const BuildOptions& o) {
     if (WsBlocks(o) != 0) absl::StrAppend(&out, ";ws-blocks=", WsBlocks(o));
     if (WsOverlap(o)) absl::StrAppend(&out, ";ws-overlap=on");
     if (Cluster(o) != 1) absl::StrAppend(&out, ";cluster=", Cluster(o));
-    if (TmaStore(o)) absl::StrAppend(&out, ";epilogue=tma");
+    absl::StrAppend(&out, EpilogueKey(o));
     absl::StrAppend(&out, PersistentKey(o));
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
@@ -285,15 +307,14 @@ std::string CanonicalOptions(const BuildOptions& o) {
   // emit_ptx asks the toolchain for more work, so it is part of the key; the
   // generated source is kept in every artifact (Build), so emit_source is
   // not, and `--emit cpp` after a build of the same program is a hit.
-  return absl::StrCat("toolchain=", Toolchain(o), ";opt=", OptLevel(o),
-                      ";fast_math=", o.fast_math ? 1 : 0, ";line_info=", o.line_info ? 1 : 0,
-                      ";ptx=", o.emit_ptx ? 1 : 0, GemmWgmma(o) ? ";gemm=wgmma" : "",
-                      TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
-                      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
-                      WsOverlap(o) ? ";ws-overlap=on" : "",
-                      Cluster(o) != 1 ? absl::StrCat(";cluster=", Cluster(o)) : "",
-                      TmaStore(o) ? ";epilogue=tma" : "", PersistentKey(o),
-                      SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
+  return absl::StrCat(
+      "toolchain=", Toolchain(o), ";opt=", OptLevel(o), ";fast_math=", o.fast_math ? 1 : 0,
+      ";line_info=", o.line_info ? 1 : 0, ";ptx=", o.emit_ptx ? 1 : 0,
+      GemmWgmma(o) ? ";gemm=wgmma" : "", TmaWsPipeline(o) ? ";pipeline=tma-ws" : "",
+      WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
+      WsOverlap(o) ? ";ws-overlap=on" : "",
+      Cluster(o) != 1 ? absl::StrCat(";cluster=", Cluster(o)) : "", EpilogueKey(o),
+      PersistentKey(o), SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
 }
 
 std::string FingerprintFor(const BuildOptions& o) {

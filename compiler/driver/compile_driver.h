@@ -111,7 +111,7 @@ inline constexpr char kPersistentKnob[] = "kiln:persistent";
 // "kiln:cluster" = 1 or 2, cluster=1 or 2 (pass_registry.h,
 // PassContext::cluster).
 inline constexpr char kClusterKnob[] = "kiln:cluster";
-// "kiln:tma_store" = 0 or 1, epilogue=direct or tma (PassContext::tma_store).
+// "kiln:tma_store" = 0 or 1, epilogue=direct or tma (PassContext::epilogue).
 inline constexpr char kTmaStoreKnob[] = "kiln:tma_store";
 bool IsPassKnob(absl::string_view name);
 // The pass option knob `name` = `value` stands for ("" where the value asks

@@ -739,7 +739,9 @@ absl::Status RunLayoutInference(ir::Program& program, const PassContext& ctx) {
     program.attrs[kWsBlocksAttr] = absl::StrCat(ctx.ws_blocks);
   }
   if (options.wgmma && ctx.tma_ws_pipeline && ctx.ws_overlap) program.attrs[kWsOverlapAttr] = "1";
-  if (options.wgmma && ctx.tma_ws_pipeline && ctx.tma_store) program.attrs[kTmaStoreAttr] = "1";
+  if (options.wgmma && ctx.tma_ws_pipeline && ctx.epilogue != Epilogue::kDirect) {
+    program.attrs[kTmaStoreAttr] = ctx.epilogue == Epilogue::kTma ? "1" : "auto";
+  }
   if (ctx.cluster > 1) {
     // Clusters are the GPU's: the CPU emulation runs blocks one at a time.
     if (!options.wgmma || !ctx.tma_ws_pipeline || !ctx.lower_for.empty()) {

@@ -61,8 +61,9 @@ inline constexpr char kWsOverlapAttr[] = "kiln.ws_overlap";
 // rank in its pair (kiln_cta_rank) and the pair's other block's block
 // variables (kiln_peer_<var>).
 inline constexpr char kClusterAttr[] = "kiln.cluster";
-// Program attr "kiln.tma_store": "1" where PassContext::tma_store asks for
-// TMA-store epilogues (lower-tile-ops reads and erases it).
+// Program attr "kiln.tma_store": "1" where PassContext::epilogue asks for
+// TMA-store epilogues, "auto" where it leaves them to the blocks per SM
+// (lower-tile-ops reads and erases it).
 inline constexpr char kTmaStoreAttr[] = "kiln.tma_store";
 inline constexpr char kClusterDimsAttr[] = "kiln.cluster_dims";
 inline constexpr char kClusterRankVar[] = "kiln_cta_rank";

@@ -291,7 +291,11 @@ absl::Status Lowering::Run() {
   // A program with its own T.ws regions and barriers keeps its schedule.
   own_sync_ = HasExplicitSync(program_.kernel.body);
   ws_overlap_ = program_.attrs.count(kWsOverlapAttr) > 0;
-  tma_store_ = program_.attrs.erase(kTmaStoreAttr) > 0;
+  if (auto t = program_.attrs.find(kTmaStoreAttr); t != program_.attrs.end()) {
+    tma_store_ = true;
+    tma_store_auto_ = t->second == "auto";
+    program_.attrs.erase(t);
+  }
   if (auto c = program_.attrs.find(kClusterAttr); c != program_.attrs.end()) {
     cluster_ = std::atoll(c->second.c_str());
     program_.attrs.erase(c);

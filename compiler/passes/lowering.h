@@ -287,10 +287,12 @@ class Lowering {
   // asked for, and whether the main loop runs in pairs of blocks.
   int64_t cluster_ = 1;
   bool clustered_ = false;
-  // TMA-store epilogues (PassContext::tma_store, program attr
-  // kiln.tma_store), and whether one was lowered (consumer thread 0 then
-  // waits for its stores before the block exits).
+  // TMA-store epilogues (PassContext::epilogue, program attr
+  // kiln.tma_store; auto: only where the blocks per SM stay), and whether
+  // one was lowered (consumer thread 0 then waits for its stores before the
+  // block exits).
   bool tma_store_ = false;
+  bool tma_store_auto_ = false;
   bool tma_stored_ = false;
   // After a warp-specialized main loop, a copy of a whole 2-d fragment to a
   // tile of a global tensor TMA can store (16-byte row strides, constant

@@ -89,4 +89,23 @@ absl::Status RunPasses(ir::Program& program, const std::vector<std::string>& nam
   return absl::OkStatus();
 }
 
+std::optional<Epilogue> ParseEpilogue(std::string_view text) {
+  if (text == "auto") return Epilogue::kAuto;
+  if (text == "tma") return Epilogue::kTma;
+  if (text == "direct") return Epilogue::kDirect;
+  return std::nullopt;
+}
+
+std::string_view EpilogueName(Epilogue e) {
+  switch (e) {
+  case Epilogue::kTma:
+    return "tma";
+  case Epilogue::kDirect:
+    return "direct";
+  case Epilogue::kAuto:
+    break;
+  }
+  return "auto";
+}
+
 } // namespace kiln::passes

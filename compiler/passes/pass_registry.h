@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,13 +47,22 @@ struct PassContext {
   // Pass option cluster=1|2 (1 by default until measured), kiln-opt /
   // kiln-run --cluster; a tuning knob.
   int cluster = 1;
-  // Warp-specialized GEMMs: the epilogue's copy of the accumulator to global
-  // memory through a swizzled shared tile and TMA stores (warp_specialize.cc,
-  // LowerTmaStoreEpilogue) instead of each thread's stores. Pass option
-  // epilogue=tma|direct (direct by default until measured), kiln-opt /
-  // kiln-run --epilogue; a tuning knob.
-  bool tma_store = false;
+  // Warp-specialized GEMMs: how the epilogue copies the accumulator to
+  // global memory (Epilogue, below). Pass option epilogue=auto|tma|direct,
+  // kiln-opt / kiln-run --epilogue; a tuning knob (0 direct, 1 tma).
+  enum class Epilogue { kAuto, kTma, kDirect };
+  Epilogue epilogue = Epilogue::kAuto;
 };
+
+// The epilogues of PassContext::epilogue: kTma goes through a swizzled shared
+// tile and TMA stores (warp_specialize.cc, LowerTmaStoreEpilogue) wherever
+// shared memory has room for the tile beside the stages; kDirect keeps each
+// thread's own stores; kAuto (the default) takes the TMA stores where the
+// tile also leaves the blocks per SM that shared memory allows unchanged.
+using Epilogue = PassContext::Epilogue;
+// "auto", "tma" or "direct"; nullopt for anything else.
+std::optional<Epilogue> ParseEpilogue(std::string_view text);
+std::string_view EpilogueName(Epilogue e);
 
 using PassFn = std::function<absl::Status(ir::Program& program, const PassContext& ctx)>;
 

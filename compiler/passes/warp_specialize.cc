@@ -125,14 +125,18 @@ int CountPipelined(const std::vector<Stmt>& body) {
 }
 
 // The bytes of the kernel's shared buffers, all stages, each at its
-// alignment (1024 for a wgmma operand's swizzle atom, else 128).
+// alignment (1024 for a wgmma operand's swizzle atom, else 128), those of
+// 1 KiB first as the lowering allocates them (the operand tiles, then the
+// barriers).
 int64_t SharedBytes(const std::map<std::string, Buf>& bufs) {
   int64_t bytes = 0;
-  for (const auto& [name, b] : bufs) {
-    if (b.scope != ir::Scope::kShared) continue;
-    const int64_t align = b.wgmma_block > 0 ? 1024 : 128;
-    bytes = (bytes + align - 1) / align * align;
-    bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
+  for (bool swizzled : {true, false}) {
+    for (const auto& [name, b] : bufs) {
+      if (b.scope != ir::Scope::kShared || (b.wgmma_block > 0) != swizzled) continue;
+      const int64_t align = swizzled ? 1024 : 128;
+      bytes = (bytes + align - 1) / align * align;
+      bytes += b.size * b.stages * std::max(1, ir::DTypeBits(b.dtype) / 8);
+    }
   }
   return bytes;
 }
@@ -1099,8 +1103,27 @@ absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<
   const size_t rank = dst->shape_expr.size();
   const size_t col_dim = rank - 1;
   // The tile gets shared memory of its own (the operand stages may still
-  // be filling for a persistent kernel's next tile).
-  if (SharedBytes(bufs_) + rows * cols * eb + 2048 > kSm90SharedBytes) return false;
+  // be filling for a persistent kernel's next tile), at a 1 KiB boundary.
+  Buf tile;
+  tile.dtype = dst->dtype;
+  tile.scope = ir::Scope::kShared;
+  tile.shape = {rows, cols};
+  tile.shape_expr = {I(rows), I(cols)};
+  tile.size = rows * cols;
+  tile.wgmma_block = w;
+  tile.loc = s.loc;
+  std::map<std::string, Buf> with = bufs_;
+  with[" ctile"] = tile; // named once taken
+  // As PlanRegisters will count them (the barriers' bytes again, at most 64).
+  const int64_t shared = SharedBytes(bufs_) + 64, with_tile = SharedBytes(with) + 64;
+  if (with_tile + 1024 > kSm90SharedBytes) return false;
+  // Auto (the default): not where the tile would cost a second block per
+  // SM (PlanRegisters plans one or two).
+  auto blocks = [](int64_t bytes) {
+    return std::min<int64_t>(2, kSm90SmSharedBytes / (bytes + kBlockReservedSharedBytes));
+  };
+  if (tma_store_auto_ && blocks(with_tile) < blocks(shared)) return false;
+  tile.name = Fresh("ctile");
   ASSIGN_OR_RETURN(std::vector<Expr> coords, TmaCoords(s.regions[1]));
   ir::TmaMapAttr map;
   map.param = dst->name;
@@ -1110,15 +1133,6 @@ absl::StatusOr<bool> Lowering::LowerTmaStoreEpilogue(const Stmt& s, std::vector<
   map.swizzle_bytes = 128;
   const int64_t map_index = TmaMapIndex(map);
 
-  Buf tile;
-  tile.name = Fresh("ctile");
-  tile.dtype = dst->dtype;
-  tile.scope = ir::Scope::kShared;
-  tile.shape = {rows, cols};
-  tile.shape_expr = {I(rows), I(cols)};
-  tile.size = rows * cols;
-  tile.wgmma_block = w;
-  tile.loc = s.loc;
   bufs_[tile.name] = tile;
   program_.attrs[absl::StrCat("kiln.smem_align.", tile.name)] = "1024";
   Stmt alloc;

@@ -70,7 +70,9 @@ namespace kiln::toolchain {
 // multicast the operand tiles both blocks load) and epilogue=tma (the
 // accumulator through a swizzled shared tile and TMA stores), both off by
 // default.
-inline constexpr int kKilnCodegenVersion = 24;
+// 25: epilogue=auto, the default: warp-specialized GEMMs store through TMA
+// where the tile leaves the blocks per SM unchanged (they stored directly).
+inline constexpr int kKilnCodegenVersion = 25;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

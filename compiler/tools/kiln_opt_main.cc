@@ -56,7 +56,7 @@ constexpr char kUsage[] =
     "                [--print-locs] [--no-verify] [--nvcc] [--launch-json FILE] [-o OUT]\n"
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
     "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--cluster=1|2]\n"
-    "                [--epilogue=tma|direct] [--split-k=N|auto]\n"
+    "                [--epilogue=auto|tma|direct] [--split-k=N|auto]\n"
     "                [--persistent=on|off|auto|N]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
@@ -151,9 +151,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       if (value != "on" && value != "off") return UsageError("--ws-overlap must be on or off");
       args->lowering.ws_overlap = value == "on";
     } else if (TakeValue(argc, argv, i, "--epilogue", &value)) {
-      if (value != "tma" && value != "direct")
-        return UsageError("--epilogue must be tma or direct");
-      args->lowering.tma_store = value == "tma";
+      std::optional<kiln::passes::Epilogue> e = kiln::passes::ParseEpilogue(value);
+      if (!e) return UsageError("--epilogue must be auto, tma or direct");
+      args->lowering.epilogue = *e;
     } else if (TakeValue(argc, argv, i, "--cluster", &value)) {
       if (value != "1" && value != "2") return UsageError("--cluster must be 1 or 2");
       args->lowering.cluster = value[0] - '0';
@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
   ctx.ws_blocks = args.lowering.ws_blocks;
   ctx.ws_overlap = args.lowering.ws_overlap;
   ctx.cluster = args.lowering.cluster;
-  ctx.tma_store = args.lowering.tma_store;
+  ctx.epilogue = args.lowering.epilogue;
   // Split-K rewrites the tile program itself: the IR printed, passed and
   // emitted below is the split one.
   if (args.lowering.split_k > 1) {

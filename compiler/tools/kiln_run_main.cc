@@ -84,9 +84,11 @@ options:
                        registers for (auto: Kiln's plan)
   --ws-overlap on|off  attention-like warp-specialized loops keep the next
                        tile's first gemm in flight during the softmax (off)
-  --epilogue tma|direct  warp-specialized GEMMs write the accumulator through a
-                       swizzled shared tile and TMA stores (tma) or with
-                       each thread's stores (direct, the default)
+  --epilogue auto|tma|direct  warp-specialized GEMMs write the accumulator
+                       through a swizzled shared tile and TMA stores (tma),
+                       with each thread's stores (direct), or through TMA
+                       where the tile leaves the blocks per SM unchanged
+                       (auto, the default)
   --cluster 1|2        warp-specialized GEMM main loops in pairs of blocks
                        (a thread-block cluster along grid x) that multicast
                        the operand tiles they share (1: off, the default)
@@ -274,10 +276,9 @@ int ParseArgs(int argc, char** argv, Args* args) {
       }
       args->lowering.ws_overlap = value == "on";
     } else if (take("--epilogue")) {
-      if (missing || (value != "tma" && value != "direct")) {
-        return UsageError("--epilogue must be tma or direct");
-      }
-      args->lowering.tma_store = value == "tma";
+      std::optional<kiln::passes::Epilogue> e = kiln::passes::ParseEpilogue(value);
+      if (missing || !e) return UsageError("--epilogue must be auto, tma or direct");
+      args->lowering.epilogue = *e;
     } else if (take("--cluster")) {
       if (missing || (value != "1" && value != "2")) return UsageError("--cluster must be 1 or 2");
       args->lowering.cluster = value[0] - '0';

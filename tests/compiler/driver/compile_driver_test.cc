@@ -462,39 +462,60 @@ TEST(CompileDriver, PersistentIsAPassOptionOfTheKeyAndTheVariant) {
   EXPECT_EQ(grid_of({"persistent=auto"}), 128);
 }
 
-TEST(CompileDriver, TmaStoreEpilogueIsAPassOptionOfTheKeyAndTheVariant) {
-  // epilogue=tma (warp_specialize.cc): the example's 128x256 accumulator
-  // through a swizzled shared tile and four TMA stores of 64 columns; its own
-  // key and best-config variant; direct stores by default. With the
-  // example's 4 stages (192 KiB) the 64 KiB tile has no room: direct stores.
+TEST(CompileDriver, EpilogueIsAPassOptionOfTheKeyAndTheVariant) {
+  // epilogue=auto|tma|direct (warp_specialize.cc): the example's 128x256
+  // accumulator through a swizzled shared tile and four TMA stores of 64
+  // columns by default (auto) and with tma, each thread's stores with
+  // direct; each its own key and best-config variant, auto's the plain one.
+  // With the example's 4 stages (192 KiB) the 64 KiB tile has no room:
+  // direct stores, asked for or not.
   ProgramInput in = GemmInput(/*test_size=*/false);
   BuildOptions o;
   o.target = "cuda:sm_90";
   o.emit_source = true;
-  o.pass_options = {"epilogue=tma"};
-  absl::StatusOr<Prepared> four = Prepare(in, o);
-  ASSERT_TRUE(four.ok()) << four.status();
-  absl::StatusOr<codegen::EmittedKernel> full = Emit(*four, o);
-  ASSERT_TRUE(full.ok()) << full.status();
-  EXPECT_THAT(full->source, Not(HasSubstr("tma_store")));
+  auto source_of = [&](std::vector<std::string> pass_options) -> std::string {
+    o.pass_options = std::move(pass_options);
+    absl::StatusOr<Prepared> p = Prepare(in, o);
+    if (!p.ok()) return p.status().ToString();
+    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+    return k.ok() ? k->source : k.status().ToString();
+  };
+  EXPECT_THAT(source_of({"epilogue=tma"}), Not(HasSubstr("tma_store")));
+  EXPECT_THAT(source_of({}), Not(HasSubstr("tma_store")));
   for (auto& [name, value] : in.bindings) {
     if (name == "num_stages") value.ival = 3;
   }
   o.pass_options = {};
   const std::string plain = KeyOf(in, o);
+  EXPECT_EQ(KernelVariant(o), "");
+  for (const std::vector<std::string>& tma :
+       {std::vector<std::string>{"epilogue=tma"}, std::vector<std::string>{}}) {
+    o.pass_options = tma;
+    absl::StatusOr<Prepared> p = Prepare(in, o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_THAT(k->source, HasSubstr("tma_store_2d"));
+    ASSERT_EQ(k->launch.tensor_maps.size(), 3u); // A, B and now C
+    EXPECT_EQ(k->launch.tensor_maps[2].box, (std::vector<int64_t>{128, 64}));
+  }
+  EXPECT_THAT(source_of({"epilogue=direct"}), Not(HasSubstr("tma_store")));
   o.pass_options = {"epilogue=tma"};
-  absl::StatusOr<Prepared> p = Prepare(in, o);
-  ASSERT_TRUE(p.ok()) << p.status();
-  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
-  ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_THAT(k->source, HasSubstr("tma_store_2d"));
-  ASSERT_EQ(k->launch.tensor_maps.size(), 3u); // A, B and now C
-  EXPECT_EQ(k->launch.tensor_maps[2].box, (std::vector<int64_t>{128, 64}));
   EXPECT_EQ(KernelVariant(o), ";epilogue=tma");
-  EXPECT_NE(KeyOf(in, o), plain);
-  o.pass_options = {"epilogue=tma", "epilogue=direct"};
+  const std::string tma = KeyOf(in, o);
+  EXPECT_NE(tma, plain);
+  o.pass_options = {"epilogue=direct"};
+  EXPECT_EQ(KernelVariant(o), ";epilogue=direct");
+  const std::string direct = KeyOf(in, o);
+  EXPECT_NE(direct, plain);
+  EXPECT_NE(direct, tma);
+  o.pass_options = {"epilogue=tma", "epilogue=auto"};
   EXPECT_EQ(KernelVariant(o), "");
   EXPECT_EQ(KeyOf(in, o), plain);
+  o.pass_options = {"epilogue=fast"};
+  absl::StatusOr<Prepared> bad = Prepare(in, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("epilogue=auto, tma or direct"));
   EXPECT_EQ(*KnobPassOption(kTmaStoreKnob, 1), "epilogue=tma");
   EXPECT_EQ(*KnobPassOption(kTmaStoreKnob, 0), "epilogue=direct");
   EXPECT_FALSE(KnobPassOption(kTmaStoreKnob, 2).ok());
