@@ -45,8 +45,9 @@ namespace rt {
 // The 64-bit shared-memory matrix descriptor: start address >> 4 in bits
 // 0-13, leading byte offset >> 4 in 16-29, stride byte offset >> 4 in
 // 32-45, base offset 0 (tiles are aligned to their swizzle pattern), swizzle
-// mode in 62-63. The address is below 2^18 (the shared window), so its
-// field needs no mask and the leading offset is added rather than or-ed.
+// mode in 62-63. The address, masked to the block's shared window (below
+// 2^18), needs no mask per operand, and the leading offset is added rather
+// than or-ed.
 // It is the window's base plus p's offset in the dynamic shared memory,
 // with the base passed through an empty asm at every call: each wgmma's
 // descriptor is then an add to one live register where it is issued.
@@ -61,7 +62,11 @@ namespace rt {
 #define KILN_WGMMA_PIN_DESC_BASE 1
 #endif
 KILN_DEVICE unsigned long long smem_desc(const void* p, int lbo, int sbo, int swizzle) {
-  uint32_t base = smem_addr(dyn_smem());
+  // In a thread-block cluster the address is the cluster window's: the
+  // block's rank in bits 24 and up, which would run into the leading
+  // offset's field (wrong tiles in every block of rank 1). The low 18 bits
+  // are the block's own window.
+  uint32_t base = smem_addr(dyn_smem()) & 0x3ffffu;
 #if KILN_WGMMA_PIN_DESC_BASE
   asm volatile("" : "+r"(base));
 #endif

@@ -92,19 +92,11 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       }
       continue;
     }
-    if (p == "cluster=2") {
-      // Emitted and compiled, but its pairs computed wrong tiles on an H100
-      // and an H200 (docs/design/codegen.md, "Cluster pairs"): not served.
-      return absl::InvalidArgumentError(
-          "pass option 'cluster=2' is not available yet: its cluster pairs computed wrong tiles "
-          "on H100 and H200 GPUs (docs/design/codegen.md, \"Cluster pairs\"); kiln-opt "
-          "--cluster 2 builds them for development");
-    }
     codegen::LoweringOptions unused;
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
-        p != "cluster=1" &&
+        p != "cluster=1" && p != "cluster=2" &&
         !(absl::StartsWith(p, "epilogue=") &&
           passes::ParseEpilogue(std::string_view{p}.substr(9))) &&
         !(absl::StartsWith(p, "persistent=") &&
@@ -112,7 +104,7 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unknown pass option '", p,
           "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
-          "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1, "
+          "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1 or 2, "
           "epilogue=auto, tma or direct, "
           "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
     }

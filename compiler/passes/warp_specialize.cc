@@ -524,9 +524,7 @@ absl::Status Lowering::IssueTmaPair(const TmaCopy& plan, const Expr& stage, cons
   RETURN_IF_ERROR(IssueTma(plan, stage, bar, &own));
   // Half of each box's rows each (a map of half the rows, whole 8-row
   // swizzle atoms, so that a half lands where the tile's layout has it); a
-  // copy whose rows do not split so each block loads itself. (Half of the
-  // boxes each, the other split, gave wrong tiles on an H200: the boxes
-  // after the first in the second block of a pair.)
+  // copy whose rows do not split so each block loads itself.
   if (plan.rows % 16 != 0) {
     for (Stmt& x : own) out->push_back(std::move(x));
     return absl::OkStatus();

@@ -71,7 +71,9 @@ namespace kiln::toolchain {
 // accumulator through a swizzled shared tile and TMA stores), both off by
 // default.
 // 25: epilogue=auto, the default: warp-specialized GEMMs store through TMA
-// where the tile leaves the blocks per SM unchanged (they stored directly).
+// where the tile leaves the blocks per SM unchanged (they stored directly);
+// wgmma descriptors mask the shared window's base (in a cluster it carried
+// the block's rank into the leading offset: cluster=2 computed wrong tiles).
 inline constexpr int kKilnCodegenVersion = 25;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).

@@ -157,10 +157,6 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (TakeValue(argc, argv, i, "--cluster", &value)) {
       if (value != "1" && value != "2") return UsageError("--cluster must be 1 or 2");
       args->lowering.cluster = value[0] - '0';
-      if (args->lowering.cluster == 2) {
-        std::cerr << "warning: --cluster 2 is experimental: its cluster pairs computed wrong "
-                     "tiles on H100 and H200 GPUs (docs/design/codegen.md, \"Cluster pairs\")\n";
-      }
     } else if (TakeValue(argc, argv, i, "--persistent", &value)) {
       if (!kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "

@@ -91,7 +91,8 @@ options:
                        (auto, the default)
   --cluster 1|2        warp-specialized GEMM main loops in pairs of blocks
                        (a thread-block cluster along grid x) that multicast
-                       the operand tiles they share (1: off, the default)
+                       the operand tiles they share (1: off, the default;
+                       2 ran slower as measured)
   --persistent on|off|auto|N  GEMMs of more blocks than SMs as one block
                        per SM walking the tiles (off; auto: where shared
                        memory allows one block per SM anyway; N: N blocks)
@@ -282,10 +283,6 @@ int ParseArgs(int argc, char** argv, Args* args) {
     } else if (take("--cluster")) {
       if (missing || (value != "1" && value != "2")) return UsageError("--cluster must be 1 or 2");
       args->lowering.cluster = value[0] - '0';
-      if (args->lowering.cluster == 2) {
-        std::cerr << "warning: --cluster 2 is experimental: its cluster pairs computed wrong "
-                     "tiles on H100 and H200 GPUs (docs/design/codegen.md, \"Cluster pairs\")\n";
-      }
     } else if (take("--persistent")) {
       if (missing || !kiln::codegen::ParsePersistent(value, &args->lowering)) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "

@@ -523,24 +523,32 @@ TEST(CompileDriver, EpilogueIsAPassOptionOfTheKeyAndTheVariant) {
   EXPECT_EQ(KernelVariant(o), ";pipeline=cp.async");
 }
 
-TEST(CompileDriver, ClusterPairsAreRefusedUntilCorrectOnTheGpu) {
-  // cluster=2 (warp_specialize.cc) computed wrong tiles on H100 and H200
-  // GPUs: the service refuses it, saying so, whether asked for as a pass
-  // option or through the tuning knob; cluster=1 is the default build.
+TEST(CompileDriver, ClusterPairsAreAPassOptionOfTheKeyAndTheVariant) {
+  // cluster=2 (warp_specialize.cc): pairs of blocks along grid x that
+  // multicast the tiles both load; asked for as a pass option or through the
+  // tuning knob; its own key and best-config variant; cluster=1 is the
+  // default build.
   ProgramInput in = GemmInput(/*test_size=*/false);
   BuildOptions o;
   o.target = "cuda:sm_90";
+  o.emit_source = true;
   const std::string plain = KeyOf(in, o);
-  o.pass_options = {"cluster=2"};
-  absl::StatusOr<Prepared> refused = Prepare(in, o);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.status().message(), HasSubstr("'cluster=2' is not available yet"));
   absl::StatusOr<std::string> knob = KnobPassOption(kClusterKnob, 2);
   ASSERT_TRUE(knob.ok()) << knob.status();
+  EXPECT_EQ(*knob, "cluster=2");
   o.pass_options = {*knob};
-  EXPECT_FALSE(Prepare(in, o).ok());
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->source, HasSubstr("__cluster_dims__(2, 1, 1)"));
+  EXPECT_THAT(k->source, HasSubstr("tma_load_mc_2d"));
+  EXPECT_EQ(KernelVariant(o), ";cluster=2");
+  EXPECT_NE(KeyOf(in, o), plain);
   EXPECT_FALSE(KnobPassOption(kClusterKnob, 4).ok());
-  o.pass_options = {"cluster=1"};
+  o.pass_options = {"cluster=4"};
+  EXPECT_FALSE(Prepare(in, o).ok());
+  o.pass_options = {"cluster=2", "cluster=1"};
   ASSERT_TRUE(Prepare(in, o).ok());
   EXPECT_EQ(KernelVariant(o), "");
   EXPECT_EQ(KeyOf(in, o), plain);

@@ -198,7 +198,7 @@ TEST(Policy, DecodeGemmGetsSplitKVariantsThatVerify) {
 // warp-specialized wgmma path, a quarter of the top-k are the best configs
 // again walking the tiles on one block per SM, each verified; not at a
 // decode shape (split-K's), not off the TMA path, not where the pass options
-// fix it.
+// fix it; with the TMA-store epilogue, only stages that leave it room.
 TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
   PolicyOptions o;
   o.top_k = 8;
@@ -214,6 +214,9 @@ TEST(Policy, LargeHopperGemmGetsPersistentVariantsThatVerify) {
     EXPECT_EQ(c.config.at(driver::kTmaStoreKnob), 1); // with the TMA-store epilogue
     EXPECT_TRUE(c.prediction.wgmma);
     EXPECT_GT(c.prediction.blocks, 132);
+    // Its stages leave a quarter of the block's shared memory for the
+    // store's tile (so not 128x256x64 with 4 stages, 192 KiB).
+    EXPECT_LE(4 * c.prediction.smem_bytes, 3 * 232448);
     EXPECT_NE(c.rationale.find("persistent (132 blocks over"), std::string::npos);
     EXPECT_TRUE(VerifyConfig(p->analysis, c.config, "cuda:sm_90", {}).ok());
     EXPECT_FALSE(c.key.empty());
