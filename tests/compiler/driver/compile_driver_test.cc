@@ -30,6 +30,18 @@ std::string KeyOf(const ProgramInput& in, const BuildOptions& o) {
   return p.ok() ? p->key : "";
 }
 
+// The emitted source of `in` built with `o` and these pass options, or the
+// error's text.
+std::string SourceOf(const ProgramInput& in, BuildOptions o,
+                     std::vector<std::string> pass_options) {
+  o.emit_source = true;
+  o.pass_options = std::move(pass_options);
+  absl::StatusOr<Prepared> p = Prepare(in, o);
+  if (!p.ok()) return p.status().ToString();
+  absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
+  return k.ok() ? k->source : k.status().ToString();
+}
+
 TEST(CompileDriver, KeyIsStableAndCoversTargetAndOptions) {
   BuildOptions cpu;
   const std::string k1 = KeyOf(GemmInput(), cpu);
@@ -280,12 +292,8 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
   BuildOptions o;
   o.target = "cuda:sm_90";
   o.emit_source = true;
-  auto source_of = [&](std::vector<std::string> pass_options) -> std::string {
-    o.pass_options = std::move(pass_options);
-    absl::StatusOr<Prepared> p = Prepare(in, o);
-    if (!p.ok()) return p.status().ToString();
-    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
-    return k.ok() ? k->source : k.status().ToString();
+  auto source_of = [&](std::vector<std::string> pass_options) {
+    return SourceOf(in, o, std::move(pass_options));
   };
   EXPECT_THAT(source_of({}), HasSubstr("__launch_bounds__(256, 2)"));
   // One consumer warpgroup keeps a wgmma group in flight across iterations,
@@ -473,12 +481,8 @@ TEST(CompileDriver, EpilogueIsAPassOptionOfTheKeyAndTheVariant) {
   BuildOptions o;
   o.target = "cuda:sm_90";
   o.emit_source = true;
-  auto source_of = [&](std::vector<std::string> pass_options) -> std::string {
-    o.pass_options = std::move(pass_options);
-    absl::StatusOr<Prepared> p = Prepare(in, o);
-    if (!p.ok()) return p.status().ToString();
-    absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
-    return k.ok() ? k->source : k.status().ToString();
+  auto source_of = [&](std::vector<std::string> pass_options) {
+    return SourceOf(in, o, std::move(pass_options));
   };
   EXPECT_THAT(source_of({"epilogue=tma"}), Not(HasSubstr("tma_store")));
   EXPECT_THAT(source_of({}), Not(HasSubstr("tma_store")));
