@@ -57,6 +57,14 @@ std::string WithResources(std::string json, const toolchain::ResourceUsage& u) {
   return json;
 }
 
+// The epilogue an "epilogue=auto|tma|direct" pass option asks for; nullopt
+// for any other option.
+std::optional<passes::Epilogue> EpilogueOption(std::string_view p) {
+  constexpr std::string_view kPrefix = "epilogue=";
+  if (p.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  return passes::ParseEpilogue(p.substr(kPrefix.size()));
+}
+
 } // namespace
 
 absl::Status ValidateBuildOptions(const BuildOptions& o) {
@@ -96,9 +104,7 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
         p != "ws-blocks=auto" && p != "ws-overlap=on" && p != "ws-overlap=off" &&
-        p != "cluster=1" && p != "cluster=2" &&
-        !(absl::StartsWith(p, "epilogue=") &&
-          passes::ParseEpilogue(std::string_view{p}.substr(9))) &&
+        p != "cluster=1" && p != "cluster=2" && !EpilogueOption(p) &&
         !(absl::StartsWith(p, "persistent=") &&
           codegen::ParsePersistent(std::string_view{p}.substr(11), &unused))) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -140,18 +146,15 @@ int WsBlocks(const BuildOptions& o) {
   return TmaWsPipeline(o) ? blocks : 0;
 }
 
-// Whether the last of the pass options `on` and `off` is `on` (neither: off),
-// on the TMA + warp-specialization path only.
-bool WsSwitch(const BuildOptions& o, std::string_view on_option, std::string_view off_option) {
+// The last ws-overlap= pass option wins; off by default and wherever the main
+// loop is not TMA + warp specialization.
+bool WsOverlap(const BuildOptions& o) {
   bool on = false;
   for (const std::string& p : o.pass_options) {
-    on = p == on_option ? true : (p == off_option ? false : on);
+    on = p == "ws-overlap=on" ? true : (p == "ws-overlap=off" ? false : on);
   }
   return on && TmaWsPipeline(o);
 }
-
-// ws-overlap=on|off: off by default.
-bool WsOverlap(const BuildOptions& o) { return WsSwitch(o, "ws-overlap=on", "ws-overlap=off"); }
 
 // The last cluster= pass option wins; 1 (no clusters) by default and
 // wherever the main loop is not TMA + warp specialization.
@@ -168,10 +171,7 @@ int Cluster(const BuildOptions& o) {
 passes::Epilogue EpilogueOf(const BuildOptions& o) {
   passes::Epilogue e = passes::Epilogue::kAuto;
   for (const std::string& p : o.pass_options) {
-    if (!absl::StartsWith(p, "epilogue=")) continue;
-    if (std::optional<passes::Epilogue> x = passes::ParseEpilogue(std::string_view{p}.substr(9))) {
-      e = *x;
-    }
+    if (std::optional<passes::Epilogue> x = EpilogueOption(p)) e = *x;
   }
   return TmaWsPipeline(o) ? e : passes::Epilogue::kAuto;
 }
