@@ -20,10 +20,13 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           stores; clstore and pstore add it to cluster and persist (not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
           the same run; not in the default list)
-  splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then
-          a reduce kernel: decode shapes such as M = 16; not in the default list). The time
-          is that of both kernels, launched back to back. splitkN (splitk4, splitk16, ...)
-          names its count, so several counts can be timed in one run
+  splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, the
+          last block of each tile summing the partials: decode shapes such as M = 16; not in
+          the default list). splitkN (splitk4, splitk16, ...) names its count, so several
+          counts can be timed in one run; splitkNr (splitk4r) sums in a second kernel instead
+          (--split-k-reduce=kernel), timed with both kernels launched back to back
+  reducek tma-ws with --split-k-reduce=kernel: Kiln's own split (where it splits) summed by a
+          second kernel, as before codegen 26 (not in the default list)
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -75,12 +78,16 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90"
     if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
         kiln_opt, variant = ALT_KILN_OPT[0], "tma-ws"
-    if variant.startswith("splitk"):  # splitk (--split-k's count) or splitkN
-        extra = [f"--split-k={variant[6:] or SPLIT_K[0]}"]
+    if variant.startswith("splitk"):  # splitk (--split-k's count), splitkN or splitkNr
+        count = variant[6:].rstrip("r")
+        extra = [f"--split-k={count or SPLIT_K[0]}"]
+        if variant.endswith("r"):
+            extra.append("--split-k-reduce=kernel")
     else:
         extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [], "direct": ["--epilogue=direct"],
                  "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
-                 "nosplit": ["--split-k=1"], "persist": ["--persistent=on"],
+                 "nosplit": ["--split-k=1"], "reducek": ["--split-k-reduce=kernel"],
+                 "persist": ["--persistent=on"],
                  "cluster": ["--cluster=2"], "tmastore": ["--epilogue=tma"],
                  "clstore": ["--cluster=2", "--epilogue=tma"],
                  "pstore": ["--persistent=on", "--epilogue=tma"]}[variant]

@@ -6,9 +6,9 @@
 # MODE: all (GPU tests of the Hopper paths + attention bench), tests REGEX,
 # attn x KERNELS, gemm SHAPES CONFIGS VARIANTS, fulltests (every gpu test),
 # fp8 (fp8 tests + benches), big (fp8, attention with the overlap variant,
-# DeepGEMM, GEMM), mini (a short subset), tuned (kiln tune through a kilnd at
-# issue 28's three large shapes, then bench/hopper_tuned.py: the bests
-# against cuBLAS). `alt` in a bench is the kiln-opt in
+# DeepGEMM, GEMM), mini (a short subset), tuned [SHAPES] (kiln tune through a
+# kilnd at issue 28's three large shapes or SHAPES, then bench/hopper_tuned.py:
+# the bests against cuBLAS). `alt` in a bench is the kiln-opt in
 # build-pack/$ALTDIR/kiln-opt.xz (default alt; big and mini use pin). Results
 # go to $OUT (the device tool's folder) and the tail to stdout.
 set -u
@@ -78,10 +78,13 @@ if [ "$what" = tuned ]; then
   export LD_LIBRARY_PATH=/tmp/g/gpu_ctest/bundle/lib
   $B/kilnd --listen 127.0.0.1:7071 --cache-dir /tmp/kc_tuned > $OUT/kilnd.log 2>&1 &
   for i in $(seq 1 60); do $B/kiln health --server 127.0.0.1:7071 >/dev/null 2>&1 && break; sleep 0.5; done
-  for shape in 4096x4096x4096 4096x14336x4096 8192x8192x8192; do
+  shapes=${2:-4096x4096x4096,4096x14336x4096,8192x8192x8192}
+  for shape in ${shapes//,/ }; do
     IFS=x read -r m n k <<< "$shape"
     timeout 120 $B/kiln tune examples/gemm/gemm.py --bind M=$m --bind N=$n --bind K=$k --target cuda:sm_90 --top-k 8 --server 127.0.0.1:7071 --progress never --json > $OUT/$shape.json 2> $OUT/tune_$shape.err
   done
   kill %1
-  (unset LD_LIBRARY_PATH; timeout 200 python3 bench/hopper_tuned.py --kiln-opt $B/kiln-opt $OUT/4096x4096x4096.json $OUT/4096x14336x4096.json $OUT/8192x8192x8192.json)
+  tunes=""
+  for shape in ${shapes//,/ }; do tunes="$tunes $OUT/$shape.json"; done
+  (unset LD_LIBRARY_PATH; timeout 200 python3 bench/hopper_tuned.py --kiln-opt $B/kiln-opt $tunes)
 fi

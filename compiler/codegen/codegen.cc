@@ -316,11 +316,13 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
 
 absl::Status ApplySplitK(ir::Program& program, std::string_view target,
                          const LoweringOptions& options) {
-  if (options.split_k > 1) return passes::SplitK(program, options.split_k);
+  if (options.split_k > 1) {
+    return passes::SplitK(program, options.split_k, options.split_k_reduce);
+  }
   const std::string_view thread_target = options.lower_for.empty() ? target : options.lower_for;
   if (options.split_k == 0 && options.gemm_wgmma && options.tma_ws_pipeline &&
       passes::TargetUsesWgmma(thread_target)) {
-    passes::AutoSplitK(program);
+    passes::AutoSplitK(program, passes::kHopperSms, options.split_k_reduce);
   }
   return absl::OkStatus();
 }

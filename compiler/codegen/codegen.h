@@ -20,6 +20,7 @@
 #include "compiler/codegen/kernel_spec.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass_registry.h"
+#include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 
 namespace kiln::codegen {
@@ -50,6 +51,8 @@ struct LoweringOptions {
   // Split-K (split_k.h) into this many parts before lowering; 1: off; 0
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;
+  // Where a split's partials are summed (split_k.h, SplitKReduce).
+  passes::SplitKReduce split_k_reduce = passes::SplitKReduce::kFused;
   // Persistent tiles (persistent.h) on Hopper's default path: off (the
   // default until measured), on (a program it cannot take is a located
   // error), or auto (passes::AutoPersistent's choice), with a grid of

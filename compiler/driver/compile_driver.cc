@@ -100,6 +100,14 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       }
       continue;
     }
+    if (absl::StartsWith(p, "split-k-reduce=")) {
+      passes::SplitKReduce unused_reduce;
+      if (!passes::ParseSplitKReduce(std::string_view{p}.substr(15), &unused_reduce)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pass option '", p, "': split-k-reduce is fused (the default) or kernel"));
+      }
+      continue;
+    }
     codegen::LoweringOptions unused;
     if (p != "gemm=wgmma" && p != "gemm=mma" && p != "pipeline=cp.async" &&
         p != "pipeline=tma-ws" && p != "ws-blocks=1" && p != "ws-blocks=2" &&
@@ -112,7 +120,8 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
           "' (Kiln defines gemm=wgmma, gemm=mma, pipeline=tma-ws, "
           "pipeline=cp.async, ws-blocks=1, 2 or auto, ws-overlap=on or off, cluster=1 or 2, "
           "epilogue=auto, tma or direct, "
-          "persistent=on, off, auto or N blocks, and split-k=N or auto)"));
+          "persistent=on, off, auto or N blocks, split-k=N or auto, and split-k-reduce=fused "
+          "or kernel)"));
     }
   }
   return absl::OkStatus();
@@ -223,6 +232,23 @@ int SplitKParts(const BuildOptions& o) {
   return parts;
 }
 
+// The last split-k-reduce= pass option wins; fused by default.
+passes::SplitKReduce SplitKReduceOf(const BuildOptions& o) {
+  passes::SplitKReduce reduce = passes::SplitKReduce::kFused;
+  for (const std::string& p : o.pass_options) {
+    if (absl::StartsWith(p, "split-k-reduce=")) {
+      passes::ParseSplitKReduce(std::string_view{p}.substr(15), &reduce);
+    }
+  }
+  return reduce;
+}
+
+// ";split-k-reduce=kernel" where the reduce kernel is asked for; the
+// default adds nothing to the key or the variant.
+std::string SplitKReduceKey(const BuildOptions& o) {
+  return SplitKReduceOf(o) == passes::SplitKReduce::kKernel ? ";split-k-reduce=kernel" : "";
+}
+
 codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   codegen::LoweringOptions lowering;
   lowering.gemm_wgmma = GemmWgmma(o);
@@ -232,6 +258,7 @@ codegen::LoweringOptions LoweringFor(const BuildOptions& o) {
   lowering.cluster = Cluster(o);
   lowering.epilogue = EpilogueOf(o);
   lowering.split_k = SplitKParts(o);
+  lowering.split_k_reduce = SplitKReduceOf(o);
   const codegen::LoweringOptions persistent = PersistentOf(o);
   lowering.persistent = persistent.persistent;
   lowering.persistent_blocks = persistent.persistent_blocks;
@@ -291,6 +318,7 @@ std::string KernelVariant(const BuildOptions& o) {
     absl::StrAppend(&out, PersistentKey(o));
   }
   if (SplitKParts(o) != 0) absl::StrAppend(&out, ";split-k=", SplitKParts(o));
+  absl::StrAppend(&out, SplitKReduceKey(o));
   return out;
 }
 
@@ -306,7 +334,8 @@ std::string CanonicalOptions(const BuildOptions& o) {
       WsBlocks(o) != 0 ? absl::StrCat(";ws-blocks=", WsBlocks(o)) : "",
       WsOverlap(o) ? ";ws-overlap=on" : "",
       Cluster(o) != 1 ? absl::StrCat(";cluster=", Cluster(o)) : "", EpilogueKey(o),
-      PersistentKey(o), SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "");
+      PersistentKey(o), SplitKParts(o) != 0 ? absl::StrCat(";split-k=", SplitKParts(o)) : "",
+      SplitKReduceKey(o));
 }
 
 std::string FingerprintFor(const BuildOptions& o) {

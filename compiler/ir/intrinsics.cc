@@ -118,6 +118,8 @@ std::vector<IntrinsicInfo> MakeTable() {
   for (std::string_view n : {"atomic_add", "atomic_max", "atomic_min"}) {
     t.push_back({n, {A::kAddress, A::kValue}, false});
   }
+  t.push_back({"threadfence", {}, false});
+  t.push_back({"splitk_ticket", {A::kAddress, A::kAddress, A::kConstInt}, false});
   return t;
 }
 

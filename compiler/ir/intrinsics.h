@@ -82,6 +82,19 @@ struct IntrinsicInfo {
 //   setmaxnreg_{inc,dec}(N)                         warpgroup register reallocation (sm_90a)
 //   shfl_xor(dst, value, lane_mask)                 *dst = shfl.sync.bfly(value)
 //   atomic_{add,max,min}(dst, value)                global/shared atomics
+//   threadfence()                                   fence.sc.gpu (__threadfence): this
+//                                                   thread's writes before it are seen
+//                                                   device-wide before those after it
+//   splitk_ticket(flag, counter, parts)             split-K's in-kernel fixup: one thread of
+//                                                   the block adds 1 to the global int32
+//                                                   *counter and writes 1 to the shared int32
+//                                                   *flag when it was the parts-th arrival
+//                                                   (and sets *counter back to 0 for the next
+//                                                   launch), else 0; a fence after
+//                                                   (split_k.h). At tile level the call stands
+//                                                   for the whole handshake (every thread's
+//                                                   fence, a barrier, thread 0's ticket, a
+//                                                   barrier): the lowering expands it
 const std::vector<IntrinsicInfo>& AllIntrinsics();
 
 // nullptr when `name` is not an intrinsic.

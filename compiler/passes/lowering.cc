@@ -1012,6 +1012,15 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
       read_.clear();
     }
     if (st.name == "fence_proxy_async") proxy_dirty_ = false;
+    if (st.name == "splitk_ticket") {
+      // Split-K's handshake (split_k.h): every thread's partials fenced,
+      // then thread 0 draws the ticket, and the flag it wrote is read by all.
+      out->push_back(Call("threadfence", {}));
+      Barrier(out);
+      Guarded(ir::Binary(ir::BinOp::kEq, tid_, I(0)), {std::move(st)}, out);
+      Barrier(out);
+      return absl::OkStatus();
+    }
     out->push_back(std::move(st));
     return absl::OkStatus();
   }

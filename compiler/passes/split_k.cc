@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
@@ -70,9 +71,124 @@ bool WritesGlobal(const Stmt& s, const std::set<std::string>& local) {
   return writes;
 }
 
+// The sum of the `splits` partials of output element (row, col), in order,
+// cast to `out`'s dtype.
+Expr PartialsSum(const std::string& partials, ir::DType acc, ir::DType out, int splits,
+                 const Expr& row, const Expr& col, ir::Loc at) {
+  Expr sum;
+  for (int z = 0; z < splits; ++z) {
+    Expr term = ir::Load(partials, acc, {ir::IntImm(z, ir::DType::kInt32, at), row, col}, at);
+    sum = z == 0 ? term : ir::Binary(BinOp::kAdd, sum, term, at);
+  }
+  return acc == out ? sum : ir::Cast(out, sum, at);
+}
+
+// Split-K's fused reduction (split_k.h): after kernel `program.kernel`'s
+// copy of its partials (the last statement), a ticket for the output tile
+// `tile` (rows x cols from its minimum) and, in the block that drew the
+// last one, the tile's sums.
+void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, int64_t cols,
+                   const std::string& partials, int splits, ir::FreshNames& names) {
+  ir::Kernel& k = program.kernel;
+  const ir::Loc at = k.body.back().loc;
+  const ir::DType idx = ir::DType::kInt32;
+  const ir::Param* output = nullptr;
+  for (const ir::Param& p : program.params) {
+    if (!p.is_scalar && p.buffer.name == tile.buffer) output = &p;
+  }
+  const ir::DType acc = program.workspaces.back().dtype;
+
+  // One counter per output tile, indexed by the tile's block variables (the
+  // grid's first two dimensions; after T.use_swizzle too: they still name
+  // each tile once).
+  ir::Buffer tickets;
+  tickets.name = names.Fresh("kiln_splitk_tickets");
+  tickets.dtype = idx;
+  tickets.scope = ir::Scope::kGlobal;
+  tickets.shape = {ir::Simplify(ir::Binary(BinOp::kMul, k.grid[0], k.grid[1], at))};
+  tickets.loc = at;
+  program.workspaces.push_back(tickets);
+  const Expr tile_index =
+      ir::Binary(BinOp::kAdd,
+                 ir::Binary(BinOp::kMul, ir::VarRef(k.block_vars[1], idx, at),
+                            k.grid[0].dtype == idx ? k.grid[0] : ir::Cast(idx, k.grid[0], at), at),
+                 ir::VarRef(k.block_vars[0], idx, at), at);
+
+  // The block's flag: whether it drew the tile's last ticket.
+  Stmt flag;
+  flag.kind = StmtKind::kAlloc;
+  flag.loc = at;
+  flag.buffer.name = names.Fresh("kiln_splitk_last");
+  flag.buffer.dtype = idx;
+  flag.buffer.scope = ir::Scope::kShared;
+  flag.buffer.shape = {ir::IntImm(1, idx, at)};
+  flag.buffer.loc = at;
+  const std::string flag_name = flag.buffer.name;
+  k.body.insert(k.body.begin(), std::move(flag));
+
+  k.body.push_back(
+      ir::CallStmt("splitk_ticket",
+                   {ir::Address(flag_name, idx, ir::IntImm(0, idx, at), at),
+                    ir::Address(tickets.name, idx, tile_index, at), ir::IntImm(splits, idx, at)},
+                   at));
+
+  // for i, j in T.Parallel(rows, cols): output[r0 + i, c0 + j] = sum.
+  const std::string i = names.Fresh("kiln_splitk_i"), j = names.Fresh("kiln_splitk_j");
+  const auto at_dim = [&](size_t d, const std::string& v) {
+    const Expr& lo = tile.ranges[d].min;
+    return ir::Simplify(ir::Binary(BinOp::kAdd, lo.dtype == idx ? lo : ir::Cast(idx, lo, at),
+                                   ir::VarRef(v, idx, at), at));
+  };
+  const Expr row = at_dim(0, i), col = at_dim(1, j);
+  const auto extent32 = [&](const Expr& e) { return e.dtype == idx ? e : ir::Cast(idx, e, at); };
+  Stmt store;
+  store.kind = StmtKind::kStore;
+  store.loc = at;
+  store.name = tile.buffer;
+  store.indices = {row, col};
+  store.has_value = true;
+  store.value = PartialsSum(partials, acc, output->buffer.dtype, splits, row, col, at);
+  Stmt guard;
+  guard.kind = StmtKind::kIf;
+  guard.loc = at;
+  guard.cond =
+      ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output->buffer.shape[0]), at),
+                 ir::Binary(BinOp::kLt, col, extent32(output->buffer.shape[1]), at), at);
+  guard.body.push_back(std::move(store));
+  Stmt each;
+  each.kind = StmtKind::kFor;
+  each.for_kind = ir::ForKind::kParallel;
+  each.loc = at;
+  each.loop_vars = {i, j};
+  each.extents = {ir::IntImm(rows, idx, at), ir::IntImm(cols, idx, at)};
+  each.body.push_back(std::move(guard));
+  Stmt last;
+  last.kind = StmtKind::kIf;
+  last.loc = at;
+  last.cond = ir::Binary(BinOp::kNe, ir::Load(flag_name, idx, {ir::IntImm(0, idx, at)}, at),
+                         ir::IntImm(0, idx, at), at);
+  last.body.push_back(std::move(each));
+  k.body.push_back(std::move(last));
+}
+
 } // namespace
 
-absl::Status SplitK(ir::Program& program, int splits) {
+bool ParseSplitKReduce(std::string_view text, SplitKReduce* out) {
+  if (text == "fused") {
+    *out = SplitKReduce::kFused;
+  } else if (text == "kernel") {
+    *out = SplitKReduce::kKernel;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* SplitKReduceName(SplitKReduce r) {
+  return r == SplitKReduce::kFused ? "fused" : "kernel";
+}
+
+absl::Status SplitK(ir::Program& program, int splits, SplitKReduce where) {
   const std::string& file = program.source_name;
   ir::Kernel& k = program.kernel;
   const auto refuse = [&](ir::Loc loc, absl::string_view why) {
@@ -80,6 +196,10 @@ absl::Status SplitK(ir::Program& program, int splits) {
   };
   if (splits < 2 || splits > kMaxSplits) {
     return refuse(k.loc, absl::StrCat("the number of splits must be in 2..", kMaxSplits));
+  }
+  for (const ir::Buffer& w : program.workspaces) {
+    if (absl::StartsWith(w.name, "kiln_splitk_"))
+      return refuse(k.loc, "the program is already split");
   }
   if (!program.next_kernels.empty()) {
     return refuse(program.next_kernels[0].loc, "the program already has several kernels");
@@ -225,6 +345,12 @@ absl::Status SplitK(ir::Program& program, int splits) {
   k.grid.push_back(ir::IntImm(splits, ir::DType::kInt32, k.loc));
   k.block_vars.push_back(split);
 
+  // The output tile as the program copied it (the fused reduction writes it).
+  const ir::Region tile = out.regions[1];
+  const std::optional<int64_t> tile_rows = ir::ConstInt(ir::Simplify(tile.ranges[0].extent));
+  const std::optional<int64_t> tile_cols = ir::ConstInt(ir::Simplify(tile.ranges[1].extent));
+  const bool fused = where == SplitKReduce::kFused && tile_rows && tile_cols;
+
   ir::Buffer ws;
   ws.name = partials;
   ws.dtype = acc_dtype;
@@ -237,6 +363,10 @@ absl::Status SplitK(ir::Program& program, int splits) {
   dst.ranges.insert(dst.ranges.begin(), ir::Range{ir::VarRef(split, ir::DType::kInt32, at),
                                                   ir::IntImm(1, ir::DType::kInt32, at)});
   program.workspaces.push_back(ws);
+  if (fused) {
+    FuseReduction(program, tile, *tile_rows, *tile_cols, partials, splits, names);
+    return absl::OkStatus();
+  }
 
   // Kernel 2: output[i, j] = sum over z of partials[z, i, j], in order.
   ir::Kernel reduce;
@@ -265,18 +395,13 @@ absl::Status SplitK(ir::Program& program, int splits) {
       BinOp::kAdd,
       ir::Binary(BinOp::kMul, ir::VarRef(bx, idx, at), ir::IntImm(kReduceCols, idx, at), at),
       ir::VarRef(j, idx, at), at);
-  Expr sum;
-  for (int z = 0; z < splits; ++z) {
-    Expr term = ir::Load(partials, acc_dtype, {ir::IntImm(z, idx, at), row, col}, at);
-    sum = z == 0 ? term : ir::Binary(BinOp::kAdd, sum, term, at);
-  }
   Stmt store;
   store.kind = StmtKind::kStore;
   store.loc = out.loc;
   store.name = output->buffer.name;
   store.indices = {row, col};
   store.has_value = true;
-  store.value = acc_dtype == output->buffer.dtype ? sum : ir::Cast(output->buffer.dtype, sum, at);
+  store.value = PartialsSum(partials, acc_dtype, output->buffer.dtype, splits, row, col, at);
   Stmt guard;
   guard.kind = StmtKind::kIf;
   guard.loc = out.loc;
@@ -336,7 +461,7 @@ bool SplitKCanTake(const ir::Program& program) {
   return false;
 }
 
-int AutoSplitK(ir::Program& program, int64_t sms) {
+int AutoSplitK(ir::Program& program, int64_t sms, SplitKReduce reduce) {
   if (!program.next_kernels.empty()) return 1;
   const std::optional<int64_t> blocks = ir::ConstGridBlocks(program.kernel);
   if (!blocks) return 1;
@@ -345,7 +470,7 @@ int AutoSplitK(ir::Program& program, int64_t sms) {
   const int parts = AutoSplitParts(*blocks, *trips, sms);
   if (parts < 2) return 1;
   ir::Program split = program;
-  if (!SplitK(split, parts).ok()) return 1;
+  if (!SplitK(split, parts, reduce).ok()) return 1;
   program = std::move(split);
   return parts;
 }

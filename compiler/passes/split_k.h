@@ -1,16 +1,26 @@
 // Split-K: a GEMM tile program whose blocks each run the whole K loop
-// becomes two kernels, so that a shape with few output tiles (decode: M = 16,
-// a few dozen tiles of N) still puts enough blocks on the GPU to stream the
-// weights at full bandwidth.
+// becomes one whose output tiles are shared by `splits` blocks each, so that
+// a shape with few output tiles (decode: M = 16, a few dozen tiles of N)
+// still puts enough blocks on the GPU to stream the weights at full
+// bandwidth.
 //
-//   kernel 1: the program's kernel with a third grid dimension of `splits`
-//             blocks; block z runs its own contiguous part of the K loop and
-//             copies its float32 partial sums into the workspace
-//             kiln_splitk_partials[splits, M, N] (where the program copied
-//             the accumulator into its output);
-//   kernel 2: every element of the output is the sum of its `splits`
-//             partials, in order (so results do not depend on timing), cast
-//             to the output's dtype.
+// The kernel gets a third grid dimension of `splits` blocks; block z runs
+// its own contiguous part of the K loop and copies its float32 partial sums
+// into the workspace kiln_splitk_partials[splits, M, N] (where the program
+// copied the accumulator into its output). Every element of the output is
+// then the sum of its `splits` partials, in order (so results do not depend
+// on timing), cast to the output's dtype, by one of two reductions
+// (SplitKReduce):
+//
+//   kFused (the default): in the same kernel. After its copy each block
+//     takes a ticket for its tile (splitk_ticket: every thread's writes
+//     fenced, one atomic add on the tile's counter in the int32 workspace
+//     kiln_splitk_tickets[tiles]); the block that arrives last sums the
+//     tile's partials into the output and sets the counter back to 0, so
+//     a workspace zero-filled once serves every later launch. One launch:
+//     at decode shapes the second kernel's launch and tail are a sizable
+//     part of the whole.
+//   kKernel: a second kernel of 4 x 128 outputs a block does the sums.
 //
 // What it applies to (anything else is a located error naming what is in
 // the way): one kernel of at most two grid dimensions whose body, besides
@@ -28,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "compiler/ir/ir.h"
@@ -36,8 +47,18 @@ namespace kiln::passes {
 
 inline constexpr int kMaxSplits = 64;
 
-// Rewrites `program` as described above; `splits` in 2..kMaxSplits.
-absl::Status SplitK(ir::Program& program, int splits);
+// Where the partials are summed (above). Pass option
+// split-k-reduce=fused|kernel, kiln-opt / kiln-run --split-k-reduce.
+enum class SplitKReduce : uint8_t { kFused, kKernel };
+
+// "fused" / "kernel"; false for anything else.
+bool ParseSplitKReduce(std::string_view text, SplitKReduce* out);
+const char* SplitKReduceName(SplitKReduce r);
+
+// Rewrites `program` as described above; `splits` in 2..kMaxSplits. The
+// fused reduction needs constant tile extents in the copy out; a program
+// without them gets the reduce kernel.
+absl::Status SplitK(ir::Program& program, int splits, SplitKReduce reduce = SplitKReduce::kFused);
 
 // The SMs Kiln assumes for an sm_90 target (H100 SXM and H200: 132). A
 // compile names an architecture, not a device.
@@ -59,7 +80,8 @@ int AutoSplitParts(int64_t blocks, int64_t trips, int64_t sms);
 // AutoSplitParts of its grid (constant extents) and K loop, or 1 (the
 // program left as it was) where either is not a constant or SplitK refuses
 // the program (auto never turns a program into an error).
-int AutoSplitK(ir::Program& program, int64_t sms = kHopperSms);
+int AutoSplitK(ir::Program& program, int64_t sms = kHopperSms,
+               SplitKReduce reduce = SplitKReduce::kFused);
 
 // Whether SplitK takes `program` in some number of parts (its structure:
 // one loop of gemms, nothing written before or inside it, one copy out),

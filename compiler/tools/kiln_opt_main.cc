@@ -57,6 +57,7 @@ constexpr char kUsage[] =
     "                [--lower-for T] [--gemm=wgmma|mma] [--pipeline=tma-ws|cp.async]\n"
     "                [--ws-blocks=1|2|auto] [--ws-overlap=on|off] [--cluster=1|2]\n"
     "                [--epilogue=auto|tma|direct] [--split-k=N|auto]\n"
+    "                [--split-k-reduce=fused|kernel]\n"
     "                [--persistent=on|off|auto|N]\n"
     "                [--test-bind]\n"
     "                [--list-passes] [--list-targets]\n";
@@ -162,6 +163,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
         return UsageError(absl::StrCat("--persistent must be on, off, auto or a number of blocks "
                                        "in 1..",
                                        kiln::passes::kMaxPersistentBlocks));
+      }
+    } else if (TakeValue(argc, argv, i, "--split-k-reduce", &value)) {
+      if (!kiln::passes::ParseSplitKReduce(value, &args->lowering.split_k_reduce)) {
+        return UsageError("--split-k-reduce must be fused or kernel");
       }
     } else if (TakeValue(argc, argv, i, "--split-k", &value)) {
       int n = 0;
@@ -296,7 +301,9 @@ int main(int argc, char** argv) {
   // Split-K rewrites the tile program itself: the IR printed, passed and
   // emitted below is the split one.
   if (args.lowering.split_k > 1) {
-    if (absl::Status s = kiln::passes::SplitK(*program, args.lowering.split_k); !s.ok()) {
+    if (absl::Status s =
+            kiln::passes::SplitK(*program, args.lowering.split_k, args.lowering.split_k_reduce);
+        !s.ok()) {
       std::cerr << located(s.message()) << "\n";
       return 1;
     }

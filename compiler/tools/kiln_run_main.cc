@@ -97,9 +97,13 @@ options:
                        per SM walking the tiles (off; auto: where shared
                        memory allows one block per SM anyway; N: N blocks)
   --split-k N|auto     split the GEMM's K loop over N blocks per output tile
-                       (float32 partials in a workspace, then a reduce kernel);
-                       1: off; auto (default): Kiln's choice on Hopper's
-                       default path for grids of at most a quarter of the SMs
+                       (float32 partials in a workspace, summed by the tile's
+                       last block); 1: off; auto (default): Kiln's choice on
+                       Hopper's default path for grids of at most a quarter
+                       of the SMs
+  --split-k-reduce fused|kernel  where a split's partials are summed: by
+                       the last block of each tile (fused, default) or by a
+                       second kernel
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation
@@ -112,6 +116,9 @@ options:
   --test-bind             take the bindings of the file's '# kiln: test-bind'
                           line (--bind overrides single names)
   --entry NAME            the kernel function, when the file has several
+  --runs N                run the kernel N times (default 1) on the same
+                          workspaces, the tensors reloaded before each run;
+                          the report and --check take the last
   --seed N                seed of the generated inputs (default 0): floats
                           uniform in [-1, 1) rounded to the dtype, integers in
                           [-8, 8), bools random; outputs start zero-filled
@@ -153,6 +160,7 @@ struct Args {
   // --lower-for, --gemm, --pipeline, --ws-blocks, --split-k.
   kiln::codegen::LoweringOptions lowering;
   uint64_t seed = 0;
+  int runs = 1;
   std::vector<std::pair<std::string, std::string>> inputs; // name -> path
   std::vector<std::pair<std::string, std::string>> saves;  // name -> path
   bool check = false;
@@ -289,6 +297,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
                                        "in 1..",
                                        kiln::passes::kMaxPersistentBlocks));
       }
+    } else if (take("--split-k-reduce")) {
+      if (missing || !kiln::passes::ParseSplitKReduce(value, &args->lowering.split_k_reduce)) {
+        return UsageError("--split-k-reduce must be fused or kernel, got '" + value + "'");
+      }
     } else if (take("--split-k")) {
       int n = 0;
       if (missing || (value != "auto" &&
@@ -297,6 +309,10 @@ int ParseArgs(int argc, char** argv, Args* args) {
             absl::StrCat("--split-k must be 1..", kiln::passes::kMaxSplits, " or auto"));
       }
       args->lowering.split_k = n;
+    } else if (take("--runs")) {
+      if (missing || !absl::SimpleAtoi(value, &args->runs) || args->runs < 1 || args->runs > 1000) {
+        return UsageError("--runs needs a count in 1..1000, got '" + value + "'");
+      }
     } else if (take("--seed")) {
       if (missing || !absl::SimpleAtoi(value, &args->seed)) {
         return UsageError("--seed needs a non-negative integer, got '" + value + "'");
@@ -451,7 +467,9 @@ int Run(const Args& args) {
   if (absl::Status s = ir::Verify(*program); !s.ok()) return Fail(located(s.message()));
   if (args.lowering.split_k > 1) {
     // Split-K adds a kernel and a workspace: run and check the split program.
-    if (absl::Status s = kiln::passes::SplitK(*program, args.lowering.split_k); !s.ok()) {
+    if (absl::Status s =
+            kiln::passes::SplitK(*program, args.lowering.split_k, args.lowering.split_k_reduce);
+        !s.ok()) {
       return Fail(located(s.message()));
     }
   }
@@ -573,8 +591,9 @@ int Run(const Args& args) {
 
   absl::StatusOr<kiln::measure::RunResult> ran =
       args.is_cuda
-          ? kiln::measure::RunOnCuda(*kernel, device, params, symbol_values, *grid, symbols)
-          : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid, symbols);
+          ? kiln::measure::RunOnCuda(*kernel, device, params, symbol_values, *grid, symbols,
+                                     args.runs)
+          : kiln::measure::RunOnCpu(*kernel, params, symbol_values, *grid, symbols, args.runs);
   if (!ran.ok()) return Fail(ran.status().message());
 
   // Every --save is attempted: one that fails does not lose the others.
@@ -590,7 +609,9 @@ int Run(const Args& args) {
   std::ostringstream report;
   report << "kiln-run: " << program->name << " (" << args.file << ") on " << where << "\n";
   report << "  compile: " << ran->compile_note << "\n";
-  report << absl::StrFormat("  kernel:  %.3f ms (%s, one run)\n", ran->kernel_ms, ran->timing_kind);
+  report << absl::StrFormat("  kernel:  %.3f ms (%s, %s)\n", ran->kernel_ms, ran->timing_kind,
+                            args.runs == 1 ? "one run"
+                                           : absl::StrCat("the last of ", args.runs, " runs"));
   int rc = kExitOk;
   if (args.check) {
     kiln::tools::ReferenceCheckRequest request;

@@ -154,7 +154,7 @@ def test_use_best_fills_unbound_parameters_from_the_stored_best(spy, client):
 def test_use_best_with_the_split_k_knob_builds_and_runs_the_split_kernels(spy, client):
     # A stored best whose config holds the tuning knob kiln:split_k (a pass option of
     # the build, not a parameter): the call sends it with the bindings, kilnd builds
-    # the split program (a second kernel and a workspace) and the result is right.
+    # the split program (its partials and tickets workspaces) and the result is right.
     ex = load_example("gemm/gemm.py")
     space = {"block_M": [16], "block_N": [32], "block_K": [32], "num_stages": [2],
              "threads": [128], "kiln:split_k": [4]}

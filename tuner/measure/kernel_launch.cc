@@ -276,6 +276,32 @@ void CpuLaunchArgs::CopyOut(std::vector<HostParam>& params) const {
   }
 }
 
+void CpuLaunchArgs::Reload(const std::vector<HostParam>& params) {
+  for (size_t i = 0; i < params.size() && i < buffers_.size(); ++i) {
+    if (buffers_[i] != nullptr) {
+      std::memcpy(buffers_[i].get(), params[i].before.data.data(), params[i].before.data.size());
+    }
+  }
+}
+
+absl::Status CudaLaunchArgs::Reload(const std::vector<HostParam>& params) {
+  size_t b = 0;
+  for (const HostParam& p : params) {
+    if (p.is_scalar) continue;
+    if (b >= buffers_.size()) break;
+    DeviceBuffer& buffer = buffers_[b++];
+    if (p.before.data.size() != buffer.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", p.name, " has ",
+                                                     p.before.data.size(),
+                                                     " bytes for a tensor of ", buffer.size()));
+    }
+    if (absl::Status s = buffer.CopyFromHost(p.before.data.data(), buffer.size()); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CudaLaunchArgs> CudaLaunchArgs::Make(const std::shared_ptr<Device>& device,
                                                     const std::vector<HostParam>& params,
                                                     const std::vector<int32_t>& symbol_values) {
@@ -423,7 +449,7 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
                                    std::vector<HostParam>& params,
                                    const std::vector<int32_t>& symbol_values,
                                    const std::array<int64_t, 3>& grid,
-                                   const std::map<std::string, int64_t>& symbols) {
+                                   const std::map<std::string, int64_t>& symbols, int runs) {
   absl::StatusOr<std::vector<LaunchStep>> steps = EvalSequence(kernel.launch, grid, symbols);
   if (!steps.ok()) return steps.status();
   absl::StatusOr<std::vector<size_t>> workspace_bytes = WorkspaceBytes(kernel.launch, symbols);
@@ -445,7 +471,8 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
   if (absl::Status s = args->AddWorkspaces(*workspace_bytes); !s.ok()) return s;
   std::chrono::steady_clock::time_point start, stop;
   absl::Status status;
-  {
+  for (int run = 0; run < std::max(1, runs) && status.ok(); ++run) {
+    if (run > 0) args->Reload(params);
     CrashGuard guard;
     start = std::chrono::steady_clock::now();
     // In order: each kernel sees what the ones before it wrote.
@@ -470,10 +497,12 @@ absl::StatusOr<RunResult> RunOnCpu(const kiln::codegen::EmittedKernel& kernel,
   return result;
 }
 
-absl::StatusOr<RunResult>
-RunOnCuda(const kiln::codegen::EmittedKernel& kernel, const std::shared_ptr<Device>& device,
-          std::vector<HostParam>& params, const std::vector<int32_t>& symbol_values,
-          const std::array<int64_t, 3>& grid, const std::map<std::string, int64_t>& symbols) {
+absl::StatusOr<RunResult> RunOnCuda(const kiln::codegen::EmittedKernel& kernel,
+                                    const std::shared_ptr<Device>& device,
+                                    std::vector<HostParam>& params,
+                                    const std::vector<int32_t>& symbol_values,
+                                    const std::array<int64_t, 3>& grid,
+                                    const std::map<std::string, int64_t>& symbols, int runs) {
   absl::StatusOr<std::vector<LaunchStep>> steps = EvalSequence(kernel.launch, grid, symbols);
   if (!steps.ok()) return steps.status();
   absl::StatusOr<std::vector<size_t>> workspace_bytes = WorkspaceBytes(kernel.launch, symbols);
@@ -501,17 +530,24 @@ RunOnCuda(const kiln::codegen::EmittedKernel& kernel, const std::shared_ptr<Devi
   if (absl::Status s = args->AddWorkspaces(device, *workspace_bytes); !s.ok()) return s;
   // In order on one stream; each launch waits for the one before it.
   float total_ms = 0;
-  for (size_t k = 0; k < steps->size(); ++k) {
-    const LaunchStep& step = (*steps)[k];
-    if (absl::Status s = args->AddTensorMaps(device->driver(), step.tensor_maps, params); !s.ok()) {
-      return s;
+  for (int run = 0; run < std::max(1, runs); ++run) {
+    if (run > 0) {
+      if (absl::Status s = args->Reload(params); !s.ok()) return s;
     }
-    absl::StatusOr<LaunchConfig> config =
-        MakeLaunchConfig(step.grid, step.block, step.dynamic_smem_bytes);
-    if (!config.ok()) return config.status();
-    absl::StatusOr<float> ms = TimedLaunch(device, functions[k], *config, args->args());
-    if (!ms.ok()) return ms.status();
-    total_ms += *ms;
+    total_ms = 0;
+    for (size_t k = 0; k < steps->size(); ++k) {
+      const LaunchStep& step = (*steps)[k];
+      if (absl::Status s = args->AddTensorMaps(device->driver(), step.tensor_maps, params);
+          !s.ok()) {
+        return s;
+      }
+      absl::StatusOr<LaunchConfig> config =
+          MakeLaunchConfig(step.grid, step.block, step.dynamic_smem_bytes);
+      if (!config.ok()) return config.status();
+      absl::StatusOr<float> ms = TimedLaunch(device, functions[k], *config, args->args());
+      if (!ms.ok()) return ms.status();
+      total_ms += *ms;
+    }
   }
   absl::StatusOr<float> ms = total_ms;
   if (absl::Status s = args->CopyOut(params); !s.ok()) return s;

@@ -109,6 +109,9 @@ class CpuLaunchArgs {
   absl::Status AddWorkspaces(const std::vector<size_t>& bytes);
   // Sets each parameter's `after` to what the kernel left (scalars: `before`).
   void CopyOut(std::vector<tools::HostParam>& params) const;
+  // Copies each tensor's `before` into its buffer again (the params Make
+  // took); the workspaces keep what the kernels left in them.
+  void Reload(const std::vector<tools::HostParam>& params);
 
  private:
   CpuLaunchArgs() = default;
@@ -173,6 +176,9 @@ class CudaLaunchArgs {
   // `outputs_only`, only the is_output tensors (the others' `after` is left
   // empty).
   absl::Status CopyOut(std::vector<tools::HostParam>& params, bool outputs_only = false) const;
+  // Copies each tensor's `before` into its buffer again (the params Make
+  // took); the workspaces keep what the kernels left in them.
+  absl::Status Reload(const std::vector<tools::HostParam>& params);
   // The tensor buffers, in parameter order, for reuse.
   std::vector<DeviceBuffer> TakeBuffers() && { return std::move(buffers_); }
 
@@ -201,18 +207,22 @@ absl::StatusOr<LaunchConfig> MakeLaunchConfig(const std::array<int64_t, 3>& grid
 // the symbols' values) and fills each parameter's `after`. A program of
 // several kernels runs them all in order (the first on `grid`, the others
 // on their grids under `symbols`), with its workspaces allocated for the
-// sequence; the time is the whole sequence's.
-absl::StatusOr<RunResult> RunOnCpu(const codegen::EmittedKernel& kernel,
-                                   std::vector<tools::HostParam>& params,
-                                   const std::vector<int32_t>& symbol_values,
-                                   const std::array<int64_t, 3>& grid,
-                                   const std::map<std::string, int64_t>& symbols = {});
+// sequence; the time is the whole sequence's. With `runs` > 1 the sequence
+// runs that many times on the same workspaces, the tensors reloaded from
+// `before` ahead of each run after the first (what a launcher that keeps
+// its workspaces sees: split-K's tickets must be back at 0); `after` and
+// the time are the last run's.
+absl::StatusOr<RunResult>
+RunOnCpu(const codegen::EmittedKernel& kernel, std::vector<tools::HostParam>& params,
+         const std::vector<int32_t>& symbol_values, const std::array<int64_t, 3>& grid,
+         const std::map<std::string, int64_t>& symbols = {}, int runs = 1);
 
 // The same on `device`, compiled with NVRTC and timed with CUDA events.
 absl::StatusOr<RunResult>
 RunOnCuda(const codegen::EmittedKernel& kernel, const std::shared_ptr<Device>& device,
           std::vector<tools::HostParam>& params, const std::vector<int32_t>& symbol_values,
-          const std::array<int64_t, 3>& grid, const std::map<std::string, int64_t>& symbols = {});
+          const std::array<int64_t, 3>& grid, const std::map<std::string, int64_t>& symbols = {},
+          int runs = 1);
 
 // Whether a cubin for `arch` ("sm_86", "sm_90a") loads on a device of
 // compute capability major.minor: same major version and no newer minor;

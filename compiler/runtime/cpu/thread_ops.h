@@ -539,6 +539,17 @@ inline void atomic_min(T* dst, typename detail::Identity<T>::type value) {
   detail::AtomicMin(dst, value);
 }
 
+inline void threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// Split-K's in-kernel fixup, as the CUDA runtime's: the parts-th arrival
+// at *counter gets *flag = 1 and sets the counter back to 0.
+inline void splitk_ticket(int* flag, int* counter, int parts) {
+  const int last = __atomic_fetch_add(counter, 1, __ATOMIC_ACQ_REL) == parts - 1 ? 1 : 0;
+  if (last) __atomic_store_n(counter, 0, __ATOMIC_RELEASE);
+  *flag = last;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 } // namespace rt
 } // namespace kiln
 

@@ -329,6 +329,20 @@ KILN_DEVICE void atomic_min(T* dst, typename detail::Identity<T>::type value) {
   detail::AtomicMin(dst, value);
 }
 
+KILN_DEVICE void threadfence() { __threadfence(); }
+
+// Split-K's in-kernel fixup (compiler/passes/split_k.h): called by one
+// thread of each block after every thread's partials were fenced and the
+// block synchronized. The parts-th arrival of a tile learns it is the last,
+// so every other part's partials are visible to it (the fences before the
+// counter, this one after), and leaves the counter at 0 for the next launch.
+KILN_DEVICE void splitk_ticket(int* flag, int* counter, int parts) {
+  const int last = atomicAdd(counter, 1) == parts - 1 ? 1 : 0;
+  if (last) atomicExch(counter, 0);
+  *flag = last;
+  __threadfence();
+}
+
 } // namespace rt
 } // namespace kiln
 

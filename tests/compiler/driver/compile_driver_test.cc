@@ -342,9 +342,12 @@ TEST(CompileDriver, WsBlocksPlansTheWarpSpecializedLoopForThatManyBlocksPerSm) {
 }
 
 TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
-  // split-k=N splits the GEMM's K loop (compiler/passes/split_k.h): a second
-  // kernel and a workspace in the launch, a key and best-config variant of
-  // its own; the last split-k= wins, 1 is off, anything else is refused.
+  // split-k=N splits the GEMM's K loop (compiler/passes/split_k.h): a third
+  // grid dimension and the workspaces (partials, tickets) in the launch, a
+  // key and best-config variant of its own; the last split-k= wins, 1 is
+  // off, anything else is refused. split-k-reduce=kernel sums the partials
+  // in a second kernel: a key and variant of its own too; fused (the
+  // default) adds nothing.
   ProgramInput in = GemmInput(/*test_size=*/false); // K = 4096, block_K = 64
   BuildOptions o;
   o.target = "cuda:sm_90";
@@ -358,8 +361,26 @@ TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
   ASSERT_TRUE(p.ok()) << p.status();
   absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
   ASSERT_TRUE(k.ok()) << k.status();
-  ASSERT_EQ(k->launch.next_kernels.size(), 1u);
-  ASSERT_EQ(k->launch.workspaces.size(), 1u);
+  EXPECT_TRUE(k->launch.next_kernels.empty());
+  ASSERT_EQ(k->launch.workspaces.size(), 2u);
+  EXPECT_EQ(ir::ConstInt(k->launch.grid[2]), 4);
+  o.pass_options = {"split-k=4", "split-k-reduce=kernel"};
+  EXPECT_EQ(KernelVariant(o), ";split-k=4;split-k-reduce=kernel");
+  EXPECT_NE(KeyOf(in, o), split);
+  absl::StatusOr<Prepared> two = Prepare(in, o);
+  ASSERT_TRUE(two.ok()) << two.status();
+  absl::StatusOr<codegen::EmittedKernel> reduce = Emit(*two, o);
+  ASSERT_TRUE(reduce.ok()) << reduce.status();
+  ASSERT_EQ(reduce->launch.next_kernels.size(), 1u);
+  ASSERT_EQ(reduce->launch.workspaces.size(), 1u);
+  o.pass_options = {"split-k=4", "split-k-reduce=kernel", "split-k-reduce=fused"};
+  EXPECT_EQ(KernelVariant(o), ";split-k=4");
+  EXPECT_EQ(KeyOf(in, o), split);
+  o.pass_options = {"split-k-reduce=atomic"};
+  absl::StatusOr<Prepared> unknown = Prepare(in, o);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("split-k-reduce is fused (the default) or "
+                                                    "kernel"));
   o.pass_options = {"split-k=4", "split-k=1"};
   EXPECT_EQ(SplitKParts(o), 1);
   EXPECT_EQ(KernelVariant(o), ";split-k=1");
@@ -370,7 +391,7 @@ TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
   ASSERT_TRUE(off.ok()) << off.status();
   absl::StatusOr<codegen::EmittedKernel> one = Emit(*off, o);
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_TRUE(one->launch.next_kernels.empty());
+  EXPECT_TRUE(one->launch.workspaces.empty());
   o.pass_options = {"split-k=4", "split-k=auto"};
   EXPECT_EQ(SplitKParts(o), 0);
   EXPECT_EQ(KernelVariant(o), "");

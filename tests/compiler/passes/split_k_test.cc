@@ -1,5 +1,6 @@
-// compiler/passes/split_k.h: what split-K makes of examples/gemm/gemm.py (two
-// kernels, the partials workspace, the K loop's share per split), that the
+// compiler/passes/split_k.h: what split-K makes of examples/gemm/gemm.py (the
+// fused reduction's tickets and last-block sums, or a reduce kernel; the
+// partials workspace, the K loop's share per split), that the
 // result verifies and lowers for the CPU and sm_90, that LowerAndEmit applies
 // it from its options, and that every program it cannot split is refused with
 // a located message naming what is in the way. Its results are checked
@@ -42,14 +43,14 @@ constexpr char kDecode[] =
     "M=16 N=4000 K=4096 block_M=64 block_N=128 block_K=64 num_stages=4 threads=128";
 
 std::string ErrorOf(ir::Program p, int splits) {
-  const absl::Status s = SplitK(p, splits);
+  const absl::Status s = SplitK(p, splits, SplitKReduce::kKernel);
   EXPECT_FALSE(s.ok()) << ir::PrintProgram(p);
   return absl::StrCat(s.message());
 }
 
 TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
   ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
-  ASSERT_TRUE(SplitK(p, 8).ok());
+  ASSERT_TRUE(SplitK(p, 8, SplitKReduce::kKernel).ok());
   ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
   // Kernel 1: a third grid dimension of 8; the 64 K tiles in parts of 8.
   ASSERT_EQ(p.kernel.grid.size(), 3u);
@@ -72,6 +73,7 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
   ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
   codegen::LoweringOptions o;
   o.split_k = 8;
+  o.split_k_reduce = SplitKReduce::kKernel;
   for (const char* target : {"cpu", "cuda:sm_90"}) {
     SCOPED_TRACE(target);
     absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, target, o);
@@ -94,6 +96,51 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
   EXPECT_TRUE(cpu->launch.next_kernels.empty());
 }
 
+// The fused reduction (the default): one kernel; after the copy of its
+// partials each block draws a ticket for its output tile, and the block
+// that draws the last one sums the tile's partials in order. The lowering
+// expands the ticket into every thread's fence, a barrier, thread 0's
+// atomic and a barrier: the consumers' named barrier under warp
+// specialization, which the ticket does not switch off.
+TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
+  ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
+  ASSERT_TRUE(SplitK(p, 8).ok());
+  ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
+  EXPECT_TRUE(p.next_kernels.empty());
+  const std::string text = ir::PrintProgram(p);
+  EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_partials: float32[8, 16, 4000]"));
+  EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_tickets: int32[32]"));
+  EXPECT_THAT(text, HasSubstr("kernel grid(32, 1, 8) threads(128) as (bx, by, kiln_split)"));
+  EXPECT_THAT(text, HasSubstr("splitk_ticket(&kiln_splitk_last[0], &kiln_splitk_tickets[by * 32 "
+                              "+ bx], 8)"));
+  EXPECT_THAT(text, HasSubstr("if kiln_splitk_last[0] != 0"));
+  EXPECT_THAT(text, HasSubstr("cast<float16>(kiln_splitk_partials[0, "));
+  EXPECT_THAT(text, HasSubstr("+ kiln_splitk_partials[7, "));
+
+  const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
+  codegen::LoweringOptions o;
+  o.split_k = 8;
+  absl::StatusOr<codegen::EmittedKernel> sm90 = codegen::LowerAndEmit(plain, "cuda:sm_90", o);
+  ASSERT_TRUE(sm90.ok()) << sm90.status();
+  EXPECT_TRUE(sm90->launch.next_kernels.empty());
+  ASSERT_EQ(sm90->launch.workspaces.size(), 2u);
+  EXPECT_EQ(sm90->launch.workspaces[1].name, "kiln_splitk_tickets");
+  const std::string& cu = sm90->source;
+  EXPECT_THAT(cu, HasSubstr("tma_load_2d")); // still the warp-specialized main loop
+  const size_t fence = cu.find("kiln::rt::threadfence();");
+  const size_t ticket = cu.find("kiln::rt::splitk_ticket(");
+  ASSERT_NE(fence, std::string::npos);
+  ASSERT_NE(ticket, std::string::npos);
+  const std::string handshake = cu.substr(fence, ticket - fence);
+  EXPECT_THAT(handshake, HasSubstr("kiln::rt::named_barrier_sync(1, 128);"));
+  EXPECT_THAT(handshake, HasSubstr("if ((kiln::rt::tid_x() == 0))"));
+  EXPECT_THAT(cu.substr(ticket), HasSubstr("kiln::rt::named_barrier_sync(1, 128);"));
+  // The CPU lowers it too.
+  absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", o);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_THAT(cpu->source, HasSubstr("kiln::rt::splitk_ticket("));
+}
+
 // split-k=auto, the default: on Hopper's default path Kiln splits a grid
 // of at most a quarter of the SMs into the most of 16, 8, 4, 2 parts that
 // keeps one block per SM (132) and 8 K-loop trips per part.
@@ -109,24 +156,27 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   ir::Program split = plain;
   const int parts = passes::AutoSplitK(split);
   EXPECT_GT(parts, 1);
-  EXPECT_EQ(split.next_kernels.size(), 1u); // split in place
+  EXPECT_EQ(split.kernel.grid.size(), 3u); // split in place, the reduction fused
+  EXPECT_TRUE(split.next_kernels.empty());
   absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, "cuda:sm_90");
   ASSERT_TRUE(k.ok()) << k.status();
-  ASSERT_EQ(k->launch.next_kernels.size(), 1u);
+  EXPECT_TRUE(k->launch.next_kernels.empty());
+  ASSERT_EQ(k->launch.workspaces.size(), 2u);
   EXPECT_EQ(ir::ConstInt(k->launch.grid[2]), parts);
   // The CPU emulation of the sm_90 program splits the same way.
   codegen::LoweringOptions emulate;
   emulate.lower_for = "cuda:sm_90";
   absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", emulate);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  EXPECT_EQ(cpu->launch.next_kernels.size(), 1u);
+  EXPECT_EQ(ir::ConstInt(cpu->launch.grid[2]), parts);
+  EXPECT_EQ(cpu->launch.workspaces.size(), 2u);
   // Not on the older paths, and never an error: a program split-K cannot
   // take stays whole.
   codegen::LoweringOptions mma;
   mma.gemm_wgmma = false;
   absl::StatusOr<codegen::EmittedKernel> old = codegen::LowerAndEmit(plain, "cuda:sm_90", mma);
   ASSERT_TRUE(old.ok()) << old.status();
-  EXPECT_TRUE(old->launch.next_kernels.empty());
+  EXPECT_TRUE(old->launch.workspaces.empty());
   ir::Program twice = plain; // the output written twice after the loop
   twice.kernel.body.push_back(twice.kernel.body.back());
   const std::string before = ir::PrintProgram(twice);
@@ -135,7 +185,7 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   EXPECT_FALSE(passes::SplitKCanTake(twice));
   absl::StatusOr<codegen::EmittedKernel> whole = codegen::LowerAndEmit(twice, "cuda:sm_90");
   ASSERT_TRUE(whole.ok()) << whole.status();
-  EXPECT_TRUE(whole->launch.next_kernels.empty());
+  EXPECT_TRUE(whole->launch.workspaces.empty());
   EXPECT_TRUE(passes::SplitKCanTake(plain));
 }
 
@@ -146,10 +196,12 @@ TEST(SplitK, WhatCannotBeSplitIsALocatedError) {
   // 64 K tiles: 6 does not divide them.
   EXPECT_THAT(ErrorOf(gemm, 6), HasSubstr("examples/gemm/gemm.py:25:9: split-k=6: the K loop "
                                           "runs 64 times, which 6 does not divide"));
-  // Split twice: the program has two kernels.
-  ir::Program twice = gemm;
-  ASSERT_TRUE(SplitK(twice, 2).ok());
-  EXPECT_THAT(ErrorOf(twice, 2), HasSubstr("the program already has several kernels"));
+  // Split twice, either way.
+  for (SplitKReduce r : {SplitKReduce::kKernel, SplitKReduce::kFused}) {
+    ir::Program twice = gemm;
+    ASSERT_TRUE(SplitK(twice, 2, r).ok());
+    EXPECT_THAT(ErrorOf(twice, 2), HasSubstr("split-k=2: the program is already split"));
+  }
   // An epilogue (bias and relu) between the loop and the copy: it would
   // apply to each partial sum.
   EXPECT_THAT(ErrorOf(Gemm("examples/gemm/gemm_relu.py",
