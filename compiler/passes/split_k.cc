@@ -86,9 +86,15 @@ Expr PartialsSum(const std::string& partials, ir::DType acc, ir::DType out, int 
 // Split-K's fused reduction (split_k.h): after kernel `program.kernel`'s
 // copy of its partials (the last statement), a ticket for the output tile
 // `tile` (rows x cols from its minimum) and, in the block that drew the
-// last one, the tile's sums.
+// last one, the tile's sums. Where the accumulator `acc` is rows x cols
+// (the program copied all of it), the sums go into the accumulator, in its
+// own layout (its own part from its registers, the others' from the
+// workspace), and the program's copy `copy_out` writes them, so the output
+// is stored as the program's epilogue stores it (vectors, or TMA on
+// Hopper); otherwise a T.Parallel over the tile stores each sum.
 void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, int64_t cols,
-                   const std::string& partials, int splits, ir::FreshNames& names) {
+                   const std::string& partials, int splits, const ir::Buffer& acc_buf,
+                   const Stmt& copy_out, const std::string& split, ir::FreshNames& names) {
   ir::Kernel& k = program.kernel;
   const ir::Loc at = k.body.back().loc;
   const ir::DType idx = ir::DType::kInt32;
@@ -132,7 +138,6 @@ void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, i
                     ir::Address(tickets.name, idx, tile_index, at), ir::IntImm(splits, idx, at)},
                    at));
 
-  // for i, j in T.Parallel(rows, cols): output[r0 + i, c0 + j] = sum.
   const std::string i = names.Fresh("kiln_splitk_i"), j = names.Fresh("kiln_splitk_j");
   const auto at_dim = [&](size_t d, const std::string& v) {
     const Expr& lo = tile.ranges[d].min;
@@ -141,33 +146,56 @@ void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, i
   };
   const Expr row = at_dim(0, i), col = at_dim(1, j);
   const auto extent32 = [&](const Expr& e) { return e.dtype == idx ? e : ir::Cast(idx, e, at); };
+  const Expr inside =
+      ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output->buffer.shape[0]), at),
+                 ir::Binary(BinOp::kLt, col, extent32(output->buffer.shape[1]), at), at);
+  const bool in_fragment = acc_buf.shape.size() == 2 && ir::ConstInt(acc_buf.shape[0]) == rows &&
+                           ir::ConstInt(acc_buf.shape[1]) == cols;
   Stmt store;
   store.kind = StmtKind::kStore;
   store.loc = at;
-  store.name = tile.buffer;
-  store.indices = {row, col};
   store.has_value = true;
-  store.value = PartialsSum(partials, acc, output->buffer.dtype, splits, row, col, at);
-  Stmt guard;
-  guard.kind = StmtKind::kIf;
-  guard.loc = at;
-  guard.cond =
-      ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output->buffer.shape[0]), at),
-                 ir::Binary(BinOp::kLt, col, extent32(output->buffer.shape[1]), at), at);
-  guard.body.push_back(std::move(store));
   Stmt each;
   each.kind = StmtKind::kFor;
   each.for_kind = ir::ForKind::kParallel;
   each.loc = at;
   each.loop_vars = {i, j};
   each.extents = {ir::IntImm(rows, idx, at), ir::IntImm(cols, idx, at)};
-  each.body.push_back(std::move(guard));
+  if (in_fragment) {
+    // acc[i, j] = inside ? sum over z of (z == split ? acc[i, j] :
+    // partials[z, r, c]) : acc[i, j], in order; then the program's copy.
+    const Expr mine =
+        ir::Load(acc_buf.name, acc, {ir::VarRef(i, idx, at), ir::VarRef(j, idx, at)}, at);
+    Expr sum;
+    for (int z = 0; z < splits; ++z) {
+      const Expr zi = ir::IntImm(z, idx, at);
+      Expr term = ir::Select(ir::Binary(BinOp::kEq, ir::VarRef(split, idx, at), zi, at), mine,
+                             ir::Load(partials, acc, {zi, row, col}, at), at);
+      sum = z == 0 ? term : ir::Binary(BinOp::kAdd, sum, term, at);
+    }
+    store.name = acc_buf.name;
+    store.indices = {ir::VarRef(i, idx, at), ir::VarRef(j, idx, at)};
+    store.value = ir::Select(inside, sum, mine, at);
+    each.body.push_back(std::move(store));
+  } else {
+    // for i, j in T.Parallel(rows, cols): output[r0 + i, c0 + j] = sum.
+    store.name = tile.buffer;
+    store.indices = {row, col};
+    store.value = PartialsSum(partials, acc, output->buffer.dtype, splits, row, col, at);
+    Stmt guard;
+    guard.kind = StmtKind::kIf;
+    guard.loc = at;
+    guard.cond = inside;
+    guard.body.push_back(std::move(store));
+    each.body.push_back(std::move(guard));
+  }
   Stmt last;
   last.kind = StmtKind::kIf;
   last.loc = at;
   last.cond = ir::Binary(BinOp::kNe, ir::Load(flag_name, idx, {ir::IntImm(0, idx, at)}, at),
                          ir::IntImm(0, idx, at), at);
   last.body.push_back(std::move(each));
+  if (in_fragment) last.body.push_back(copy_out);
   k.body.push_back(std::move(last));
 }
 
@@ -346,6 +374,7 @@ absl::Status SplitK(ir::Program& program, int splits, SplitKReduce where) {
   k.block_vars.push_back(split);
 
   // The output tile as the program copied it (the fused reduction writes it).
+  const Stmt copy_out = out;
   const ir::Region tile = out.regions[1];
   const std::optional<int64_t> tile_rows = ir::ConstInt(ir::Simplify(tile.ranges[0].extent));
   const std::optional<int64_t> tile_cols = ir::ConstInt(ir::Simplify(tile.ranges[1].extent));
@@ -364,7 +393,8 @@ absl::Status SplitK(ir::Program& program, int splits, SplitKReduce where) {
                                                   ir::IntImm(1, ir::DType::kInt32, at)});
   program.workspaces.push_back(ws);
   if (fused) {
-    FuseReduction(program, tile, *tile_rows, *tile_cols, partials, splits, names);
+    FuseReduction(program, tile, *tile_rows, *tile_cols, partials, splits, acc_buf->second,
+                  copy_out, split, names);
     return absl::OkStatus();
   }
 

@@ -98,7 +98,9 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
 
 // The fused reduction (the default): one kernel; after the copy of its
 // partials each block draws a ticket for its output tile, and the block
-// that draws the last one sums the tile's partials in order. The lowering
+// that draws the last one sums the tile's partials in order into its
+// accumulator (its own part from its registers) and stores it with the
+// program's own copy (so through TMA on Hopper where the epilogue is). The lowering
 // expands the ticket into every thread's fence, a barrier, thread 0's
 // atomic and a barrier: the consumers' named barrier under warp
 // specialization, which the ticket does not switch off.
@@ -114,8 +116,13 @@ TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
   EXPECT_THAT(text, HasSubstr("splitk_ticket(&kiln_splitk_last[0], &kiln_splitk_tickets[by * 32 "
                               "+ bx], 8)"));
   EXPECT_THAT(text, HasSubstr("if kiln_splitk_last[0] != 0"));
-  EXPECT_THAT(text, HasSubstr("cast<float16>(kiln_splitk_partials[0, "));
-  EXPECT_THAT(text, HasSubstr("+ kiln_splitk_partials[7, "));
+  EXPECT_THAT(text, HasSubstr("C_acc[kiln_splitk_i, kiln_splitk_j] = select(kiln_splitk_i + by * "
+                              "64 < 16 && kiln_splitk_j + bx * 128 < 4000, select(kiln_split == 0, "
+                              "C_acc[kiln_splitk_i, kiln_splitk_j], kiln_splitk_partials[0, "));
+  EXPECT_THAT(text, HasSubstr("select(kiln_split == 7, C_acc[kiln_splitk_i, kiln_splitk_j], "
+                              "kiln_splitk_partials[7, "));
+  EXPECT_THAT(text, HasSubstr("      copy C_acc[0 +: 64, 0 +: 128] -> C[by * 64 +: 64, bx * 128 "
+                              "+: 128]"));
 
   const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
   codegen::LoweringOptions o;
@@ -135,6 +142,7 @@ TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
   EXPECT_THAT(handshake, HasSubstr("kiln::rt::named_barrier_sync(1, 128);"));
   EXPECT_THAT(handshake, HasSubstr("if ((kiln::rt::tid_x() == 0))"));
   EXPECT_THAT(cu.substr(ticket), HasSubstr("kiln::rt::named_barrier_sync(1, 128);"));
+  EXPECT_THAT(cu.substr(ticket), HasSubstr("kiln::rt::tma_store_2d(")); // the program's epilogue
   // The CPU lowers it too.
   absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", o);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
