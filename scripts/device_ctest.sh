@@ -6,7 +6,7 @@
 #   scripts/device_ctest.sh run  [PACK] [CTEST ARGS...] on the GPU machine
 #
 # pack: every executable that a gpu-labelled test runs (read from
-# `ctest --show-only=json-v1`), plus kilnd, kiln-worker, kiln and kiln-opt,
+# `ctest --show-only=json-v1`), plus kilnd, kiln-worker, kiln, kiln-opt, kiln-run and kiln-gemm-launch,
 # goes through scripts/device_bundle.sh (stripped, RUNPATH $ORIGIN/../lib,
 # non-system libraries beside them); the build's CTestTestfile.cmake files go
 # with them, and gtest_discover_tests' lists of each binary's tests. PACK defaults to build-pack/gpu_ctest.tar.xz.
@@ -39,7 +39,7 @@ for test in json.load(sys.stdin)["tests"]:
                 seen.add(path)
                 print(path)
 ' "$build")
-  for extra in kilnd kiln-worker kiln kiln-opt kiln-run; do
+  for extra in kilnd kiln-worker kiln kiln-opt kiln-run kiln-gemm-launch; do
     [ -x "$build/$extra" ] && bins+=("$build/$extra")
   done
   mapfile -t bins < <(printf '%s\n' "${bins[@]}" | sort -u)

@@ -14,6 +14,9 @@
 // encodes each with the driver's cuTensorMapEncodeTiled from the tensor's
 // shape and device pointer (compiler/codegen/kernel_spec.h, TensorMapSpec;
 // docs/api.md has a worked example) and passes it by value after the others.
+// A build with global workspaces (split-K at decode shapes, --m 16) takes one
+// zero-filled device buffer per LaunchInfo.workspaces entry after the
+// parameters, before the tensor maps.
 //
 // Exit: 0 the result matched (or, with --fetch-only, the cubin was fetched
 // and is an ELF file), 1 a mismatch or a failed call (the message says
@@ -418,6 +421,13 @@ int main(int argc, char** argv) {
                  launch.params_size());
     return 1;
   }
+  if (launch.next_kernels_size() > 0) {
+    std::fprintf(stderr,
+                 "kiln-gemm-launch: the program is a sequence of %d kernels; this "
+                 "example launches one (a split-K build with split-k-reduce=kernel?)\n",
+                 launch.next_kernels_size() + 1);
+    return 1;
+  }
 
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
@@ -479,6 +489,29 @@ int main(int argc, char** argv) {
       return 1;
     }
     params.push_back(t->ptr);
+  }
+  // Global workspaces (split-K's partials and tickets at decode shapes):
+  // one zero-filled device buffer each, after the parameters and symbols.
+  // Kept for every launch below: the program leaves them reusable.
+  std::vector<CUdeviceptr> workspaces(static_cast<size_t>(launch.workspaces_size()), 0);
+  for (int i = 0; i < launch.workspaces_size(); ++i) {
+    const kiln::v1::WorkspaceInfo& w = launch.workspaces(i);
+    int64_t bytes = kiln::v1::DTypeBytes(w.dtype());
+    for (const std::string& d : w.shape()) {
+      int64_t e = 0;
+      if (!absl::SimpleAtoi(d, &e) || e <= 0 || bytes > (int64_t{1} << 34) / e) {
+        std::fprintf(stderr, "kiln-gemm-launch: workspace %s has extent '%s'\n", w.name().c_str(),
+                     d.c_str());
+        return 1;
+      }
+      bytes *= e;
+    }
+    const std::vector<char> zeros(static_cast<size_t>(bytes), 0);
+    CU_CHECK(drv.MemAlloc(&workspaces[static_cast<size_t>(i)], zeros.size()),
+             "cuMemAlloc workspace");
+    CU_CHECK(drv.MemcpyHtoD(workspaces[static_cast<size_t>(i)], zeros.data(), zeros.size()),
+             "clear workspace");
+    params.push_back(&workspaces[static_cast<size_t>(i)]);
   }
   std::vector<CUtensorMap> maps(static_cast<size_t>(launch.tensor_maps_size()));
   for (int i = 0; i < launch.tensor_maps_size(); ++i) {
@@ -554,6 +587,7 @@ int main(int argc, char** argv) {
   (void)drv.MemFree(da);
   (void)drv.MemFree(db);
   (void)drv.MemFree(dc);
+  for (CUdeviceptr w : workspaces) (void)drv.MemFree(w);
   const double tflops = 2.0 * static_cast<double>(m * n * k) / (ms * 1e-3) / 1e12;
   std::printf("%s: gemm %zux%zux%zu fp16, grid %ux%ux%u, block %u, %.3f ms (%.1f TFLOP/s), "
               "max abs err %.4g: %s\n",
