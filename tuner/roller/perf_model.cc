@@ -423,9 +423,11 @@ Prediction Predict(const ProgramAnalysis& analysis, const arch::ArchModel& arch,
   }
   p.overhead_us = arch.launch_overhead_us + p.waves * arch.dram_latency_ns * 1e-3;
   if (split > 1) {
-    // The reduce kernel: a latency (launched right behind the first kernel
-    // in the same stream, its launch overlaps that kernel's run), reading
-    // the partials (just written: from L2 where they fit) and writing the
+    // The reduction: a latency (the last block of each tile sums after the
+    // tile's other blocks finished, the tiles' last blocks side by side;
+    // with split-k-reduce=kernel a second kernel launched right behind the
+    // first, its launch overlapping that kernel's run), reading the
+    // partials (just written: from L2 where they fit) and writing the
     // output.
     const bool fits_l2 = arch.l2_bytes > 0 && partial_bytes <= static_cast<double>(arch.l2_bytes);
     const double read_gbs = fits_l2 && arch.l2_gbs > 0 ? arch.l2_gbs : arch.dram_gbs;
