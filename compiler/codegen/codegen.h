@@ -52,7 +52,7 @@ struct LoweringOptions {
   // (auto, the default): ApplySplitK's choice.
   int split_k = 0;
   // Where a split's partials are summed (split_k.h, SplitKReduce).
-  passes::SplitKReduce split_k_reduce = passes::SplitKReduce::kFused;
+  passes::SplitKReduce split_k_reduce = passes::kDefaultSplitKReduce;
   // Persistent tiles (persistent.h) on Hopper's default path: off (the
   // default until measured), on (a program it cannot take is a located
   // error), or auto (passes::AutoPersistent's choice), with a grid of

@@ -104,7 +104,8 @@ absl::Status ValidateBuildOptions(const BuildOptions& o) {
       passes::SplitKReduce unused_reduce;
       if (!passes::ParseSplitKReduce(std::string_view{p}.substr(15), &unused_reduce)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("pass option '", p, "': split-k-reduce is fused (the default) or kernel"));
+            absl::StrCat("pass option '", p, "': split-k-reduce is fused or kernel (default: ",
+                         passes::SplitKReduceName(passes::kDefaultSplitKReduce), ")"));
       }
       continue;
     }
@@ -232,9 +233,10 @@ int SplitKParts(const BuildOptions& o) {
   return parts;
 }
 
-// The last split-k-reduce= pass option wins; fused by default.
+// The last split-k-reduce= pass option wins; passes::kDefaultSplitKReduce
+// by default.
 passes::SplitKReduce SplitKReduceOf(const BuildOptions& o) {
-  passes::SplitKReduce reduce = passes::SplitKReduce::kFused;
+  passes::SplitKReduce reduce = passes::kDefaultSplitKReduce;
   for (const std::string& p : o.pass_options) {
     if (absl::StartsWith(p, "split-k-reduce=")) {
       passes::ParseSplitKReduce(std::string_view{p}.substr(15), &reduce);
@@ -243,10 +245,13 @@ passes::SplitKReduce SplitKReduceOf(const BuildOptions& o) {
   return reduce;
 }
 
-// ";split-k-reduce=kernel" where the reduce kernel is asked for; the
-// default adds nothing to the key or the variant.
+// ";split-k-reduce=fused|kernel" where the build asks for the one that is
+// not the default; the default adds nothing to the key or the variant.
 std::string SplitKReduceKey(const BuildOptions& o) {
-  return SplitKReduceOf(o) == passes::SplitKReduce::kKernel ? ";split-k-reduce=kernel" : "";
+  const passes::SplitKReduce r = SplitKReduceOf(o);
+  return r == passes::kDefaultSplitKReduce
+             ? ""
+             : absl::StrCat(";split-k-reduce=", passes::SplitKReduceName(r));
 }
 
 codegen::LoweringOptions LoweringFor(const BuildOptions& o) {

@@ -50,6 +50,8 @@ inline constexpr int kMaxSplits = 64;
 // Where the partials are summed (above). Pass option
 // split-k-reduce=fused|kernel, kiln-opt / kiln-run --split-k-reduce.
 enum class SplitKReduce : uint8_t { kFused, kKernel };
+// What a build that does not name one gets.
+inline constexpr SplitKReduce kDefaultSplitKReduce = SplitKReduce::kFused;
 
 // "fused" / "kernel"; false for anything else.
 bool ParseSplitKReduce(std::string_view text, SplitKReduce* out);
@@ -58,7 +60,7 @@ const char* SplitKReduceName(SplitKReduce r);
 // Rewrites `program` as described above; `splits` in 2..kMaxSplits. The
 // fused reduction needs constant tile extents in the copy out; a program
 // without them gets the reduce kernel.
-absl::Status SplitK(ir::Program& program, int splits, SplitKReduce reduce = SplitKReduce::kFused);
+absl::Status SplitK(ir::Program& program, int splits, SplitKReduce reduce = kDefaultSplitKReduce);
 
 // The SMs Kiln assumes for an sm_90 target (H100 SXM and H200: 132). A
 // compile names an architecture, not a device.
@@ -81,7 +83,7 @@ int AutoSplitParts(int64_t blocks, int64_t trips, int64_t sms);
 // program left as it was) where either is not a constant or SplitK refuses
 // the program (auto never turns a program into an error).
 int AutoSplitK(ir::Program& program, int64_t sms = kHopperSms,
-               SplitKReduce reduce = SplitKReduce::kFused);
+               SplitKReduce reduce = kDefaultSplitKReduce);
 
 // Whether SplitK takes `program` in some number of parts (its structure:
 // one loop of gemms, nothing written before or inside it, one copy out),

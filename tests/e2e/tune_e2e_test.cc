@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include "compiler/passes/split_k.h"
 #include "gtest/gtest.h"
 #include "kiln/v1/service.grpc.pb.h"
 #include "tests/e2e/daemon_process.h"
@@ -206,9 +207,11 @@ TEST(TuneE2ETest, TheSplitKKnobIsSweptStoredAndBuilt) {
     ASSERT_TRUE(cs.ok()) << cs.error_message();
   }
   EXPECT_EQ(from_best.artifact().key(), result->best().key());
-  EXPECT_EQ(from_best.artifact().launch().workspaces_size(), best_split > 1 ? 2 : 0);
-  // An explicit config entry: the split build, one kernel (the reduction
-  // fused), the partials and the tickets.
+  // The default reduction: fused (one kernel; partials and tickets) or a
+  // reduce kernel (two kernels; partials).
+  const bool fused = passes::kDefaultSplitKReduce == passes::SplitKReduce::kFused;
+  EXPECT_EQ(from_best.artifact().launch().workspaces_size(), best_split > 1 ? (fused ? 2 : 1) : 0);
+  // An explicit config entry: the split build.
   compile.clear_use_best_for_device();
   for (const auto& [k, v] : result->best().config()) (*compile.mutable_config())[k] = v;
   (*compile.mutable_config())["kiln:split_k"] = Int(4);
@@ -218,11 +221,13 @@ TEST(TuneE2ETest, TheSplitKKnobIsSweptStoredAndBuilt) {
     const grpc::Status cs = stub->Compile(&c, compile, &split);
     ASSERT_TRUE(cs.ok()) << cs.error_message();
   }
-  EXPECT_EQ(split.artifact().launch().next_kernels_size(), 0);
+  EXPECT_EQ(split.artifact().launch().next_kernels_size(), fused ? 0 : 1);
   EXPECT_EQ(split.artifact().launch().grid(2), "4");
-  ASSERT_EQ(split.artifact().launch().workspaces_size(), 2);
+  ASSERT_EQ(split.artifact().launch().workspaces_size(), fused ? 2 : 1);
   EXPECT_EQ(split.artifact().launch().workspaces(0).name(), "kiln_splitk_partials");
-  EXPECT_EQ(split.artifact().launch().workspaces(1).name(), "kiln_splitk_tickets");
+  if (fused) {
+    EXPECT_EQ(split.artifact().launch().workspaces(1).name(), "kiln_splitk_tickets");
+  }
   // A knob Kiln does not have, or a value out of range: INVALID_ARGUMENT.
   for (const auto& [name, value] :
        {std::pair<const char*, int>{"kiln:split_k", 0}, {"kiln:unroll", 2}}) {

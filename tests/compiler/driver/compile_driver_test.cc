@@ -1,8 +1,10 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/driver/compile_driver.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/split_k.h"
 #include "compiler/passes/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -361,26 +363,36 @@ TEST(CompileDriver, SplitKIsAPassOptionOfTheKeyAndTheVariant) {
   ASSERT_TRUE(p.ok()) << p.status();
   absl::StatusOr<codegen::EmittedKernel> k = Emit(*p, o);
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_TRUE(k->launch.next_kernels.empty());
-  ASSERT_EQ(k->launch.workspaces.size(), 2u);
   EXPECT_EQ(ir::ConstInt(k->launch.grid[2]), 4);
-  o.pass_options = {"split-k=4", "split-k-reduce=kernel"};
-  EXPECT_EQ(KernelVariant(o), ";split-k=4;split-k-reduce=kernel");
+  // The two reductions: fused (one kernel; partials and tickets) and a
+  // reduce kernel (two kernels; partials).
+  const auto check_form = [](const codegen::EmittedKernel& e, passes::SplitKReduce r) {
+    const bool fused = r == passes::SplitKReduce::kFused;
+    EXPECT_EQ(e.launch.next_kernels.size(), fused ? 0u : 1u);
+    EXPECT_EQ(e.launch.workspaces.size(), fused ? 2u : 1u);
+  };
+  check_form(*k, passes::kDefaultSplitKReduce);
+  const passes::SplitKReduce other = passes::kDefaultSplitKReduce == passes::SplitKReduce::kFused
+                                         ? passes::SplitKReduce::kKernel
+                                         : passes::SplitKReduce::kFused;
+  const std::string other_option = absl::StrCat("split-k-reduce=", passes::SplitKReduceName(other));
+  o.pass_options = {"split-k=4", other_option};
+  EXPECT_EQ(KernelVariant(o), absl::StrCat(";split-k=4;", other_option));
   EXPECT_NE(KeyOf(in, o), split);
   absl::StatusOr<Prepared> two = Prepare(in, o);
   ASSERT_TRUE(two.ok()) << two.status();
   absl::StatusOr<codegen::EmittedKernel> reduce = Emit(*two, o);
   ASSERT_TRUE(reduce.ok()) << reduce.status();
-  ASSERT_EQ(reduce->launch.next_kernels.size(), 1u);
-  ASSERT_EQ(reduce->launch.workspaces.size(), 1u);
-  o.pass_options = {"split-k=4", "split-k-reduce=kernel", "split-k-reduce=fused"};
+  check_form(*reduce, other);
+  o.pass_options = {
+      "split-k=4", other_option,
+      absl::StrCat("split-k-reduce=", passes::SplitKReduceName(passes::kDefaultSplitKReduce))};
   EXPECT_EQ(KernelVariant(o), ";split-k=4");
   EXPECT_EQ(KeyOf(in, o), split);
   o.pass_options = {"split-k-reduce=atomic"};
   absl::StatusOr<Prepared> unknown = Prepare(in, o);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(unknown.status().message(), HasSubstr("split-k-reduce is fused (the default) or "
-                                                    "kernel"));
+  EXPECT_THAT(unknown.status().message(), HasSubstr("split-k-reduce is fused or kernel"));
   o.pass_options = {"split-k=4", "split-k=1"};
   EXPECT_EQ(SplitKParts(o), 1);
   EXPECT_EQ(KernelVariant(o), ";split-k=1");

@@ -106,7 +106,7 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
 // specialization, which the ticket does not switch off.
 TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
   ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
-  ASSERT_TRUE(SplitK(p, 8).ok());
+  ASSERT_TRUE(SplitK(p, 8, SplitKReduce::kFused).ok());
   ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
   EXPECT_TRUE(p.next_kernels.empty());
   const std::string text = ir::PrintProgram(p);
@@ -127,6 +127,7 @@ TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
   const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
   codegen::LoweringOptions o;
   o.split_k = 8;
+  o.split_k_reduce = SplitKReduce::kFused;
   absl::StatusOr<codegen::EmittedKernel> sm90 = codegen::LowerAndEmit(plain, "cuda:sm_90", o);
   ASSERT_TRUE(sm90.ok()) << sm90.status();
   EXPECT_TRUE(sm90->launch.next_kernels.empty());
@@ -164,12 +165,14 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   ir::Program split = plain;
   const int parts = passes::AutoSplitK(split);
   EXPECT_GT(parts, 1);
-  EXPECT_EQ(split.kernel.grid.size(), 3u); // split in place, the reduction fused
-  EXPECT_TRUE(split.next_kernels.empty());
+  // Split in place, the partials summed as the default reduction does.
+  const bool fused = kDefaultSplitKReduce == SplitKReduce::kFused;
+  EXPECT_EQ(split.kernel.grid.size(), 3u);
+  EXPECT_EQ(split.next_kernels.size(), fused ? 0u : 1u);
   absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, "cuda:sm_90");
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_TRUE(k->launch.next_kernels.empty());
-  ASSERT_EQ(k->launch.workspaces.size(), 2u);
+  EXPECT_EQ(k->launch.next_kernels.size(), fused ? 0u : 1u);
+  ASSERT_EQ(k->launch.workspaces.size(), fused ? 2u : 1u);
   EXPECT_EQ(ir::ConstInt(k->launch.grid[2]), parts);
   // The CPU emulation of the sm_90 program splits the same way.
   codegen::LoweringOptions emulate;
@@ -177,7 +180,7 @@ TEST(SplitK, AutoSplitsSmallGridsOnHopper) {
   absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", emulate);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ(ir::ConstInt(cpu->launch.grid[2]), parts);
-  EXPECT_EQ(cpu->launch.workspaces.size(), 2u);
+  EXPECT_EQ(cpu->launch.workspaces.size(), fused ? 2u : 1u);
   // Not on the older paths, and never an error: a program split-K cannot
   // take stays whole.
   codegen::LoweringOptions mma;
