@@ -20,13 +20,13 @@ Kiln variants (kiln-opt -> cubin through NVRTC, launched through the driver API)
           stores; clstore and pstore add it to cluster and persist (not in the default list)
   alt     tma-ws from the kiln-opt given with --kiln-opt-alt (a before/after of a change in
           the same run; not in the default list)
-  splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, the
-          last block of each tile summing the partials: decode shapes such as M = 16; not in
-          the default list). splitkN (splitk4, splitk16, ...) names its count, so several
-          counts can be timed in one run; splitkNr (splitk4r) sums in a second kernel instead
-          (--split-k-reduce=kernel), timed with both kernels launched back to back
-  reducek tma-ws with --split-k-reduce=kernel: Kiln's own split (where it splits) summed by a
-          second kernel, as before codegen 26 (not in the default list)
+  splitk  tma-ws with --split-k=N (--split-k; the K loop over N blocks per output tile, then a
+          reduce kernel, the time that of both kernels launched back to back: decode shapes
+          such as M = 16; not in the default list). splitkN (splitk4, splitk16, ...) names
+          its count, so several counts can be timed in one run; splitkNf (splitk4f) sums in
+          the last block of each tile instead (--split-k-reduce=fused)
+  fusedk  tma-ws with --split-k-reduce=fused: Kiln's own split (where it splits) summed by
+          the last block of each tile (not in the default list)
 TileLang (optional): `fn.compile(**binds)` of the same file with the real tilelang imported;
 "not installed" when it cannot be imported, and the rest still runs.
 
@@ -78,15 +78,15 @@ def compile_kiln(kiln_opt, variant, binds, workdir):
     arch = "sm_90"
     if variant == "alt":  # the default path of another kiln-opt (--kiln-opt-alt): A/B of a change
         kiln_opt, variant = ALT_KILN_OPT[0], "tma-ws"
-    if variant.startswith("splitk"):  # splitk (--split-k's count), splitkN or splitkNr
-        count = variant[6:].rstrip("r")
+    if variant.startswith("splitk"):  # splitk (--split-k's count), splitkN or splitkNf
+        count = variant[6:].rstrip("f")
         extra = [f"--split-k={count or SPLIT_K[0]}"]
-        if variant.endswith("r"):
-            extra.append("--split-k-reduce=kernel")
+        if variant.endswith("f"):
+            extra.append("--split-k-reduce=fused")
     else:
         extra = {"mma": ["--gemm=mma"], "cpasync": ["--pipeline=cp.async"], "tma-ws": [], "direct": ["--epilogue=direct"],
                  "tma-ws1": ["--ws-blocks=1"], "tma-ws2": ["--ws-blocks=2"],
-                 "nosplit": ["--split-k=1"], "reducek": ["--split-k-reduce=kernel"],
+                 "nosplit": ["--split-k=1"], "fusedk": ["--split-k-reduce=fused"],
                  "persist": ["--persistent=on"],
                  "cluster": ["--cluster=2"], "tmastore": ["--epilogue=tma"],
                  "clstore": ["--cluster=2", "--epilogue=tma"],

@@ -12,15 +12,18 @@
 // on timing), cast to the output's dtype, by one of two reductions
 // (SplitKReduce):
 //
-//   kFused (the default): in the same kernel. After its copy each block
-//     takes a ticket for its tile (splitk_ticket: every thread's writes
-//     fenced, one atomic add on the tile's counter in the int32 workspace
-//     kiln_splitk_tickets[tiles]); the block that arrives last sums the
-//     tile's partials into the output and sets the counter back to 0, so
-//     a workspace zero-filled once serves every later launch. One launch:
-//     at decode shapes the second kernel's launch and tail are a sizable
-//     part of the whole.
-//   kKernel: a second kernel of 4 x 128 outputs a block does the sums.
+//   kFused (split-k-reduce=fused; not the default until measured on a GPU,
+//     docs/design/codegen.md "Split-K"): in the same kernel. After its copy
+//     each block takes a ticket for its tile (splitk_ticket: every thread's
+//     writes fenced, one atomic add on the tile's counter in the int32
+//     workspace kiln_splitk_tickets[tiles]); the block that arrives last
+//     sums the tile's partials into its accumulator and stores it with the
+//     program's copy, and sets the counter back to 0, so a workspace
+//     zero-filled once serves every later launch. One launch: at decode
+//     shapes the second kernel's launch and tail are a sizable part of the
+//     whole.
+//   kKernel (the default): a second kernel of 4 x 128 outputs a block does
+//     the sums.
 //
 // What it applies to (anything else is a located error naming what is in
 // the way): one kernel of at most two grid dimensions whose body, besides
@@ -29,7 +32,7 @@
 // whose body writes no global memory and accumulates gemms into a fragment
 // that is zero-filled before the loop, followed by one copy of that whole
 // fragment into a 2-d global output, which nothing else writes. A program
-// already split (two kernels) is refused.
+// already split is refused.
 //
 // Pass option split-k=N (N in 2..kMaxSplits; 1: off; auto, the default:
 // AutoSplitK below on Hopper's TMA + wgmma path, off elsewhere), kiln-opt /
@@ -51,7 +54,7 @@ inline constexpr int kMaxSplits = 64;
 // split-k-reduce=fused|kernel, kiln-opt / kiln-run --split-k-reduce.
 enum class SplitKReduce : uint8_t { kFused, kKernel };
 // What a build that does not name one gets.
-inline constexpr SplitKReduce kDefaultSplitKReduce = SplitKReduce::kFused;
+inline constexpr SplitKReduce kDefaultSplitKReduce = SplitKReduce::kKernel;
 
 // "fused" / "kernel"; false for anything else.
 bool ParseSplitKReduce(std::string_view text, SplitKReduce* out);

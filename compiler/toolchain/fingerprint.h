@@ -74,9 +74,7 @@ namespace kiln::toolchain {
 // where the tile leaves the blocks per SM unchanged (they stored directly);
 // wgmma descriptors mask the shared window's base (in a cluster it carried
 // the block's rank into the leading offset: cluster=2 computed wrong tiles).
-// 26: split-K sums a tile's partials in the block that finishes it last
-// (split-k-reduce=fused, the default; a second kernel summed them).
-inline constexpr int kKilnCodegenVersion = 26;
+inline constexpr int kKilnCodegenVersion = 25;
 
 // kHostCc: the CPU target's host C++ compiler (host_cc.h).
 enum class ToolchainKind { kNvrtc, kNvcc, kHostCc };

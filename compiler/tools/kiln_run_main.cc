@@ -97,13 +97,12 @@ options:
                        per SM walking the tiles (off; auto: where shared
                        memory allows one block per SM anyway; N: N blocks)
   --split-k N|auto     split the GEMM's K loop over N blocks per output tile
-                       (float32 partials in a workspace, summed by the tile's
-                       last block); 1: off; auto (default): Kiln's choice on
-                       Hopper's default path for grids of at most a quarter
-                       of the SMs
-  --split-k-reduce fused|kernel  where a split's partials are summed: by
-                       the last block of each tile (fused, default) or by a
-                       second kernel
+                       (float32 partials in a workspace, then summed); 1:
+                       off; auto (default): Kiln's choice on Hopper's
+                       default path for grids of at most a quarter of the SMs
+  --split-k-reduce kernel|fused  where a split's partials are summed: by a
+                       second kernel (kernel, default) or by the last block
+                       of each tile (fused)
   --lower-for cuda:sm_XX  with --target cpu: run the thread program lowered for
                           that CUDA target (cuda:sm_90: wgmma) on the CPU
                           emulation

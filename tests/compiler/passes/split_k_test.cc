@@ -96,7 +96,7 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
   EXPECT_TRUE(cpu->launch.next_kernels.empty());
 }
 
-// The fused reduction (the default): one kernel; after the copy of its
+// The fused reduction (split-k-reduce=fused): one kernel; after the copy of its
 // partials each block draws a ticket for its output tile, and the block
 // that draws the last one sums the tile's partials in order into its
 // accumulator (its own part from its registers) and stores it with the

@@ -11,8 +11,8 @@ using ::testing::MatchesRegex;
 // The version is spelled out: a change of kKilnCodegenVersion (every cached
 // artifact's key) is made here on purpose too.
 TEST(Fingerprint, Format) {
-  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"), "kiln-codegen=26;nvrtc=13.0");
-  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvcc, "13.0.88"), "kiln-codegen=26;nvcc=13.0.88");
+  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"), "kiln-codegen=25;nvrtc=13.0");
+  EXPECT_EQ(FormatFingerprint(ToolchainKind::kNvcc, "13.0.88"), "kiln-codegen=25;nvcc=13.0.88");
   EXPECT_NE(FormatFingerprint(ToolchainKind::kNvrtc, "13.0"),
             FormatFingerprint(ToolchainKind::kNvcc, "13.0"));
   static_assert(kKilnCodegenVersion >= 1);
