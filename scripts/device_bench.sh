@@ -8,7 +8,9 @@
 # fp8 (fp8 tests + benches), big (fp8, attention with the overlap variant,
 # DeepGEMM, GEMM), mini (a short subset), tuned [SHAPES] (kiln tune through a
 # kilnd at issue 28's three large shapes or SHAPES, then bench/hopper_tuned.py:
-# the bests against cuBLAS). `alt` in a bench is the kiln-opt in
+# the bests against cuBLAS), splitk (split-K at decode shapes: the split tests, the
+# fused reduction against the reduce kernel and TileLang at M = 16, and
+# kiln-gemm-launch through a kilnd at M = 16). `alt` in a bench is the kiln-opt in
 # build-pack/$ALTDIR/kiln-opt.xz (default alt; big and mini use pin). Results
 # go to $OUT (the device tool's folder) and the tail to stdout.
 set -u
@@ -87,4 +89,15 @@ if [ "$what" = tuned ]; then
   tunes=""
   for shape in ${shapes//,/ }; do tunes="$tunes $OUT/$shape.json"; done
   (unset LD_LIBRARY_PATH; timeout 200 python3 bench/hopper_tuned.py --kiln-opt $B/kiln-opt $tunes)
+fi
+if [ "$what" = splitk ]; then
+  (unset PYTHONPATH; timeout 150 bash scripts/device_ctest.sh run build-pack/gpu_ctest.tar.xz -j 8 --timeout 100 -R "split_k|gpu/programs/gemm") > $OUT/ctest_splitk.txt 2>&1
+  grep -E "tests passed|\*\*\*|Failed" $OUT/ctest_splitk.txt | tail -12
+  (export LD_LIBRARY_PATH=/tmp/g/gpu_ctest/bundle/lib
+   $B/kilnd --listen 127.0.0.1:7072 --cache-dir /tmp/kc_launch > $OUT/kilnd_launch.log 2>&1 &
+   for i in $(seq 1 60); do $B/kiln health --server 127.0.0.1:7072 >/dev/null 2>&1 && break; sleep 0.5; done
+   timeout 60 $B/kiln-gemm-launch --file examples/gemm/gemm.py --server 127.0.0.1:7072 --m 16 --n 4096 --k 4096 --block-m 64 --block-n 128 --block-k 64 --stages 4 --threads 128 --arch sm_90 2>&1 | tail -3
+   kill %1)
+  PYTHONPATH=/tmp/tl TILELANG_DISABLE_CACHE=1 timeout 240 python3 bench/hopper_gemm.py --kiln-opt $B/kiln-opt --shapes ${2:-16x4096x4096,16x8192x8192} --configs ${3:-16x128x128s5t128,16x64x256s3t128,64x128x64s4t128,128x256x64s3t256} --dtypes float16 --variants ${4:-tma-ws,fusedk,nosplit,tilelang} --rounds 3 --json $OUT/splitk.json > $OUT/splitk.txt 2>&1
+  grep -v "INFO\|WARN" $OUT/splitk.txt | tail -30
 fi
