@@ -313,6 +313,40 @@ TEST(CpuThreadOps, AtomicsAreAtomicAcrossOsThreads) {
   EXPECT_EQ(half_to_float(hsum), 1024.0f);
 }
 
+// Split-K's ticket: of `parts` arrivals at a counter exactly one, the last,
+// sees flag 1, and it leaves the counter at 0, so the next round (the next
+// launch on the same workspace, which starts after this one ended) works the
+// same; also with a round's arrivals on several OS threads at once.
+TEST(CpuThreadOps, SplitkTicketFlagsTheLastArrivalAndResetsTheCounter) {
+  int counter = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int> flags(5, -1);
+    for (int part = 0; part < 5; ++part) splitk_ticket(&flags[part], &counter, 5);
+    EXPECT_EQ(flags, (std::vector<int>{0, 0, 0, 0, 1})) << "round " << round;
+    EXPECT_EQ(counter, 0);
+  }
+  constexpr int kTiles = 64, kParts = 4, kRounds = 20;
+  std::vector<int> counters(kTiles, 0);
+  std::vector<std::atomic<int>> lasts(kTiles);
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::thread> parts;
+    for (int w = 0; w < kParts; ++w) {
+      parts.emplace_back([&] {
+        for (int t = 0; t < kTiles; ++t) {
+          int flag = -1;
+          splitk_ticket(&flag, &counters[t], kParts);
+          if (flag == 1) lasts[t].fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : parts) t.join();
+  }
+  for (int t = 0; t < kTiles; ++t) {
+    EXPECT_EQ(lasts[t].load(), kRounds) << "tile " << t; // one last arrival a round
+    EXPECT_EQ(counters[t], 0) << "tile " << t;
+  }
+}
+
 // ---- Partial warps: a 48-thread block has warp 1 with lanes 0-15.
 TEST(CpuThreadOps, PartialWarpBarriersAndShufflesWork) {
   std::vector<int> sum(48);
