@@ -85,24 +85,23 @@ Expr PartialsSum(const std::string& partials, ir::DType acc, ir::DType out, int 
 
 // Split-K's fused reduction (split_k.h): after kernel `program.kernel`'s
 // copy of its partials (the last statement), a ticket for the output tile
-// `tile` (rows x cols from its minimum) and, in the block that drew the
-// last one, the tile's sums. Where the accumulator `acc` is rows x cols
+// that the program's copy `copy_out` of `acc_buf` into `output` wrote (rows x
+// cols from its minimum) and, in the block that drew the last one, the
+// tile's sums. Where the accumulator `acc` is rows x cols
 // (the program copied all of it), the sums go into the accumulator, in its
 // own layout (its own part from its registers, the others' from the
 // workspace), and the program's copy `copy_out` writes them, so the output
 // is stored as the program's epilogue stores it (vectors, or TMA on
 // Hopper); otherwise a T.Parallel over the tile stores each sum.
-void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, int64_t cols,
-                   const std::string& partials, int splits, const ir::Buffer& acc_buf,
-                   const Stmt& copy_out, const std::string& split, ir::FreshNames& names) {
+void FuseReduction(ir::Program& program, const Stmt& copy_out, const ir::Buffer& acc_buf,
+                   const ir::Buffer& output, int64_t rows, int64_t cols,
+                   const std::string& partials, int splits, const std::string& split,
+                   ir::FreshNames& names) {
   ir::Kernel& k = program.kernel;
   const ir::Loc at = k.body.back().loc;
   const ir::DType idx = ir::DType::kInt32;
-  const ir::Param* output = nullptr;
-  for (const ir::Param& p : program.params) {
-    if (!p.is_scalar && p.buffer.name == tile.buffer) output = &p;
-  }
-  const ir::DType acc = program.workspaces.back().dtype;
+  const ir::Region& tile = copy_out.regions[1];
+  const ir::DType acc = acc_buf.dtype;
 
   // One counter per output tile, indexed by the tile's block variables (the
   // grid's first two dimensions; after T.use_swizzle too: they still name
@@ -147,8 +146,8 @@ void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, i
   const Expr row = at_dim(0, i), col = at_dim(1, j);
   const auto extent32 = [&](const Expr& e) { return e.dtype == idx ? e : ir::Cast(idx, e, at); };
   const Expr inside =
-      ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output->buffer.shape[0]), at),
-                 ir::Binary(BinOp::kLt, col, extent32(output->buffer.shape[1]), at), at);
+      ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output.shape[0]), at),
+                 ir::Binary(BinOp::kLt, col, extent32(output.shape[1]), at), at);
   const bool in_fragment = acc_buf.shape.size() == 2 && ir::ConstInt(acc_buf.shape[0]) == rows &&
                            ir::ConstInt(acc_buf.shape[1]) == cols;
   Stmt store;
@@ -181,7 +180,7 @@ void FuseReduction(ir::Program& program, const ir::Region& tile, int64_t rows, i
     // for i, j in T.Parallel(rows, cols): output[r0 + i, c0 + j] = sum.
     store.name = tile.buffer;
     store.indices = {row, col};
-    store.value = PartialsSum(partials, acc, output->buffer.dtype, splits, row, col, at);
+    store.value = PartialsSum(partials, acc, output.dtype, splits, row, col, at);
     Stmt guard;
     guard.kind = StmtKind::kIf;
     guard.loc = at;
@@ -375,7 +374,7 @@ absl::Status SplitK(ir::Program& program, int splits, SplitKReduce where) {
 
   // The output tile as the program copied it (the fused reduction writes it).
   const Stmt copy_out = out;
-  const ir::Region tile = out.regions[1];
+  const ir::Region& tile = copy_out.regions[1];
   const std::optional<int64_t> tile_rows = ir::ConstInt(ir::Simplify(tile.ranges[0].extent));
   const std::optional<int64_t> tile_cols = ir::ConstInt(ir::Simplify(tile.ranges[1].extent));
   const bool fused = where == SplitKReduce::kFused && tile_rows && tile_cols;
@@ -393,8 +392,8 @@ absl::Status SplitK(ir::Program& program, int splits, SplitKReduce where) {
                                                   ir::IntImm(1, ir::DType::kInt32, at)});
   program.workspaces.push_back(ws);
   if (fused) {
-    FuseReduction(program, tile, *tile_rows, *tile_cols, partials, splits, acc_buf->second,
-                  copy_out, split, names);
+    FuseReduction(program, copy_out, acc_buf->second, output->buffer, *tile_rows, *tile_cols,
+                  partials, splits, split, names);
     return absl::OkStatus();
   }
 
