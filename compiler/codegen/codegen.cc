@@ -11,6 +11,7 @@
 #include "compiler/ir/builder.h"
 #include "compiler/ir/diagnostic.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/passes/fold_grid.h"
 #include "compiler/passes/layout_inference.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/persistent.h"
@@ -295,6 +296,7 @@ absl::StatusOr<EmittedKernel> LowerAndEmit(const ir::Program& program, std::stri
   bool persistent = false;
   RETURN_IF_ERROR(ApplyPersistent(split, target, options, &persistent));
   if (persistent) ctx.ws_blocks = 1; // the grid is one block per SM
+  RETURN_IF_ERROR(passes::FoldGrid(split, options.cluster));
   // Each kernel is lowered as a program of its own (ir_util.h: SplitKernels).
   std::vector<ir::Program> kernels = ir::SplitKernels(split);
   for (ir::Program& k : kernels) RETURN_IF_ERROR(passes::RunPasses(k, LoweringPipeline(), ctx));

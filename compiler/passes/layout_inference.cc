@@ -875,8 +875,41 @@ absl::StatusOr<FragmentLayout> LoopLayout(const ir::Program& program, const Stmt
     }
   }
   const bool has_fragments = !cands.empty();
-  return DefaultLayout(extents, threads > 0 ? threads : BlockThreads(program), vector,
-                       has_fragments);
+  FragmentLayout fallback =
+      DefaultLayout(extents, threads > 0 ? threads : BlockThreads(program), vector, has_fragments);
+  // No fragment names every loop variable, but a known fragment spread over
+  // threads names some of them (`S_shared[h, k] = ... / row_sum[h]`): when
+  // the default layout does not hold its elements where it keeps them, the
+  // loop follows that fragment over its dimensions and each thread runs the
+  // other dimensions whole, in registers.
+  const Candidate* partial = nullptr;
+  bool fits = true;
+  for (const Candidate& c : cands) {
+    if (c.dims.size() >= extents.size() || reducers.count(c.buffer)) continue;
+    auto it = known.find(c.buffer);
+    if (it == known.end() || FullyReplicated(it->second)) continue;
+    if (Project(fallback, c.dims, it->second.shape) == Normalize(it->second)) continue;
+    fits = false;
+    bool same_extents = it->second.shape.size() == c.dims.size();
+    for (size_t k = 0; same_extents && k < c.dims.size(); ++k) {
+      same_extents = it->second.shape[k] == extents[c.dims[k]];
+    }
+    if (same_extents && (!partial || c.dims.size() > partial->dims.size())) partial = &c;
+  }
+  if (fits || !partial) return fallback;
+  FragmentLayout out = known.at(partial->buffer);
+  out.shape = extents;
+  std::vector<bool> covered(extents.size(), false);
+  for (auto* digits : {&out.thread, &out.reg}) {
+    for (LayoutDigit& d : *digits) {
+      if (d.dim >= 0) d.dim = partial->dims[d.dim];
+    }
+  }
+  for (int d : partial->dims) covered[d] = true;
+  for (size_t d = extents.size(); d-- > 0;) {
+    if (!covered[d]) out.reg.push_back({static_cast<int>(d), extents[d], 1});
+  }
+  return Normalize(std::move(out));
 }
 
 bool FullyReplicated(const FragmentLayout& layout) {

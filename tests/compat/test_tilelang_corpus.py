@@ -293,6 +293,56 @@ class DiscoveryTest(unittest.TestCase):
         self.assertEqual([c[0] for c in mod.calls["small"]], [{"n": "100"}, {"n": "9"}])
         self.assertEqual([c[0] for c in mod.calls["large"]], [{"n": "100"}, {"n": "9"}])
 
+    def test_const_symbols_from_tensor_shapes_modules_and_namespaces(self):
+        mod = discover("""
+            import argparse
+            import torch
+            import tilelang
+            import tilelang.language as T
+
+            @tilelang.jit
+            def topk(logits, k, blk_m):
+                M, N = T.const("M, N")
+                logits: T.Tensor([M, N], T.float32)
+                with T.Kernel(M // blk_m) as bx:
+                    pass
+
+            @tilelang.jit
+            def scale(x, factor):
+                R, C = T.const("R, C")
+                x: T.Tensor[(R, C), T.float16]
+                with T.Kernel(R) as bx:
+                    pass
+
+            class Scaler(torch.nn.Module):
+                def __init__(self, factor):
+                    super().__init__()
+                    self.factor = factor
+
+                def forward(self, x):
+                    return scale(x, self.factor)
+
+            def run(args):
+                logits = torch.rand((args.M, args.N), device="cuda")
+                topk(logits, args.k, blk_m=64)
+                Scaler(args.factor)(torch.randn(32, 48))
+
+            def main():
+                args = argparse.Namespace(M=320, N=128)
+                args.k = 6
+                args.factor = 2
+                run(args)
+
+            if __name__ == "__main__":
+                main()
+            """)
+        # T.const symbols take the passed tensor's shape; the module's forward runs
+        # when the instance is called; a Namespace keeps later attribute writes.
+        self.assertEqual(mod.bindings_for("topk"),
+                         ({"k": "6", "blk_m": "64", "M": "320", "N": "128"}, None))
+        self.assertEqual(mod.bindings_for("scale"),
+                         ({"factor": "2", "R": "32", "C": "48"}, None))
+
     def test_config_object_and_closure(self):
         mod = discover("""
             from dataclasses import dataclass

@@ -203,6 +203,9 @@ class KernelDef:
     params: list = field(default_factory=list)  # names, in order
     defaults: dict = field(default_factory=dict)  # name -> ast default
     tensor_params: set = field(default_factory=set)  # jit form: annotated in the body
+    # jit form: a tensor parameter's annotated shape, one entry per dimension: the
+    # T.const symbol the dimension is (`x: T.Tensor([M, N], dtype)`), else None
+    tensor_dims: dict = field(default_factory=dict)
     consts: list = field(default_factory=list)  # jit form: T.const symbols
     var_kw: bool = False
     autotune_first: dict = field(default_factory=dict)  # first config of @autotune
@@ -467,11 +470,31 @@ class Module:
                 if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
                         s.value is None:
                     k.tensor_params.add(s.target.id)
+                    dims = self._annotated_dims(s.annotation)
+                    if dims is not None:
+                        k.tensor_dims[s.target.id] = dims
                 if isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute) and \
                         s.func.attr in ("const", "dynamic") and s.args and \
                         isinstance(s.args[0], ast.Constant) and isinstance(s.args[0].value, str):
                     k.consts += [n.strip() for n in s.args[0].value.split(",") if n.strip()]
         return k
+
+    @staticmethod
+    def _annotated_dims(ann):
+        """The dimensions of `T.Tensor([M, N], dtype)` / `T.Tensor((M, N), ...)` /
+        `T.Tensor[(M, N), dtype]`: each a symbol's name or None; None when the
+        annotation is not one of these."""
+        shape = None
+        if isinstance(ann, ast.Call) and isinstance(ann.func, ast.Attribute) and \
+                ann.func.attr == "Tensor" and ann.args:
+            shape = ann.args[0]
+        elif isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Attribute) and \
+                ann.value.attr == "Tensor":
+            sl = ann.slice
+            shape = sl.elts[0] if isinstance(sl, ast.Tuple) and sl.elts else sl
+        if not isinstance(shape, (ast.List, ast.Tuple)):
+            return None
+        return [e.id if isinstance(e, ast.Name) else None for e in shape.elts]
 
     def bindable_names(self, k):
         names = [p for p in k.params if p not in k.tensor_params]
@@ -826,6 +849,12 @@ class Module:
             return self._apply(callee.node, args, kwargs, depth)
         if isinstance(callee, _ClassRef) and depth < self.MAX_DEPTH:
             return self._instantiate(callee.node, args, kwargs, depth)
+        if isinstance(callee, _Ctx) and depth < self.MAX_DEPTH:
+            # Calling an instance of one of the file's classes: its __call__, or
+            # forward for a torch.nn.Module (`attn = Attn(...); out = attn(q, k, v)`).
+            m = callee.method("__call__") or callee.method("forward")
+            if m is not None:
+                return self.call_function(m, [callee] + args, kwargs, depth + 1)
         if isinstance(callee, _KernelRef):
             for n in callee.names:
                 self._record(n, args, kwargs)
@@ -927,6 +956,8 @@ class Module:
         """Python builtins and stdlib helpers the drivers use; None when not one."""
         if d == "argparse.ArgumentParser":
             return _ArgParser()
+        if d in ("argparse.Namespace", "types.SimpleNamespace", "SimpleNamespace"):
+            return _Namespace({n: v for n, v in kwargs.items() if n != "**"})
         if d.startswith("torch.") and d[6:] in self._TENSOR_MAKERS:
             return self._make_tensor(d[6:], args, kwargs)
         if d in {f"{t}.dtype" for t in self.language} and len(args) == 1 and \
@@ -1012,6 +1043,15 @@ class Module:
         for p, v in zip(positional, args):
             binds[p] = v
         binds.update({n: v for n, v in kwargs.items() if n != "**"})
+        # A tensor of known shape passed for a parameter annotated with T.const
+        # symbols (`logits: T.Tensor([M, N], dtype)`) gives those symbols their values.
+        for p, dims in k.tensor_dims.items():
+            t = binds.get(p)
+            if not isinstance(t, _Tensor) or len(t.shape) != len(dims):
+                continue
+            for sym, extent in zip(dims, t.shape):
+                if sym in k.consts and sym not in binds:
+                    binds[sym] = extent
         valid = set(self.bindable_names(k))
         chosen = {}
         for n, v in binds.items():
@@ -1077,7 +1117,7 @@ class Module:
                     self._assign(t.value if isinstance(t, ast.Starred) else t, UNKNOWN, env)
         elif isinstance(target, ast.Attribute):
             obj = self.eval(target.value, env)
-            if isinstance(obj, _Ctx):
+            if isinstance(obj, (_Ctx, _Namespace)):
                 obj.values[target.attr] = value
         elif isinstance(target, ast.Subscript):
             container = self.eval(target.value, env)

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "compiler/ir/ir_util.h"
+#include "compiler/passes/fold_grid.h"
 #include "compiler/runtime/runtime_headers.h"
 #include "compiler/toolchain/cuda_compile.h"
 #include "compiler/toolchain/host_cc.h"
@@ -142,6 +143,19 @@ absl::StatusOr<std::array<int64_t, 3>> EvalGrid(const kiln::codegen::LaunchSpec&
     if (!v.ok()) return v.status();
     if (*v <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("grid extent ", d, " is ", *v));
+    }
+    // Constant extents past CUDA's limits are folded at compile time
+    // (compiler/passes/fold_grid.h); these sizes came with the launch.
+    const int64_t limit = d == 0 ? kiln::passes::kMaxGridX : kiln::passes::kMaxGridYZ;
+    if (*v > limit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("grid extent ", d, " is ", *v, " for these sizes; CUDA launches at most ",
+                       limit, " blocks along ",
+                       d == 0   ? "x"
+                       : d == 1 ? "y"
+                                : "z",
+                       " (put the long dimension along x, or bind it at compile time so that "
+                       "Kiln folds it)"));
     }
     grid[d] = *v;
   }
