@@ -623,6 +623,7 @@ absl::StatusOr<Evaluator::Flow> Evaluator::ExecWith(const PyStmt& s) {
     }
   }
   const PyExpr& cm = s.exprs[main_item];
+  if (s.exprs.size() == 1 && IsTCall(cm, "attr")) return ExecThreadAllreduce(s, cm);
   if (cm.kind == PyExprKind::kCall) {
     ASSIGN_OR_RETURN(Value callee, Eval(cm.elts[0]));
     if (callee.kind == ValueKind::kBuiltin && callee.s == "T.Kernel") {

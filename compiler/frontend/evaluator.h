@@ -154,6 +154,10 @@ class Evaluator {
   absl::StatusOr<Flow> ExecAnnAssign(const PyStmt& s);
   absl::StatusOr<Flow> ExecIf(const PyStmt& s);
   absl::StatusOr<Flow> ExecWith(const PyStmt& s);
+  // TVM's reduce scope around one T.tvm_thread_allreduce (thread_allreduce.cc).
+  absl::StatusOr<Flow> ExecThreadAllreduce(const PyStmt& s, const PyExpr& cm);
+  // True when `e` calls T.<fn> (T being tilelang.language under any alias).
+  bool IsTCall(const PyExpr& e, std::string_view fn);
   absl::StatusOr<Flow> ExecFunctionDef(const PyStmt& s);
   absl::StatusOr<Flow> ExecImport(const PyStmt& s, int frame);
   absl::StatusOr<Flow> ExecCompileTimeFor(const PyStmt& s, const Value& iterable);

@@ -245,6 +245,23 @@ FragmentLayout MmaAccumulatorLayout(int64_t m, int64_t n, int64_t warps_m, int64
   return Normalize(std::move(layout));
 }
 
+FragmentLayout MmaOperandALayout(int64_t m, int64_t k, int64_t warps_m, int64_t threads, int bits) {
+  if (bits == 16) return MmaAccumulatorLayout(m, k, warps_m, 1, threads);
+  FragmentLayout layout;
+  layout.shape = {m, k};
+  const int64_t wm = m / warps_m;
+  // w consecutive columns per 32-bit register; a k-step of 8 * w columns.
+  const int64_t w = 32 / bits, kstep = 8 * w;
+  layout.thread = {{1, 4, w}, {0, 8, 1}, {0, warps_m, wm}};
+  if (threads > 32 * warps_m) layout.thread.push_back({-1, threads / (32 * warps_m), 0});
+  if (w > 1) layout.reg.push_back({1, w, 1});
+  layout.reg.push_back({0, 2, 8});
+  layout.reg.push_back({1, 2, 4 * w});
+  layout.reg.push_back({1, k / kstep, kstep});
+  layout.reg.push_back({0, wm / 16, 16});
+  return Normalize(std::move(layout));
+}
+
 FragmentLayout WgmmaAccumulatorLayout(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n) {
   FragmentLayout layout;
   layout.shape = {m, n};

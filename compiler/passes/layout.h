@@ -88,6 +88,17 @@ FragmentLayout DefaultLayout(const std::vector<int64_t>& shape, int64_t threads,
 FragmentLayout MmaAccumulatorLayout(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n,
                                     int64_t threads);
 
+// The layout of an (m x k) fragment that is a gemm's register A operand on
+// mma.sync over warps_m warp rows (the warps along N replicate it), for
+// inputs of `bits` bits, in the order of the instruction's A registers per
+// the PTX ISA: 16-bit inputs (m16n8k16) are the accumulator layout of (m x
+// k); tf32 (32, m16n8k8) has lane l hold rows l/4 and l/4 + 8 of columns
+// l%4 and l%4 + 4; int8 (8, m16n8k32) holds 4 consecutive columns from
+// 4*(l%4) and from 4*(l%4) + 16, in rows l/4 and l/4 + 8. Atoms of 16 rows
+// by one k-step follow each other along K, then along M. Requires m % (16 *
+// warps_m) == 0 and k a multiple of the k-step (16, 8, 32).
+FragmentLayout MmaOperandALayout(int64_t m, int64_t k, int64_t warps_m, int64_t threads, int bits);
+
 // The wgmma D-fragment layout (sm_90a) of an (m x n) tile over
 // groups_m x groups_n warpgroups of 128 threads, each covering an
 // (m / groups_m) x (n / groups_n) tile in m64 atoms: warp w of a warpgroup

@@ -576,11 +576,22 @@ class Inference {
         return ir::ErrorAt(p_.source_name, s.loc,
                            "gemm: a fragment A operand must be (M x K), not transposed");
       }
-      if (as[1] % 16 != 0) {
+      // The tensor instructions' inputs: 16-bit floats, tf32 (float32) and
+      // int8; other types multiply per element and take any layout.
+      const ir::DType at = frags_.at(a.buffer).buffer->dtype;
+      const int bits = at == ir::DType::kFloat16 || at == ir::DType::kBFloat16 ? 16
+                       : at == ir::DType::kFloat32                             ? 32
+                       : at == ir::DType::kInt8                                ? 8
+                                                                               : 0;
+      if (bits == 0) return absl::OkStatus();
+      const int64_t kstep = bits == 16 ? 16 : 8 * (32 / bits);
+      if (as[1] % kstep != 0) {
         return ir::ErrorAt(p_.source_name, s.loc,
-                           "gemm: a fragment A operand needs K to be a multiple of 16");
+                           absl::StrCat("gemm: a fragment A operand of ",
+                                        std::string(ir::DTypeName(at)),
+                                        " needs K to be a multiple of ", kstep));
       }
-      RETURN_IF_ERROR(Set(a.buffer, MmaAccumulatorLayout(as[0], as[1], wm, 1, threads_), s.loc,
+      RETURN_IF_ERROR(Set(a.buffer, MmaOperandALayout(as[0], as[1], wm, threads_, bits), s.loc,
                           "gemm's register A operand"));
     }
     return absl::OkStatus();

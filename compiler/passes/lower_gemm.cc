@@ -179,8 +179,10 @@ absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
     return Error(s.loc, absl::StrCat("gemm: accumulator '", c->name, "' has layout ",
                                      c->layout->ToString(), ", not the MMA layout"));
   }
-  if (a->scope == ir::Scope::kFragment && mma->kstep != 16) {
-    return Error(s.loc, "gemm: a register A operand needs 16-bit inputs");
+  if (a->scope == ir::Scope::kFragment &&
+      !(Normalize(*a->layout) == MmaOperandALayout(m, k, wm, threads_, ir::DTypeBits(a->dtype)))) {
+    return Error(s.loc, absl::StrCat("gemm: register A operand '", a->name, "' has layout ",
+                                     a->layout->ToString(), ", not the MMA A-operand layout"));
   }
   MmaGemm plan;
   if (a->scope == ir::Scope::kShared) plan.reads.insert(a->name);
@@ -293,13 +295,13 @@ absl::StatusOr<std::optional<MmaGemm>> Lowering::PlanMmaGemm(const Stmt& s) {
     }
   };
   // MMAs of k-step `step` from register slot `slot`.
-  const int64_t a_frag_atoms = k / 8; // register A operand: atoms per row of its layout
+  const int64_t a_frag_steps = k / mma->kstep; // register A operand: k-steps per atom row
   plan.compute = [=, this](int64_t step, int64_t slot, std::vector<Stmt>* to) {
     const MmaKind* mma = &k_mma;
     for (int64_t mi = 0; mi < mi_count; ++mi) {
       Expr a_addr = a->scope == ir::Scope::kShared
                         ? Address(*abuf, I(slot * a_slot + mi * mma->a_elems))
-                        : Address(*a, I((mi * a_frag_atoms + 2 * step) * 4));
+                        : Address(*a, I((mi * a_frag_steps + step) * mma->a_elems));
       for (int64_t ni = 0; ni < ni_count; ++ni) {
         const Expr acc = I((mi * ni_count + ni) * 4);
         to->push_back(Call(mma->name, {Address(*c, acc), a_addr,

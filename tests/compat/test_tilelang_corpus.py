@@ -343,6 +343,33 @@ class DiscoveryTest(unittest.TestCase):
         self.assertEqual(mod.bindings_for("scale"),
                          ({"factor": "2", "R": "32", "C": "48"}, None))
 
+    def test_never_called_kernel_takes_same_named_module_values(self):
+        mod = discover("""
+            import tilelang
+            import tilelang.language as T
+
+            @tilelang.jit
+            def splitk(A, blk_m, blk_k):
+                M, N = T.const("M, N")
+                A: T.Tensor((M, N), T.float32)
+                with T.Kernel(M // blk_m) as bx:
+                    pass
+
+            @tilelang.jit
+            def other(A, blk_q):
+                A: T.Tensor((8,), T.float32)
+                with T.Kernel(1) as bx:
+                    pass
+
+            if __name__ == "__main__":
+                M, N, blk_m, blk_k = 8192, 4096, 1, 512
+            """)
+        self.assertEqual(mod.bindings_for("splitk"),
+                         ({"blk_m": "1", "blk_k": "512", "M": "8192", "N": "4096"}, None))
+        binds, reason = mod.bindings_for("other")
+        self.assertEqual(binds, {})
+        self.assertIn("never calls it", reason)
+
     def test_config_object_and_closure(self):
         mod = discover("""
             from dataclasses import dataclass

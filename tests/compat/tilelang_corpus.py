@@ -1333,7 +1333,14 @@ class Module:
                                            k.defaults[p].value is None))]
         candidates = [(c[0], c[1]) for c in self.calls.get(name, [])]
         if not candidates:
-            candidates = [({}, [])]
+            # A kernel its file never calls takes the module's values of the same names
+            # (`M, N, blk_m, blk_k = 8192, 8192, 1, 512` in the __main__ block).
+            own = {}
+            for p in self.bindable_names(k):
+                text = binding_text(self.module_env.get(p, UNKNOWN))
+                if text is not None and (p in required or p in k.consts):
+                    own[p] = text
+            candidates = [(own, [])]
         best = None
         for binds, lists in candidates:
             merged = dict(binds)

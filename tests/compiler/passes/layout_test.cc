@@ -114,6 +114,40 @@ TEST(Layout, MmaAccumulatorOverAWarpGrid) {
   }
 }
 
+TEST(Layout, MmaOperandAMatchesThePtxTables) {
+  // One warp, one k-step, the A fragment registers in the instruction's
+  // order (PTX ISA): m16n8k8 tf32: register r holds row l/4 + 8*(r%2),
+  // column l%4 + 4*(r/2); m16n8k32 s8: element e (register e/4, byte e%4)
+  // holds row l/4 + 8*((e/4)%2), column 4*(l%4) + e%4 + 16*(e/8); 16-bit
+  // inputs are the accumulator layout of (16 x 16).
+  const FragmentLayout tf32 = MmaOperandALayout(16, 8, 1, 32, 32);
+  const FragmentLayout s8 = MmaOperandALayout(16, 32, 1, 32, 8);
+  const std::vector<ir::Expr> it = ElementIndex(tf32, ir::ThreadIdx(0), ir::VarRef("r"));
+  const std::vector<ir::Expr> is = ElementIndex(s8, ir::ThreadIdx(0), ir::VarRef("r"));
+  for (int l = 0; l < 32; ++l) {
+    for (int r = 0; r < 4; ++r) {
+      SCOPED_TRACE(testing::Message() << "lane " << l << " tf32 reg " << r);
+      EXPECT_EQ(Eval(it[0], l, r), l / 4 + 8 * (r % 2));
+      EXPECT_EQ(Eval(it[1], l, r), l % 4 + 4 * (r / 2));
+    }
+    for (int e = 0; e < 16; ++e) {
+      SCOPED_TRACE(testing::Message() << "lane " << l << " s8 element " << e);
+      EXPECT_EQ(Eval(is[0], l, e), l / 4 + 8 * ((e / 4) % 2));
+      EXPECT_EQ(Eval(is[1], l, e), 4 * (l % 4) + e % 4 + 16 * (e / 8));
+    }
+  }
+  EXPECT_EQ(MmaOperandALayout(64, 32, 2, 128, 16), MmaAccumulatorLayout(64, 32, 2, 1, 128));
+  // Over warps and k-steps: every element held, the warps along N replicating.
+  for (auto [m, k, wm, threads, bits] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int>>{
+           {64, 32, 4, 128, 32}, {64, 64, 2, 128, 8}, {32, 24, 1, 64, 32}, {128, 96, 2, 256, 8}}) {
+    SCOPED_TRACE(testing::Message() << m << "x" << k << " warps_m " << wm << " bits " << bits);
+    const FragmentLayout layout = MmaOperandALayout(m, k, wm, threads, bits);
+    EXPECT_EQ(layout.NumRegs(), m * k / (32 * wm));
+    CheckCovers(layout);
+  }
+}
+
 TEST(Layout, DefaultLayoutsCoverTheirShapes) {
   for (const auto& [shape, threads, vector] :
        std::vector<std::tuple<std::vector<int64_t>, int64_t, int64_t>>{

@@ -1,0 +1,18 @@
+# EXPECT: 17:47: T.tvm_thread_allreduce: Kiln reduces one value at a time (the count must be 1)
+# BIND: N=64
+import tilelang
+import tilelang.language as T
+
+@tilelang.jit
+def kern(A):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    with T.Kernel(1, threads=(4, 8)) as bx:
+        tl = T.get_thread_binding(1)
+        v = T.alloc_local((1,), T.float32)
+        out = T.alloc_local((1,), T.float32)
+        v[0] = A[tl]
+        with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, T.float32)]), "reduce_scope",
+                    T.reinterpret(T.uint64(0), dtype="handle")):
+            T.evaluate(T.tvm_thread_allreduce(T.uint32(2), v[0], True, out[0], tl, dtype="handle"))
+        A[tl] = out[0]
