@@ -26,6 +26,7 @@ from .errors import (Aborted, AlreadyExists, BindingError, Cancelled, CompileErr
                      ResourceExhausted, TuneError, Unauthenticated, Unavailable, Unimplemented)
 from .events import (CandidateCompiled, CandidateFailed, CandidateMeasured, NewBest,
                      TuneEvent, TuneFinished, TuneStarted)
+from ._compiled import CompiledKernel, Profiler, TensorSupplyType
 from .jit import JitKernel, Kernel, jit, set_default_client
 from .shim import install_tilelang_shim
 
@@ -41,5 +42,5 @@ __all__ = [
     "NotFound", "AlreadyExists", "FailedPrecondition", "ResourceExhausted", "Aborted",
     "DeadlineExceeded", "Unavailable", "Unauthenticated", "PermissionDenied", "Cancelled",
     "DataLoss", "Internal", "Unimplemented", "OutOfRange", "LaunchError", "BindingError",
-    "Diagnostic", "TensorMap",
+    "Diagnostic", "TensorMap", "CompiledKernel", "Profiler", "TensorSupplyType",
 ]

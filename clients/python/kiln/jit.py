@@ -26,6 +26,7 @@ import textwrap
 import threading
 
 from . import _analysis, _tensors
+from ._compiled import CompiledKernel, TensorSupplyType
 from ._expr import evaluate
 from ._launch import pack_scalar
 from ._tensor_map import launch_encodings
@@ -174,16 +175,23 @@ class JitKernel:
 
     # -- compiling --
 
-    def compile(self, target="cpu", bindings=None, **more):
-        """Compiles (or takes from the process cache) for ``target`` with these bindings;
-        returns the Artifact. Under use_best / kiln.autotune, unbound tile parameters
-        are filled (looked up or tuned) first."""
+    def compile(self, target=None, bindings=None, **more):
+        """Compiles (or takes from the process cache) for ``target`` (default: the
+        decorator's, else this process's CUDA device when torch sees one, else "cpu")
+        with these bindings, TileLang's ``kernel = fn.compile(M=..., block_M=...)``.
+        Returns a CompiledKernel (kiln/_compiled.py): callable on tensors, with TileLang's
+        get_kernel_source() and get_profiler(), and the Artifact's attributes. Under
+        use_best / kiln.autotune, unbound tile parameters are filled (looked up or
+        tuned) first."""
+        target = target or self.target or _default_target()
         b = dict(self.bind)
         b.update(bindings or {})
         b.update(more)
         if self._tuning is not None:
             b = self._tuning.resolve(self, target, b, ((), dict(bindings or {}, **more)))
-        return self._compiled(target, b).artifact
+        b = {k: (dtype_name(v) if _is_dtype_object(v) else v) for k, v in b.items()}
+        return CompiledKernel(self, b, self._compiled(target, b), target,
+                              ((), dict(bindings or {}, **more)))
 
     def _with_tuning(self, tuning):
         """A copy of this kernel whose unbound tile parameters ``tuning`` fills."""
@@ -524,11 +532,22 @@ class Kernel:
             provided[k] = v
         return self.jit._run(self.bindings, provided, self._call)
 
-    def compile(self, target="cpu"):
+    def compile(self, target=None):
+        """This kernel compiled for ``target`` (JitKernel.compile's default): a
+        CompiledKernel."""
+        target = target or self.jit.target or _default_target()
         b = self.bindings
         if self.jit._tuning is not None:
             b = self.jit._tuning.resolve(self.jit, target, b, self._call)
-        return self.jit._compiled(target, b).artifact
+        return CompiledKernel(self.jit, b, self.jit._compiled(target, b), target, self._call)
+
+    def get_profiler(self, tensor_supply_type=TensorSupplyType.Auto):
+        """TileLang's profiler (kiln/_compiled.py) of this kernel compiled for the
+        default target."""
+        return self.compile().get_profiler(tensor_supply_type)
+
+    def get_kernel_source(self):
+        return self.compile().get_kernel_source()
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.bindings.items())
@@ -557,6 +576,20 @@ def jit(fn=None, *, target=None, bind=None, dynamic=(), client=None, server=None
                          tune_on_miss=tune_on_miss, tune=tune, device_model=device_model,
                          **tilelang_options)
     return wrap if fn is None else wrap(fn)
+
+
+def _default_target():
+    """The CUDA device torch sees (an already imported torch only), else "cpu"."""
+    import sys
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            from . import _launch_cuda
+            major, minor = _launch_cuda.capability(torch.cuda.current_device())
+            return f"cuda:sm_{major}{minor}"
+    except Exception:  # noqa: BLE001 (a broken CUDA setup compiles for the CPU)
+        pass
+    return "cpu"
 
 
 def _as_int(v):

@@ -8,6 +8,13 @@ is importable) in which ``tilelang.jit`` is kiln.jit, ``tilelang.autotune`` and
 ``tilelang.autotuner.autotune`` are kiln.autotune, dtypes are their names, and
 everything else is a placeholder that explains itself when called: TileLang's ops run
 only inside the kernel, which Kiln's server evaluates.
+
+The host side of TileLang that kernel files' own main() functions use is there too:
+``fn.compile(...)`` returns a callable kernel with ``get_kernel_source()`` and
+``get_profiler()`` (kiln/_compiled.py), ``tilelang.TensorSupplyType``,
+``tilelang.profiler.do_bench``, ``tilelang.testing`` (main() runs the module's test_*
+functions), ``tilelang.cdiv`` / ``next_power_of_2`` (also under ``tilelang.math``), and,
+when TVM is not importable, a ``tvm`` module with ``DataType`` (``DataType(dtype).bits``).
 """
 import importlib.util
 import sys
@@ -39,6 +46,17 @@ class _KernelOnly:
         return f"<tilelang shim: {self._name}>"
 
 
+def _placeholder_getattr(prefix):
+    """A module __getattr__ (PEP 562) answering TileLang names with a _KernelOnly and
+    dunder names (``__file__``, ``__wrapped__``: what inspect and torch probe for) with
+    AttributeError, as for any module that lacks them."""
+    def getattr_(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _KernelOnly(f"{prefix}.{name}")
+    return getattr_
+
+
 class _Annotation:
     """What T.Tensor(shape, dtype) evaluates to in Python (never used by Kiln)."""
 
@@ -65,7 +83,7 @@ def _make_language():
     T.prim_func = _prim_func
     T.Tensor = lambda *a, **k: _Annotation("Tensor", *a, **k)
     T.Buffer = lambda *a, **k: _Annotation("Buffer", *a, **k)
-    T.__getattr__ = lambda name: _KernelOnly(f"T.{name}")  # PEP 562
+    T.__getattr__ = _placeholder_getattr("T")  # PEP 562
     return T
 
 
@@ -76,21 +94,140 @@ def _make_autotuner(autotune):
     at = types.ModuleType("tilelang.autotuner")
     at.__doc__ = "Kiln's stand-in for tilelang.autotuner: autotune is kiln.autotune."
     at.autotune = autotune
-    at.__getattr__ = lambda name: _KernelOnly(f"tilelang.autotuner.{name}")
+    at.__all__ = ["autotune"]  # `from tilelang.autotuner import *`
+    at.__getattr__ = _placeholder_getattr("tilelang.autotuner")
     return at
 
 
-def _make_tilelang(jit, autotuner):
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _next_power_of_2(n):
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _make_profiler():
+    from ._compiled import TensorSupplyType, do_bench
+    prof = types.ModuleType("tilelang.profiler")
+    prof.__doc__ = "Kiln's stand-in for tilelang.profiler: do_bench times a callable."
+    prof.do_bench = do_bench
+    prof.TensorSupplyType = TensorSupplyType
+    prof.__getattr__ = _placeholder_getattr("tilelang.profiler")
+    return prof
+
+
+def _make_testing():
+    testing = types.ModuleType("tilelang.testing")
+    testing.__doc__ = ("Kiln's stand-in for tilelang.testing: main() runs the calling "
+                       "module's test_* functions; the rest as TileLang's.")
+
+    def main():
+        import inspect
+        caller = inspect.stack()[1].frame.f_globals
+        for name, fn in list(caller.items()):
+            if name.startswith("test") and callable(fn) and inspect.isfunction(fn):
+                fn()
+
+    def set_random_seed(seed=42):
+        import random
+        random.seed(seed)
+        try:
+            import numpy as np
+            np.random.seed(seed)
+        except ImportError:
+            pass
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.manual_seed(seed)
+
+    def torch_assert_close(a, b, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, **_):
+        from ._compiled import _compare
+        _compare("tensor", a, b, atol, rtol, max_mismatched_ratio)
+
+    def _identity_decorator(*args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return lambda fn: fn
+
+    testing.main = main
+    testing.set_random_seed = set_random_seed
+    testing.torch_assert_close = torch_assert_close
+    for name in ("requires_cuda", "requires_cuda_compute_version", "requires_cuda_compute_version_ge",
+                 "requires_cuda_compute_version_eq", "requires_cuda_compute_version_le",
+                 "requires_cuda_compute_version_gt", "requires_cuda_compute_version_lt",
+                 "requires_rocm", "requires_package"):
+        setattr(testing, name, _identity_decorator)
+    testing.__getattr__ = _placeholder_getattr("tilelang.testing")
+    return testing
+
+
+class DataType:
+    """TVM's DataType for the host code of kernel files (``DataType(dtype).bits``)."""
+
+    def __init__(self, dtype):
+        text = str(dtype)
+        self.lanes = 1
+        if "x" in text and text.rsplit("x", 1)[1].isdigit():
+            text, lanes = text.rsplit("x", 1)
+            self.lanes = int(lanes)
+        self.dtype = _DTYPE_ALIASES.get(text, text)
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"DataType: unknown dtype {dtype!r}")
+        self.bits = DTYPE_BYTES[self.dtype] * 8 if self.dtype != "bool" else 1
+
+    def __str__(self):
+        return self.dtype if self.lanes == 1 else f"{self.dtype}x{self.lanes}"
+
+    def __repr__(self):
+        return f"DataType({str(self)!r})"
+
+    def __eq__(self, other):
+        return str(self) == str(DataType(other) if not isinstance(other, DataType) else other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+_DTYPE_ALIASES = {"float": "float32", "half": "float16", "float8_e4m3fn": "float8_e4m3",
+                  "int": "int32", "double": "float64"}
+
+
+def _make_tvm():
+    tvm = types.ModuleType("tvm")
+    tvm.__doc__ = "Kiln's stand-in for tvm: DataType only (the host code of kernel files)."
+    tvm.DataType = DataType
+    tvm.__kiln_shim__ = True
+    tvm.__getattr__ = _placeholder_getattr("tvm")
+    return tvm
+
+
+def _make_tilelang(jit, autotuner, tvm):
+    from ._compiled import TensorSupplyType
     tl = types.ModuleType("tilelang")
     tl.__doc__ = ("Kiln's stand-in for tilelang (kiln/shim.py): tilelang.jit is kiln.jit, "
                   "tilelang.autotune is kiln.autotune.")
+    tl.__file__ = __file__
     tl.__path__ = []  # a package, so `import tilelang.language` works
     tl.jit = jit
     tl.autotune = autotuner.autotune
     tl.autotuner = autotuner
     tl.language = language
+    tl.TensorSupplyType = TensorSupplyType
+    tl.profiler = _make_profiler()
+    tl.testing = _make_testing()
+    tl.tvm = tvm
+    tl.cdiv = _cdiv
+    tl.next_power_of_2 = _next_power_of_2
+    math = types.ModuleType("tilelang.math")
+    math.cdiv, math.next_power_of_2 = _cdiv, _next_power_of_2
+    math.__getattr__ = _placeholder_getattr("tilelang.math")
+    tl.math = math
+    for name in ("disable_cache", "enable_cache", "clear_cache", "set_log_level"):
+        setattr(tl, name, lambda *a, **k: None)
     tl.__kiln_shim__ = True
-    tl.__getattr__ = lambda name: _KernelOnly(f"tilelang.{name}")
+    tl.__getattr__ = _placeholder_getattr("tilelang")
     return tl
 
 
@@ -106,7 +243,13 @@ def install_tilelang_shim(force=False):
     from .autotune import autotune  # late: these import this module's helpers
     from .jit import jit
     autotuner = _make_autotuner(autotune)
-    sys.modules["tilelang"] = _make_tilelang(jit, autotuner)
+    tvm = sys.modules.get("tvm")
+    if tvm is None and importlib.util.find_spec("tvm") is None:
+        tvm = sys.modules["tvm"] = _make_tvm()  # `from tvm import DataType` in kernel files
+    tl = _make_tilelang(jit, autotuner, tvm)
+    sys.modules["tilelang"] = tl
     sys.modules["tilelang.language"] = language
     sys.modules["tilelang.autotuner"] = autotuner
+    for sub in ("profiler", "testing", "math"):
+        sys.modules[f"tilelang.{sub}"] = getattr(tl, sub)
     return True
