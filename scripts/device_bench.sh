@@ -10,7 +10,9 @@
 # kilnd at issue 28's three large shapes or SHAPES, then bench/hopper_tuned.py:
 # the bests against cuBLAS), splitk (split-K at decode shapes: the split tests, the
 # fused reduction against the reduce kernel and TileLang at M = 16, and
-# kiln-gemm-launch through a kilnd at M = 16). `alt` in a bench is the kiln-opt in
+# kiln-gemm-launch through a kilnd at M = 16), compat (issue 30 on the GPU: the public
+# set's 18 kernels against NumPy, then the public set's own main() under the shim through a
+# kilnd; COMPAT_FILES overrides the file list). `alt` in a bench is the kiln-opt in
 # build-pack/$ALTDIR/kiln-opt.xz (default alt; big and mini use pin). Results
 # go to $OUT (the device tool's folder) and the tail to stdout.
 set -u
@@ -100,4 +102,14 @@ if [ "$what" = splitk ]; then
    kill %1)
   PYTHONPATH=/tmp/tl TILELANG_DISABLE_CACHE=1 timeout 240 python3 bench/hopper_gemm.py --kiln-opt $B/kiln-opt --shapes ${2:-16x4096x4096,16x8192x8192} --configs ${3:-16x128x128s5t128,16x64x256s3t128,64x128x64s4t128,128x256x64s3t256} --dtypes float16 --variants ${4:-tma-ws,fusedk,nosplit,tilelang} --rounds 3 --json $OUT/splitk.json > $OUT/splitk.txt 2>&1
   grep -v "INFO\|WARN" $OUT/splitk.txt | tail -30
+fi
+if [ "$what" = compat ]; then
+  export LD_LIBRARY_PATH=/tmp/g/gpu_ctest/bundle/lib
+  timeout 240 python3 tests/compat/public_set.py --examples /tmp/shared --kiln-run $B/kiln-run --work /tmp/ps --target-args "--target cuda:0" --python python3 > $OUT/public_set_gpu.txt 2>&1
+  tail -20 $OUT/public_set_gpu.txt
+  $B/kilnd --listen 127.0.0.1:7074 --cache-dir /tmp/kc_examples > $OUT/kilnd_examples.log 2>&1 &
+  for i in $(seq 1 60); do $B/kiln health --server 127.0.0.1:7074 >/dev/null 2>&1 && break; sleep 0.5; done
+  (unset LD_LIBRARY_PATH; PYTHONPATH=$PWD/clients/python timeout ${COMPAT_TIMEOUT:-300} python3 tests/compat/examples_own_tests.py --examples /tmp/shared --server 127.0.0.1:7074 --timeout 120 --json $OUT/examples_own.json ${COMPAT_FILES:---public}) > $OUT/examples_own.txt 2>&1
+  tail -14 $OUT/examples_own.txt
+  kill %1
 fi

@@ -486,6 +486,7 @@ void Lowering::Barrier(std::vector<Stmt>* out) {
                                     : Call("sync_threads", {}));
   dirty_.clear();
   read_.clear();
+  atomic_only_.clear();
 }
 
 void Lowering::Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
@@ -497,6 +498,7 @@ void Lowering::Touch(const std::set<std::string>& reads, const std::set<std::str
   proxy_dirty_ = proxy_dirty_ || !writes.empty();
   dirty_.insert(writes.begin(), writes.end());
   read_.insert(reads.begin(), reads.end());
+  for (const std::string& w : writes) atomic_only_.erase(w);
 }
 
 void Lowering::SharedAccesses(const Stmt& s, std::set<std::string>* reads,
@@ -781,6 +783,27 @@ absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out)
     call.loc = s.loc;
     calls.push_back(std::move(call));
   }
+  if (!loop_) {
+    // Every thread runs it: a write of the destination by another thread
+    // since the last barrier (the program's `if tk == 0: s[tn] = 0`) or a
+    // read of it must be ordered before it, and later reads after it
+    // (T.Parallel loops order their own accesses: LowerParallel). Atomics
+    // after atomics need no barrier between them.
+    std::set<std::string> reads, writes;
+    SharedAccesses(s, &reads, &writes);
+    bool hazard = false;
+    for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
+    for (const std::string& w : writes) {
+      hazard = hazard || read_.count(w) > 0 || (dirty_.count(w) > 0 && !atomic_only_.count(w));
+    }
+    if (hazard) Barrier(out);
+    for (const std::string& w : writes) {
+      if (!dirty_.count(w)) atomic_only_.insert(w);
+    }
+    proxy_dirty_ = proxy_dirty_ || !writes.empty();
+    dirty_.insert(writes.begin(), writes.end());
+    read_.insert(reads.begin(), reads.end());
+  }
   if (loop_ && loop_->layout.HasReplication()) {
     Guarded(IsFirstReplica(loop_->layout, tid_), std::move(calls), out);
   } else {
@@ -954,16 +977,24 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     st.body.clear();
     st.else_body.clear();
     const std::set<std::string> entry_dirty = dirty_, entry_read = read_;
-    const std::set<std::string> entry_inflight = inflight_;
+    const std::set<std::string> entry_inflight = inflight_, entry_atomic = atomic_only_;
     const bool entry_proxy_dirty = proxy_dirty_;
     RETURN_IF_ERROR(LowerNestBody(s, st, s.body, &st.body));
     std::set<std::string> then_dirty = dirty_, then_read = read_, then_inflight = inflight_;
+    const std::set<std::string> then_atomic = atomic_only_;
     const bool then_proxy_dirty = proxy_dirty_;
     dirty_ = entry_dirty;
     read_ = entry_read;
     inflight_ = entry_inflight;
+    atomic_only_ = entry_atomic;
     proxy_dirty_ = entry_proxy_dirty;
     RETURN_IF_ERROR(LowerStmts(s.else_body, &st.else_body));
+    // Atomic-only after the if only where both branches leave it so.
+    std::set<std::string> both;
+    for (const std::string& b : then_atomic) {
+      if (atomic_only_.count(b)) both.insert(b);
+    }
+    atomic_only_ = std::move(both);
     proxy_dirty_ = proxy_dirty_ || then_proxy_dirty;
     dirty_.insert(then_dirty.begin(), then_dirty.end());
     read_.insert(then_read.begin(), then_read.end());
@@ -1010,6 +1041,7 @@ absl::Status Lowering::LowerStmt(const Stmt& s, std::vector<Stmt>* out) {
     if (st.name == "sync_threads" || st.name == "named_barrier_sync") {
       dirty_.clear();
       read_.clear();
+      atomic_only_.clear();
     }
     if (st.name == "fence_proxy_async") proxy_dirty_ = false;
     if (st.name == "splitk_ticket") {

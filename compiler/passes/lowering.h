@@ -382,6 +382,9 @@ class Lowering {
   std::map<std::string, int64_t> var_max_; // see MaxOf
   std::optional<LoopCtx> loop_;
   std::set<std::string> dirty_, read_;
+  // Shared buffers whose writes since the last barrier were all element atomics
+  // (outside T.Parallel): further atomics need no barrier between them.
+  std::set<std::string> atomic_only_;
   std::map<std::string, ir::Expr> stage_;
   bool producer_ = false;            // lowering a pipeline's producer copies
   bool wgmma_ = false;               // attr kiln.gemm = "wgmma" (sm_90a thread program)

@@ -93,3 +93,57 @@ def test_tilelang_gemv_example_main_passes_its_own_checks(client):
         mod.main(do_bench=False)  # six kernels, each checked by its profiler against A @ B.T
     finally:
         sys.argv = argv
+
+
+OUT_IDX_SOURCE = '''
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-3, -1])
+def scale_shift(N, block=32):
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"),
+             Bias: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                Y[bx * block + i] = X[bx * block + i] * 2
+                Z[bx * block + i] = X[bx * block + i] + Bias[bx * block + i]
+    return main
+
+
+@tilelang.jit
+def window_sum(X, block=16):
+    R, K = T.const("R, K")
+    KH, KW = K, K
+    X: T.Tensor((R, KH, KW), "float32")
+    Y = T.empty((R,), "float32")
+    with T.Kernel(T.ceildiv(R, block), threads=32) as bx:
+        for i in T.Parallel(block):
+            acc = T.alloc_var("float32")
+            acc = 0
+            for a in T.serial(KH):
+                for b in T.serial(KW):
+                    acc += X[bx * block + i, a, b]
+            Y[bx * block + i] = acc
+    return Y
+'''
+
+
+def test_out_idx_and_shape_aliases(client, tmp_path):
+    kiln.install_tilelang_shim()
+    path = tmp_path / "out_idx_kernels.py"
+    path.write_text(OUT_IDX_SOURCE)
+    spec = importlib.util.spec_from_file_location("out_idx_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # out_idx=[-3, -1]: Y and Z are left off the call, allocated and returned in order.
+    kernel = mod.scale_shift(64)
+    X = RNG.standard_normal(64).astype(np.float32)
+    Bias = RNG.standard_normal(64).astype(np.float32)
+    Y, Z = kernel(X, Bias)
+    np.testing.assert_array_equal(Y, X * 2)
+    np.testing.assert_array_equal(Z, X + Bias)
+    # KH, KW = K, K: the tensor's shape binds K through the aliases.
+    X3 = RNG.standard_normal((48, 3, 3)).astype(np.float32)
+    np.testing.assert_allclose(mod.window_sum(X3), X3.sum(axis=(1, 2)), rtol=1e-5)

@@ -74,9 +74,17 @@ class _Scope:
         self.names = set(names)
         self.locals = {}
         for stmt in fn.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(
-                    stmt.targets[0], ast.Name):
-                self.locals[stmt.targets[0].id] = stmt.value
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                self.locals[target.id] = stmt.value
+            elif isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple) and \
+                    len(target.elts) == len(stmt.value.elts):
+                # `KH, KW = K, K`: each name is its value
+                for t, v in zip(target.elts, stmt.value.elts):
+                    if isinstance(t, ast.Name):
+                        self.locals[t.id] = v
 
     def dims(self, node):
         if isinstance(node, ast.Name) and node.id in self.locals and node.id not in self.names:
@@ -90,6 +98,9 @@ class _Scope:
                 out.append(Dim("int", e.value))
             elif isinstance(e, ast.Name) and e.id in self.names:
                 out.append(Dim("sym", e.id))
+            elif isinstance(e, ast.Name) and isinstance(self.locals.get(e.id), ast.Name) and \
+                    self.locals[e.id].id in self.names:
+                out.append(Dim("sym", self.locals[e.id].id))  # an alias (`KH = K`)
             else:
                 out.append(Dim("expr", _text(e)))
         return tuple(out)

@@ -50,16 +50,31 @@ class CompiledKernel:
         self.target = target
         self._call = call
         self._source = None
+        # The parameters a use_best / autotune lookup filled (TileLang's
+        # AutotuneResult.config); {} when the caller bound them all.
+        self.config = {}
 
     def __getattr__(self, name):
         # Only reached for names the kernel does not have: the Artifact's.
-        if name.startswith("__") or name in ("artifact", "jit"):
+        if name.startswith("__") or name in ("artifact", "jit", "config"):
             raise AttributeError(name)
         return getattr(self.artifact, name)
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.bindings.items())
         return f"<kiln.CompiledKernel {self.jit.name}({args}) for {self.target}>"
+
+    @property
+    def kernel(self):
+        """Itself (TileLang's AutotuneResult.kernel)."""
+        return self
+
+    @property
+    def latency(self):
+        """The tuned config's measured milliseconds (TileLang's AutotuneResult.latency),
+        from the last kiln.autotune sweep of this kernel; None when none ran."""
+        results = self.jit.autotune_results
+        return results[-1].latency_us / 1000.0 if results else None
 
     @property
     def params(self):

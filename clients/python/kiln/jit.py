@@ -146,6 +146,10 @@ class JitKernel:
         self._digest = hashlib.sha256(self.source.encode()).hexdigest()
         self._info = None
         self._signature = inspect.signature(self.fn)
+        # TileLang's out_idx: the prim_func parameters the call leaves off and gets back.
+        out_idx = tilelang_options.get("out_idx")
+        self.out_idx = None if out_idx is None else (
+            [int(out_idx)] if isinstance(out_idx, int) else [int(i) for i in out_idx])
         # What fills unbound tile parameters: None (the caller binds them all), the
         # daemon's best configs (use_best) or a sweep (kiln.autotune); kiln/autotune.py.
         self._tuning = None
@@ -187,11 +191,14 @@ class JitKernel:
         b = dict(self.bind)
         b.update(bindings or {})
         b.update(more)
+        given = set(b)
         if self._tuning is not None:
             b = self._tuning.resolve(self, target, b, ((), dict(bindings or {}, **more)))
         b = {k: (dtype_name(v) if _is_dtype_object(v) else v) for k, v in b.items()}
-        return CompiledKernel(self, b, self._compiled(target, b), target,
-                              ((), dict(bindings or {}, **more)))
+        kernel = CompiledKernel(self, b, self._compiled(target, b), target,
+                                ((), dict(bindings or {}, **more)))
+        kernel.config = {k: v for k, v in b.items() if k not in given}
+        return kernel
 
     def _with_tuning(self, tuning):
         """A copy of this kernel whose unbound tile parameters ``tuning`` fills."""
@@ -522,6 +529,11 @@ class Kernel:
         info = self.jit.info
         names = [p.name if isinstance(p, _analysis.TensorSpec) else p[1]
                  for p in info.kernel_params]
+        if self.jit.out_idx and len(args) < len(names):
+            # out_idx=[-1] (TileLang): positional tensors fill the other parameters;
+            # those are allocated by the launch and returned.
+            outs = {i % len(names) for i in self.jit.out_idx if -len(names) <= i < len(names)}
+            names = [n for i, n in enumerate(names) if i not in outs]
         if len(args) > len(names):
             raise BindingError(f"{self.jit.name}: {len(args)} arguments for the kernel's "
                                f"{len(names)} parameters ({', '.join(names)})")
@@ -539,7 +551,9 @@ class Kernel:
         b = self.bindings
         if self.jit._tuning is not None:
             b = self.jit._tuning.resolve(self.jit, target, b, self._call)
-        return CompiledKernel(self.jit, b, self.jit._compiled(target, b), target, self._call)
+        kernel = CompiledKernel(self.jit, b, self.jit._compiled(target, b), target, self._call)
+        kernel.config = {k: v for k, v in b.items() if k not in self.bindings}
+        return kernel
 
     def get_profiler(self, tensor_supply_type=TensorSupplyType.Auto):
         """TileLang's profiler (kiln/_compiled.py) of this kernel compiled for the
@@ -579,17 +593,27 @@ def jit(fn=None, *, target=None, bind=None, dynamic=(), client=None, server=None
 
 
 def _default_target():
-    """The CUDA device torch sees (an already imported torch only), else "cpu"."""
+    """Where a compile without a target builds for: the current CUDA device of an imported
+    torch; without torch, CUDA device 0 where this machine has an NVIDIA GPU (the kernel
+    files' own main() functions compile first and make their CUDA tensors after); else
+    "cpu"."""
+    import os
     import sys
     torch = sys.modules.get("torch")
     try:
-        if torch is not None and torch.cuda.is_available():
-            from . import _launch_cuda
-            major, minor = _launch_cuda.capability(torch.cuda.current_device())
-            return f"cuda:sm_{major}{minor}"
+        if torch is not None:
+            if not torch.cuda.is_available():
+                return "cpu"
+            ordinal = torch.cuda.current_device()
+        elif os.path.exists("/dev/nvidiactl"):
+            ordinal = 0
+        else:
+            return "cpu"
+        from . import _launch_cuda
+        major, minor = _launch_cuda.capability(ordinal)
+        return f"cuda:sm_{major}{minor}"
     except Exception:  # noqa: BLE001 (a broken CUDA setup compiles for the CPU)
-        pass
-    return "cpu"
+        return "cpu"
 
 
 def _as_int(v):
