@@ -148,8 +148,17 @@ void FuseReduction(ir::Program& program, const Stmt& copy_out, const ir::Buffer&
   const Expr inside =
       ir::Binary(BinOp::kAnd, ir::Binary(BinOp::kLt, row, extent32(output.shape[0]), at),
                  ir::Binary(BinOp::kLt, col, extent32(output.shape[1]), at), at);
+  // The sum in the accumulator's own layout, then the program's copy (the TMA-store
+  // epilogue on Hopper), unless the output is known to be smaller than the tile:
+  // then the rows past it would leave most threads idle while a few sum the whole
+  // tile's partials (16 x 4096 x 4096 in 128 x 256 tiles: one warp of 256 summing,
+  // 3x slower than the reduce kernel on an H100), and a T.Parallel loop over the
+  // tile spreads the valid part over every thread.
+  const std::optional<int64_t> out_rows = ir::ConstInt(ir::Simplify(output.shape[0]));
+  const std::optional<int64_t> out_cols = ir::ConstInt(ir::Simplify(output.shape[1]));
+  const bool partial_tile = (out_rows && *out_rows < rows) || (out_cols && *out_cols < cols);
   const bool in_fragment = acc_buf.shape.size() == 2 && ir::ConstInt(acc_buf.shape[0]) == rows &&
-                           ir::ConstInt(acc_buf.shape[1]) == cols;
+                           ir::ConstInt(acc_buf.shape[1]) == cols && !partial_tile;
   Stmt store;
   store.kind = StmtKind::kStore;
   store.loc = at;

@@ -24,6 +24,7 @@ namespace kiln::passes {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ir::Program Gemm(const std::string& example, const std::string& bindings) {
   testing::ExampleFile ex = testing::LoadExampleFile(KILN_SOURCE_DIR, example);
@@ -104,27 +105,31 @@ TEST(SplitK, GemmBecomesPartialsAndAReduceKernel) {
 // expands the ticket into every thread's fence, a barrier, thread 0's
 // atomic and a barrier: the consumers' named barrier under warp
 // specialization, which the ticket does not switch off.
+// M = 64, the tile's rows: the last block sums in the accumulator's layout.
+constexpr char kDecodeFullTile[] =
+    "M=64 N=4000 K=4096 block_M=64 block_N=128 block_K=64 num_stages=4 threads=128";
+
 TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
-  ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
+  ir::Program p = Gemm("examples/gemm/gemm.py", kDecodeFullTile);
   ASSERT_TRUE(SplitK(p, 8, SplitKReduce::kFused).ok());
   ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
   EXPECT_TRUE(p.next_kernels.empty());
   const std::string text = ir::PrintProgram(p);
-  EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_partials: float32[8, 16, 4000]"));
+  EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_partials: float32[8, 64, 4000]"));
   EXPECT_THAT(text, HasSubstr("workspace kiln_splitk_tickets: int32[32]"));
   EXPECT_THAT(text, HasSubstr("kernel grid(32, 1, 8) threads(128) as (bx, by, kiln_split)"));
   EXPECT_THAT(text, HasSubstr("splitk_ticket(&kiln_splitk_last[0], &kiln_splitk_tickets[by * 32 "
                               "+ bx], 8)"));
   EXPECT_THAT(text, HasSubstr("if kiln_splitk_last[0] != 0"));
   EXPECT_THAT(text, HasSubstr("C_acc[kiln_splitk_i, kiln_splitk_j] = select(kiln_splitk_i + by * "
-                              "64 < 16 && kiln_splitk_j + bx * 128 < 4000, select(kiln_split == 0, "
+                              "64 < 64 && kiln_splitk_j + bx * 128 < 4000, select(kiln_split == 0, "
                               "C_acc[kiln_splitk_i, kiln_splitk_j], kiln_splitk_partials[0, "));
   EXPECT_THAT(text, HasSubstr("select(kiln_split == 7, C_acc[kiln_splitk_i, kiln_splitk_j], "
                               "kiln_splitk_partials[7, "));
   EXPECT_THAT(text, HasSubstr("      copy C_acc[0 +: 64, 0 +: 128] -> C[by * 64 +: 64, bx * 128 "
                               "+: 128]"));
 
-  const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
+  const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecodeFullTile);
   codegen::LoweringOptions o;
   o.split_k = 8;
   o.split_k_reduce = SplitKReduce::kFused;
@@ -148,6 +153,29 @@ TEST(SplitK, FusedReductionSumsInTheTilesLastBlock) {
   absl::StatusOr<codegen::EmittedKernel> cpu = codegen::LowerAndEmit(plain, "cpu", o);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_THAT(cpu->source, HasSubstr("kiln::rt::splitk_ticket("));
+}
+
+// M = 16 in 64-row tiles: summing in the accumulator's layout would leave three
+// of four warps idle, so a T.Parallel loop over the tile writes the output's
+// valid part, every thread taking its share.
+TEST(SplitK, FusedReductionOfAPartialTileSpreadsOverEveryThread) {
+  ir::Program p = Gemm("examples/gemm/gemm.py", kDecode);
+  ASSERT_TRUE(SplitK(p, 8, SplitKReduce::kFused).ok());
+  ASSERT_TRUE(ir::Verify(p).ok()) << ir::Verify(p) << ir::PrintProgram(p);
+  const std::string text = ir::PrintProgram(p);
+  EXPECT_THAT(text, HasSubstr("for kiln_splitk_i, kiln_splitk_j in parallel(64, 128)"));
+  EXPECT_THAT(text, HasSubstr("if kiln_splitk_i + by * 64 < 16 && kiln_splitk_j + bx * 128 < "
+                              "4000"));
+  EXPECT_THAT(text, HasSubstr("C[kiln_splitk_i + by * 64, kiln_splitk_j + bx * 128] = "));
+  EXPECT_THAT(text, Not(HasSubstr("C_acc[kiln_splitk_i, kiln_splitk_j] = select(")));
+  codegen::LoweringOptions o;
+  o.split_k = 8;
+  o.split_k_reduce = SplitKReduce::kFused;
+  const ir::Program plain = Gemm("examples/gemm/gemm.py", kDecode);
+  for (const char* target : {"cuda:sm_90", "cpu"}) {
+    absl::StatusOr<codegen::EmittedKernel> k = codegen::LowerAndEmit(plain, target, o);
+    ASSERT_TRUE(k.ok()) << target << ": " << k.status();
+  }
 }
 
 // split-k=auto, the default: on Hopper's default path Kiln splits a grid
