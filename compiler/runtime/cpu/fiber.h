@@ -119,6 +119,11 @@ struct BlockState {
   void (*invoke)(void* body) = nullptr;
   void* body = nullptr;
   bool failed = false;
+  // Threads run to their next barrier in descending order instead of ascending
+  // (KILN_CPU_THREAD_ORDER=reverse): a missing barrier between one thread's
+  // shared write and another's access then shows in the results (the ctests
+  // cpu-reverse/programs/*).
+  bool reverse = false;
   char message[512] = {};
 
   Fiber& self() { return fibers[current]; }
@@ -139,7 +144,8 @@ inline BlockState* CurrentBlock() { return detail::tls_block; }
 inline void Suspend(BlockState* b, bool exiting = false) {
   Fiber& me = b->fibers[b->current];
   for (int step = 1; step <= b->threads; ++step) {
-    const int next = (b->current + step) % b->threads;
+    const int next = b->reverse ? (b->current - step + b->threads) % b->threads
+                                : (b->current + step) % b->threads;
     if (b->fibers[next].state != FiberState::kRunnable) continue;
     if (next == b->current) return; // still runnable: nothing to switch to
     b->current = next;
@@ -382,7 +388,9 @@ inline int Report(char* error, int error_len, const char* message) {
 // (rt::dyn_smem()). Returns 0, or non-zero with a NUL-terminated message in
 // error[0..error_len) (truncated to fit) if a block failed or the launch is
 // invalid; no later block runs after a failure. Not reentrant: `body` must
-// not call launch_grid. Blocks run in x, then y, then z order.
+// not call launch_grid. Blocks run in x, then y, then z order; within a block,
+// threads run to their next barrier in ascending order, or descending with
+// KILN_CPU_THREAD_ORDER=reverse in the environment.
 template <class F>
 int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem_bytes, F&& body,
                 char* error, int error_len) {
@@ -435,6 +443,8 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
   b.smem_bytes = smem_alloc;
   b.fibers = fibers.get();
   b.warps = exchanges.get();
+  const char* order = std::getenv("KILN_CPU_THREAD_ORDER");
+  b.reverse = order != nullptr && std::strcmp(order, "reverse") == 0;
   b.invoke = [](void* p) { (*static_cast<Body*>(p))(); };
   b.body = const_cast<void*>(static_cast<const volatile void*>(std::addressof(body)));
   for (int i = 0; i < n; ++i) {
@@ -453,7 +463,7 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
     for (int y = 0; y < gy && rc == 0; ++y) {
       for (int x = 0; x < gx && rc == 0; ++x) {
         b.block_x = x, b.block_y = y, b.block_z = z;
-        b.current = 0, b.at_barrier = 0, b.done = 0, b.at_mbarrier = 0;
+        b.current = b.reverse ? n - 1 : 0, b.at_barrier = 0, b.done = 0, b.at_mbarrier = 0;
         for (int id = 0; id < fiber::kNamedBarriers; ++id) b.named_at[id] = b.named_count[id] = 0;
         std::memset(b.smem, 0, smem_alloc);
         for (int w = 0; w < warps; ++w) exchanges[w].arrived = 0, exchanges[w].name = nullptr;
@@ -466,7 +476,7 @@ int launch_grid(int gx, int gy, int gz, int bx, int by, int bz, std::size_t smem
             return fiber::detail::Report(error, error_len, "cannot create a fiber context");
         }
         fiber::detail::tls_block = &b;
-        fiber::Switch(&b.scheduler, &fibers[0].ctx);
+        fiber::Switch(&b.scheduler, &fibers[b.current].ctx);
         fiber::detail::tls_block = nullptr;
         for (int i = 0; i < n && !b.failed; ++i) {
           if (!stacks.CanaryIntact(i)) {
