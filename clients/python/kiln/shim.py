@@ -108,14 +108,21 @@ def _next_power_of_2(n):
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def _stand_in(name, doc, **attrs):
+    """A module `name` holding `attrs`; other names are placeholders (_KernelOnly)."""
+    m = types.ModuleType(name)
+    m.__doc__ = doc
+    for k, v in attrs.items():
+        setattr(m, k, v)
+    m.__getattr__ = _placeholder_getattr(name)
+    return m
+
+
 def _make_profiler():
     from ._compiled import TensorSupplyType, do_bench
-    prof = types.ModuleType("tilelang.profiler")
-    prof.__doc__ = "Kiln's stand-in for tilelang.profiler: do_bench times a callable."
-    prof.do_bench = do_bench
-    prof.TensorSupplyType = TensorSupplyType
-    prof.__getattr__ = _placeholder_getattr("tilelang.profiler")
-    return prof
+    return _stand_in("tilelang.profiler",
+                     "Kiln's stand-in for tilelang.profiler: do_bench times a callable.",
+                     do_bench=do_bench, TensorSupplyType=TensorSupplyType)
 
 
 def _make_testing():
@@ -195,12 +202,8 @@ _DTYPE_ALIASES = {"float": "float32", "half": "float16", "float8_e4m3fn": "float
 
 
 def _make_tvm():
-    tvm = types.ModuleType("tvm")
-    tvm.__doc__ = "Kiln's stand-in for tvm: DataType only (the host code of kernel files)."
-    tvm.DataType = DataType
-    tvm.__kiln_shim__ = True
-    tvm.__getattr__ = _placeholder_getattr("tvm")
-    return tvm
+    return _stand_in("tvm", "Kiln's stand-in for tvm: DataType only (the host code of kernel "
+                     "files).", DataType=DataType, __kiln_shim__=True)
 
 
 def _make_tilelang(jit, autotuner, tvm):
@@ -220,10 +223,8 @@ def _make_tilelang(jit, autotuner, tvm):
     tl.tvm = tvm
     tl.cdiv = _cdiv
     tl.next_power_of_2 = _next_power_of_2
-    math = types.ModuleType("tilelang.math")
-    math.cdiv, math.next_power_of_2 = _cdiv, _next_power_of_2
-    math.__getattr__ = _placeholder_getattr("tilelang.math")
-    tl.math = math
+    tl.math = _stand_in("tilelang.math", "Kiln's stand-in for tilelang.math: host helpers.",
+                        cdiv=_cdiv, next_power_of_2=_next_power_of_2)
     for name in ("disable_cache", "enable_cache", "clear_cache", "set_log_level"):
         setattr(tl, name, lambda *a, **k: None)
     tl.__kiln_shim__ = True
