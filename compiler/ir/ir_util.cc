@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "compiler/ir/builder.h"
+
 namespace kiln::ir {
 namespace {
 
@@ -81,6 +83,15 @@ void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn)
     RewriteStmts(&s.body, fn);
     RewriteStmts(&s.else_body, fn);
   }
+}
+
+void SubstituteVars(std::vector<Stmt>* stmts, const std::map<std::string, Expr>& values) {
+  RewriteStmts(stmts, [&](Expr e) {
+    if (e.kind != ExprKind::kVar) return e;
+    auto it = values.find(e.name);
+    if (it == values.end()) return e;
+    return e.dtype == it->second.dtype ? it->second : Cast(e.dtype, it->second);
+  });
 }
 
 void StripLocations(Program* program) {

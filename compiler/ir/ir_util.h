@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ void RewriteExprs(Program* program, const std::function<Expr(Expr)>& fn);
 void RewriteExpr(Expr* expr, const std::function<Expr(Expr)>& fn);
 // The same over statements (their bodies included).
 void RewriteStmts(std::vector<Stmt>* stmts, const std::function<Expr(Expr)>& fn);
+// Replaces each variable named in `values` by its value (cast to the
+// variable's dtype where they differ) throughout `stmts`.
+void SubstituteVars(std::vector<Stmt>* stmts, const std::map<std::string, Expr>& values);
 
 // The name the user knows a symbol or parameter by (see ir.h): its
 // user_name, or its IR name when that is empty.

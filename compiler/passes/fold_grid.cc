@@ -1,6 +1,7 @@
 #include "compiler/passes/fold_grid.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,11 +35,12 @@ absl::Status FoldKernel(const ir::Program& program, ir::Kernel& k, int cluster,
                         ir::FreshNames& names) {
   std::vector<int64_t> grid(3, 1);
   bool fold[3] = {false, false, false};
-  bool any = false;
+  bool any = false, x_known = true;
   for (size_t d = 0; d < k.grid.size() && d < 3; ++d) {
     std::optional<int64_t> g = ir::ConstInt(ir::Simplify(k.grid[d]));
     if (!g) {
       if (d > 0) return absl::OkStatus(); // checked at launch
+      x_known = false;
       continue;
     }
     grid[d] = *g;
@@ -53,7 +55,7 @@ absl::Status FoldKernel(const ir::Program& program, ir::Kernel& k, int cluster,
                                     "such a dimension into x, but ",
                                     why));
   };
-  if (!ir::ConstInt(ir::Simplify(k.grid[0]))) return refuse("the x extent is not a constant");
+  if (!x_known) return refuse("the x extent is not a constant");
   if (cluster > 1) return refuse(absl::StrCat("not in cluster pairs (cluster=", cluster, ")"));
   if (UsesSwizzle(k.body)) {
     return refuse("not where the kernel rasterizes its blocks (T.use_swizzle reads the grid's "
@@ -69,8 +71,8 @@ absl::Status FoldKernel(const ir::Program& program, ir::Kernel& k, int cluster,
   while (k.block_vars.size() < 3) k.block_vars.push_back(names.Fresh("kiln_unused_block"));
   const std::string b = names.Fresh("kiln_folded_block");
   // The x index b enumerates x fastest, then each folded dimension in order.
-  std::vector<std::optional<Expr>> value(3);
-  value[0] = Bin(BinOp::kFloorMod, ir::VarRef(b), I(grid[0]));
+  std::map<std::string, Expr> values;
+  values.emplace(k.block_vars[0], ir::Simplify(Bin(BinOp::kFloorMod, ir::VarRef(b), I(grid[0]))));
   int64_t place = grid[0];
   for (int d = 1; d < 3; ++d) {
     if (!fold[d]) continue;
@@ -78,19 +80,9 @@ absl::Status FoldKernel(const ir::Program& program, ir::Kernel& k, int cluster,
     place *= grid[d];
     // The last folded dimension needs no modulo: b / place < its extent.
     if (place != folded) v = Bin(BinOp::kFloorMod, std::move(v), I(grid[d]));
-    value[d] = std::move(v);
+    values.emplace(k.block_vars[d], ir::Simplify(v));
   }
-  const std::vector<std::string> vars = k.block_vars;
-  ir::RewriteStmts(&k.body, [&](Expr e) {
-    if (e.kind != ir::ExprKind::kVar) return e;
-    for (size_t d = 0; d < 3; ++d) {
-      if (value[d] && e.name == vars[d]) {
-        Expr v = ir::Simplify(*value[d]);
-        return e.dtype == v.dtype ? v : ir::Cast(e.dtype, v);
-      }
-    }
-    return e;
-  });
+  ir::SubstituteVars(&k.body, values);
   k.grid.resize(3, I(1));
   k.grid[0] = ir::IntImm(folded, ir::DType::kInt32, k.loc);
   k.block_vars[0] = b;

@@ -246,7 +246,7 @@ FragmentLayout MmaAccumulatorLayout(int64_t m, int64_t n, int64_t warps_m, int64
 }
 
 FragmentLayout MmaOperandALayout(int64_t m, int64_t k, int64_t warps_m, int64_t threads, int bits) {
-  if (bits == 16) return MmaAccumulatorLayout(m, k, warps_m, 1, threads);
+  // (For 16-bit inputs this is the accumulator layout of (m x k).)
   FragmentLayout layout;
   layout.shape = {m, k};
   const int64_t wm = m / warps_m;

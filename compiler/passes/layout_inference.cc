@@ -584,7 +584,7 @@ class Inference {
                        : at == ir::DType::kInt8                                ? 8
                                                                                : 0;
       if (bits == 0) return absl::OkStatus();
-      const int64_t kstep = bits == 16 ? 16 : 8 * (32 / bits);
+      const int64_t kstep = 8 * (32 / bits); // 16, 8, 32
       if (as[1] % kstep != 0) {
         return ir::ErrorAt(p_.source_name, s.loc,
                            absl::StrCat("gemm: a fragment A operand of ",

@@ -490,15 +490,25 @@ void Lowering::Barrier(std::vector<Stmt>* out) {
 }
 
 void Lowering::Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
-                     std::vector<Stmt>* out) {
+                     std::vector<Stmt>* out, bool atomic) {
   bool hazard = false;
   for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
-  for (const std::string& w : writes) hazard = hazard || dirty_.count(w) > 0 || read_.count(w) > 0;
+  for (const std::string& w : writes) {
+    // Atomics after atomics need no barrier between them.
+    const bool atomics_only = atomic && atomic_only_.count(w) > 0;
+    hazard = hazard || (dirty_.count(w) > 0 && !atomics_only) || read_.count(w) > 0;
+  }
   if (hazard) Barrier(out);
+  for (const std::string& w : writes) {
+    if (!atomic) {
+      atomic_only_.erase(w);
+    } else if (!dirty_.count(w)) {
+      atomic_only_.insert(w);
+    }
+  }
   proxy_dirty_ = proxy_dirty_ || !writes.empty();
   dirty_.insert(writes.begin(), writes.end());
   read_.insert(reads.begin(), reads.end());
-  for (const std::string& w : writes) atomic_only_.erase(w);
 }
 
 void Lowering::SharedAccesses(const Stmt& s, std::set<std::string>* reads,
@@ -787,22 +797,10 @@ absl::Status Lowering::LowerAtomicElement(const Stmt& s, std::vector<Stmt>* out)
     // Every thread runs it: a write of the destination by another thread
     // since the last barrier (the program's `if tk == 0: s[tn] = 0`) or a
     // read of it must be ordered before it, and later reads after it
-    // (T.Parallel loops order their own accesses: LowerParallel). Atomics
-    // after atomics need no barrier between them.
+    // (T.Parallel loops order their own accesses: LowerParallel).
     std::set<std::string> reads, writes;
     SharedAccesses(s, &reads, &writes);
-    bool hazard = false;
-    for (const std::string& r : reads) hazard = hazard || dirty_.count(r) > 0;
-    for (const std::string& w : writes) {
-      hazard = hazard || read_.count(w) > 0 || (dirty_.count(w) > 0 && !atomic_only_.count(w));
-    }
-    if (hazard) Barrier(out);
-    for (const std::string& w : writes) {
-      if (!dirty_.count(w)) atomic_only_.insert(w);
-    }
-    proxy_dirty_ = proxy_dirty_ || !writes.empty();
-    dirty_.insert(writes.begin(), writes.end());
-    read_.insert(reads.begin(), reads.end());
+    Touch(reads, writes, out, /*atomic=*/true);
   }
   if (loop_ && loop_->layout.HasReplication()) {
     Guarded(IsFirstReplica(loop_->layout, tid_), std::move(calls), out);

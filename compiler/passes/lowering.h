@@ -166,9 +166,11 @@ class Lowering {
   std::optional<int64_t> MaxOf(const ir::Expr& e) const;
   ir::Expr InBoundsOf(const Buf& b, const std::vector<ir::Expr>& idx) const;
 
-  // Barrier bookkeeping.
+  // Barrier bookkeeping: a barrier before an access that another thread's
+  // unbarriered access conflicts with. `atomic`: the writes are element
+  // atomics, which need none after other atomics (atomic_only_).
   void Touch(const std::set<std::string>& reads, const std::set<std::string>& writes,
-             std::vector<ir::Stmt>* out);
+             std::vector<ir::Stmt>* out, bool atomic = false);
   void SharedAccesses(const ir::Stmt& s, std::set<std::string>* reads,
                       std::set<std::string>* writes) const;
   void Barrier(std::vector<ir::Stmt>* out);

@@ -1,6 +1,7 @@
 #include "compiler/passes/persistent.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -178,17 +179,11 @@ absl::Status MakePersistent(ir::Program& program, int64_t sms) {
   }
   const Expr tile = Bin(BinOp::kAdd, ir::VarRef(pb), Bin(BinOp::kMul, ir::VarRef(j), I(sms)));
   const std::vector<Expr> idx = TileIndices(tile, grid, swizzle ? &*swizzle : nullptr);
-  const std::vector<std::string> vars = k.block_vars;
-  ir::RewriteStmts(&body, [&](Expr e) {
-    if (e.kind != ir::ExprKind::kVar) return e;
-    for (size_t d = 0; d < vars.size(); ++d) {
-      if (e.name == vars[d]) {
-        Expr v = ir::Simplify(idx[d]);
-        return e.dtype == v.dtype ? v : ir::Cast(e.dtype, v);
-      }
-    }
-    return e;
-  });
+  std::map<std::string, Expr> values;
+  for (size_t d = 0; d < k.block_vars.size(); ++d) {
+    values.emplace(k.block_vars[d], ir::Simplify(idx[d]));
+  }
+  ir::SubstituteVars(&body, values);
 
   Stmt loop;
   loop.kind = StmtKind::kFor;

@@ -43,6 +43,7 @@
 #include "compiler/ir/int_range.h"
 #include "compiler/ir/ir_util.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/passes/fold_grid.h"
 #include "compiler/passes/lowering.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/shared_liveness.h"
@@ -310,10 +311,10 @@ absl::Status VerifyResources(ir::Program& program, const PassContext& ctx) {
   }
   for (size_t d = 1; d < kernel.grid.size(); ++d) {
     std::optional<int64_t> g = ir::ConstInt(ir::Simplify(kernel.grid[d]));
-    if (g && *g > 65535) {
+    if (g && *g > kMaxGridYZ) {
       return ir::ErrorAt(file, kernel.loc,
-                         absl::StrCat("grid dimension ", d, " is ", *g,
-                                      "; at most 65535 blocks are allowed along y and z"));
+                         absl::StrCat("grid dimension ", d, " is ", *g, "; at most ", kMaxGridYZ,
+                                      " blocks are allowed along y and z"));
     }
   }
 
